@@ -1,0 +1,11 @@
+file(REMOVE_RECURSE
+  "CMakeFiles/recur_rt.dir/runtime/npy.c.o"
+  "CMakeFiles/recur_rt.dir/runtime/npy.c.o.d"
+  "librecur_rt.a"
+  "librecur_rt.pdb"
+)
+
+# Per-language clean rules from dependency scanning.
+foreach(lang C)
+  include(CMakeFiles/recur_rt.dir/cmake_clean_${lang}.cmake OPTIONAL)
+endforeach()

@@ -1,0 +1,142 @@
+/* recur: the command-line front door.
+ *
+ *   recur gen [SCRIPT] [-o DIR] [--sm sm_90] [--ptx 8.0] [--dump-ir] [--dump-ptx] [--only VARIANT]
+ *   recur list [--dir DIR] [--shape BxLxD]
+ *   recur verify [--dir DIR] [--variant NAME]... [--mixer NAME] [--shape BxLxD]... [--seed N]
+ *                [--dump DIR] [--goldens DIR]
+ */
+#include "cli.h"
+#include "gen.h"
+#include "recur.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fputs("usage: recur COMMAND [options]\n"
+	      "  gen [SCRIPT] [-o DIR]     generate PTX + manifest.json for every variant of SCRIPT\n"
+	      "                            (default lua/variants/all.lua, out/ptx); --sm sm_90 --ptx 8.0\n"
+	      "                            --dump-ir --dump-ptx [--only VARIANT] -q\n"
+	      "  list [--dir DIR]          variants and their legality per shape (--shape BxLxD)\n"
+	      "  verify [--dir DIR]        run variants on the GPU against the float64 reference\n"
+	      "         [--variant NAME]... [--mixer NAME] [--shape BxLxD]... [--seed N]\n"
+	      "         [--dump DIR] [--goldens DIR]\n", f);
+}
+
+/* The folder of recur.lua: $RECUR_LUA, else lua/ beside the source tree the
+ * binary was built from, else ./lua. */
+const char *cli_lua_root(void)
+{
+	const char *e = getenv("RECUR_LUA");
+	if (e && *e)
+		return e;
+	if (access(RECUR_SOURCE_DIR "/lua/recur.lua", R_OK) == 0)
+		return RECUR_SOURCE_DIR "/lua";
+	return "lua";
+}
+
+int cli_parse_shape(const char *s, recur_shape *sh)
+{
+	int B, L, D;
+	char extra;
+	if (sscanf(s, "%dx%dx%d%c", &B, &L, &D, &extra) != 3 || B < 1 || L < 1 || D < 1)
+		return -1;
+	sh->B = B;
+	sh->L = L;
+	sh->D = D;
+	return 0;
+}
+
+static int cmd_gen(int argc, char **argv)
+{
+	GenOpts o = { .lua_root = cli_lua_root(), .outdir = "out/ptx", .sm = "sm_90", .ptx = "8.0", .verbose = 1 };
+	const char *script = NULL;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-o") && i + 1 < argc) o.outdir = argv[++i];
+		else if (!strcmp(a, "--sm") && i + 1 < argc) o.sm = argv[++i];
+		else if (!strcmp(a, "--ptx") && i + 1 < argc) o.ptx = argv[++i];
+		else if (!strcmp(a, "--only") && i + 1 < argc) o.only = argv[++i];
+		else if (!strcmp(a, "--lua") && i + 1 < argc) o.lua_root = argv[++i];
+		else if (!strcmp(a, "--dump-ir")) o.dump_ir = 1;
+		else if (!strcmp(a, "--dump-ptx")) o.dump_ptx = 1;
+		else if (!strcmp(a, "-q")) o.verbose = 0;
+		else if (a[0] != '-' && !script) script = a;
+		else {
+			fprintf(stderr, "recur gen: unknown option %s\n", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+	char def[4096];
+	if (!script) {
+		snprintf(def, sizeof def, "%s/variants/all.lua", o.lua_root);
+		script = def;
+	}
+	char err[4096];
+	if (gen_run(script, &o, err, sizeof err) != 0) {
+		fprintf(stderr, "recur gen: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_list(int argc, char **argv)
+{
+	const char *dir = "out/ptx";
+	recur_shape sh[16];
+	int nsh = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
+		else if (!strcmp(argv[i], "--shape") && i + 1 < argc && nsh < 16) {
+			if (cli_parse_shape(argv[++i], &sh[nsh]) != 0) {
+				fprintf(stderr, "recur list: bad shape %s (want BxLxD, e.g. 1x8192x1024)\n", argv[i]);
+				return 2;
+			}
+			nsh++;
+		} else {
+			fprintf(stderr, "recur list: unknown option %s\n", argv[i]);
+			return 2;
+		}
+	}
+	char err[4096];
+	recur_manifest *m;
+	if (recur_manifest_load(dir, &m, err, sizeof err) != 0) {
+		fprintf(stderr, "recur list: %s\n", err);
+		return 1;
+	}
+	for (int v = 0; v < recur_manifest_nvariants(m); v++) {
+		printf("%-8s %s", recur_manifest_variant_mixer(m, v), recur_manifest_variant_name(m, v));
+		for (int s = 0; s < nsh; s++) {
+			char why[512];
+			int ok = recur_check_shape(m, v, sh[s], why, sizeof why) == 0;
+			printf("  %dx%dx%d:%s", sh[s].B, sh[s].L, sh[s].D, ok ? "legal" : "illegal");
+			if (!ok)
+				printf(" (%s)", why);
+		}
+		putchar('\n');
+	}
+	recur_manifest_free(m);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *c = argv[1];
+	if (!strcmp(c, "gen")) return cmd_gen(argc - 1, argv + 1);
+	if (!strcmp(c, "list")) return cmd_list(argc - 1, argv + 1);
+	if (!strcmp(c, "verify")) return cli_verify(argc - 1, argv + 1);
+	if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "recur: unknown command %s\n", c);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,466 @@
+/* recur verify: every chosen variant on the GPU against the float64 reference.
+ *
+ * Per mixer and shape: fresh random inputs and parameters (the script's
+ * initialisation), one float64 reference forward+backward, then for each
+ * variant legal at that shape: outputs poisoned with NaN, forward, backward,
+ * ||out - ref|| / ||ref|| for y, dx and every parameter gradient, a check
+ * that nothing is NaN/Inf (so every element was written), and a second
+ * backward whose parameter gradients must match the first bit for bit.
+ */
+#include "cli.h"
+#include "npy.h"
+#include "recur.h"
+#include "ref.h"
+#include "rng.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define TOL 1e-2
+#define MAXP 16
+
+typedef struct {
+	recur_shape s;
+	int np;
+	long pn[MAXP];
+	double *x, *dy, *p[MAXP];            /* inputs (bf16 / fp32 values) */
+	double *y, *dx, *dp[MAXP];           /* reference outputs */
+	const char *pname[MAXP];
+} Case;
+
+typedef struct {
+	recur_rt *rt;
+	recur_manifest *m;
+	const char *dump;
+	int fails, passes;
+} Ctx;
+
+static void case_free(Case *c)
+{
+	free(c->x); free(c->dy); free(c->y); free(c->dx);
+	for (int i = 0; i < c->np; i++) {
+		free(c->p[i]);
+		free(c->dp[i]);
+	}
+	memset(c, 0, sizeof *c);
+}
+
+static double init_value(const char *kind, double a, double b, Rng *r)
+{
+	if (!strcmp(kind, "zeros")) return 0.0;
+	if (!strcmp(kind, "const")) return a;
+	if (!strcmp(kind, "normal")) return a * rng_normal(r);
+	/* decay: lam = log(exp(-0.5 log u) - 1), u ~ U[a, b] */
+	double u = a + (b - a) * rng_uniform(r);
+	return log(exp(-0.5 * log(u)) - 1.0);
+}
+
+/* Random inputs and the script's initial parameters, rounded to what the
+ * GPU holds (bf16 tensors, fp32 parameters), then the reference. */
+static int case_random(Ctx *cx, int v, recur_shape s, uint64_t seed, Case *c, char *err, size_t n)
+{
+	const RefMixer *rm = ref_find(recur_manifest_variant_mixer(cx->m, v));
+	if (!rm) {
+		snprintf(err, n, "no float64 reference for mixer %s", recur_manifest_variant_mixer(cx->m, v));
+		return -1;
+	}
+	memset(c, 0, sizeof *c);
+	c->s = s;
+	c->np = recur_param_count(cx->m, v);
+	if (c->np != rm->nparam) {
+		snprintf(err, n, "mixer %s: the script declares %d parameters, the reference %d",
+		         rm->name, c->np, rm->nparam);
+		return -1;
+	}
+	Rng r;
+	rng_seed(&r, seed);
+	size_t ne = (size_t)s.B * s.L * s.D;
+	c->x = malloc(ne * sizeof(double));
+	c->dy = malloc(ne * sizeof(double));
+	c->y = malloc(ne * sizeof(double));
+	c->dx = malloc(ne * sizeof(double));
+	if (!c->x || !c->dy || !c->y || !c->dx) {
+		snprintf(err, n, "out of host memory for %zu elements", ne);
+		return -1;
+	}
+	for (size_t i = 0; i < ne; i++)
+		c->x[i] = bf16_round((float)rng_normal(&r));
+	for (size_t i = 0; i < ne; i++)
+		c->dy[i] = bf16_round((float)rng_normal(&r));
+	RefShape rs = { s.B, s.L, s.D, s.D / 64 };
+	for (int p = 0; p < c->np; p++) {
+		c->pname[p] = recur_param_name(cx->m, v, p);
+		if (strcmp(c->pname[p], rm->param[p]) != 0) {
+			snprintf(err, n, "mixer %s: parameter %d is %s in the script but %s in the reference",
+			         rm->name, p, c->pname[p], rm->param[p]);
+			return -1;
+		}
+		c->pn[p] = rm->param_count(p, &rs);
+		c->p[p] = malloc((size_t)c->pn[p] * sizeof(double));
+		c->dp[p] = malloc((size_t)c->pn[p] * sizeof(double));
+		double a, b;
+		const char *kind = recur_param_init(cx->m, v, p, s, &a, &b);
+		for (long i = 0; i < c->pn[p]; i++)
+			c->p[p][i] = (float)init_value(kind, a, b, &r);
+	}
+	rm->forward(&rs, (const double *const *)c->p, c->x, c->y);
+	rm->backward(&rs, (const double *const *)c->p, c->x, c->dy, c->dx, c->dp);
+	return 0;
+}
+
+/* A golden case: inputs and expected outputs from the independent implementation. */
+static int case_golden(const char *dir, const RefMixer *rm, Case *c, char *err, size_t n)
+{
+	memset(c, 0, sizeof *c);
+	const char *base = strrchr(dir, '/');
+	base = base ? base + 1 : dir;
+	int B, L, D;
+	char name[64];
+	if (sscanf(base, "%63[a-z]_B%d_L%d_D%d", name, &B, &L, &D) != 4) {
+		snprintf(err, n, "%s: golden folder names look like rglru_B2_L37_D128", dir);
+		return -1;
+	}
+	c->s = (recur_shape){ B, L, D };
+	c->np = rm->nparam;
+	char path[4096];
+	long shp[NPY_MAXDIM];
+	int nd;
+	struct { const char *f; double **dst; } t[] = { { "x", &c->x }, { "dy", &c->dy }, { "y", &c->y }, { "dx", &c->dx } };
+	for (int i = 0; i < 4; i++) {
+		snprintf(path, sizeof path, "%s/%s.npy", dir, t[i].f);
+		if (npy_read(path, t[i].dst, shp, &nd, err, n) != 0)
+			return -1;
+	}
+	for (int p = 0; p < c->np; p++) {
+		c->pname[p] = rm->param[p];
+		snprintf(path, sizeof path, "%s/%s.npy", dir, rm->param[p]);
+		if (npy_read(path, &c->p[p], shp, &nd, err, n) != 0)
+			return -1;
+		c->pn[p] = 1;
+		for (int k = 0; k < nd; k++)
+			c->pn[p] *= shp[k];
+		snprintf(path, sizeof path, "%s/d%s.npy", dir, rm->param[p]);
+		if (npy_read(path, &c->dp[p], shp, &nd, err, n) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static double relerr(const float *out, const double *ref, size_t n, int *bad)
+{
+	double num = 0, den = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!isfinite(out[i]))
+			(*bad)++;
+		double d = (double)out[i] - ref[i];
+		num += d * d;
+		den += ref[i] * ref[i];
+	}
+	return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static void bf16_dev_to_float(const uint16_t *h, float *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		f[i] = bf16_to_float(h[i]);
+}
+
+static int dump_case(const char *dir, const Case *c, const float *y, const float *dx, float *const *dp,
+                     recur_manifest *m, int v, char *err, size_t n)
+{
+	mkdir(dir, 0755);
+	size_t ne = (size_t)c->s.B * c->s.L * c->s.D;
+	long shp[3] = { c->s.B, c->s.L, c->s.D };
+	float *t = malloc(ne * sizeof(float));
+	char path[4096];
+	int rc = 0;
+	const double *src[2] = { c->x, c->dy };
+	const char *nm[2] = { "x", "dy" };
+	for (int k = 0; k < 2 && rc == 0; k++) {
+		for (size_t i = 0; i < ne; i++)
+			t[i] = (float)src[k][i];
+		snprintf(path, sizeof path, "%s/%s.npy", dir, nm[k]);
+		rc = npy_write_f32(path, t, shp, 3, err, n);
+	}
+	free(t);
+	if (rc == 0) {
+		snprintf(path, sizeof path, "%s/y.npy", dir);
+		rc = npy_write_f32(path, y, shp, 3, err, n);
+	}
+	if (rc == 0) {
+		snprintf(path, sizeof path, "%s/dx.npy", dir);
+		rc = npy_write_f32(path, dx, shp, 3, err, n);
+	}
+	for (int p = 0; p < c->np && rc == 0; p++) {
+		long dims[8];
+		int nd = recur_param_dims(m, v, p, c->s, dims);
+		float *pv = malloc((size_t)c->pn[p] * sizeof(float));
+		for (long i = 0; i < c->pn[p]; i++)
+			pv[i] = (float)c->p[p][i];
+		snprintf(path, sizeof path, "%s/%s.npy", dir, c->pname[p]);
+		rc = npy_write_f32(path, pv, dims, nd, err, n);
+		free(pv);
+		if (rc == 0) {
+			snprintf(path, sizeof path, "%s/d%s.npy", dir, c->pname[p]);
+			rc = npy_write_f32(path, dp[p], dims, nd, err, n);
+		}
+	}
+	return rc;
+}
+
+#define TRY(call) do { if ((call) != 0) goto fail; } while (0)
+
+/* Runs variant v on case c; prints one table row. */
+static void run_variant(Ctx *cx, int v, const Case *c)
+{
+	char err[8192] = "";
+	const char *vname = recur_manifest_variant_name(cx->m, v);
+	recur_shape s = c->s;
+	size_t ne = (size_t)s.B * s.L * s.D;
+	recur_variant *rv = NULL;
+	CUdeviceptr dxp = 0, dyp = 0, dyy = 0, ddx = 0, dp[MAXP] = { 0 }, dg[MAXP] = { 0 };
+	uint16_t *hb = malloc(ne * 2);
+	float *y = malloc(ne * sizeof(float)), *dx = malloc(ne * sizeof(float));
+	float *g[MAXP] = { 0 }, *g2 = NULL;
+	double e[2 + MAXP];
+	int bad = 0, det = 1;
+	if (!hb || !y || !dx) {
+		snprintf(err, sizeof err, "out of host memory");
+		goto fail;
+	}
+	TRY(recur_variant_load(cx->rt, cx->m, vname, &rv, err, sizeof err));
+	TRY(recur_alloc(cx->rt, ne * 2, &dxp, err, sizeof err));
+	TRY(recur_alloc(cx->rt, ne * 2, &dyp, err, sizeof err));
+	TRY(recur_alloc(cx->rt, ne * 2, &dyy, err, sizeof err));
+	TRY(recur_alloc(cx->rt, ne * 2, &ddx, err, sizeof err));
+	for (size_t i = 0; i < ne; i++)
+		hb[i] = bf16_bits((float)c->x[i]);
+	TRY(recur_memcpy_htod(cx->rt, dxp, hb, ne * 2, err, sizeof err));
+	for (size_t i = 0; i < ne; i++)
+		hb[i] = bf16_bits((float)c->dy[i]);
+	TRY(recur_memcpy_htod(cx->rt, dyp, hb, ne * 2, err, sizeof err));
+	long pmax = 1;
+	for (int p = 0; p < c->np; p++)
+		pmax = c->pn[p] > pmax ? c->pn[p] : pmax;
+	float *tmp = malloc((size_t)pmax * sizeof(float));
+	g2 = malloc((size_t)pmax * sizeof(float));
+	for (int p = 0; p < c->np; p++) {
+		size_t bytes = (size_t)c->pn[p] * 4;
+		TRY(recur_alloc(cx->rt, bytes, &dp[p], err, sizeof err));
+		TRY(recur_alloc(cx->rt, bytes, &dg[p], err, sizeof err));
+		for (long i = 0; i < c->pn[p]; i++)
+			tmp[i] = (float)c->p[p][i];
+		TRY(recur_memcpy_htod(cx->rt, dp[p], tmp, bytes, err, sizeof err));
+		TRY(recur_memset_u8(cx->rt, dg[p], 0xff, bytes, err, sizeof err));   /* NaN poison */
+		g[p] = malloc(bytes);
+	}
+	free(tmp);
+	/* 0xffff is a bf16 NaN: an element the kernels never wrote shows up */
+	TRY(recur_memset_u8(cx->rt, dyy, 0xff, ne * 2, err, sizeof err));
+	TRY(recur_memset_u8(cx->rt, ddx, 0xff, ne * 2, err, sizeof err));
+	recur_io io = { .x = dxp, .y = dyy, .dy = dyp, .dx = ddx, .params = dp, .grads = dg };
+	TRY(recur_forward(rv, s, &io, 0, err, sizeof err));
+	TRY(recur_backward(rv, s, &io, 0, err, sizeof err));
+	TRY(recur_sync(cx->rt, err, sizeof err));
+	TRY(recur_memcpy_dtoh(cx->rt, hb, dyy, ne * 2, err, sizeof err));
+	bf16_dev_to_float(hb, y, ne);
+	TRY(recur_memcpy_dtoh(cx->rt, hb, ddx, ne * 2, err, sizeof err));
+	bf16_dev_to_float(hb, dx, ne);
+	e[0] = relerr(y, c->y, ne, &bad);
+	e[1] = relerr(dx, c->dx, ne, &bad);
+	for (int p = 0; p < c->np; p++) {
+		TRY(recur_memcpy_dtoh(cx->rt, g[p], dg[p], (size_t)c->pn[p] * 4, err, sizeof err));
+		e[2 + p] = relerr(g[p], c->dp[p], (size_t)c->pn[p], &bad);
+	}
+	/* determinism: a second forward + backward gives the same gradient bits */
+	for (int p = 0; p < c->np; p++)
+		TRY(recur_memset_u8(cx->rt, dg[p], 0xff, (size_t)c->pn[p] * 4, err, sizeof err));
+	TRY(recur_forward(rv, s, &io, 0, err, sizeof err));
+	TRY(recur_backward(rv, s, &io, 0, err, sizeof err));
+	TRY(recur_sync(cx->rt, err, sizeof err));
+	for (int p = 0; p < c->np; p++) {
+		TRY(recur_memcpy_dtoh(cx->rt, g2, dg[p], (size_t)c->pn[p] * 4, err, sizeof err));
+		det &= memcmp(g2, g[p], (size_t)c->pn[p] * 4) == 0;
+	}
+	{
+		int ok = bad == 0 && det;
+		for (int k = 0; k < 2 + c->np; k++)
+			ok &= e[k] <= TOL;
+		printf("%-58s %6dx%-6dx%-5d %s y %.1e dx %.1e", vname, s.B, s.L, s.D, ok ? "PASS" : "FAIL", e[0], e[1]);
+		for (int p = 0; p < c->np; p++)
+			printf(" d%s %.1e", c->pname[p], e[2 + p]);
+		if (bad)
+			printf(" nonfinite %d", bad);
+		if (!det)
+			printf(" nondeterministic");
+		putchar('\n');
+		fflush(stdout);
+		ok ? cx->passes++ : cx->fails++;
+		if (cx->dump) {
+			char dir[4096];
+			snprintf(dir, sizeof dir, "%s/%s.%s.B%dxL%dxD%d", cx->dump, recur_manifest_variant_mixer(cx->m, v), vname, s.B, s.L, s.D);
+			mkdir(cx->dump, 0755);
+			if (dump_case(dir, c, y, dx, g, cx->m, v, err, sizeof err) != 0)
+				fprintf(stderr, "recur verify: --dump: %s\n", err);
+		}
+	}
+	goto done;
+fail:
+	printf("%-58s %6dx%-6dx%-5d FAIL %s\n", vname, s.B, s.L, s.D, err);
+	fflush(stdout);
+	cx->fails++;
+done:
+	if (dxp) recur_free(cx->rt, dxp);
+	if (dyp) recur_free(cx->rt, dyp);
+	if (dyy) recur_free(cx->rt, dyy);
+	if (ddx) recur_free(cx->rt, ddx);
+	for (int p = 0; p < MAXP; p++) {
+		if (dp[p]) recur_free(cx->rt, dp[p]);
+		if (dg[p]) recur_free(cx->rt, dg[p]);
+		free(g[p]);
+	}
+	free(g2);
+	free(hb);
+	free(y);
+	free(dx);
+	if (rv)
+		recur_variant_free(rv);
+}
+
+static int chosen(int v, recur_manifest *m, char **names, int nnames, const char *mixer)
+{
+	if (mixer && strcmp(mixer, recur_manifest_variant_mixer(m, v)) != 0)
+		return 0;
+	if (nnames == 0)
+		return 1;
+	for (int i = 0; i < nnames; i++)
+		if (!strcmp(names[i], recur_manifest_variant_name(m, v)))
+			return 1;
+	return 0;
+}
+
+int cli_verify(int argc, char **argv)
+{
+	const char *dir = "out/ptx", *mixer = NULL, *goldens = NULL;
+	char *names[256];
+	int nnames = 0, nsh = 0;
+	recur_shape sh[32];
+	uint64_t seed = 1;
+	Ctx cx = { 0 };
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--dir") && i + 1 < argc) dir = argv[++i];
+		else if (!strcmp(a, "--variant") && i + 1 < argc && nnames < 256) names[nnames++] = argv[++i];
+		else if (!strcmp(a, "--mixer") && i + 1 < argc) mixer = argv[++i];
+		else if (!strcmp(a, "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(a, "--dump") && i + 1 < argc) cx.dump = argv[++i];
+		else if (!strcmp(a, "--goldens") && i + 1 < argc) goldens = argv[++i];
+		else if (!strcmp(a, "--shape") && i + 1 < argc && nsh < 32) {
+			if (cli_parse_shape(argv[++i], &sh[nsh]) != 0) {
+				fprintf(stderr, "recur verify: bad shape %s (want BxLxD, e.g. 1x8192x1024)\n", argv[i]);
+				return 2;
+			}
+			nsh++;
+		} else {
+			fprintf(stderr, "recur verify: unknown option %s\n", a);
+			return 2;
+		}
+	}
+	if (nsh == 0) {
+		sh[nsh++] = (recur_shape){ 3, 1000, 1024 };
+		sh[nsh++] = (recur_shape){ 1, 8192, 1024 };
+	}
+	char err[8192];
+	if (recur_manifest_load(dir, &cx.m, err, sizeof err) != 0) {
+		fprintf(stderr, "recur verify: %s\n", err);
+		return 1;
+	}
+	for (int i = 0; i < nnames; i++)
+		if (recur_manifest_find(cx.m, names[i]) < 0) {
+			fprintf(stderr, "recur verify: no variant %s in %s/manifest.json (see recur list --dir %s)\n", names[i], dir, dir);
+			return 1;
+		}
+	if (recur_rt_open(&cx.rt, 0, err, sizeof err) != 0) {
+		fprintf(stderr, "recur verify: %s\n", err);
+		recur_manifest_free(cx.m);
+		return 1;
+	}
+	char gpu[256] = "?";
+	recur_rt_device_name(cx.rt, gpu, sizeof gpu);
+	printf("verify on %s, tolerance %.0e (||out - ref|| / ||ref||)\n", gpu, TOL);
+	int nv = recur_manifest_nvariants(cx.m);
+	if (goldens) {
+		static const char *const cases[] = { "rglru_B2_L37_D128", "rglru_B1_L300_D64", "samu_B2_L37_D128", "samu_B1_L300_D64" };
+		for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+			char cd[4096];
+			snprintf(cd, sizeof cd, "%s/%s", goldens, cases[k]);
+			char mname[16];
+			sscanf(cases[k], "%15[a-z]", mname);
+			const RefMixer *rm = ref_find(mname);
+			Case c;
+			int any = 0;
+			for (int v = 0; v < nv; v++)
+				any |= chosen(v, cx.m, names, nnames, mixer) && !strcmp(recur_manifest_variant_mixer(cx.m, v), mname);
+			if (!any || !rm)
+				continue;
+			if (case_golden(cd, rm, &c, err, sizeof err) != 0) {
+				fprintf(stderr, "recur verify: %s\n", err);
+				cx.fails++;
+				continue;
+			}
+			for (int v = 0; v < nv; v++) {
+				if (!chosen(v, cx.m, names, nnames, mixer) || strcmp(recur_manifest_variant_mixer(cx.m, v), mname))
+					continue;
+				char why[512];
+				if (recur_check_shape(cx.m, v, c.s, why, sizeof why) != 0) {
+					printf("%-58s %s: not legal: %s\n", recur_manifest_variant_name(cx.m, v), cases[k], why);
+					continue;
+				}
+				run_variant(&cx, v, &c);
+			}
+			case_free(&c);
+		}
+	} else {
+		for (int k = 0; k < nsh; k++) {
+			/* one reference per (mixer, shape), shared by all its variants */
+			const char *done_mixers[16];
+			int ndone = 0;
+			for (int v0 = 0; v0 < nv; v0++) {
+				if (!chosen(v0, cx.m, names, nnames, mixer))
+					continue;
+				const char *mn = recur_manifest_variant_mixer(cx.m, v0);
+				int seen = 0;
+				for (int d = 0; d < ndone; d++)
+					seen |= !strcmp(done_mixers[d], mn);
+				if (seen)
+					continue;
+				done_mixers[ndone++] = mn;
+				Case c;
+				fprintf(stderr, "reference %s %dx%dx%d ...\n", mn, sh[k].B, sh[k].L, sh[k].D);
+				if (case_random(&cx, v0, sh[k], seed + (uint64_t)k * 7919, &c, err, sizeof err) != 0) {
+					fprintf(stderr, "recur verify: %s\n", err);
+					case_free(&c);
+					cx.fails++;
+					continue;
+				}
+				for (int v = v0; v < nv; v++) {
+					if (!chosen(v, cx.m, names, nnames, mixer) || strcmp(recur_manifest_variant_mixer(cx.m, v), mn))
+						continue;
+					char why[512];
+					if (recur_check_shape(cx.m, v, sh[k], why, sizeof why) != 0) {
+						printf("%-58s %6dx%-6dx%-5d skip: %s\n", recur_manifest_variant_name(cx.m, v), sh[k].B, sh[k].L, sh[k].D, why);
+						continue;
+					}
+					run_variant(&cx, v, &c);
+				}
+				case_free(&c);
+			}
+		}
+	}
+	printf("%d passed, %d failed\n", cx.passes, cx.fails);
+	recur_rt_close(cx.rt);
+	recur_manifest_free(cx.m);
+	return cx.fails ? 1 : 0;
+}

@@ -1,0 +1,73 @@
+/* Lowering a mixer's expression graph to fp32 LLVM IR (see emit_expr.h).
+ *
+ * Special functions use the SFU approximations (ex2, lg2, rcp, sqrt, rsqrt):
+ * their relative errors (~1e-7) are far below the bf16 rounding of every
+ * kernel output (~4e-3), so the fast path costs no accuracy that matters. */
+#include "emit_expr.h"
+#include "diag.h"
+
+static LLVMValueRef sigmoid(Irb *I, LLVMValueRef z)
+{
+	return f_rcp(I, fadd(I, cf32(I, 1.0), f_exp(I, fneg(I, z))));
+}
+
+/* softplus(z) = max(z, 0) + log(1 + exp(-|z|)): never overflows */
+static LLVMValueRef softplus(Irb *I, LLVMValueRef z)
+{
+	LLVMValueRef e = f_exp(I, fneg(I, fabs_(I, z)));
+	return fadd(I, fmaxf_(I, z, cf32(I, 0.0)), f_log(I, fadd(I, cf32(I, 1.0), e)));
+}
+
+static LLVMValueRef leaf(Irb *I, LLVMValueRef v, const char *what, int idx)
+{
+	if (!v)
+		DIE("expression needs leaf %s[%d] that the template did not provide", what, idx);
+	(void)I;
+	return v;
+}
+
+LLVMValueRef emit_expr(Irb *I, const ExGraph *g, int node, const EmitEnv *env, LLVMValueRef *memo)
+{
+	if (memo[node])
+		return memo[node];
+	const ExNode *n = &g->n[node];
+	LLVMValueRef a = n->a >= 0 ? emit_expr(I, g, n->a, env, memo) : NULL;
+	LLVMValueRef b = n->b >= 0 ? emit_expr(I, g, n->b, env, memo) : NULL;
+	LLVMValueRef c = n->c >= 0 ? emit_expr(I, g, n->c, env, memo) : NULL;
+	LLVMValueRef r = NULL;
+	switch (n->op) {
+	case EX_CONST: r = cf32(I, n->k); break;
+	case EX_X: r = leaf(I, env->x, "x", 0); break;
+	case EX_H: r = leaf(I, env->h, "h", 0); break;
+	case EX_FIRST: r = leaf(I, env->first, "first", 0); break;
+	case EX_PARAM: r = leaf(I, env->param ? env->param[n->idx] : NULL, "param", n->idx); break;
+	case EX_PROJ: r = leaf(I, env->proj ? env->proj[n->idx] : NULL, "proj", n->idx); break;
+	case EX_SEED: r = leaf(I, env->seed ? env->seed[n->idx] : NULL, "seed", n->idx); break;
+	case EX_NEG: r = fneg(I, a); break;
+	case EX_EXP: r = f_exp(I, a); break;
+	case EX_LOG: r = f_log(I, a); break;
+	case EX_SIGMOID: r = sigmoid(I, a); break;
+	case EX_SOFTPLUS: r = softplus(I, a); break;
+	case EX_SQRT:
+	case EX_SQRTB: r = f_sqrt(I, fmaxf_(I, a, cf32(I, 0.0))); break;
+	case EX_SQRTB_GRAD: r = f_rsqrt(I, fmaxf_(I, fmul(I, a, cf32(I, 4.0)), cf32(I, 1e-6))); break;
+	case EX_TANH: {
+		LLVMValueRef e = f_exp(I, fmul(I, a, cf32(I, 2.0)));
+		r = fsub(I, cf32(I, 1.0), fmul(I, cf32(I, 2.0), f_rcp(I, fadd(I, e, cf32(I, 1.0)))));
+		break;
+	}
+	case EX_RECIP: r = f_rcp(I, a); break;
+	case EX_RSQRT: r = f_rsqrt(I, a); break;
+	case EX_ADD: r = fadd(I, a, b); break;
+	case EX_SUB: r = fsub(I, a, b); break;
+	case EX_MUL: r = fmul(I, a, b); break;
+	case EX_DIV: r = fdiv(I, a, b); break;
+	case EX_MIN: r = fminf_(I, a, b); break;
+	case EX_MAX: r = fmaxf_(I, a, b); break;
+	case EX_GT: r = b2f(I, fgt(I, a, b)); break;
+	case EX_WHERE: r = fsel(I, LLVMBuildFCmp(I->b, LLVMRealUNE, a, cf32(I, 0.0), ""), b, c); break;
+	default: DIE("cannot emit op %d", (int)n->op);
+	}
+	memo[node] = r;
+	return r;
+}

@@ -1,0 +1,532 @@
+/* Expression graph: hash-consing, constant folding, reverse-mode autodiff,
+ * a float64 interpreter and a printer (see expr.h).
+ *
+ * Every constructor goes through ex_intern, which looks the node up in an
+ * open-addressing table keyed on (op, a, b, c, idx, bits of k) before
+ * appending it. Operands always exist before the node that uses them, so
+ * node ids are a topological order: ex_grad walks ids downwards, ex_eval
+ * upwards, and neither needs a sort.
+ *
+ * Simplifications assume finite values (x*0 = 0, x-x = 0, 0/x = 0): every
+ * value a mixer computes is finite, and the kernels would be wrong anyway
+ * if one were not.
+ */
+#include "expr.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A broken invariant (out of memory): stop with the C file and line. */
+#define EX_DIE(what) ex_die(what, __FILE__, __LINE__)
+
+static void ex_die(const char *what, const char *file, int line)
+{
+	fprintf(stderr, "recur: internal error: %s (%s:%d)\n", what, file, line);
+	abort();
+}
+
+static const char *const ex_names[EX_NOPS] = {
+	[EX_CONST] = "const", [EX_X] = "x", [EX_H] = "h", [EX_FIRST] = "first",
+	[EX_PARAM] = "param", [EX_PROJ] = "proj", [EX_SEED] = "seed",
+	[EX_NEG] = "neg", [EX_EXP] = "exp", [EX_LOG] = "log", [EX_SIGMOID] = "sigmoid",
+	[EX_SOFTPLUS] = "softplus", [EX_SQRT] = "sqrt", [EX_SQRTB] = "sqrtb",
+	[EX_SQRTB_GRAD] = "sqrtb_grad", [EX_TANH] = "tanh", [EX_RECIP] = "recip",
+	[EX_RSQRT] = "rsqrt",
+	[EX_ADD] = "add", [EX_SUB] = "sub", [EX_MUL] = "mul", [EX_DIV] = "div",
+	[EX_MIN] = "min", [EX_MAX] = "max", [EX_GT] = "gt",
+	[EX_WHERE] = "where",
+};
+
+const char *ex_opname(ExOp op)
+{
+	return (op >= 0 && op < EX_NOPS && ex_names[op]) ? ex_names[op] : "?";
+}
+
+/* Number of operands of op (0 for leaves). */
+static int ex_arity(ExOp op)
+{
+	if (op <= EX_SEED) return 0;
+	if (op <= EX_RSQRT) return 1;
+	if (op <= EX_GT) return 2;
+	return 3;
+}
+
+/* ---- storage and hash-consing ------------------------------------------ */
+
+void ex_init(ExGraph *g)
+{
+	memset(g, 0, sizeof *g);
+}
+
+void ex_free(ExGraph *g)
+{
+	free(g->n);
+	free(g->hash);
+	memset(g, 0, sizeof *g);
+}
+
+static uint64_t ex_hash(const ExNode *n)
+{
+	uint64_t kb;
+	memcpy(&kb, &n->k, sizeof kb);
+	uint64_t v[6] = { (uint64_t)n->op, (uint32_t)n->a, (uint32_t)n->b,
+	                  (uint32_t)n->c, (uint32_t)n->idx, kb };
+	uint64_t h = 0x243f6a8885a308d3ULL;
+	for (int i = 0; i < 6; i++) {
+		/* splitmix64 finaliser per word: cheap and well mixed */
+		h ^= v[i] + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+		h ^= h >> 30; h *= 0xbf58476d1ce4e5b9ULL;
+		h ^= h >> 27; h *= 0x94d049bb133111ebULL;
+		h ^= h >> 31;
+	}
+	return h;
+}
+
+static int ex_same(const ExNode *x, const ExNode *y)
+{
+	return x->op == y->op && x->a == y->a && x->b == y->b && x->c == y->c &&
+	       x->idx == y->idx && memcmp(&x->k, &y->k, sizeof x->k) == 0;
+}
+
+static void ex_rehash(ExGraph *g, int hcap)
+{
+	int *h = malloc((size_t)hcap * sizeof *h);
+	if (!h) EX_DIE("out of memory");
+	memset(h, 0xff, (size_t)hcap * sizeof *h);   /* all -1 */
+	for (int id = 0; id < g->len; id++) {
+		size_t i = ex_hash(&g->n[id]) & (size_t)(hcap - 1);
+		while (h[i] >= 0) i = (i + 1) & (size_t)(hcap - 1);
+		h[i] = id;
+	}
+	free(g->hash);
+	g->hash = h;
+	g->hcap = hcap;
+}
+
+/* The id of the node equal to nd, appending it when new. */
+static int ex_intern(ExGraph *g, ExNode nd)
+{
+	if (2 * (g->len + 1) > g->hcap) ex_rehash(g, g->hcap ? 2 * g->hcap : 256);
+	size_t mask = (size_t)g->hcap - 1;
+	size_t i = ex_hash(&nd) & mask;
+	for (; g->hash[i] >= 0; i = (i + 1) & mask)
+		if (ex_same(&g->n[g->hash[i]], &nd)) return g->hash[i];
+	if (g->len == g->cap) {
+		int cap = g->cap ? 2 * g->cap : 256;
+		ExNode *n = realloc(g->n, (size_t)cap * sizeof *n);
+		if (!n) EX_DIE("out of memory");
+		g->n = n;
+		g->cap = cap;
+	}
+	g->n[g->len] = nd;
+	g->hash[i] = g->len;
+	return g->len++;
+}
+
+static ExNode ex_node(ExOp op, int a, int b, int c, int idx, double k)
+{
+	ExNode nd;
+	memset(&nd, 0, sizeof nd);   /* padding too: nodes are compared field-wise, hashed by value */
+	nd.op = op; nd.a = a; nd.b = b; nd.c = c; nd.idx = idx; nd.k = k;
+	return nd;
+}
+
+/* ---- scalar semantics, shared by folding and evaluation ---------------- */
+
+static double ex_sigmoid(double z)
+{
+	if (z >= 0) return 1.0 / (1.0 + exp(-z));
+	double e = exp(z);
+	return e / (1.0 + e);
+}
+
+static double ex_apply(ExOp op, double x, double y, double z)
+{
+	switch (op) {
+	case EX_NEG: return -x;
+	case EX_EXP: return exp(x);
+	case EX_LOG: return log(x);
+	case EX_SIGMOID: return ex_sigmoid(x);
+	case EX_SOFTPLUS: return log1p(exp(-fabs(x))) + fmax(x, 0.0);   /* no overflow for large x */
+	case EX_SQRT: case EX_SQRTB: return sqrt(x);
+	case EX_SQRTB_GRAD: return 1.0 / sqrt(fmax(4.0 * x, 1e-6));
+	case EX_TANH: return tanh(x);
+	case EX_RECIP: return 1.0 / x;
+	case EX_RSQRT: return 1.0 / sqrt(x);
+	case EX_ADD: return x + y;
+	case EX_SUB: return x - y;
+	case EX_MUL: return x * y;
+	case EX_DIV: return x / y;
+	case EX_MIN: return fmin(x, y);
+	case EX_MAX: return fmax(x, y);
+	case EX_GT: return x > y ? 1.0 : 0.0;
+	case EX_WHERE: return x != 0.0 ? y : z;
+	default: return NAN;
+	}
+}
+
+/* ---- constructors ------------------------------------------------------ */
+
+static int ex_valid(const ExGraph *g, int id) { return id >= 0 && id < g->len; }
+static int ex_isconst(const ExGraph *g, int id, double k)
+{
+	return g->n[id].op == EX_CONST && g->n[id].k == k;
+}
+
+int ex_const(ExGraph *g, double k)
+{
+	if (k == 0.0) k = 0.0;   /* -0 and +0 are one node */
+	if (isnan(k)) k = NAN;   /* one NaN bit pattern */
+	return ex_intern(g, ex_node(EX_CONST, -1, -1, -1, 0, k));
+}
+
+int ex_leaf(ExGraph *g, ExOp op, int idx)
+{
+	if (op == EX_X || op == EX_H || op == EX_FIRST) idx = 0;
+	else if (op != EX_PARAM && op != EX_PROJ && op != EX_SEED) return -1;
+	if (idx < 0) return -1;
+	return ex_intern(g, ex_node(op, -1, -1, -1, idx, 0.0));
+}
+
+/* Folds when the result is finite; a non-finite constant stays a node so
+ * that the mistake is visible in the graph rather than baked in. */
+static int ex_fold(ExGraph *g, ExOp op, double x, double y, double z)
+{
+	double v = ex_apply(op, x, y, z);
+	return isfinite(v) ? ex_const(g, v) : -1;
+}
+
+int ex_un(ExGraph *g, ExOp op, int a)
+{
+	if (ex_arity(op) != 1 || !ex_valid(g, a)) return -1;
+	const ExNode na = g->n[a];
+	if (na.op == EX_CONST) {
+		int f = ex_fold(g, op, na.k, 0, 0);
+		if (f >= 0) return f;
+	}
+	if (op == EX_NEG && na.op == EX_NEG) return na.a;
+	return ex_intern(g, ex_node(op, a, -1, -1, 0, 0.0));
+}
+
+static int ex_commutes(ExOp op)
+{
+	return op == EX_ADD || op == EX_MUL || op == EX_MIN || op == EX_MAX;
+}
+
+int ex_bin(ExGraph *g, ExOp op, int a, int b)
+{
+	if (ex_arity(op) != 2 || !ex_valid(g, a) || !ex_valid(g, b)) return -1;
+	if (g->n[a].op == EX_CONST && g->n[b].op == EX_CONST) {
+		int f = ex_fold(g, op, g->n[a].k, g->n[b].k, 0);
+		if (f >= 0) return f;
+	}
+	if (ex_commutes(op) && a > b) { int t = a; a = b; b = t; }   /* a*b and b*a: one node */
+	const ExNode na = g->n[a], nb = g->n[b];
+	switch (op) {
+	case EX_ADD:
+		if (ex_isconst(g, a, 0)) return b;
+		if (ex_isconst(g, b, 0)) return a;
+		if (nb.op == EX_NEG) return ex_bin(g, EX_SUB, a, nb.a);
+		if (na.op == EX_NEG) return ex_bin(g, EX_SUB, b, na.a);
+		break;
+	case EX_SUB:
+		if (ex_isconst(g, b, 0)) return a;
+		if (ex_isconst(g, a, 0)) return ex_un(g, EX_NEG, b);
+		if (a == b) return ex_const(g, 0);
+		if (nb.op == EX_NEG) return ex_bin(g, EX_ADD, a, nb.a);
+		break;
+	case EX_MUL:
+		if (ex_isconst(g, a, 0) || ex_isconst(g, b, 0)) return ex_const(g, 0);
+		if (ex_isconst(g, a, 1)) return b;
+		if (ex_isconst(g, b, 1)) return a;
+		if (ex_isconst(g, a, -1)) return ex_un(g, EX_NEG, b);
+		if (ex_isconst(g, b, -1)) return ex_un(g, EX_NEG, a);
+		break;
+	case EX_DIV:
+		if (ex_isconst(g, b, 1)) return a;
+		if (ex_isconst(g, b, -1)) return ex_un(g, EX_NEG, a);
+		if (ex_isconst(g, a, 0)) return ex_const(g, 0);
+		break;
+	case EX_MIN: case EX_MAX:
+		if (a == b) return a;
+		break;
+	case EX_GT:
+		if (a == b) return ex_const(g, 0);
+		break;
+	default:
+		break;
+	}
+	return ex_intern(g, ex_node(op, a, b, -1, 0, 0.0));
+}
+
+int ex_where(ExGraph *g, int cond, int a, int b)
+{
+	if (!ex_valid(g, cond) || !ex_valid(g, a) || !ex_valid(g, b)) return -1;
+	if (g->n[cond].op == EX_CONST) return g->n[cond].k != 0.0 ? a : b;
+	if (a == b) return a;
+	return ex_intern(g, ex_node(EX_WHERE, cond, a, b, 0, 0.0));
+}
+
+/* ---- reverse mode ------------------------------------------------------ */
+
+/* adj[id] += v, where -1 stands for a zero adjoint not built yet. */
+static void ex_acc(ExGraph *g, int *adj, int id, int v)
+{
+	adj[id] = adj[id] < 0 ? v : ex_bin(g, EX_ADD, adj[id], v);
+}
+
+/* Adds the contributions of node id, with adjoint d, to its operands.
+ * need[] says which operands lead to a requested leaf: the others get no
+ * adjoint, so no derivative nodes are built that nobody reads. */
+static void ex_backprop(ExGraph *g, int *adj, const char *need, int id, int d)
+{
+	const ExNode nd = g->n[id];   /* a copy: building nodes may move g->n */
+	int a = nd.a, b = nd.b, c = nd.c, v = id;
+	int na = a >= 0 && need[a], nb = b >= 0 && need[b];
+	int zero = ex_const(g, 0), one = ex_const(g, 1);
+	int t;
+	switch (nd.op) {
+	case EX_NEG: if (na) ex_acc(g, adj, a, ex_un(g, EX_NEG, d)); break;
+	case EX_EXP: if (na) ex_acc(g, adj, a, ex_bin(g, EX_MUL, d, v)); break;
+	case EX_LOG: if (na) ex_acc(g, adj, a, ex_bin(g, EX_DIV, d, a)); break;
+	case EX_SIGMOID:   /* s (1 - s) */
+		if (na) {
+			t = ex_bin(g, EX_MUL, v, ex_bin(g, EX_SUB, one, v));
+			ex_acc(g, adj, a, ex_bin(g, EX_MUL, d, t));
+		}
+		break;
+	case EX_SOFTPLUS:  /* sigmoid */
+		if (na) ex_acc(g, adj, a, ex_bin(g, EX_MUL, d, ex_un(g, EX_SIGMOID, a)));
+		break;
+	case EX_SQRT:      /* 0.5 / sqrt */
+		if (na) ex_acc(g, adj, a, ex_bin(g, EX_MUL, d, ex_bin(g, EX_DIV, ex_const(g, 0.5), v)));
+		break;
+	case EX_SQRTB:     /* the bounded derivative, a node the templates emit as written */
+		if (na) ex_acc(g, adj, a, ex_bin(g, EX_MUL, d, ex_un(g, EX_SQRTB_GRAD, a)));
+		break;
+	case EX_SQRTB_GRAD:
+		/* Treated as constant: it only appears inside first derivatives,
+		 * and nothing here takes second derivatives. */
+		break;
+	case EX_TANH:      /* 1 - t^2 */
+		if (na) {
+			t = ex_bin(g, EX_SUB, one, ex_bin(g, EX_MUL, v, v));
+			ex_acc(g, adj, a, ex_bin(g, EX_MUL, d, t));
+		}
+		break;
+	case EX_RECIP:     /* -1/x^2 = -recip^2 */
+		if (na) ex_acc(g, adj, a, ex_un(g, EX_NEG, ex_bin(g, EX_MUL, d, ex_bin(g, EX_MUL, v, v))));
+		break;
+	case EX_RSQRT:     /* -0.5 rsqrt^3 */
+		if (na) {
+			t = ex_bin(g, EX_MUL, ex_const(g, -0.5), ex_bin(g, EX_MUL, v, ex_bin(g, EX_MUL, v, v)));
+			ex_acc(g, adj, a, ex_bin(g, EX_MUL, d, t));
+		}
+		break;
+	case EX_ADD:
+		if (na) ex_acc(g, adj, a, d);
+		if (nb) ex_acc(g, adj, b, d);
+		break;
+	case EX_SUB:
+		if (na) ex_acc(g, adj, a, d);
+		if (nb) ex_acc(g, adj, b, ex_un(g, EX_NEG, d));
+		break;
+	case EX_MUL:
+		if (na) ex_acc(g, adj, a, ex_bin(g, EX_MUL, d, b));
+		if (nb) ex_acc(g, adj, b, ex_bin(g, EX_MUL, d, a));
+		break;
+	case EX_DIV:       /* d(a/b)/db = -(a/b)/b */
+		if (na) ex_acc(g, adj, a, ex_bin(g, EX_DIV, d, b));
+		if (nb) ex_acc(g, adj, b, ex_un(g, EX_NEG, ex_bin(g, EX_DIV, ex_bin(g, EX_MUL, d, v), b)));
+		break;
+	case EX_MIN: case EX_MAX: {
+		/* the operand that was selected gets the adjoint; ties go to a for
+		 * min, to b for max, matching which one fmin/fmax-by-GT picks */
+		int gt = ex_bin(g, EX_GT, a, b);
+		int to_a = nd.op == EX_MAX ? ex_where(g, gt, d, zero) : ex_where(g, gt, zero, d);
+		int to_b = nd.op == EX_MAX ? ex_where(g, gt, zero, d) : ex_where(g, gt, d, zero);
+		if (na) ex_acc(g, adj, a, to_a);
+		if (nb) ex_acc(g, adj, b, to_b);
+		break;
+	}
+	case EX_GT:
+		break;         /* piecewise constant */
+	case EX_WHERE:     /* the condition gets nothing */
+		if (nb) ex_acc(g, adj, b, ex_where(g, a, d, zero));
+		if (c >= 0 && need[c]) ex_acc(g, adj, c, ex_where(g, a, zero, d));
+		break;
+	default:
+		break;         /* leaves */
+	}
+}
+
+void ex_grad(ExGraph *g, int nout, const int *outs, const int *seeds,
+             int nleaf, const int *leaves, int *grads)
+{
+	int n0 = g->len;   /* nodes built below have larger ids and are never visited */
+	char *need = calloc((size_t)n0 + 1, 1);
+	int *adj = malloc(((size_t)n0 + 1) * sizeof *adj);
+	if (!need || !adj) EX_DIE("out of memory");
+	for (int i = 0; i < n0; i++) adj[i] = -1;
+
+	for (int i = 0; i < nleaf; i++)
+		if (leaves[i] >= 0 && leaves[i] < n0) need[leaves[i]] = 1;
+	for (int id = 0; id < n0; id++) {
+		const ExNode *nd = &g->n[id];
+		if ((nd->a >= 0 && need[nd->a]) || (nd->b >= 0 && need[nd->b]) ||
+		    (nd->c >= 0 && need[nd->c]))
+			need[id] = 1;
+	}
+	for (int j = 0; j < nout; j++)
+		if (outs[j] >= 0 && outs[j] < n0 && need[outs[j]] && seeds[j] >= 0)
+			ex_acc(g, adj, outs[j], seeds[j]);
+	/* ids are a topological order: every user of a node has a larger id,
+	 * so a node's adjoint is complete when the walk reaches it */
+	for (int id = n0 - 1; id >= 0; id--)
+		if (adj[id] >= 0) ex_backprop(g, adj, need, id, adj[id]);
+
+	for (int i = 0; i < nleaf; i++) {
+		int l = leaves[i];
+		grads[i] = (l >= 0 && l < n0 && adj[l] >= 0) ? adj[l] : ex_const(g, 0);
+	}
+	free(need);
+	free(adj);
+}
+
+/* ---- evaluation and queries -------------------------------------------- */
+
+/* Marks the nodes reachable from node (mark has node+1 entries). */
+static void ex_reach(const ExGraph *g, int node, char *mark)
+{
+	mark[node] = 1;
+	for (int id = node; id >= 0; id--) {   /* operands have smaller ids */
+		if (!mark[id]) continue;
+		const ExNode *nd = &g->n[id];
+		if (nd->a >= 0) mark[nd->a] = 1;
+		if (nd->b >= 0) mark[nd->b] = 1;
+		if (nd->c >= 0) mark[nd->c] = 1;
+	}
+}
+
+static double ex_leafval(const double *arr, int idx)
+{
+	return arr ? arr[idx] : NAN;
+}
+
+double ex_eval(const ExGraph *g, int node, const ExEnv *env)
+{
+	if (!ex_valid(g, node)) return NAN;
+	char *mark = calloc((size_t)node + 1, 1);
+	double *val = malloc(((size_t)node + 1) * sizeof *val);
+	if (!mark || !val) EX_DIE("out of memory");
+	ex_reach(g, node, mark);
+	for (int id = 0; id <= node; id++) {
+		if (!mark[id]) continue;
+		const ExNode *nd = &g->n[id];
+		switch (nd->op) {
+		case EX_CONST: val[id] = nd->k; break;
+		case EX_X: val[id] = env->x; break;
+		case EX_H: val[id] = env->h; break;
+		case EX_FIRST: val[id] = env->first; break;
+		case EX_PARAM: val[id] = ex_leafval(env->param, nd->idx); break;
+		case EX_PROJ: val[id] = ex_leafval(env->proj, nd->idx); break;
+		case EX_SEED: val[id] = ex_leafval(env->seed, nd->idx); break;
+		default:
+			val[id] = ex_apply(nd->op, val[nd->a], nd->b >= 0 ? val[nd->b] : 0,
+			                   nd->c >= 0 ? val[nd->c] : 0);
+		}
+	}
+	double r = val[node];
+	free(mark);
+	free(val);
+	return r;
+}
+
+int ex_depends(const ExGraph *g, int node, ExOp op, int idx)
+{
+	if (!ex_valid(g, node)) return 0;
+	char *mark = calloc((size_t)node + 1, 1);
+	if (!mark) EX_DIE("out of memory");
+	ex_reach(g, node, mark);
+	int found = 0;
+	for (int id = 0; id <= node && !found; id++)
+		if (mark[id] && g->n[id].op == op && (idx < 0 || g->n[id].idx == idx)) found = 1;
+	free(mark);
+	return found;
+}
+
+/* ---- printing ---------------------------------------------------------- */
+
+typedef struct {
+	char *buf;
+	size_t n, pos;   /* pos < n always; the buffer is kept NUL-terminated */
+} ExOut;
+
+static void ex_puts(ExOut *o, const char *s)
+{
+	while (*s && o->pos + 1 < o->n) o->buf[o->pos++] = *s++;
+	o->buf[o->pos] = 0;
+}
+
+static int ex_full(const ExOut *o) { return o->pos + 1 >= o->n; }
+
+static void ex_pr(const ExGraph *g, int id, ExOut *o)
+{
+	if (ex_full(o)) return;   /* stops the walk too: a shared DAG printed as a tree can be huge */
+	const ExNode *nd = &g->n[id];
+	char tmp[64];
+	static const char *const infix[EX_NOPS] = {
+		[EX_ADD] = " + ", [EX_SUB] = " - ", [EX_MUL] = " * ", [EX_DIV] = " / ", [EX_GT] = " > ",
+	};
+	switch (ex_arity(nd->op)) {
+	case 0:
+		if (nd->op == EX_CONST) snprintf(tmp, sizeof tmp, "%.9g", nd->k);
+		else if (nd->op == EX_X || nd->op == EX_H || nd->op == EX_FIRST)
+			snprintf(tmp, sizeof tmp, "%s", ex_opname(nd->op));
+		else snprintf(tmp, sizeof tmp, "%s%d", ex_opname(nd->op), nd->idx);
+		ex_puts(o, tmp);
+		return;
+	case 1:
+		ex_puts(o, nd->op == EX_NEG ? "-(" : ex_opname(nd->op));
+		if (nd->op != EX_NEG) ex_puts(o, "(");
+		ex_pr(g, nd->a, o);
+		ex_puts(o, ")");
+		return;
+	case 2:
+		if (infix[nd->op]) {
+			ex_puts(o, "(");
+			ex_pr(g, nd->a, o);
+			ex_puts(o, infix[nd->op]);
+			ex_pr(g, nd->b, o);
+			ex_puts(o, ")");
+		} else {
+			ex_puts(o, ex_opname(nd->op));
+			ex_puts(o, "(");
+			ex_pr(g, nd->a, o);
+			ex_puts(o, ", ");
+			ex_pr(g, nd->b, o);
+			ex_puts(o, ")");
+		}
+		return;
+	default:
+		ex_puts(o, "where(");
+		ex_pr(g, nd->a, o);
+		ex_puts(o, ", ");
+		ex_pr(g, nd->b, o);
+		ex_puts(o, ", ");
+		ex_pr(g, nd->c, o);
+		ex_puts(o, ")");
+	}
+}
+
+void ex_print(const ExGraph *g, int node, char *buf, size_t n)
+{
+	if (!n) return;
+	ExOut o = { buf, n, 0 };
+	buf[0] = 0;
+	if (!ex_valid(g, node)) { ex_puts(&o, "<invalid>"); return; }
+	ex_pr(g, node, &o);
+}

@@ -1,0 +1,289 @@
+/* The generator's table of contents: script -> mixer and variants ->
+ * derivative graph -> per-variant LLVM IR -> O3 -> PTX -> manifest.
+ * Everything goes to a temporary directory that replaces the output
+ * directory only when every variant was generated. */
+#include "gen.h"
+#include "script.h"
+#include "target.h"
+#include "tmpl.h"
+#include "diag.h"
+#include <errno.h>
+#include <math.h>
+#include <jansson.h>
+#include <llvm-c/Core.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <dirent.h>
+
+static int write_file(const char *path, const char *data, size_t n, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) {
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	return 0;
+}
+
+static void rm_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	char p[4096];
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+		unlink(p);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+/* Checks what the templates support; a located message otherwise. */
+static int mixer_check(const Tmpl *T, int derived, char *err, size_t errlen)
+{
+	const Mixer *mx = T->mx;
+	if (mx->k != 64) {
+		snprintf(err, errlen, "%s: mixer %s: heads of %d channels; the templates need 64", mx->script, mx->name, mx->k);
+		return -1;
+	}
+	for (int j = 0; j < mx->nproj; j++)
+		if (mx->proj[j].kind != PJ_BLOCKDIAG) {
+			snprintf(err, errlen, "%s:%d: mixer %s: per-token projection %s is not supported by these kernel templates yet",
+			         mx->script, mx->proj[j].line, mx->name, mx->proj[j].name);
+			return -1;
+		}
+	if (derived && ex_depends(&mx->g, T->g_h, EX_H, -1)) {
+		snprintf(err, errlen, "%s: mixer %s: the output must be affine in h (dy/dh may not depend on h)", mx->script, mx->name);
+		return -1;
+	}
+	return 0;
+}
+
+static json_t *jstr_or_null(const char *s) { return s && *s ? json_string(s) : json_null(); }
+
+static json_t *launches_json(const Launch *l, int n)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < n; i++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "kernel", json_string(l[i].kernel));
+		json_object_set_new(o, "grid", json_pack("[sss]", l[i].grid[0], l[i].grid[1], l[i].grid[2]));
+		json_object_set_new(o, "block", json_pack("[iii]", l[i].block, 1, 1));
+		json_object_set_new(o, "smem", json_string(l[i].smem));
+		json_t *args = json_array();
+		for (int k = 0; k < l[i].sig.n; k++)
+			json_array_append_new(args, json_string(l[i].sig.arg[k]));
+		json_object_set_new(o, "args", args);
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+static json_t *mixer_json(const Mixer *mx)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "script", json_string(mx->script));
+	json_object_set_new(o, "k", json_integer(mx->k));
+	json_object_set_new(o, "controller", jstr_or_null(mx->controller));
+	json_object_set_new(o, "dynamic_control_values_per_token", json_string(mx->dyn_per_token[0] ? mx->dyn_per_token : "0"));
+	json_t *ps = json_array();
+	static const char *const initname[] = { "zeros", "const", "normal", "decay" };
+	for (int p = 0; p < mx->nparam; p++) {
+		const MxParam *pr = &mx->param[p];
+		json_t *dims = pr->kind == PK_BLOCKDIAG ? json_pack("[sss]", "H", "K", "K")
+		             : pr->kind == PK_CHANNEL ? json_pack("[s]", "D") : json_array();
+		double a = pr->init == INIT_NORMAL && pr->a_is_rsqrt_k ? 1.0 / sqrt((double)mx->k) : pr->a;
+		json_array_append_new(ps, json_pack("{s:s,s:o,s:{s:s,s:f,s:f}}", "name", pr->name, "dims", dims,
+		                                    "init", "kind", initname[pr->init], "a", a, "b", pr->b));
+	}
+	json_object_set_new(o, "params", ps);
+	return o;
+}
+
+static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptxfile)
+{
+	const Variant *v = T->v;
+	int ncp = 0, nsp = 0;
+	for (int p = 0; p < T->mx->nparam; p++) {
+		ncp += T->mx->param[p].kind == PK_CHANNEL;
+		nsp += T->mx->param[p].kind == PK_SCALAR;
+	}
+	char buf[64];
+	json_t *o = json_object();
+	json_object_set_new(o, "name", json_string(v->name));
+	json_object_set_new(o, "mixer", json_string(T->mx->name));
+	json_object_set_new(o, "ptx", json_string(ptxfile));
+	json_object_set_new(o, "chunk", json_integer(v->chunk));
+	json_object_set_new(o, "prefix", json_integer(v->prefix));
+	json_object_set_new(o, "fused", json_boolean(v->fused));
+	json_object_set_new(o, "shared_sfu", json_boolean(v->shared_sfu));
+	json_object_set_new(o, "fused_output", json_boolean(v->fused_output));
+	json_object_set_new(o, "fused_write", json_boolean(v->fused_write));
+	json_object_set_new(o, "materialized", json_boolean(v->materialized));
+	json_object_set_new(o, "controller", jstr_or_null(v->controller));
+	json_t *vars = json_array();
+	json_array_append_new(vars, json_pack("[ss]", "K", "64"));
+	json_array_append_new(vars, json_pack("[ss]", "H", "D/K"));
+	snprintf(buf, sizeof buf, "%d", v->chunk * v->prefix);
+	json_array_append_new(vars, json_pack("[ss]", "T", buf));
+	json_array_append_new(vars, json_pack("[ss]", "NT", "cdiv(L,T)"));
+	snprintf(buf, sizeof buf, "cdiv(L,%d)", 16 * v->chunk);
+	json_array_append_new(vars, json_pack("[ss]", "NG", buf));
+	/* blocks per (sequence, head) of the backward apply: bounds the
+	 * parameter-gradient partials to 32 slots whatever the length */
+	json_array_append_new(vars, json_pack("[ss]", "G", "min(NT,32)"));
+	snprintf(buf, sizeof buf, "%d", ncp);
+	json_array_append_new(vars, json_pack("[ss]", "NCP", buf));
+	snprintf(buf, sizeof buf, "%d", nsp);
+	json_array_append_new(vars, json_pack("[ss]", "NSP", buf));
+	json_object_set_new(o, "vars", vars);
+	json_t *rules = json_array();
+	json_array_append_new(rules, json_pack("{s:s,s:s}", "expr", "D%64==0",
+		"message", "the width must be a multiple of 64: the kernels work on heads of 64 channels"));
+	for (int i = 0; i < vs->nrule; i++)
+		json_array_append_new(rules, json_pack("{s:s,s:s}", "expr", vs->rule[i].expr, "message", vs->rule[i].message));
+	json_object_set_new(o, "rules", rules);
+	json_t *ws = json_array();
+	for (int i = 0; i < T->nws; i++)
+		json_array_append_new(ws, json_pack("{s:s,s:s,s:s,s:b}", "name", T->ws[i].name, "bytes", T->ws[i].bytes,
+		                                    "life", T->ws[i].life, "zero", T->ws[i].zero));
+	json_object_set_new(o, "workspaces", ws);
+	json_object_set_new(o, "forward", launches_json(T->fwd, T->nfwd));
+	json_object_set_new(o, "backward", launches_json(T->bwd, T->nbwd));
+	return o;
+}
+
+/* builds and emits one variant; *ptx is malloc'd */
+static int gen_variant(Tmpl *T, Target *tg, const GenOpts *o, char **ptx, char *err, size_t errlen)
+{
+	LLVMContextRef ctx = LLVMContextCreate();
+	char modname[200];
+	snprintf(modname, sizeof modname, "%s.%s", T->mx->name, T->v->name);
+	LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(modname, ctx);
+	int rc = mixer_check(T, 0, err, errlen);
+	if (rc == 0) {
+		tmpl_build(T, ctx, mod);
+		rc = mixer_check(T, 1, err, errlen);
+	}
+	if (rc == 0 && o->dump_ir && (!o->only || !strcmp(o->only, T->v->name))) {
+		char *s = LLVMPrintModuleToString(mod);
+		fprintf(stdout, "; ---- IR of %s (before O3)\n%s", modname, s);
+		LLVMDisposeMessage(s);
+	}
+	if (rc == 0 && target_emit(tg, mod, 1, ptx, err, errlen) != 0) {
+		char e2[1024];
+		snprintf(e2, sizeof e2, "variant %s: %s", modname, err);
+		snprintf(err, errlen, "%s", e2);
+		rc = -1;
+	}
+	LLVMDisposeModule(mod);
+	LLVMContextDispose(ctx);
+	return rc;
+}
+
+int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
+{
+	VariantSet *sets = NULL;
+	int nsets = 0;
+	if (script_run(script, o->lua_root, &sets, &nsets, err, errlen) != 0)
+		return -1;
+	Target tg;
+	if (target_init(&tg, o->sm, o->ptx, err, errlen) != 0) {
+		script_free(sets, nsets);
+		return -1;
+	}
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", o->outdir, (long)getpid());
+	rm_tree(tmp);
+	if (mkdir(tmp, 0755) != 0) {
+		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+		target_free(&tg);
+		script_free(sets, nsets);
+		return -1;
+	}
+	char llvmv[32];
+	target_llvm_version(llvmv, sizeof llvmv);
+	json_t *man = json_object();
+	json_object_set_new(man, "format", json_integer(1));
+	json_object_set_new(man, "generator", json_string("recur " RECUR_VERSION));
+	json_object_set_new(man, "llvm", json_string(llvmv));
+	json_object_set_new(man, "target", json_string(o->sm));
+	json_object_set_new(man, "ptx_isa", json_string(o->ptx));
+	json_t *mixers = json_object(), *variants = json_array();
+	int rc = 0, count = 0, total = 0;
+	for (int si = 0; si < nsets; si++)
+		total += sets[si].nvar;
+	for (int si = 0; si < nsets && rc == 0; si++) {
+		VariantSet *vs = &sets[si];
+		json_object_set_new(mixers, vs->mixer.name, mixer_json(&vs->mixer));
+		for (int vi = 0; vi < vs->nvar && rc == 0; vi++) {
+			Tmpl *T = calloc(1, sizeof *T);
+			CHECK(T);
+			tmpl_setup(T, &vs->mixer, &vs->var[vi]);
+			char *ptx = NULL;
+			rc = gen_variant(T, &tg, o, &ptx, err, errlen);
+			if (rc == 0) {
+				char file[256], path[4400];
+				snprintf(file, sizeof file, "%s.%s.ptx", vs->mixer.name, vs->var[vi].name);
+				snprintf(path, sizeof path, "%s/%s", tmp, file);
+				rc = write_file(path, ptx, strlen(ptx), err, errlen);
+				if (rc == 0 && o->dump_ptx && (!o->only || !strcmp(o->only, vs->var[vi].name)))
+					fputs(ptx, stdout);
+				json_array_append_new(variants, variant_json(T, vs, file));
+				count++;
+				if (o->verbose)
+					fprintf(stderr, "[%d/%d] %s %s\n", count, total, vs->mixer.name, vs->var[vi].name);
+			}
+			free(ptx);
+			free(T);
+		}
+	}
+	json_object_set_new(man, "mixers", mixers);
+	json_object_set_new(man, "variants", variants);
+	if (rc == 0) {
+		char path[4400];
+		snprintf(path, sizeof path, "%s/manifest.json", tmp);
+		if (json_dump_file(man, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0) {
+			snprintf(err, errlen, "cannot write %s", path);
+			rc = -1;
+		}
+	}
+	json_decref(man);
+	target_free(&tg);
+	script_free(sets, nsets);
+	if (rc != 0) {
+		rm_tree(tmp);
+		return -1;
+	}
+	/* swap in the finished directory */
+	char old[4400];
+	snprintf(old, sizeof old, "%s.old.%ld", o->outdir, (long)getpid());
+	struct stat sb;
+	int had = stat(o->outdir, &sb) == 0;
+	if (had && rename(o->outdir, old) != 0) {
+		snprintf(err, errlen, "cannot move the old %s aside: %s", o->outdir, strerror(errno));
+		rm_tree(tmp);
+		return -1;
+	}
+	if (rename(tmp, o->outdir) != 0) {
+		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, o->outdir, strerror(errno));
+		if (had)
+			rename(old, o->outdir);
+		rm_tree(tmp);
+		return -1;
+	}
+	if (had)
+		rm_tree(old);
+	if (o->verbose)
+		fprintf(stderr, "wrote %d variants to %s\n", count, o->outdir);
+	return 0;
+}

@@ -1,0 +1,18 @@
+/* recur gen: scripts in, PTX and manifest.json out. */
+#ifndef RECUR_GEN_H
+#define RECUR_GEN_H
+#include <stddef.h>
+
+typedef struct {
+	const char *lua_root;  /* folder of recur.lua */
+	const char *outdir;
+	const char *sm;        /* "sm_90" */
+	const char *ptx;       /* PTX ISA version, "8.0" */
+	const char *only;      /* restrict dumps to this variant */
+	int dump_ir, dump_ptx, verbose;
+} GenOpts;
+
+/* 0, or -1 with a located message; on failure outdir is left as it was. */
+int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,309 @@
+/* IR builder helpers for NVPTX kernels (see irb.h). */
+#include "irb.h"
+#include "diag.h"
+#include <string.h>
+
+void irb_init(Irb *I, LLVMContextRef ctx, LLVMModuleRef mod)
+{
+	memset(I, 0, sizeof *I);
+	I->ctx = ctx;
+	I->mod = mod;
+	I->b = LLVMCreateBuilderInContext(ctx);
+	I->i1 = LLVMInt1TypeInContext(ctx);
+	I->i8 = LLVMInt8TypeInContext(ctx);
+	I->i16 = LLVMInt16TypeInContext(ctx);
+	I->i32 = LLVMInt32TypeInContext(ctx);
+	I->i64 = LLVMInt64TypeInContext(ctx);
+	I->f32 = LLVMFloatTypeInContext(ctx);
+	I->bf16 = LLVMBFloatTypeInContext(ctx);
+	I->v2i32 = LLVMVectorType(I->i32, 2);
+	I->gptr = LLVMPointerTypeInContext(ctx, AS_GLOBAL);
+	I->sptr = LLVMPointerTypeInContext(ctx, AS_SHARED);
+	I->voidt = LLVMVoidTypeInContext(ctx);
+	/* One dynamic shared array per module: extern __shared__ char smem[]. */
+	LLVMValueRef g = LLVMGetNamedGlobal(mod, "recur_smem");
+	if (!g) {
+		g = LLVMAddGlobalInAddressSpace(mod, LLVMArrayType(I->i8, 0), "recur_smem", AS_SHARED);
+		LLVMSetLinkage(g, LLVMExternalLinkage);
+		LLVMSetAlignment(g, 16);
+	}
+	I->smem = g;
+}
+
+void irb_dispose(Irb *I)
+{
+	LLVMDisposeBuilder(I->b);
+}
+
+static void add_attr(Irb *I, LLVMValueRef fn, unsigned idx, const char *name)
+{
+	unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+	CHECK(kind != 0);
+	LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(I->ctx, kind, 0));
+}
+
+LLVMValueRef irb_kernel(Irb *I, const char *name, LLVMTypeRef *types, int nargs, int maxntid)
+{
+	LLVMTypeRef fty = LLVMFunctionType(I->voidt, types, (unsigned)nargs, 0);
+	LLVMValueRef fn = LLVMAddFunction(I->mod, name, fty);
+	/* Without the PTX kernel calling convention the function is emitted as a
+	 * .func that ptxas accepts and nobody can launch. */
+	LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+	for (int i = 0; i < nargs; i++)
+		if (LLVMGetTypeKind(types[i]) == LLVMPointerTypeKind)
+			add_attr(I, fn, (unsigned)i + 1, "noalias");
+	/* .maxntid lets ptxas budget registers for the real block size. */
+	/* (the nvvm.annotations form is understood by every LLVM >= 17) */
+	LLVMMetadataRef ops[3] = {
+		LLVMValueAsMetadata(fn),
+		LLVMMDStringInContext2(I->ctx, "maxntidx", 8),
+		LLVMValueAsMetadata(LLVMConstInt(I->i32, (unsigned long long)maxntid, 0)),
+	};
+	LLVMAddNamedMetadataOperand(I->mod, "nvvm.annotations",
+		LLVMMetadataAsValue(I->ctx, LLVMMDNodeInContext2(I->ctx, ops, 3)));
+	I->fn = fn;
+	I->entry = LLVMAppendBasicBlockInContext(I->ctx, fn, "entry");
+	LLVMPositionBuilderAtEnd(I->b, I->entry);
+	return fn;
+}
+
+LLVMValueRef irb_arg(Irb *I, int i) { return LLVMGetParam(I->fn, (unsigned)i); }
+void irb_ret(Irb *I) { LLVMBuildRetVoid(I->b); }
+
+LLVMValueRef ci32(Irb *I, int64_t v) { return LLVMConstInt(I->i32, (unsigned long long)v, 1); }
+LLVMValueRef ci64(Irb *I, int64_t v) { return LLVMConstInt(I->i64, (unsigned long long)v, 1); }
+LLVMValueRef cf32(Irb *I, double v) { return LLVMConstReal(I->f32, v); }
+
+Var var_new(Irb *I, LLVMTypeRef ty, const char *name)
+{
+	/* allocas at the top of the entry block so mem2reg promotes them */
+	LLVMBasicBlockRef cur = LLVMGetInsertBlock(I->b);
+	LLVMValueRef first = LLVMGetFirstInstruction(I->entry);
+	if (first)
+		LLVMPositionBuilderBefore(I->b, first);
+	else
+		LLVMPositionBuilderAtEnd(I->b, I->entry);
+	Var v = { LLVMBuildAlloca(I->b, ty, name), ty };
+	LLVMPositionBuilderAtEnd(I->b, cur);
+	return v;
+}
+
+Var var_init(Irb *I, LLVMValueRef x, const char *name)
+{
+	Var v = var_new(I, LLVMTypeOf(x), name);
+	var_set(I, v, x);
+	return v;
+}
+
+LLVMValueRef var_get(Irb *I, Var v) { return LLVMBuildLoad2(I->b, v.ty, v.slot, ""); }
+void var_set(Irb *I, Var v, LLVMValueRef x) { LLVMBuildStore(I->b, x, v.slot); }
+
+void loop_begin(Irb *I, Loop *L, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step, const char *name)
+{
+	L->i = var_init(I, start, name);
+	L->end = end;
+	L->step = step;
+	L->head = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "loop.head");
+	L->body = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "loop.body");
+	L->exit = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "loop.exit");
+	LLVMBuildBr(I->b, L->head);
+	LLVMPositionBuilderAtEnd(I->b, L->head);
+	LLVMValueRef c = LLVMBuildICmp(I->b, LLVMIntSLT, var_get(I, L->i), end, "");
+	LLVMBuildCondBr(I->b, c, L->body, L->exit);
+	LLVMPositionBuilderAtEnd(I->b, L->body);
+}
+
+LLVMValueRef loop_i(Irb *I, Loop *L) { return var_get(I, L->i); }
+
+void loop_end(Irb *I, Loop *L)
+{
+	var_set(I, L->i, iadd(I, var_get(I, L->i), L->step));
+	LLVMBuildBr(I->b, L->head);
+	LLVMPositionBuilderAtEnd(I->b, L->exit);
+}
+
+void if_begin(Irb *I, IfBlk *f, LLVMValueRef cond, const char *name)
+{
+	f->then = LLVMAppendBasicBlockInContext(I->ctx, I->fn, name);
+	f->done = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "endif");
+	LLVMBuildCondBr(I->b, cond, f->then, f->done);
+	LLVMPositionBuilderAtEnd(I->b, f->then);
+}
+
+void if_end(Irb *I, IfBlk *f)
+{
+	LLVMBuildBr(I->b, f->done);
+	LLVMPositionBuilderAtEnd(I->b, f->done);
+}
+
+LLVMValueRef iadd(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(I->b, a, b, ""); }
+LLVMValueRef isub(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSub(I->b, a, b, ""); }
+LLVMValueRef imul(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildMul(I->b, a, b, ""); }
+LLVMValueRef idiv(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSDiv(I->b, a, b, ""); }
+LLVMValueRef irem(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSRem(I->b, a, b, ""); }
+LLVMValueRef ilt(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(I->b, LLVMIntSLT, a, b, ""); }
+LLVMValueRef ige(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(I->b, LLVMIntSGE, a, b, ""); }
+LLVMValueRef ieq(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(I->b, LLVMIntEQ, a, b, ""); }
+LLVMValueRef land(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAnd(I->b, a, b, ""); }
+LLVMValueRef sext64(Irb *I, LLVMValueRef a) { return LLVMBuildSExt(I->b, a, I->i64, ""); }
+
+static LLVMValueRef contract(LLVMValueRef v)
+{
+	if (LLVMIsAInstruction(v))
+		LLVMSetFastMathFlags(v, LLVMFastMathAllowContract);
+	return v;
+}
+
+LLVMValueRef fadd(Irb *I, LLVMValueRef a, LLVMValueRef b) { return contract(LLVMBuildFAdd(I->b, a, b, "")); }
+LLVMValueRef fsub(Irb *I, LLVMValueRef a, LLVMValueRef b) { return contract(LLVMBuildFSub(I->b, a, b, "")); }
+LLVMValueRef fmul(Irb *I, LLVMValueRef a, LLVMValueRef b) { return contract(LLVMBuildFMul(I->b, a, b, "")); }
+LLVMValueRef fdiv(Irb *I, LLVMValueRef a, LLVMValueRef b) { return fmul(I, a, f_rcp(I, b)); }
+LLVMValueRef fneg(Irb *I, LLVMValueRef a) { return LLVMBuildFNeg(I->b, a, ""); }
+LLVMValueRef fgt(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFCmp(I->b, LLVMRealOGT, a, b, ""); }
+LLVMValueRef fsel(Irb *I, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(I->b, c, a, b, ""); }
+LLVMValueRef fmaxf_(Irb *I, LLVMValueRef a, LLVMValueRef b) { return fsel(I, fgt(I, a, b), a, b); }
+LLVMValueRef fminf_(Irb *I, LLVMValueRef a, LLVMValueRef b) { return fsel(I, fgt(I, a, b), b, a); }
+LLVMValueRef b2f(Irb *I, LLVMValueRef c) { return LLVMBuildUIToFP(I->b, c, I->f32, ""); }
+
+static LLVMValueRef call_intr(Irb *I, const char *name, LLVMTypeRef *ovl, int novl, LLVMValueRef *args, int nargs)
+{
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	if (id == 0)
+		DIE("unknown intrinsic %s", name);
+	LLVMValueRef f = LLVMGetIntrinsicDeclaration(I->mod, id, ovl, (size_t)novl);
+	LLVMTypeRef fty = LLVMIntrinsicGetType(I->ctx, id, ovl, (size_t)novl);
+	return LLVMBuildCall2(I->b, fty, f, args, (unsigned)nargs, "");
+}
+
+LLVMValueRef fabs_(Irb *I, LLVMValueRef a)
+{
+	return call_intr(I, "llvm.fabs", &I->f32, 1, &a, 1);
+}
+
+/* exp(x) = 2^(x log2 e) on the SFU; relative error ~2^-22, far inside the
+ * spec's 1e-2 and below bf16 rounding of the outputs. */
+LLVMValueRef f_exp(Irb *I, LLVMValueRef a)
+{
+	LLVMValueRef s = fmul(I, a, cf32(I, 1.4426950408889634));
+	return call_intr(I, "llvm.nvvm.ex2.approx.ftz.f", NULL, 0, &s, 1);
+}
+
+LLVMValueRef f_log(Irb *I, LLVMValueRef a)
+{
+	LLVMValueRef l = call_intr(I, "llvm.nvvm.lg2.approx.ftz.f", NULL, 0, &a, 1);
+	return fmul(I, l, cf32(I, 0.6931471805599453));
+}
+
+LLVMValueRef f_rcp(Irb *I, LLVMValueRef a)
+{
+	return call_intr(I, "llvm.nvvm.rcp.approx.ftz.f", NULL, 0, &a, 1);
+}
+
+LLVMValueRef f_sqrt(Irb *I, LLVMValueRef a)
+{
+	return call_intr(I, "llvm.nvvm.sqrt.approx.ftz.f", NULL, 0, &a, 1);
+}
+
+LLVMValueRef f_rsqrt(Irb *I, LLVMValueRef a)
+{
+	return call_intr(I, "llvm.nvvm.rsqrt.approx.ftz.f", NULL, 0, &a, 1);
+}
+
+LLVMValueRef gep_f32(Irb *I, LLVMValueRef base, LLVMValueRef idx64)
+{
+	return LLVMBuildInBoundsGEP2(I->b, I->f32, base, &idx64, 1, "");
+}
+
+LLVMValueRef gep_i8(Irb *I, LLVMValueRef base, LLVMValueRef off64)
+{
+	return LLVMBuildInBoundsGEP2(I->b, I->i8, base, &off64, 1, "");
+}
+
+LLVMValueRef ld(Irb *I, LLVMTypeRef ty, LLVMValueRef p, int align)
+{
+	LLVMValueRef v = LLVMBuildLoad2(I->b, ty, p, "");
+	LLVMSetAlignment(v, (unsigned)align);
+	return v;
+}
+
+void st(Irb *I, LLVMValueRef v, LLVMValueRef p, int align)
+{
+	LLVMValueRef s = LLVMBuildStore(I->b, v, p);
+	LLVMSetAlignment(s, (unsigned)align);
+}
+
+LLVMValueRef smem_ptr(Irb *I, LLVMValueRef off32)
+{
+	LLVMValueRef idx[2] = { ci32(I, 0), off32 };
+	return LLVMBuildInBoundsGEP2(I->b, LLVMArrayType(I->i8, 0), I->smem, idx, 2, "");
+}
+
+LLVMValueRef bf16_to_f32(Irb *I, LLVMValueRef bf) { return LLVMBuildFPExt(I->b, bf, I->f32, ""); }
+LLVMValueRef f32_to_bf16(Irb *I, LLVMValueRef f) { return LLVMBuildFPTrunc(I->b, f, I->bf16, ""); }
+
+LLVMValueRef pack_bf16x2(Irb *I, LLVMValueRef lo, LLVMValueRef hi)
+{
+	LLVMValueRef l = LLVMBuildZExt(I->b, LLVMBuildBitCast(I->b, f32_to_bf16(I, lo), I->i16, ""), I->i32, "");
+	LLVMValueRef h = LLVMBuildZExt(I->b, LLVMBuildBitCast(I->b, f32_to_bf16(I, hi), I->i16, ""), I->i32, "");
+	return LLVMBuildOr(I->b, l, LLVMBuildShl(I->b, h, ci32(I, 16), ""), "");
+}
+
+/* A bf16 is the top half of an fp32: unpacking is a shift or a mask. */
+LLVMValueRef unpack_bf16_lo(Irb *I, LLVMValueRef v)
+{
+	return LLVMBuildBitCast(I->b, LLVMBuildShl(I->b, v, ci32(I, 16), ""), I->f32, "");
+}
+
+LLVMValueRef unpack_bf16_hi(Irb *I, LLVMValueRef v)
+{
+	return LLVMBuildBitCast(I->b, LLVMBuildAnd(I->b, v, ci32(I, (int64_t)0xffff0000u), ""), I->f32, "");
+}
+
+LLVMValueRef tid_x(Irb *I) { return call_intr(I, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0); }
+
+LLVMValueRef ctaid(Irb *I, int dim)
+{
+	static const char *n[3] = { "llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y", "llvm.nvvm.read.ptx.sreg.ctaid.z" };
+	return call_intr(I, n[dim], NULL, 0, NULL, 0);
+}
+
+LLVMValueRef nctaid(Irb *I, int dim)
+{
+	static const char *n[3] = { "llvm.nvvm.read.ptx.sreg.nctaid.x", "llvm.nvvm.read.ptx.sreg.nctaid.y", "llvm.nvvm.read.ptx.sreg.nctaid.z" };
+	return call_intr(I, n[dim], NULL, 0, NULL, 0);
+}
+
+void bar_sync(Irb *I) { call_intr(I, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); }
+
+void bar_named(Irb *I, LLVMValueRef id, int n)
+{
+	LLVMValueRef a[2] = { id, ci32(I, n) };
+	call_intr(I, "llvm.nvvm.barrier.sync.cnt", NULL, 0, a, 2);
+}
+
+void syncwarp(Irb *I)
+{
+	LLVMValueRef m = ci32(I, -1);
+	call_intr(I, "llvm.nvvm.bar.warp.sync", NULL, 0, &m, 1);
+}
+
+void membar_gl(Irb *I) { call_intr(I, "llvm.nvvm.membar.gl", NULL, 0, NULL, 0); }
+
+static LLVMValueRef shfl(Irb *I, const char *name, LLVMValueRef v, LLVMValueRef b, int c)
+{
+	LLVMValueRef a[4] = { ci32(I, -1), v, b, ci32(I, c) };
+	return call_intr(I, name, NULL, 0, a, 4);
+}
+
+LLVMValueRef shfl_up_f(Irb *I, LLVMValueRef v, int d) { return shfl(I, "llvm.nvvm.shfl.sync.up.f32", v, ci32(I, d), 0); }
+LLVMValueRef shfl_down_f(Irb *I, LLVMValueRef v, int d) { return shfl(I, "llvm.nvvm.shfl.sync.down.f32", v, ci32(I, d), 0x1f); }
+LLVMValueRef shfl_idx_f(Irb *I, LLVMValueRef v, LLVMValueRef lane) { return shfl(I, "llvm.nvvm.shfl.sync.idx.f32", v, lane, 0x1f); }
+LLVMValueRef shfl_xor_f(Irb *I, LLVMValueRef v, int m) { return shfl(I, "llvm.nvvm.shfl.sync.bfly.f32", v, ci32(I, m), 0x1f); }
+
+void mma_bf16(Irb *I, LLVMValueRef d[4], LLVMValueRef a[4], LLVMValueRef b[2], LLVMValueRef c[4])
+{
+	LLVMValueRef args[10] = { a[0], a[1], a[2], a[3], b[0], b[1], c[0], c[1], c[2], c[3] };
+	LLVMValueRef r = call_intr(I, "llvm.nvvm.mma.m16n8k16.row.col.bf16", NULL, 0, args, 10);
+	for (unsigned k = 0; k < 4; k++)
+		d[k] = LLVMBuildExtractValue(I->b, r, k, "");
+}

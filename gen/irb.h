@@ -1,0 +1,125 @@
+/* IR builder helpers for NVPTX kernels through the LLVM C API.
+ *
+ * Templates read like the CUDA they stand for: mutable values are stack
+ * slots (Var) that SROA/mem2reg turn back into registers at O3, loops are
+ * begin/end pairs, and the handful of NVPTX operations the kernels need
+ * (special registers, shuffles, barriers, bf16 mma, fast special functions)
+ * are one call each. Every float instruction carries the `contract` flag so
+ * the backend fuses multiply-adds (the C API's target machine does not).
+ */
+#ifndef RECUR_IRB_H
+#define RECUR_IRB_H
+
+#include <llvm-c/Core.h>
+#include <stdint.h>
+
+enum { AS_GLOBAL = 1, AS_SHARED = 3 };
+
+typedef struct {
+	LLVMContextRef ctx;
+	LLVMModuleRef mod;
+	LLVMBuilderRef b;
+	LLVMValueRef fn;          /* the kernel being built */
+	LLVMValueRef smem;        /* dynamic shared memory base (addrspace 3 i8*) */
+	LLVMTypeRef i1, i8, i16, i32, i64, f32, bf16, v2i32, gptr, sptr, voidt;
+	LLVMValueRef entry_alloca_pt; /* allocas are placed at the top of the entry block */
+	LLVMBasicBlockRef entry;
+} Irb;
+
+typedef struct { LLVMValueRef slot; LLVMTypeRef ty; } Var;
+
+typedef struct {
+	LLVMBasicBlockRef head, body, exit;
+	Var i;
+	LLVMValueRef end, step;
+} Loop;
+
+void irb_init(Irb *I, LLVMContextRef ctx, LLVMModuleRef mod);
+void irb_dispose(Irb *I);
+
+/* Declares a kernel (PTX kernel calling convention, .maxntid) with nargs
+ * parameters of the given types; pointer params get noalias. */
+LLVMValueRef irb_kernel(Irb *I, const char *name, LLVMTypeRef *types, int nargs, int maxntid);
+LLVMValueRef irb_arg(Irb *I, int i);
+void irb_ret(Irb *I);
+
+/* constants */
+LLVMValueRef ci32(Irb *I, int64_t v);
+LLVMValueRef ci64(Irb *I, int64_t v);
+LLVMValueRef cf32(Irb *I, double v);
+
+/* variables */
+Var var_new(Irb *I, LLVMTypeRef ty, const char *name);
+Var var_init(Irb *I, LLVMValueRef v, const char *name);
+LLVMValueRef var_get(Irb *I, Var v);
+void var_set(Irb *I, Var v, LLVMValueRef x);
+
+/* loops: for (i = start; i < end; i += step) and reverse (i = end-step down to start) */
+void loop_begin(Irb *I, Loop *L, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step, const char *name);
+void loop_end(Irb *I, Loop *L);
+LLVMValueRef loop_i(Irb *I, Loop *L);
+/* if (cond) { ... } */
+typedef struct { LLVMBasicBlockRef then, done; } IfBlk;
+void if_begin(Irb *I, IfBlk *f, LLVMValueRef cond, const char *name);
+void if_end(Irb *I, IfBlk *f);
+
+/* integer and float arithmetic (float ops carry the contract flag) */
+LLVMValueRef iadd(Irb *I, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef isub(Irb *I, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef imul(Irb *I, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef idiv(Irb *I, LLVMValueRef a, LLVMValueRef b);    /* signed */
+LLVMValueRef irem(Irb *I, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef ilt(Irb *I, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef ige(Irb *I, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef ieq(Irb *I, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef land(Irb *I, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef sext64(Irb *I, LLVMValueRef a);
+LLVMValueRef fadd(Irb *I, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef fsub(Irb *I, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef fmul(Irb *I, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef fdiv(Irb *I, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef fneg(Irb *I, LLVMValueRef a);
+LLVMValueRef fgt(Irb *I, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef fsel(Irb *I, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef fmaxf_(Irb *I, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef fminf_(Irb *I, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef fabs_(Irb *I, LLVMValueRef a);
+LLVMValueRef b2f(Irb *I, LLVMValueRef i1v);                     /* bool -> 0.0 / 1.0 */
+
+/* fast special functions (ex2/lg2/rcp/sqrt approximations of the SFU) */
+LLVMValueRef f_exp(Irb *I, LLVMValueRef a);
+LLVMValueRef f_log(Irb *I, LLVMValueRef a);
+LLVMValueRef f_rcp(Irb *I, LLVMValueRef a);
+LLVMValueRef f_sqrt(Irb *I, LLVMValueRef a);
+LLVMValueRef f_rsqrt(Irb *I, LLVMValueRef a);
+
+/* memory */
+LLVMValueRef gep_f32(Irb *I, LLVMValueRef base, LLVMValueRef idx64);   /* global float* + idx */
+LLVMValueRef gep_i8(Irb *I, LLVMValueRef base, LLVMValueRef off64);
+LLVMValueRef ld(Irb *I, LLVMTypeRef ty, LLVMValueRef p, int align);
+void st(Irb *I, LLVMValueRef v, LLVMValueRef p, int align);
+LLVMValueRef smem_ptr(Irb *I, LLVMValueRef byte_off32);              /* shared i8* */
+/* bf16 pairs */
+LLVMValueRef bf16_to_f32(Irb *I, LLVMValueRef bf);
+LLVMValueRef f32_to_bf16(Irb *I, LLVMValueRef f);
+LLVMValueRef pack_bf16x2(Irb *I, LLVMValueRef lo_f32, LLVMValueRef hi_f32);  /* -> i32 */
+LLVMValueRef unpack_bf16_lo(Irb *I, LLVMValueRef i32v);   /* -> f32 */
+LLVMValueRef unpack_bf16_hi(Irb *I, LLVMValueRef i32v);
+
+/* NVPTX */
+LLVMValueRef tid_x(Irb *I);
+LLVMValueRef ctaid(Irb *I, int dim);
+LLVMValueRef nctaid(Irb *I, int dim);
+void bar_sync(Irb *I);                                   /* __syncthreads */
+void bar_named(Irb *I, LLVMValueRef id, int nthreads);   /* bar.sync id, n */
+void syncwarp(Irb *I);
+void membar_gl(Irb *I);
+/* shfl.sync with full mask; clamp as in PTX c operand */
+LLVMValueRef shfl_up_f(Irb *I, LLVMValueRef v, int delta);
+LLVMValueRef shfl_down_f(Irb *I, LLVMValueRef v, int delta);
+LLVMValueRef shfl_idx_f(Irb *I, LLVMValueRef v, LLVMValueRef lane);
+LLVMValueRef shfl_xor_f(Irb *I, LLVMValueRef v, int mask);
+/* d[4] = a[4] x b[2] + c[4], mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 */
+void mma_bf16(Irb *I, LLVMValueRef d[4], LLVMValueRef a[4], LLVMValueRef b[2], LLVMValueRef c[4]);
+
+#endif

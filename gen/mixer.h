@@ -1,0 +1,94 @@
+/* A mixer and its variant grid, as a script declares them.
+ *
+ * This is the whole interface between the Lua side (gen/script.c) and the
+ * kernel templates: the templates see parameters, projections and three
+ * expression roots, never a mixer's name.
+ */
+#ifndef RECUR_MIXER_H
+#define RECUR_MIXER_H
+
+#include <stdbool.h>
+#include "expr.h"
+
+#define MX_NAME 48
+#define MX_MAXPARAM 16
+#define MX_MAXPROJ 8
+#define MX_MAXVAR 64
+#define MX_MAXRULE 8
+
+typedef enum {
+	PK_CHANNEL,    /* [D] fp32, one value per channel */
+	PK_BLOCKDIAG,  /* [H][K][K] fp32, weight of a block-diagonal projection, [h][in][out] */
+	PK_SCALAR      /* one fp32 value */
+} ParamKind;
+
+typedef enum {
+	INIT_ZEROS,
+	INIT_CONST,    /* a */
+	INIT_NORMAL,   /* std = a, or 1/sqrt(K) when a_is_rsqrt_k */
+	INIT_DECAY     /* lam = log(exp(-0.5*log(u)) - 1), u ~ U[a, b] (RecurrentGemma's a_param) */
+} InitKind;
+
+typedef struct {
+	char name[MX_NAME];
+	ParamKind kind;
+	InitKind init;
+	double a, b;
+	bool a_is_rsqrt_k;
+	int line;          /* script line that declared it, for messages */
+} MxParam;
+
+typedef enum {
+	PJ_BLOCKDIAG,  /* p[t, h*K+j] = sum_i x[t, h*K+i] W[h][i][j] + bias[h*K+j] */
+	PJ_TOKEN       /* p[t] = bias + scale * sum_c w[c] x[t,c]   (per token; scale = 1/sqrt(D) when scale_rsqrt_d) */
+} ProjKind;
+
+typedef struct {
+	char name[MX_NAME];
+	ProjKind kind;
+	int weight, bias;  /* parameter indices */
+	bool scale_rsqrt_d;
+	int line;
+} MxProj;
+
+typedef struct {
+	char name[MX_NAME];
+	int k;                         /* channels per head (64) */
+	MxParam param[MX_MAXPARAM];
+	int nparam;
+	MxProj proj[MX_MAXPROJ];
+	int nproj;
+	ExGraph g;
+	int log_a, b, y;               /* expression roots */
+	char controller[MX_NAME];      /* "" for none (written as JSON null) */
+	char dyn_per_token[MX_NAME];   /* dynamic control values per token, as a shape expression ("2*D", "2") */
+	char script[256];              /* file that declared it */
+} Mixer;
+
+/* One point of the variant grid. */
+typedef struct {
+	char name[128];
+	int chunk, prefix;
+	bool fused;            /* gates computed inside the scan kernels */
+	bool shared_sfu, fused_output, fused_write;
+	bool materialized;     /* writes a [B,L,D] tensor of a or b to memory */
+	char controller[MX_NAME];
+	int line;              /* script line of the grid declaration */
+} Variant;
+
+/* A shape rule: the runtime refuses a shape for which expr (in the shape
+ * language of runtime/shapex.h) evaluates to 0, with message. */
+typedef struct {
+	char expr[128];
+	char message[160];
+} Rule;
+
+typedef struct {
+	Mixer mixer;
+	Variant var[MX_MAXVAR];
+	int nvar;
+	Rule rule[MX_MAXRULE];
+	int nrule;
+} VariantSet;
+
+#endif

@@ -1,0 +1,23 @@
+/* NVPTX target machine, O3 and PTX emission. */
+#ifndef RECUR_TARGET_H
+#define RECUR_TARGET_H
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+#include <stddef.h>
+
+typedef struct {
+	LLVMTargetMachineRef tm;
+	char sm[16];       /* "sm_90" */
+	char ptx[16];      /* "8.0" */
+} Target;
+
+/* sm: "sm_80" .. "sm_90a"; ptx: PTX ISA version "7.8", "8.0", "8.5" (chosen
+ * explicitly: a .version newer than the driver knows is refused at load). */
+int target_init(Target *t, const char *sm, const char *ptx, char *err, size_t errlen);
+void target_free(Target *t);
+/* Verifies, optimises with default<O3>, verifies again, emits PTX text
+ * (malloc'd, NUL-terminated) into *out. */
+int target_emit(Target *t, LLVMModuleRef m, int optimize, char **out, char *err, size_t errlen);
+void target_llvm_version(char *buf, size_t n);
+
+#endif

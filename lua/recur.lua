@@ -1,0 +1,607 @@
+--[[ recur: the scripting library of the generator.
+
+A script describes a mixer and its kernel variants; it computes nothing.
+Operators on expressions build a graph (hash-consed and constant-folded in
+C, gen/expr.c); the generator differentiates it, so a mixer needs no
+hand-written backward. Every mistake is reported at the script's own
+FILE:LINE, and the generator then writes nothing.
+
+    local R = require "recur"
+
+  Mixer
+    m = R.mixer(name, { k = 64, controller = nil, dynamic_per_token = nil })
+        name: identifier. k: channels per head (default 64). controller: a
+        string for the results' "controller" field (nil = none).
+        dynamic_per_token: shape expression such as "2*D" (default: the
+        number of token projections, or "<n>*D" for n block-diagonal ones).
+    m.x, m.h, m.first          leaves: input element, state (only in the
+                               output), 1 at a sequence's first token
+
+  Parameters (init is one of R.zeros(), R.const(v), R.normal(std),
+  R.normal_rsqrt_k() -- std 1/sqrt(K) --, R.decay(lo, hi) -- lam =
+  log(exp(-0.5*log(u)) - 1), u ~ U[lo, hi], RecurrentGemma's a_param)
+    p = m:param(name, "channel", init)     [D]        -> expression
+    p = m:param(name, "scalar", init)      one value  -> expression
+    W = m:param(name, "blockdiag", init)   [H][K][K]  -> a weight handle,
+        usable only through m:project (arithmetic on it is an error)
+
+  Projections of x (the closed set the kernel templates run fast)
+    e = m:project(name, W, bias)           block-diagonal, per channel:
+        e[t, h*K+j] = sum_i x[t, h*K+i] W[h][i][j] + bias[h*K+j]
+        W: a blockdiag weight, bias: a channel parameter
+    e = m:token_project(name, w, bias, { scale = "rsqrt_d" | "none" })
+        per token: e[t] = bias + scale * sum_c w[c] x[t,c]
+        w: a channel parameter, bias: a scalar parameter; scale defaults to
+        "none" (1), "rsqrt_d" is 1/sqrt(D)
+
+  Expressions
+    operators  a + b, a - b, a * b, a / b, -a, a ^ n (integer n, |n| <= 16);
+               numbers promote to constants. < <= > >= == are errors (Lua
+               would turn them into booleans): use R.gt / R.lt.
+    functions  R.exp R.log R.sigmoid R.softplus R.sqrt R.tanh R.recip R.rsqrt
+               R.sqrtb (sqrt whose derivative is bounded: 1/sqrt(max(4z,1e-6)))
+               R.min(a, b) R.max(a, b) R.gt(a, b) R.lt(a, b) (1 or 0)
+               R.where(c, a, b) (c ~= 0 ? a : b; no derivative flows to c)
+               On plain numbers they return plain numbers.
+    tostring(e) prints the expression in infix form.
+
+  Recurrence and output (each exactly once)
+    m:recurrence { log_a = e1, b = e2 }    h = exp(log_a) * h_prev + b;
+                                           neither may depend on m.h
+    m:output(y)                            y may use h, x, params, projections
+
+  Variant grid
+    return R.variants {
+      mixer = m,                           required
+      chunk = { 8, 16, 32, 64 },           required, subset of 8 16 32 64
+      prefix = { 32, 64, 128 },            required, subset of 32 64 128
+      fused = { true, false },             lists of booleans, default { false }
+      shared_sfu = { false }, fused_output = { false }, fused_write = { false },
+      controller = "name",                 default: the mixer's controller
+      rules = { { "D % 64 == 0", "message" }, ... },   shape rules (runtime/shapex.h)
+    }
+    The grid is the cartesian product (at most 64 variants); each variant is
+    named [fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_hierarchical_chunk{C}
+    and is "materialized" when not fused. shared_sfu needs a token projection.
+    A script returns one R.variants{...} or a list of them.
+
+Errors are raised as located error objects (metatable "recur.error", with
+`where` = "FILE:LINE:" of the user's code and `msg`), found by core.site():
+that keeps the user's line even through `return R.variants{...}`, a tail
+call that removes the user's frame from the stack, and keeps full paths
+where Lua would shorten them.
+]]
+
+local core = require "recur.core"
+
+local R = {}
+
+local MAXPARAM, MAXPROJ, MAXVAR, MAXRULE, MAXNAME = 16, 8, 64, 8, 47   -- gen/mixer.h
+local CHUNKS, PREFIXES = { 8, 16, 32, 64 }, { 32, 64, 128 }
+
+local Expr = { __name = "recur.expr" }
+local Weight = { __name = "recur.weight" }
+local Mixer = { __name = "recur.mixer" }
+local Init = { __name = "recur.init" }
+local Set = { __name = "recur.variantset" }
+local Error = { __name = "recur.error" }
+Error.__tostring = function(e) return e.where .. " " .. e.msg end
+
+-- Private state of each mixer, keyed by its (read-only) proxy table.
+local S = setmetatable({}, { __mode = "k" })
+
+---------------------------------------------------------------- errors
+
+local function fail(fmt, ...)
+  local msg = select("#", ...) > 0 and string.format(fmt, ...) or fmt
+  error(setmetatable({ where = core.site(), msg = msg }, Error), 0)
+end
+
+-- The user's file and line, as two values.
+local function site()
+  local src, line = core.site():match("^(.*):(%d+):$")
+  return src or "?", tonumber(line) or 0
+end
+
+local function describe(v)
+  local mt = getmetatable(v)
+  if mt == Expr then return "an expression" end
+  if mt == Weight then return "the block-diagonal weight " .. v.name end
+  if mt == Mixer then return "a mixer" end
+  if mt == Init then return "an init" end
+  if mt == Set then return "a variant set" end
+  if type(v) == "string" then return string.format("the string %q", v) end
+  if type(v) == "nil" then return "nil" end
+  if type(v) == "number" or type(v) == "boolean" then return type(v) .. " " .. tostring(v) end
+  return "a " .. type(v)
+end
+
+local function show(v)
+  if type(v) == "string" then return string.format("%q", v) end
+  if type(v) == "number" or type(v) == "boolean" then return tostring(v) end
+  return describe(v)
+end
+
+local function weight_fail(w)
+  fail("%s is a block-diagonal weight: use it through m:project", w.name)
+end
+
+-- A plain table (not one of ours), for option tables.
+local function plain(v)
+  return type(v) == "table" and getmetatable(v) == nil
+end
+
+local function check_keys(t, known, what)
+  local list = {}
+  for k in pairs(known) do list[#list + 1] = k end
+  table.sort(list)
+  for k in pairs(t) do
+    if not known[k] then
+      fail("unknown option %s of %s (known: %s)", show(k), what, table.concat(list, ", "))
+    end
+  end
+end
+
+---------------------------------------------------------------- expressions
+
+local function wrap(m, id, extra)
+  local e = { id = id, mixer = m }
+  if extra then for k, v in pairs(extra) do e[k] = v end end
+  return setmetatable(e, Expr)
+end
+
+-- The node id of v (an expression of mixer m, or a number) for `what`.
+local function node(m, v, what)
+  local mt = getmetatable(v)
+  if mt == Expr then
+    if v.mixer ~= m then
+      fail("%s: an expression of mixer %s is used with mixer %s; expressions of two mixers cannot be mixed",
+           what, S[v.mixer].name, S[m].name)
+    end
+    return v.id
+  elseif mt == Weight then
+    weight_fail(v)
+  elseif type(v) == "number" then
+    if v ~= v or v == math.huge or v == -math.huge then
+      fail("%s: constants must be finite, got %s", what, tostring(v))
+    end
+    return core.const(S[m].g, v)
+  end
+  fail("%s: expected a number or an expression, got %s", what, describe(v))
+end
+
+-- The mixer owning the first expression among the operands (nil when all
+-- are numbers); anything that is neither is an error.
+local function owner(what, n, ...)
+  local m
+  for i = 1, n do
+    local v = select(i, ...)
+    local mt = getmetatable(v)
+    if mt == Expr then
+      m = m or v.mixer
+    elseif mt == Weight then
+      weight_fail(v)
+    elseif type(v) ~= "number" then
+      fail("%s: expected a number or an expression, got %s", what, describe(v))
+    end
+  end
+  return m
+end
+
+-- Builds node `op` over n operands, or computes numf on plain numbers.
+local function build(what, op, numf, n, ...)
+  local m = owner(what, n, ...)
+  if not m then return numf(...) end
+  local ids = {}
+  for i = 1, n do ids[i] = node(m, (select(i, ...)), what) end
+  return wrap(m, core.op(S[m].g, op, table.unpack(ids, 1, n)))
+end
+
+local function sigmoid_n(z)
+  if z >= 0 then return 1 / (1 + math.exp(-z)) end
+  local e = math.exp(z)
+  return e / (1 + e)
+end
+local function softplus_n(z) return math.log(1 + math.exp(-math.abs(z))) + math.max(z, 0) end
+local function tanh_n(z)
+  local e = math.exp(-2 * math.abs(z))
+  local t = (1 - e) / (1 + e)
+  return z < 0 and -t or t
+end
+
+local UNARY = {
+  exp = math.exp, log = math.log, sigmoid = sigmoid_n, softplus = softplus_n,
+  sqrt = math.sqrt, sqrtb = math.sqrt, tanh = tanh_n,
+  recip = function(z) return 1 / z end, rsqrt = function(z) return 1 / math.sqrt(z) end,
+}
+for name, numf in pairs(UNARY) do
+  R[name] = function(a) return build("R." .. name, name, numf, 1, a) end
+end
+
+function R.min(a, b) return build("R.min", "min", math.min, 2, a, b) end
+function R.max(a, b) return build("R.max", "max", math.max, 2, a, b) end
+function R.gt(a, b) return build("R.gt", "gt", function(x, y) return x > y and 1 or 0 end, 2, a, b) end
+function R.lt(a, b) return build("R.lt", "gt", function(x, y) return x > y and 1 or 0 end, 2, b, a) end
+function R.where(c, a, b)
+  return build("R.where", "where", function(x, y, z) if x ~= 0 then return y end return z end, 3, c, a, b)
+end
+
+Expr.__add = function(a, b) return build("operand of +", "add", function(x, y) return x + y end, 2, a, b) end
+Expr.__sub = function(a, b) return build("operand of -", "sub", function(x, y) return x - y end, 2, a, b) end
+Expr.__mul = function(a, b) return build("operand of *", "mul", function(x, y) return x * y end, 2, a, b) end
+Expr.__div = function(a, b) return build("operand of /", "div", function(x, y) return x / y end, 2, a, b) end
+Expr.__unm = function(a) return build("operand of unary -", "neg", function(x) return -x end, 1, a) end
+Expr.__pow = function(a, n)
+  if getmetatable(a) ~= Expr then
+    fail("operand of ^: only an expression can be raised to a power, and the exponent must be a number")
+  end
+  if type(n) ~= "number" or n ~= math.floor(n) or math.abs(n) > 16 then
+    fail("operand of ^: the exponent must be an integer in [-16, 16] (use R.exp(p * R.log(x)) otherwise), got %s", show(n))
+  end
+  local r = 1
+  for _ = 1, math.abs(n) do r = r * a end
+  if n == 0 then return wrap(a.mixer, node(a.mixer, 1, "^")) end
+  if n < 0 then r = R.recip(r) end
+  return r
+end
+local function compare_fail()
+  fail("expressions cannot be compared with < <= > >= ==: use R.gt(a, b) or R.lt(a, b), which build a 1/0 node")
+end
+Expr.__lt, Expr.__le, Expr.__eq = compare_fail, compare_fail, compare_fail
+for _, mm in ipairs { "__idiv", "__mod", "__band", "__bor", "__bxor", "__shl", "__shr", "__bnot", "__len" } do
+  Expr[mm] = function() fail("operator %s is not defined on expressions", mm:sub(3)) end
+end
+Expr.__concat = function() fail("expressions are not strings: use tostring(e) to print one") end
+Expr.__call = function() fail("an expression is not a function") end
+Expr.__index = function(_, k) fail("expressions have no field %s", show(k)) end
+Expr.__newindex = function() fail("expressions are read-only") end
+Expr.__tostring = function(e) return "expr(" .. core.print(S[e.mixer].g, e.id) .. ")" end
+
+for _, mm in ipairs { "__add", "__sub", "__mul", "__div", "__unm", "__pow", "__idiv", "__mod",
+                      "__lt", "__le", "__concat", "__call", "__len" } do
+  Weight[mm] = function(a, b)
+    weight_fail(getmetatable(a) == Weight and a or b)
+  end
+end
+Weight.__tostring = function(w) return "weight(" .. w.name .. ")" end
+
+---------------------------------------------------------------- inits
+
+local function finite(v) return type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge end
+local function init(kind, a, b, rsqrt_k)
+  return setmetatable({ kind = kind, a = a or 0, b = b or 0, rsqrt_k = rsqrt_k or false }, Init)
+end
+
+function R.zeros() return init("zeros") end
+function R.const(v)
+  if not finite(v) then fail("R.const(v): v must be a finite number, got %s", show(v)) end
+  return init("const", v)
+end
+function R.normal(std)
+  if not finite(std) or std <= 0 then fail("R.normal(std): std must be a positive number, got %s", show(std)) end
+  return init("normal", std)
+end
+function R.normal_rsqrt_k() return init("normal", 0, 0, true) end
+function R.decay(lo, hi)
+  if not (finite(lo) and finite(hi) and lo > 0 and lo <= hi and hi < 1) then
+    fail("R.decay(lo, hi) needs 0 < lo <= hi < 1, got %s, %s", show(lo), show(hi))
+  end
+  return init("decay", lo, hi)
+end
+
+---------------------------------------------------------------- mixers
+
+local methods = {}
+
+Mixer.__index = function(m, k)
+  local st = S[m]
+  if k == "x" or k == "h" or k == "first" then return st.leaves[k] end
+  if k == "name" then return st.name end
+  local f = methods[k]
+  if f then return f end
+  fail("mixer %s has no field %s", st.name, show(k))
+end
+Mixer.__newindex = function(m)
+  fail("mixer %s is read-only: declare with m:param, m:project, m:recurrence, m:output", S[m].name)
+end
+Mixer.__tostring = function(m) return "mixer(" .. S[m].name .. ")" end
+
+local function check_ident(name, what)
+  if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
+    fail("%s name must be an identifier, got %s", what, describe(name))
+  end
+  if #name > MAXNAME then fail("%s name %s is longer than %d characters", what, name, MAXNAME) end
+end
+
+local function self_of(m, method)
+  if getmetatable(m) ~= Mixer then
+    fail("m:%s needs a mixer: call it with a colon, m:%s(...)", method, method)
+  end
+  return S[m]
+end
+
+-- Parameters and projections share one namespace (both name a buffer).
+local function declare(st, name, what)
+  check_ident(name, what)
+  local prev = st.names[name]
+  if prev then
+    fail("duplicate name %s: mixer %s already has a %s of that name (line %d)", name, st.name, prev.what, prev.line)
+  end
+  local _, line = site()
+  st.names[name] = { what = what, line = line }
+  return line
+end
+
+-- The index (0-based) and kind of the parameter that expression v is, or nil.
+local function param_of(m, v)
+  if getmetatable(v) ~= Expr or v.mixer ~= m then return nil end
+  local idx = rawget(v, "param")
+  if idx == nil then return nil end
+  return idx, S[m].params[idx + 1].kind
+end
+
+function R.mixer(name, opts)
+  check_ident(name, "mixer")
+  if opts ~= nil and not plain(opts) then fail("R.mixer(name, opts): opts must be a table, got %s", describe(opts)) end
+  opts = opts or {}
+  check_keys(opts, { k = true, controller = true, dynamic_per_token = true }, "R.mixer")
+  local k = opts.k == nil and 64 or opts.k
+  if math.type(k) ~= "integer" or k < 1 then fail("R.mixer: k must be a positive integer, got %s", show(k)) end
+  local ctl = opts.controller
+  if ctl ~= nil and (type(ctl) ~= "string" or ctl == "" or #ctl > MAXNAME) then
+    fail("R.mixer: controller must be a non-empty string of at most %d characters, got %s", MAXNAME, describe(ctl))
+  end
+  local dyn = opts.dynamic_per_token
+  if dyn ~= nil and (type(dyn) ~= "string" or not dyn:match("^[%w%s%*%+%-/%(%)]+$") or #dyn > MAXNAME) then
+    fail("R.mixer: dynamic_per_token must be a shape expression such as \"2*D\", got %s", describe(dyn))
+  end
+  local src = site()
+  local m = setmetatable({}, Mixer)
+  local g = core.graph()
+  S[m] = {
+    name = name, k = k, controller = ctl or "", dyn = dyn, script = src, g = g,
+    params = {}, projs = {}, names = {},
+    leaves = {
+      x = wrap(m, core.leaf(g, "x", 0)),
+      h = wrap(m, core.leaf(g, "h", 0)),
+      first = wrap(m, core.leaf(g, "first", 0)),
+    },
+  }
+  return m
+end
+
+local KINDS = { channel = true, blockdiag = true, scalar = true }
+
+function methods.param(m, name, kind, ini)
+  local st = self_of(m, "param")
+  check_ident(name, "parameter")
+  if not KINDS[kind] then
+    fail("unknown parameter kind %s: expected \"channel\" ([D]), \"blockdiag\" ([H][K][K]) or \"scalar\"", show(kind))
+  end
+  if getmetatable(ini) ~= Init then
+    fail("unknown init %s for parameter %s: use R.zeros(), R.const(v), R.normal(std), R.normal_rsqrt_k() or R.decay(lo, hi)",
+         describe(ini), name)
+  end
+  if #st.params >= MAXPARAM then fail("mixer %s has more than %d parameters", st.name, MAXPARAM) end
+  local line = declare(st, name, "parameter")
+  local idx = #st.params
+  st.params[idx + 1] = { name = name, kind = kind, init = ini.kind, a = ini.a, b = ini.b,
+                         rsqrt_k = ini.rsqrt_k, line = line }
+  if kind == "blockdiag" then
+    return setmetatable({ name = name, index = idx, mixer = m }, Weight)
+  end
+  return wrap(m, core.leaf(st.g, "param", idx), { param = idx })
+end
+
+local function add_proj(m, st, name, kind, weight, bias, rsqrt_d)
+  if #st.projs >= MAXPROJ then fail("mixer %s has more than %d projections", st.name, MAXPROJ) end
+  local line = declare(st, name, "projection")
+  local idx = #st.projs
+  st.projs[idx + 1] = { name = name, kind = kind, weight = weight, bias = bias, rsqrt_d = rsqrt_d, line = line }
+  return wrap(m, core.leaf(st.g, "proj", idx), { proj = idx })
+end
+
+function methods.project(m, name, W, bias, opts)
+  local st = self_of(m, "project")
+  check_ident(name, "projection")
+  if getmetatable(W) ~= Weight or W.mixer ~= m then
+    fail("m:project(%q, W, bias): W must be a block-diagonal weight of mixer %s (a parameter of kind \"blockdiag\"), got %s",
+         name, st.name, describe(W))
+  end
+  local b, bkind = param_of(m, bias)
+  if bkind ~= "channel" then
+    fail("m:project(%q, W, bias): the bias must be a channel parameter of mixer %s, got %s", name, st.name,
+         bkind and ("the " .. bkind .. " parameter " .. st.params[b + 1].name) or describe(bias))
+  end
+  if opts ~= nil then fail("m:project(%q, W, bias) takes no options", name) end
+  return add_proj(m, st, name, "blockdiag", W.index, b, false)
+end
+
+function methods.token_project(m, name, w, bias, opts)
+  local st = self_of(m, "token_project")
+  check_ident(name, "projection")
+  local wi, wkind = param_of(m, w)
+  if wkind ~= "channel" then
+    fail("m:token_project(%q, w, bias): w must be a channel parameter of mixer %s, got %s", name, st.name,
+         wkind and ("the " .. wkind .. " parameter " .. st.params[wi + 1].name) or describe(w))
+  end
+  local b, bkind = param_of(m, bias)
+  if bkind ~= "scalar" then
+    fail("m:token_project(%q, w, bias): the bias must be a scalar parameter of mixer %s, got %s", name, st.name,
+         bkind and ("the " .. bkind .. " parameter " .. st.params[b + 1].name) or describe(bias))
+  end
+  if opts ~= nil and not plain(opts) then fail("m:token_project: options must be a table, got %s", describe(opts)) end
+  opts = opts or {}
+  check_keys(opts, { scale = true }, "m:token_project")
+  local scale = opts.scale == nil and "none" or opts.scale
+  if scale ~= "none" and scale ~= "rsqrt_d" then
+    fail("m:token_project: scale must be \"none\" or \"rsqrt_d\", got %s", show(scale))
+  end
+  return add_proj(m, st, name, "token", wi, b, scale == "rsqrt_d")
+end
+
+function methods.recurrence(m, t)
+  local st = self_of(m, "recurrence")
+  if not plain(t) then fail("m:recurrence takes a table { log_a = ..., b = ... }, got %s", describe(t)) end
+  check_keys(t, { log_a = true, b = true }, "m:recurrence")
+  if st.log_a then fail("mixer %s already has a recurrence (line %d)", st.name, st.rec_line) end
+  if t.log_a == nil then fail("m:recurrence needs log_a") end
+  if t.b == nil then fail("m:recurrence needs b") end
+  local la = node(m, t.log_a, "log_a of m:recurrence")
+  local b = node(m, t.b, "b of m:recurrence")
+  if core.depends(st.g, la, "h") then fail("log_a must not depend on h: the recurrence must stay linear") end
+  if core.depends(st.g, b, "h") then fail("b must not depend on h: the recurrence must stay linear") end
+  local _, line = site()
+  st.log_a, st.b, st.rec_line = la, b, line
+end
+
+function methods.output(m, y)
+  local st = self_of(m, "output")
+  if st.y then fail("mixer %s already has an output (line %d)", st.name, st.out_line) end
+  if y == nil then fail("m:output needs an expression") end
+  local id = node(m, y, "m:output")
+  local _, line = site()
+  st.y, st.out_line = id, line
+end
+
+---------------------------------------------------------------- variants
+
+local function int_list(v, what, allowed)
+  if not plain(v) or #v == 0 then
+    fail("%s must be a non-empty list such as { %s }, got %s", what, table.concat(allowed, ", "), describe(v))
+  end
+  local ok, seen = {}, {}
+  for _, a in ipairs(allowed) do ok[a] = true end
+  for k in pairs(v) do
+    if math.type(k) ~= "integer" or k < 1 or k > #v then fail("%s must be a list (no named keys)", what) end
+  end
+  for _, x in ipairs(v) do
+    if not ok[x] then
+      fail("%s %s is not one of %s", what, show(x), table.concat(allowed, ", "))
+    end
+    if seen[x] then fail("%s %s is listed twice", what, show(x)) end
+    seen[x] = true
+  end
+  return v
+end
+
+local function bool_list(v, what)
+  if v == nil then return { false } end
+  if not plain(v) or #v == 0 then fail("%s must be a non-empty list of booleans such as { true, false }, got %s", what, describe(v)) end
+  local seen = {}
+  for k in pairs(v) do
+    if math.type(k) ~= "integer" or k < 1 or k > #v then fail("%s must be a list (no named keys)", what) end
+  end
+  for _, x in ipairs(v) do
+    if type(x) ~= "boolean" then fail("%s must hold booleans, got %s", what, describe(x)) end
+    if seen[x] then fail("%s %s is listed twice", what, tostring(x)) end
+    seen[x] = true
+  end
+  return v
+end
+
+local function rule_list(v)
+  if v == nil then return {} end
+  if not plain(v) then fail("rules must be a list of { expr, message } pairs, got %s", describe(v)) end
+  if #v > MAXRULE then fail("at most %d rules per R.variants, got %d", MAXRULE, #v) end
+  local out = {}
+  for i, r in ipairs(v) do
+    if not plain(r) or type(r[1]) ~= "string" or type(r[2]) ~= "string" then
+      fail("rule %d must be a pair of strings { \"D %% 64 == 0\", \"message\" }", i)
+    end
+    if #r[1] > 127 then fail("rule %d: the expression is longer than 127 characters", i) end
+    if #r[2] > 159 then fail("rule %d: the message is longer than 159 characters", i) end
+    out[i] = { expr = r[1], message = r[2] }
+  end
+  return out
+end
+
+local OPTIONS = { mixer = true, chunk = true, prefix = true, fused = true, shared_sfu = true,
+                  fused_output = true, fused_write = true, controller = true, rules = true }
+
+function R.variants(o)
+  if not plain(o) then fail("R.variants takes a table { mixer = m, chunk = {...}, prefix = {...}, ... }, got %s", describe(o)) end
+  check_keys(o, OPTIONS, "R.variants")
+  local m = o.mixer
+  if getmetatable(m) ~= Mixer then fail("R.variants needs mixer = a mixer made by R.mixer, got %s", describe(m)) end
+  local st = S[m]
+  if not st.log_a then
+    fail("mixer %s has no recurrence: call m:recurrence { log_a = ..., b = ... } before R.variants", st.name)
+  end
+  if not st.y then fail("mixer %s has no output: call m:output(y) before R.variants", st.name) end
+  local chunks = int_list(o.chunk, "chunk", CHUNKS)
+  local prefixes = int_list(o.prefix, "prefix", PREFIXES)
+  local fused = bool_list(o.fused, "fused")
+  local sfu = bool_list(o.shared_sfu, "shared_sfu")
+  local fout = bool_list(o.fused_output, "fused_output")
+  local fwrite = bool_list(o.fused_write, "fused_write")
+  local ctl = o.controller
+  if ctl ~= nil and (type(ctl) ~= "string" or ctl == "" or #ctl > MAXNAME) then
+    fail("controller must be a non-empty string of at most %d characters, got %s", MAXNAME, describe(ctl))
+  end
+  ctl = ctl or st.controller
+  local rules = rule_list(o.rules)
+
+  local ntoken, nblock = 0, 0
+  for _, p in ipairs(st.projs) do
+    if p.kind == "token" then ntoken = ntoken + 1 else nblock = nblock + 1 end
+  end
+  for _, s in ipairs(sfu) do
+    if s and ntoken == 0 then
+      fail("shared_sfu needs per-token shared expressions; mixer %s has none", st.name)
+    end
+  end
+  local total = #chunks * #prefixes * #fused * #sfu * #fout * #fwrite
+  if total > MAXVAR then
+    fail("the grid has %d variants (chunk %d x prefix %d x fused %d x shared_sfu %d x fused_output %d x fused_write %d); at most %d per R.variants",
+         total, #chunks, #prefixes, #fused, #sfu, #fout, #fwrite, MAXVAR)
+  end
+
+  local _, line = site()
+  local vars = {}
+  for _, fo in ipairs(fout) do
+    for _, fw in ipairs(fwrite) do
+      for _, sf in ipairs(sfu) do
+        for _, fu in ipairs(fused) do
+          for _, p in ipairs(prefixes) do
+            for _, c in ipairs(chunks) do
+              local name = (fo and "fused_output_" or "") .. (fw and "fused_write_" or "") ..
+                           (sf and "shared_sfu_" or "") .. (fu and "fused_" or "") ..
+                           string.format("grouped_prefix%d_hierarchical_chunk%d", p, c)
+              vars[#vars + 1] = {
+                name = name, chunk = c, prefix = p, fused = fu, shared_sfu = sf,
+                fused_output = fo, fused_write = fw, materialized = not fu,
+                controller = ctl, line = line,
+              }
+            end
+          end
+        end
+      end
+    end
+  end
+
+  local dyn = st.dyn
+  if not dyn then
+    dyn = ntoken > 0 and tostring(ntoken) or (nblock > 0 and (nblock .. "*D") or "0")
+  end
+  local function copy(list)
+    local out = {}
+    for i, e in ipairs(list) do
+      local c = {}
+      for k, v in pairs(e) do c[k] = v end
+      out[i] = c
+    end
+    return out
+  end
+  -- a snapshot: what the user declares afterwards does not change this set
+  local desc = {
+    name = st.name, k = st.k, controller = st.controller, dyn_per_token = dyn, script = st.script,
+    graph = st.g, log_a = st.log_a, b = st.b, y = st.y,
+    params = copy(st.params), projs = copy(st.projs),
+  }
+  return setmetatable({ mixer = desc, variants = vars, rules = rules }, Set)
+end
+
+Set.__tostring = function(s) return "variants(" .. s.mixer.name .. ", " .. #s.variants .. ")" end
+
+return R

@@ -1,0 +1,70 @@
+/* manifest.json: what `recur gen` writes beside the PTX and the runtime reads.
+ *
+ * The manifest is the only channel between generator and runtime: every
+ * kernel sequence, launch geometry, workspace and shape rule of a variant is
+ * data here, written with shape expressions (runtime/shapex.h), so the
+ * runtime holds no code for any particular mixer or variant.
+ *
+ * {
+ *   "format": 1,
+ *   "generator": "recur 0.1.0", "llvm": "19.1.7", "target": "sm_90", "ptx_isa": "8.0",
+ *   "mixers": {
+ *     "rglru": {
+ *       "script": "lua/arch/rglru.lua", "k": 64,
+ *       "controller": null,                         (or a string)
+ *       "dynamic_control_values_per_token": "2*D",   (shape expression)
+ *       "params": [
+ *         {"name": "Wa", "dims": ["H", "K", "K"],   (shape expressions; [] for a scalar)
+ *          "init": {"kind": "normal", "a": 0.125, "b": 0}},   kinds: zeros | const | normal | decay
+ *         ...
+ *       ]
+ *     }
+ *   },
+ *   "variants": [
+ *     {
+ *       "name": "fused_grouped_prefix32_hierarchical_chunk16",
+ *       "mixer": "rglru",
+ *       "ptx": "rglru.fused_grouped_prefix32_hierarchical_chunk16.ptx",   (file beside the manifest)
+ *       "chunk": 16, "prefix": 32, "fused": true, "shared_sfu": false,
+ *       "fused_output": false, "fused_write": false,
+ *       "materialized": false, "controller": null,
+ *       "vars": [["K", "64"], ["H", "D/K"], ["T", "512"], ["NT", "cdiv(L,T)"]],
+ *           evaluated in order after B, L and D are set; later entries may use earlier ones
+ *       "rules": [{"expr": "D%64==0", "message": "width must be a multiple of 64"}],
+ *           a shape is refused (before any launch) when an expr evaluates to 0
+ *       "workspaces": [
+ *         {"name": "agg", "bytes": "B*NT*D*8", "life": "forward", "zero": false},
+ *           life: "forward" (used inside one forward), "saved" (written by the
+ *           forward, read by the backward), "backward" (inside one backward).
+ *           zero: memset to 0 on the stream at the start of the forward
+ *           (forward, saved) or backward (backward) that uses it.
+ *       ],
+ *       "forward":  [ LAUNCH, ... ],     run in order on the caller's stream
+ *       "backward": [ LAUNCH, ... ]
+ *     }
+ *   ]
+ * }
+ *
+ * LAUNCH = {"kernel": "PTX entry name",
+ *           "grid": ["NT", "H", "B"],       shape expressions, x y z
+ *           "block": [256, 1, 1],
+ *           "smem": "0",                    dynamic shared bytes, shape expression
+ *           "args": ["x", "param:Wa", "grad:dWa", "ws:agg", "i32:L", ...]}
+ *   args, in the kernel's parameter order:
+ *     "x" "y" "dy" "dx"   the call's tensors (device pointers)
+ *     "param:NAME"        parameter NAME's device pointer; "grad:NAME" its gradient
+ *     "ws:NAME"           a workspace's device pointer
+ *     "i32:EXPR"          a 32-bit integer, EXPR a shape expression
+ *     "i64:EXPR"          a 64-bit integer
+ *
+ * What the runtime (runtime/manifest.c) accepts beyond the above: wherever a
+ * shape expression goes, a JSON integer is also taken; "smem" defaults to
+ * "0" and "zero" to false; init "a" / "b" may be a string, a shape
+ * expression or "rsqrt(EXPR)" (e.g. "rsqrt(K)" for std 1/sqrt(K)), evaluated
+ * at the call's shape. Unknown keys are ignored. Variable names are at most
+ * 15 characters, at most 29 vars per variant; parameters have at most 8 dims.
+ */
+#ifndef RECUR_MANIFEST_H
+#define RECUR_MANIFEST_H
+#define RECUR_MANIFEST_FORMAT 1
+#endif

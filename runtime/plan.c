@@ -1,0 +1,585 @@
+/* Variants: load a variant's PTX module, then run its forward or backward
+ * plan, as the manifest lists it, on the caller's buffers and stream.
+ *
+ * Loading JIT-compiles the PTX with the error and info logs attached (a
+ * refused module is reported with the driver's log, the variant and the
+ * file), resolves every kernel that a launch names, and reads the kernels'
+ * register, spill and shared-memory figures.
+ *
+ * Running a pass has two phases so that nothing is launched for a call that
+ * cannot complete: (1) check the shape against the variant's rules, evaluate
+ * every workspace size, grid, shared-memory size and argument, check them
+ * (grid limits, 32-bit range, null buffers), allocate workspaces; (2) clear
+ * the "zero" workspaces and launch the kernels in order. Workspaces are
+ * cached in the variant (one buffer per workspace, grown when a call needs
+ * more), so a timed loop allocates nothing after its first call.
+ */
+#include "rt_impl.h"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RT_JIT_LOG 65536
+#define RT_SMEM_DEFAULT (48 * 1024)   /* dynamic smem allowed without opting in */
+
+typedef struct {
+	const char *name;            /* the manifest's string (the manifest outlives the variant) */
+	CUfunction fn;
+	recur_kernel_info info;
+	int smem_attr;               /* MAX_DYNAMIC_SHARED_SIZE_BYTES set so far; 0 = default */
+} rt_kernel;
+
+typedef struct { CUdeviceptr p; size_t cap, need; } rt_wsbuf;   /* need: bytes of the last call */
+
+typedef union { CUdeviceptr p; int32_t i32; int64_t i64; } rt_argval;
+
+/* one launch's evaluated geometry */
+typedef struct { unsigned grid[3]; unsigned smem; } rt_geom;
+
+struct recur_variant {
+	recur_rt *rt;
+	const recur_manifest *m;
+	const rt_vdesc *d;
+	CUmodule mod;
+	char *jit_log;               /* info log of the load */
+	int nkernel;
+	rt_kernel *kernel;
+	int *kidx[2];                /* kernel of each launch, per pass */
+	rt_wsbuf *ws;                /* one per manifest workspace */
+	int saved;                   /* a forward ran and its saved workspaces are valid */
+	recur_shape saved_shape;
+	rt_argval *val;              /* argument values, one slice per launch */
+	void **argp;                 /* pointers into val, as cuLaunchKernel takes them */
+	int *argoff[2];              /* start of each launch's slice, per pass */
+	rt_geom *geom;
+	int maxlaunch;
+	int profiling;
+	CUevent *ev;                 /* maxlaunch + 1, created on first profiled call */
+	int nlast;                   /* launches timed in the last call */
+	const char **last_name;
+	float *last_ms;
+};
+
+static int vfail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int vfail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* ---- loading ---- */
+
+static char *read_text(const char *path, char *err, size_t errlen, const char *variant)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		vfail(err, errlen, "variant %s: cannot open its PTX %s: %s", variant, path, strerror(errno));
+		return NULL;
+	}
+	char *buf = NULL;
+	long n = -1;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+		buf[n] = 0;   /* the driver reads PTX as a C string */
+		fclose(f);
+		return buf;
+	}
+	vfail(err, errlen, "variant %s: cannot read its PTX %s: %s", variant, path,
+	      buf ? "short read" : n < 0 ? strerror(errno) : "out of host memory");
+	free(buf);
+	fclose(f);
+	return NULL;
+}
+
+/* The value after a PTX directive such as ".version" or ".target", for messages. */
+static void ptx_directive(const char *ptx, const char *dir, char *out, size_t n)
+{
+	snprintf(out, n, "?");
+	const char *p = strstr(ptx, dir);
+	if (!p)
+		return;
+	p += strlen(dir);
+	while (*p == ' ' || *p == '\t')
+		p++;
+	size_t k = strcspn(p, " \t\r\n,;/");
+	snprintf(out, n, "%.*s", (int)k, p);
+}
+
+/* ".entry" names of a PTX text, for a "kernel not found" message. */
+static void ptx_entries(const char *ptx, char *out, size_t n)
+{
+	size_t used = 0;
+	out[0] = 0;
+	for (const char *p = ptx; (p = strstr(p, ".entry")) && used + 4 < n; p += 6) {
+		const char *q = p + 6;
+		while (*q == ' ' || *q == '\t')
+			q++;
+		size_t k = strcspn(q, " \t\r\n(");
+		used += snprintf(out + used, n - used, "%s%.*s", used ? ", " : "", (int)k, q);
+		if (used >= n)
+			used = n - 1;
+	}
+	if (!out[0])
+		snprintf(out, n, "none (a kernel emitted as .func cannot be launched)");
+}
+
+static int load_module(recur_variant *v, const char *ptx, char *err, size_t errlen)
+{
+	rt_cu *cu = &v->rt->cu;
+	char *elog = calloc(1, RT_JIT_LOG), *ilog = calloc(1, RT_JIT_LOG);
+	if (!elog || !ilog) {
+		free(elog);
+		free(ilog);
+		return vfail(err, errlen, "variant %s: out of host memory", v->d->name);
+	}
+	CUjit_option opt[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+	                      CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_LOG_VERBOSE};
+	void *val[] = {elog, (void *)(uintptr_t)(RT_JIT_LOG - 1), ilog, (void *)(uintptr_t)(RT_JIT_LOG - 1),
+	               (void *)(uintptr_t)1};
+	char why[1024];
+	CUresult r = cu->ModuleLoadDataEx(&v->mod, ptx, 5, opt, val);
+	if (rt_cu_check(cu, r, "cuModuleLoadDataEx", why, sizeof why, "JIT-compiling the PTX of variant %s (%s)",
+	                v->d->name, v->d->ptx_path)) {
+		char ver[32], target[32], hint[512] = "";
+		ptx_directive(ptx, ".version", ver, sizeof ver);
+		ptx_directive(ptx, ".target", target, sizeof target);
+		/* best effort, for the hint only: a failure leaves zeros in the message */
+		int dv = 0, major = 0, minor = 0;
+		cu->DriverGetVersion(&dv);
+		cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, v->rt->dev);
+		cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, v->rt->dev);
+		if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
+			snprintf(hint, sizeof hint, "\nthe PTX declares .version %s, newer than driver %d.%d accepts; "
+			         "regenerate with an older PTX ISA", ver, dv / 1000, dv % 1000 / 10);
+		else if (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_PTX)
+			snprintf(hint, sizeof hint, "\nthe PTX declares .version %s .target %s; the device is sm_%d%d, "
+			         "the driver %d.%d", ver, target, major, minor, dv / 1000, dv % 1000 / 10);
+		vfail(err, errlen, "variant %s: %s%s\nJIT log:\n%s", v->d->name, why, hint,
+		      elog[0] ? elog : "(empty)");
+		v->mod = NULL;
+		free(elog);
+		free(ilog);
+		return -1;
+	}
+	free(elog);
+	v->jit_log = ilog;
+	return 0;
+}
+
+static int load_kernel(recur_variant *v, const char *name, int pass, int li, const char *ptx,
+                       char *err, size_t errlen)
+{
+	rt_cu *cu = &v->rt->cu;
+	for (int k = 0; k < v->nkernel; k++)
+		if (!strcmp(v->kernel[k].name, name))
+			return k;
+	rt_kernel *K = &v->kernel[v->nkernel];
+	K->name = name;
+	CUresult r = cu->ModuleGetFunction(&K->fn, v->mod, name);
+	if (r == CUDA_ERROR_NOT_FOUND) {
+		char entries[1024];
+		ptx_entries(ptx, entries, sizeof entries);
+		return vfail(err, errlen, "variant %s: %s[%d] launches kernel %s, which %s does not define "
+		             "(its entries: %s)", v->d->name, rt_pass_name[pass], li, name, v->d->ptx_path, entries);
+	}
+	if (rt_cu_check(cu, r, "cuModuleGetFunction", err, errlen, "resolving kernel %s of variant %s (%s)",
+	                name, v->d->name, v->d->ptx_path))
+		return -1;
+	recur_kernel_info *I = &K->info;
+	snprintf(I->name, sizeof I->name, "%s", name);
+	struct { CUfunction_attribute a; int *out; const char *what; } attr[] = {
+		{CU_FUNC_ATTRIBUTE_NUM_REGS, &I->registers, "registers"},
+		{CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, &I->local_bytes, "local bytes"},
+		{CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, &I->static_smem, "static shared bytes"},
+		{CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &I->max_threads, "most threads per block"},
+	};
+	for (size_t i = 0; i < sizeof attr / sizeof attr[0]; i++)
+		if (RT_CU(cu, FuncGetAttribute, (attr[i].out, attr[i].a, K->fn), err, errlen,
+		          "reading the %s of kernel %s of variant %s", attr[i].what, name, v->d->name))
+			return -1;
+	return v->nkernel++;
+}
+
+int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, recur_variant **out,
+                       char *err, size_t errlen)
+{
+	*out = NULL;
+	int vi = recur_manifest_find(m, name);
+	if (vi < 0) {
+		char list[512] = "";
+		size_t used = 0;
+		for (int i = 0; i < m->nvariant && used < sizeof list; i++)
+			used += snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", m->variant[i].name);
+		return vfail(err, errlen, "no variant %s in %s (it has: %s)", name, m->path,
+		             m->nvariant ? list : "none");
+	}
+	const rt_vdesc *d = &m->variant[vi];
+	recur_variant *v = calloc(1, sizeof *v);
+	int nl = d->nlaunch[RT_FWD] + d->nlaunch[RT_BWD], nargs = 0;
+	for (int p = 0; p < 2; p++)
+		for (int i = 0; i < d->nlaunch[p]; i++)
+			nargs += d->launch[p][i].narg;
+	if (!v)
+		return vfail(err, errlen, "variant %s: out of host memory", name);
+	v->rt = rt;
+	v->m = m;
+	v->d = d;
+	v->maxlaunch = d->nlaunch[RT_FWD] > d->nlaunch[RT_BWD] ? d->nlaunch[RT_FWD] : d->nlaunch[RT_BWD];
+	v->kernel = calloc(nl + 1, sizeof *v->kernel);
+	v->kidx[RT_FWD] = calloc(nl + 1, sizeof(int));
+	v->kidx[RT_BWD] = v->kidx[RT_FWD] + d->nlaunch[RT_FWD];
+	v->argoff[RT_FWD] = calloc(nl + 1, sizeof(int));
+	v->argoff[RT_BWD] = v->argoff[RT_FWD] + d->nlaunch[RT_FWD];
+	v->ws = calloc(d->nws + 1, sizeof *v->ws);
+	v->val = calloc(nargs + 1, sizeof *v->val);
+	v->argp = calloc(nargs + 1, sizeof *v->argp);
+	v->geom = calloc(v->maxlaunch + 1, sizeof *v->geom);
+	v->last_name = calloc(v->maxlaunch + 1, sizeof *v->last_name);
+	v->last_ms = calloc(v->maxlaunch + 1, sizeof *v->last_ms);
+	if (!v->kernel || !v->kidx[RT_FWD] || !v->argoff[RT_FWD] || !v->ws || !v->val || !v->argp ||
+	    !v->geom || !v->last_name || !v->last_ms) {
+		recur_variant_free(v);
+		return vfail(err, errlen, "variant %s: out of host memory", name);
+	}
+	char *ptx = read_text(d->ptx_path, err, errlen, name);
+	if (!ptx || load_module(v, ptx, err, errlen)) {
+		free(ptx);
+		recur_variant_free(v);
+		return -1;
+	}
+	int off = 0;
+	for (int p = 0; p < 2; p++)
+		for (int i = 0; i < d->nlaunch[p]; i++) {
+			const rt_launch *l = &d->launch[p][i];
+			int k = load_kernel(v, l->kernel, p, i, ptx, err, errlen);
+			if (k < 0) {
+				free(ptx);
+				recur_variant_free(v);
+				return -1;
+			}
+			v->kidx[p][i] = k;
+			v->argoff[p][i] = off;
+			for (int a = 0; a < l->narg; a++)
+				v->argp[off + a] = &v->val[off + a];
+			off += l->narg;
+			/* register pressure (or .maxntid) can make a block too big: say so now */
+			const recur_kernel_info *I = &v->kernel[k].info;
+			int threads = l->block[0] * l->block[1] * l->block[2];
+			if (threads > I->max_threads) {
+				vfail(err, errlen, "variant %s: %s[%d] launches kernel %s with block %dx%dx%d (%d threads), "
+				      "but it can run at most %d threads per block (%d registers per thread)", name,
+				      rt_pass_name[p], i, l->kernel, l->block[0], l->block[1], l->block[2], threads,
+				      I->max_threads, I->registers);
+				free(ptx);
+				recur_variant_free(v);
+				return -1;
+			}
+		}
+	free(ptx);
+	*out = v;
+	return 0;
+}
+
+static void release_ws(recur_variant *v)
+{
+	for (int i = 0; i < v->d->nws; i++) {
+		recur_free(v->rt, v->ws[i].p);
+		v->ws[i] = (rt_wsbuf){0, 0, 0};
+	}
+	v->saved = 0;
+}
+
+void recur_variant_free(recur_variant *v)
+{
+	if (!v)
+		return;
+	char err[512];
+	if (v->ws)
+		release_ws(v);
+	for (int i = 0; v->ev && i <= v->maxlaunch; i++)
+		recur_event_destroy(v->rt, v->ev[i]);
+	if (v->mod && RT_CU(&v->rt->cu, ModuleUnload, (v->mod), err, sizeof err, "unloading variant %s",
+	                    v->d->name))
+		fprintf(stderr, "recur: %s\n", err);
+	free(v->jit_log);
+	free(v->kernel);
+	free(v->kidx[RT_FWD]);
+	free(v->argoff[RT_FWD]);
+	free(v->ws);
+	free(v->val);
+	free(v->argp);
+	free(v->geom);
+	free(v->ev);
+	free(v->last_name);
+	free(v->last_ms);
+	free(v);
+}
+
+int recur_variant_nkernels(const recur_variant *v)
+{
+	return v->nkernel;
+}
+
+void recur_variant_kernel(const recur_variant *v, int i, recur_kernel_info *info)
+{
+	if (i >= 0 && i < v->nkernel)
+		*info = v->kernel[i].info;
+	else
+		memset(info, 0, sizeof *info);
+}
+
+const char *recur_variant_jit_log(const recur_variant *v)
+{
+	return v->jit_log ? v->jit_log : "";
+}
+
+size_t recur_variant_workspace_bytes(const recur_variant *v)
+{
+	size_t n = 0;
+	for (int i = 0; i < v->d->nws; i++)
+		n += v->ws[i].cap;
+	return n;
+}
+
+int recur_variant_trim(recur_variant *v, char *err, size_t errlen)
+{
+	/* kernels in flight may still use the buffers */
+	if (recur_sync(v->rt, err, errlen))
+		return -1;
+	release_ws(v);
+	return 0;
+}
+
+int recur_set_profiling(recur_variant *v, int on)
+{
+	v->profiling = on != 0;
+	return 0;
+}
+
+int recur_variant_last_times(const recur_variant *v, const char **names, float *ms, int max)
+{
+	for (int i = 0; i < v->nlast && i < max; i++) {
+		if (names)
+			names[i] = v->last_name[i];
+		if (ms)
+			ms[i] = v->last_ms[i];
+	}
+	return v->nlast;
+}
+
+/* ---- running a pass ---- */
+
+/* Which workspaces a pass owns (allocates and zeroes). */
+static int ws_in_pass(rt_life life, int pass)
+{
+	return pass == RT_FWD ? life != RT_LIFE_BACKWARD : life == RT_LIFE_BACKWARD;
+}
+
+static int prepare_ws(recur_variant *v, int pass, const ShapeVars *sv, const char *shape,
+                      char *err, size_t errlen)
+{
+	const rt_vdesc *d = v->d;
+	for (int i = 0; i < d->nws; i++) {
+		const rt_ws *w = &d->ws[i];
+		if (!ws_in_pass(w->life, pass))
+			continue;
+		int64_t bytes;
+		char e[512];
+		if (shapex_eval(w->bytes, sv, &bytes, e, sizeof e))
+			return vfail(err, errlen, "variant %s: workspace %s at %s: %s", d->name, w->name, shape, e);
+		if (bytes < 0)
+			return vfail(err, errlen, "variant %s: workspace %s at %s: bytes \"%s\" = %lld is negative",
+			             d->name, w->name, shape, w->bytes, (long long)bytes);
+		v->ws[i].need = (size_t)bytes;
+		if ((uint64_t)bytes <= v->ws[i].cap)
+			continue;
+		/* grow: the old buffer may be in use by queued kernels, and cuMemFree waits for them */
+		recur_free(v->rt, v->ws[i].p);
+		v->ws[i].p = 0;
+		v->ws[i].cap = 0;
+		char why[768];
+		if (recur_alloc(v->rt, (size_t)bytes, &v->ws[i].p, why, sizeof why))
+			return vfail(err, errlen, "variant %s: workspace %s (%lld bytes at %s): %s", d->name, w->name,
+			             (long long)bytes, shape, why);
+		v->ws[i].cap = (size_t)bytes;
+	}
+	return 0;
+}
+
+static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, const recur_io *io,
+                   const char *shape, char *err, size_t errlen)
+{
+	const rt_vdesc *d = v->d;
+	const rt_launch *l = &d->launch[pass][li];
+	rt_argval *val = &v->val[v->argoff[pass][li]];
+	rt_geom *g = &v->geom[li];
+	const rt_kernel *K = &v->kernel[v->kidx[pass][li]];
+	char e[512];
+#define WHERE "variant %s: %s[%d] kernel %s at %s: "
+#define WARGS d->name, rt_pass_name[pass], li, l->kernel, shape
+	static const int64_t gmax[3] = {2147483647, 65535, 65535};
+	for (int k = 0; k < 3; k++) {
+		int64_t x;
+		if (shapex_eval(l->grid[k], sv, &x, e, sizeof e))
+			return vfail(err, errlen, WHERE "grid[%d]: %s", WARGS, k, e);
+		if (x < 1 || x > gmax[k])
+			return vfail(err, errlen, WHERE "grid[%d] = \"%s\" = %lld, outside 1..%lld", WARGS, k,
+			             l->grid[k], (long long)x, (long long)gmax[k]);
+		g->grid[k] = (unsigned)x;
+	}
+	int64_t smem;
+	if (shapex_eval(l->smem, sv, &smem, e, sizeof e))
+		return vfail(err, errlen, WHERE "smem: %s", WARGS, e);
+	int64_t limit = (int64_t)v->rt->smem_optin - K->info.static_smem;
+	if (smem < 0 || smem > limit)
+		return vfail(err, errlen, WHERE "dynamic shared memory \"%s\" = %lld bytes, outside 0..%lld "
+		             "(the device's %d per block less %d static)", WARGS, l->smem, (long long)smem,
+		             (long long)limit, v->rt->smem_optin, K->info.static_smem);
+	g->smem = (unsigned)smem;
+
+	for (int i = 0; i < l->narg; i++) {
+		const rt_arg *a = &l->arg[i];
+		CUdeviceptr p = 0;
+		const CUdeviceptr *list = NULL;
+		switch (a->kind) {
+		case RT_ARG_X: p = io->x; break;
+		case RT_ARG_Y: p = io->y; break;
+		case RT_ARG_DY: p = io->dy; break;
+		case RT_ARG_DX: p = io->dx; break;
+		case RT_ARG_PARAM:
+		case RT_ARG_GRAD:
+			list = a->kind == RT_ARG_PARAM ? io->params : io->grads;
+			if (!list)
+				return vfail(err, errlen, WHERE "args[%d] \"%s\": io->%s is NULL", WARGS, i, a->text,
+				             a->kind == RT_ARG_PARAM ? "params" : "grads");
+			p = list[a->index];
+			break;
+		case RT_ARG_WS:
+			val[i].p = v->ws[a->index].p;   /* null when it has 0 bytes */
+			continue;
+		case RT_ARG_I32:
+		case RT_ARG_I64: {
+			int64_t x;
+			if (shapex_eval(a->expr, sv, &x, e, sizeof e))
+				return vfail(err, errlen, WHERE "args[%d]: %s", WARGS, i, e);
+			if (a->kind == RT_ARG_I32 && (x < INT32_MIN || x > INT32_MAX))
+				return vfail(err, errlen, WHERE "args[%d] \"%s\" = %lld does not fit 32 bits", WARGS, i,
+				             a->text, (long long)x);
+			if (a->kind == RT_ARG_I32)
+				val[i].i32 = (int32_t)x;
+			else
+				val[i].i64 = x;
+			continue;
+		}
+		}
+		if (!p)
+			return vfail(err, errlen, WHERE "args[%d] \"%s\" is a null device pointer", WARGS, i, a->text);
+		val[i].p = p;
+	}
+	return 0;
+#undef WHERE
+#undef WARGS
+}
+
+static int launch(recur_variant *v, int pass, int li, CUstream st, const char *shape, char *err, size_t errlen)
+{
+	rt_cu *cu = &v->rt->cu;
+	const rt_launch *l = &v->d->launch[pass][li];
+	rt_kernel *K = &v->kernel[v->kidx[pass][li]];
+	const rt_geom *g = &v->geom[li];
+	/* past 48 KB of dynamic shared memory a kernel must opt in, per function */
+	if (g->smem > RT_SMEM_DEFAULT && (int)g->smem > K->smem_attr) {
+		if (RT_CU(cu, FuncSetAttribute, (K->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)g->smem),
+		          err, errlen, "allowing %u bytes of dynamic shared memory for kernel %s (%s[%d]) of variant %s",
+		          g->smem, l->kernel, rt_pass_name[pass], li, v->d->name))
+			return -1;
+		K->smem_attr = (int)g->smem;
+	}
+	return RT_CU(cu, LaunchKernel, (K->fn, g->grid[0], g->grid[1], g->grid[2], l->block[0], l->block[1],
+	             l->block[2], g->smem, st, &v->argp[v->argoff[pass][li]], NULL), err, errlen,
+	             "launching %s[%d] kernel %s of variant %s at %s: grid (%u,%u,%u) block (%d,%d,%d) smem %u",
+	             rt_pass_name[pass], li, l->kernel, v->d->name, shape, g->grid[0], g->grid[1], g->grid[2],
+	             l->block[0], l->block[1], l->block[2], g->smem);
+}
+
+static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CUstream st,
+               char *err, size_t errlen)
+{
+	const rt_vdesc *d = v->d;
+	rt_cu *cu = &v->rt->cu;
+	ShapeVars sv;
+	char why[768], shape[64];
+	snprintf(shape, sizeof shape, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
+	if (!io)
+		return vfail(err, errlen, "variant %s: %s without buffers (io is NULL)", d->name, rt_pass_name[pass]);
+	if (rt_shape_vars(v->m, (int)(d - v->m->variant), s, 1, &sv, why, sizeof why))
+		return vfail(err, errlen, "variant %s refuses %s", d->name, why);
+	if (pass == RT_BWD && !v->saved)
+		return vfail(err, errlen, "variant %s: backward at %s without a forward before it (the saved "
+		             "workspaces hold nothing)", d->name, shape);
+	if (pass == RT_BWD && memcmp(&s, &v->saved_shape, sizeof s))
+		return vfail(err, errlen, "variant %s: backward at %s, but the last forward ran at B=%d L=%d D=%d",
+		             d->name, shape, v->saved_shape.B, v->saved_shape.L, v->saved_shape.D);
+
+	/* phase 1: everything that can fail before a launch */
+	if (pass == RT_FWD)
+		v->saved = 0;     /* the saved workspaces are about to be rewritten */
+	if (prepare_ws(v, pass, &sv, shape, err, errlen))
+		return -1;
+	for (int i = 0; i < d->nlaunch[pass]; i++)
+		if (marshal(v, pass, i, &sv, io, shape, err, errlen))
+			return -1;
+	if (v->profiling && !v->ev) {
+		v->ev = calloc(v->maxlaunch + 1, sizeof *v->ev);
+		for (int i = 0; v->ev && i <= v->maxlaunch; i++)
+			if (recur_event_create(v->rt, &v->ev[i], err, errlen))
+				return -1;
+		if (!v->ev)
+			return vfail(err, errlen, "variant %s: out of host memory", d->name);
+	}
+
+	/* phase 2: clear, launch */
+	for (int i = 0; i < d->nws; i++)
+		if (d->ws[i].zero && ws_in_pass(d->ws[i].life, pass) && v->ws[i].need &&
+		    RT_CU(cu, MemsetD8Async, (v->ws[i].p, 0, v->ws[i].need, st), err, errlen,
+		          "clearing workspace %s of variant %s", d->ws[i].name, d->name))
+			return -1;
+	v->nlast = 0;
+	for (int i = 0; i < d->nlaunch[pass]; i++) {
+		if (v->profiling && recur_event_record(v->rt, v->ev[i], st, err, errlen))
+			return -1;
+		if (launch(v, pass, i, st, shape, err, errlen))
+			return -1;
+	}
+	if (v->profiling) {
+		int n = d->nlaunch[pass];
+		if (recur_event_record(v->rt, v->ev[n], st, err, errlen))
+			return -1;
+		for (int i = 0; i < n; i++) {
+			v->last_name[i] = d->launch[pass][i].kernel;
+			if (recur_event_elapsed_ms(v->rt, v->ev[i], v->ev[i + 1], &v->last_ms[i], err, errlen))
+				return -1;
+		}
+		v->nlast = n;
+	}
+	if (pass == RT_FWD) {
+		v->saved = 1;
+		v->saved_shape = s;
+	}
+	return 0;
+}
+
+int recur_forward(recur_variant *v, recur_shape s, const recur_io *io, CUstream st, char *err, size_t errlen)
+{
+	return run(v, RT_FWD, s, io, st, err, errlen);
+}
+
+int recur_backward(recur_variant *v, recur_shape s, const recur_io *io, CUstream st, char *err, size_t errlen)
+{
+	return run(v, RT_BWD, s, io, st, err, errlen);
+}

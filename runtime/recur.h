@@ -1,0 +1,135 @@
+/* recur runtime: load generated kernel modules through the CUDA Driver API
+ * and run a mixer's forward and backward on your own device buffers.
+ *
+ * The runtime knows nothing of any particular mixer: a generated directory
+ * holds manifest.json (see runtime/manifest.h for its format) and one PTX file
+ * per variant, and every launch, workspace and shape rule comes from there.
+ * libcuda.so.1 is opened with dlopen at run time (override the path with the
+ * RECUR_LIBCUDA environment variable); nothing links against it.
+ *
+ * Every function returns 0 on success or -1 with a message in the err buffer
+ * that names the call, the variant and the kernel or shape at fault.
+ *
+ *   recur_rt *rt; recur_manifest *m; recur_variant *v;
+ *   recur_rt_open(&rt, 0, err, sizeof err);
+ *   recur_manifest_load("out/ptx", &m, err, sizeof err);
+ *   recur_variant_load(rt, m, "fused_grouped_prefix32_hierarchical_chunk16", &v, err, sizeof err);
+ *   recur_forward(v, shape, &io, stream, err, sizeof err);   // y, and saved state for the backward
+ *   recur_backward(v, shape, &io, stream, err, sizeof err);  // dx, parameter gradients, from the saved state
+ */
+#ifndef RECUR_H
+#define RECUR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda.h>
+
+typedef struct recur_rt recur_rt;
+typedef struct recur_manifest recur_manifest;
+typedef struct recur_variant recur_variant;
+
+typedef struct { int B, L, D; } recur_shape;
+
+/* Device buffers of one call. params[i] / grads[i] follow the manifest's
+ * parameter order of the variant's mixer (recur_param_* below). x, dy are
+ * bf16 [B][L][D]; y, dx bf16 [B][L][D]; params and grads fp32. */
+typedef struct {
+	CUdeviceptr x, y, dy, dx;
+	const CUdeviceptr *params;
+	const CUdeviceptr *grads;
+} recur_io;
+
+typedef struct {
+	char name[64];       /* PTX entry */
+	int registers;       /* CU_FUNC_ATTRIBUTE_NUM_REGS */
+	int local_bytes;     /* CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES (spills + stack) */
+	int static_smem;
+	int max_threads;
+} recur_kernel_info;
+
+/* ---- driver, context, memory accounting ---- */
+int  recur_rt_open(recur_rt **rt, int device, char *err, size_t errlen);
+void recur_rt_close(recur_rt *rt);
+int  recur_rt_device_name(recur_rt *rt, char *name, size_t n);
+int  recur_rt_driver_version(recur_rt *rt, int *version);
+/* Allocations made through the runtime are counted: current and peak bytes. */
+int  recur_alloc(recur_rt *rt, size_t bytes, CUdeviceptr *p, char *err, size_t errlen);
+void recur_free(recur_rt *rt, CUdeviceptr p);
+size_t recur_mem_current(const recur_rt *rt);
+size_t recur_mem_peak(const recur_rt *rt);
+void recur_mem_reset_peak(recur_rt *rt);          /* peak := current */
+int  recur_memcpy_htod(recur_rt *rt, CUdeviceptr dst, const void *src, size_t n, char *err, size_t errlen);
+int  recur_memcpy_dtoh(recur_rt *rt, void *dst, CUdeviceptr src, size_t n, char *err, size_t errlen);
+int  recur_memset_u8(recur_rt *rt, CUdeviceptr dst, unsigned char v, size_t n, char *err, size_t errlen);
+int  recur_sync(recur_rt *rt, char *err, size_t errlen);
+/* Event timing on a stream (0 = default stream). */
+int  recur_event_create(recur_rt *rt, CUevent *e, char *err, size_t errlen);
+int  recur_event_record(recur_rt *rt, CUevent e, CUstream s, char *err, size_t errlen);
+int  recur_event_elapsed_ms(recur_rt *rt, CUevent a, CUevent b, float *ms, char *err, size_t errlen);
+void recur_event_destroy(recur_rt *rt, CUevent e);
+
+/* ---- manifests and variants (no GPU needed for the manifest) ---- */
+int  recur_manifest_load(const char *dir, recur_manifest **m, char *err, size_t errlen);
+void recur_manifest_free(recur_manifest *m);
+int  recur_manifest_nvariants(const recur_manifest *m);
+const char *recur_manifest_variant_name(const recur_manifest *m, int i);
+const char *recur_manifest_variant_mixer(const recur_manifest *m, int i);
+/* -1 when absent */
+int  recur_manifest_find(const recur_manifest *m, const char *variant);
+
+/* The mixer of variant i: parameter names, element counts at a shape, init. */
+int  recur_param_count(const recur_manifest *m, int variant);
+const char *recur_param_name(const recur_manifest *m, int variant, int p);
+/* element count of parameter p at shape s; -1 with err on a bad shape */
+long recur_param_elems(const recur_manifest *m, int variant, int p, recur_shape s, char *err, size_t errlen);
+/* the parameter's dims at shape s (for .npy dumps); returns ndim */
+int  recur_param_dims(const recur_manifest *m, int variant, int p, recur_shape s, long *dims);
+/* init as declared by the script: kind "zeros" | "const" | "normal" | "decay", a, b (std of normal = a) */
+const char *recur_param_init(const recur_manifest *m, int variant, int p, recur_shape s, double *a, double *b);
+
+/* 0 when variant i can run shape s; else -1 and the reason (the failing rule's message) in why. */
+int  recur_check_shape(const recur_manifest *m, int variant, recur_shape s, char *why, size_t n);
+
+int  recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, recur_variant **v, char *err, size_t errlen);
+void recur_variant_free(recur_variant *v);
+int  recur_variant_nkernels(const recur_variant *v);
+void recur_variant_kernel(const recur_variant *v, int i, recur_kernel_info *info);
+
+/* Forward: writes io->y and the saved workspaces the backward reads.
+ * Backward: writes io->dx and io->grads (overwritten, not accumulated) from
+ * the saved workspaces of the last forward, which must have run at the same
+ * shape. Workspaces are allocated on first use and cached in the variant for
+ * the next call (so that a timed loop never allocates); recur_variant_trim
+ * frees them. The shape is checked before anything is launched. Calls are
+ * asynchronous on stream s. */
+int  recur_forward(recur_variant *v, recur_shape s, const recur_io *io, CUstream st, char *err, size_t errlen);
+int  recur_backward(recur_variant *v, recur_shape s, const recur_io *io, CUstream st, char *err, size_t errlen);
+/* Optional per-kernel timing of the last forward/backward (events around each launch) */
+int  recur_set_profiling(recur_variant *v, int on);
+
+/* ---- additions (runtime/) ---- */
+
+/* Most dims a parameter can have (recur_param_dims writes at most this many). */
+#define RECUR_MAXDIM 8
+
+/* Top-level strings of the manifest: "generator", "llvm", "target",
+ * "ptx_isa" (NULL when absent), "path" (of manifest.json), "dir" (of the PTX). */
+const char *recur_manifest_info(const recur_manifest *m, const char *key);
+
+/* With profiling on: the launches of the last forward or backward, in order,
+ * with their kernel names and milliseconds (events around each launch; the
+ * call then synchronises on its stream). Returns the number of launches
+ * (fills at most max), 0 when nothing was profiled. */
+int  recur_variant_last_times(const recur_variant *v, const char **names, float *ms, int max);
+
+/* Frees the variant's cached workspaces (after synchronising the context);
+ * the next forward allocates them again. A backward needs a new forward. */
+int  recur_variant_trim(recur_variant *v, char *err, size_t errlen);
+
+/* The JIT's info log of the variant's module (registers, spills, ...). */
+const char *recur_variant_jit_log(const recur_variant *v);
+
+/* Bytes held by the variant's cached workspaces. */
+size_t recur_variant_workspace_bytes(const recur_variant *v);
+
+#endif

@@ -1,0 +1,110 @@
+/* Internals shared by manifest.c, rt.c and plan.c: the parsed manifest, the
+ * runtime object and a loaded variant. Not part of the public API.
+ *
+ * A parsed manifest is plain data in one arena (freed whole); every string
+ * of it is a copy, so nothing refers back to the JSON document. Shape
+ * expressions stay text and are evaluated per call by shapex_eval (they are
+ * short, and a call launches a handful of kernels).
+ */
+#ifndef RECUR_RT_IMPL_H
+#define RECUR_RT_IMPL_H
+
+#include "recur.h"
+#include "cudrv.h"
+#include "shapex.h"
+
+/* ---- manifest ---- */
+
+typedef struct {
+	const char *name;
+	int ndim;
+	const char **dims;           /* shape expressions */
+	const char *init;            /* zeros | const | normal | decay */
+	double a, b;                 /* when a_expr / b_expr are NULL */
+	const char *a_expr, *b_expr; /* "EXPR" or "rsqrt(EXPR)", evaluated at a shape */
+} rt_param;
+
+typedef struct {
+	const char *name, *script, *controller, *dyn_per_token;
+	int k;
+	int nparam;
+	rt_param *param;
+} rt_mixer;
+
+typedef enum { RT_ARG_X, RT_ARG_Y, RT_ARG_DY, RT_ARG_DX, RT_ARG_PARAM, RT_ARG_GRAD,
+               RT_ARG_WS, RT_ARG_I32, RT_ARG_I64 } rt_argkind;
+
+typedef struct {
+	rt_argkind kind;
+	int index;                   /* parameter or workspace index */
+	const char *expr;            /* i32 / i64 */
+	const char *text;            /* as written, for messages */
+} rt_arg;
+
+typedef struct {
+	const char *kernel;
+	const char *grid[3];
+	int block[3];
+	const char *smem;
+	int narg;
+	rt_arg *arg;
+} rt_launch;
+
+typedef enum { RT_LIFE_FORWARD, RT_LIFE_SAVED, RT_LIFE_BACKWARD } rt_life;
+
+typedef struct {
+	const char *name, *bytes;
+	rt_life life;
+	int zero;
+} rt_ws;
+
+typedef struct { const char *name, *expr; } rt_var;
+typedef struct { const char *expr, *message; } rt_rule;
+
+enum { RT_FWD, RT_BWD };
+extern const char *const rt_pass_name[2];   /* "forward", "backward" */
+
+typedef struct {
+	const char *name, *mixer_name, *ptx, *ptx_path;
+	int mixer;                   /* index into recur_manifest.mixer */
+	int nvar, nrule, nws;
+	rt_var *var;
+	rt_rule *rule;
+	rt_ws *ws;
+	int nlaunch[2];              /* RT_FWD, RT_BWD */
+	rt_launch *launch[2];
+} rt_vdesc;
+
+typedef struct rt_chunk rt_chunk;
+
+struct recur_manifest {
+	const char *dir, *path;      /* directory of the PTX files; manifest.json */
+	const char *generator, *llvm, *target, *ptx_isa;   /* NULL when absent */
+	int nmixer, nvariant;
+	rt_mixer *mixer;
+	rt_vdesc *variant;
+	rt_chunk *arena;
+};
+
+/* B, L, D and the variant's vars at shape s, with B, L, D >= 1 checked and,
+ * when rules is set, the rules too. 0, or -1 with
+ * "shape B=.. L=.. D=..: <why>" in why. */
+int rt_shape_vars(const recur_manifest *m, int variant, recur_shape s, int rules,
+                  ShapeVars *v, char *why, size_t n);
+
+/* ---- runtime ---- */
+
+typedef struct { CUdeviceptr p; size_t bytes; } rt_block;
+
+struct recur_rt {
+	rt_cu cu;                    /* the driver; no global state anywhere */
+	int ordinal;
+	CUdevice dev;
+	CUcontext ctx;               /* the device's primary context, retained */
+	int smem_optin;              /* most dynamic+static shared bytes per block */
+	size_t cur, peak;            /* bytes held through recur_alloc */
+	rt_block *block;             /* live allocations, so recur_free knows sizes */
+	int nblock, capblock;
+};
+
+#endif

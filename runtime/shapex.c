@@ -1,0 +1,300 @@
+/* The shape language (grammar in shapex.h): a recursive-descent evaluator
+ * over int64.
+ *
+ * Parsing and evaluation are one pass: every rule returns its value. The
+ * right side of a decided '&&' / '||' is still parsed (so that syntax and
+ * names are always checked) but in "quiet" mode, where arithmetic faults
+ * (division by zero, overflow) are not errors: "D>0 && L/D>1" must not fail
+ * for D=0. shapex_check runs the whole expression quietly, which is how the
+ * manifest loader validates expressions before any shape is known.
+ * Overflow is an error rather than C's undefined behaviour.
+ */
+#include "shapex.h"
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+	const char *src;      /* the whole expression, quoted in messages */
+	const char *s;        /* cursor */
+	const ShapeVars *v;
+	int quiet;            /* > 0: arithmetic faults yield 0 instead of an error */
+	int failed;
+	char *err;
+	size_t errlen;
+} Px;
+
+static void px_fail(Px *p, const char *fmt, ...)
+{
+	if (p->failed)
+		return;       /* keep the first, innermost message */
+	p->failed = 1;
+	if (!p->err || !p->errlen)
+		return;
+	char what[192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	snprintf(p->err, p->errlen, "shape expression \"%s\": %s (at offset %d)",
+	         p->src, what, (int)(p->s - p->src));
+}
+
+/* Arithmetic faults: an error unless quiet. */
+static int64_t px_fault(Px *p, const char *what)
+{
+	if (!p->quiet)
+		px_fail(p, "%s", what);
+	return 0;
+}
+
+static void px_ws(Px *p)
+{
+	while (isspace((unsigned char)*p->s))
+		p->s++;
+}
+
+/* Consumes tok when it comes next (after blanks). */
+static int px_eat(Px *p, const char *tok)
+{
+	px_ws(p);
+	size_t n = strlen(tok);
+	if (strncmp(p->s, tok, n) != 0)
+		return 0;
+	p->s += n;
+	return 1;
+}
+
+static int64_t px_or(Px *p);
+
+static int64_t px_div(Px *p, int64_t a, int64_t b, int rem)
+{
+	if (b == 0)
+		return px_fault(p, "division by zero");
+	if (a == INT64_MIN && b == -1)
+		return rem ? 0 : px_fault(p, "integer overflow");
+	return rem ? a % b : a / b;
+}
+
+static int64_t px_call(Px *p, const char *name, size_t n)
+{
+	int64_t arg[2];
+	int na = 0;
+	do {
+		int64_t x = px_or(p);
+		if (p->failed)
+			return 0;
+		if (na < 2)
+			arg[na] = x;
+		na++;
+	} while (px_eat(p, ","));
+	if (!px_eat(p, ")")) {
+		px_fail(p, "expected ',' or ')' in the arguments of %.*s", (int)n, name);
+		return 0;
+	}
+	int fn = n == 4 && !strncmp(name, "cdiv", 4) ? 0 :
+	         n == 3 && !strncmp(name, "min", 3) ? 1 :
+	         n == 3 && !strncmp(name, "max", 3) ? 2 : -1;
+	if (fn < 0) {
+		p->s = name;
+		px_fail(p, "unknown function '%.*s' (known: cdiv, min, max)", (int)n, name);
+		return 0;
+	}
+	if (na != 2) {
+		px_fail(p, "%.*s takes 2 arguments, got %d", (int)n, name, na);
+		return 0;
+	}
+	int64_t a = arg[0], b = arg[1];
+	if (fn == 1)
+		return a < b ? a : b;
+	if (fn == 2)
+		return a > b ? a : b;
+	/* cdiv: ceil(a/b) for any signs; '/' truncates toward zero, so round up
+	 * only when the exact quotient is positive and inexact. */
+	if (b == 0)
+		return px_fault(p, "division by zero in cdiv");
+	int64_t q = px_div(p, a, b, 0);
+	if (a % b != 0 && ((a < 0) == (b < 0)))
+		q++;
+	return q;
+}
+
+static int64_t px_unary(Px *p)
+{
+	px_ws(p);
+	const char *at = p->s;
+	if (px_eat(p, "-")) {
+		int64_t x = px_unary(p);
+		return x == INT64_MIN ? px_fault(p, "integer overflow") : -x;
+	}
+	if (px_eat(p, "(")) {
+		int64_t x = px_or(p);
+		if (!p->failed && !px_eat(p, ")"))
+			px_fail(p, "expected ')'");
+		return x;
+	}
+	if (isdigit((unsigned char)*p->s)) {
+		int64_t x = 0;
+		while (isdigit((unsigned char)*p->s)) {
+			int d = *p->s++ - '0';
+			if (x > (INT64_MAX - d) / 10) {
+				p->s = at;
+				px_fail(p, "integer literal too large");
+				return 0;
+			}
+			x = x * 10 + d;
+		}
+		return x;
+	}
+	if (isalpha((unsigned char)*p->s) || *p->s == '_') {
+		const char *name = p->s;
+		while (isalnum((unsigned char)*p->s) || *p->s == '_')
+			p->s++;
+		size_t n = p->s - name;
+		if (px_eat(p, "("))
+			return px_call(p, name, n);
+		for (int i = 0; p->v && i < p->v->n; i++)
+			if (strlen(p->v->name[i]) == n && !strncmp(p->v->name[i], name, n))
+				return p->v->value[i];
+		p->s = name;
+		px_fail(p, "unknown name '%.*s'", (int)n, name);
+		return 0;
+	}
+	if (!*p->s)
+		px_fail(p, "unexpected end of expression");
+	else
+		px_fail(p, "unexpected character '%c'", *p->s);
+	return 0;
+}
+
+static int64_t px_prod(Px *p)
+{
+	int64_t a = px_unary(p);
+	while (!p->failed) {
+		int64_t b;
+		if (px_eat(p, "*")) {
+			b = px_unary(p);
+			if (__builtin_mul_overflow(a, b, &a))
+				a = px_fault(p, "integer overflow");
+		} else if (px_eat(p, "/")) {
+			b = px_unary(p);
+			a = p->failed ? 0 : px_div(p, a, b, 0);
+		} else if (px_eat(p, "%")) {
+			b = px_unary(p);
+			a = p->failed ? 0 : px_div(p, a, b, 1);
+		} else
+			break;
+	}
+	return a;
+}
+
+static int64_t px_sum(Px *p)
+{
+	int64_t a = px_prod(p);
+	while (!p->failed) {
+		if (px_eat(p, "+")) {
+			if (__builtin_add_overflow(a, px_prod(p), &a))
+				a = px_fault(p, "integer overflow");
+		} else if (px_eat(p, "-")) {
+			if (__builtin_sub_overflow(a, px_prod(p), &a))
+				a = px_fault(p, "integer overflow");
+		} else
+			break;
+	}
+	return a;
+}
+
+static int64_t px_cmp(Px *p)
+{
+	int64_t a = px_sum(p);
+	if (p->failed)
+		return 0;
+	/* two-character operators first, so "<=" is not read as "<" "=" */
+	static const char *const ops[] = {"==", "!=", "<=", ">=", "<", ">"};
+	for (int i = 0; i < 6; i++) {
+		if (!px_eat(p, ops[i]))
+			continue;
+		int64_t b = px_sum(p);
+		switch (i) {
+		case 0: return a == b;
+		case 1: return a != b;
+		case 2: return a <= b;
+		case 3: return a >= b;
+		case 4: return a < b;
+		default: return a > b;
+		}
+	}
+	return a;
+}
+
+static int64_t px_and(Px *p)
+{
+	int64_t a = px_cmp(p);
+	while (!p->failed && px_eat(p, "&&")) {
+		int decided = a == 0;
+		p->quiet += decided;
+		int64_t b = px_cmp(p);
+		p->quiet -= decided;
+		a = !decided && b != 0;
+	}
+	return a;
+}
+
+static int64_t px_or(Px *p)
+{
+	int64_t a = px_and(p);
+	while (!p->failed && px_eat(p, "||")) {
+		int decided = a != 0;
+		p->quiet += decided;
+		int64_t b = px_and(p);
+		p->quiet -= decided;
+		a = decided || b != 0;
+	}
+	return a;
+}
+
+static int px_run(const char *expr, const ShapeVars *v, int quiet, int64_t *out, char *err, size_t errlen)
+{
+	Px p = {expr ? expr : "", expr ? expr : "", v, quiet, 0, err, errlen};
+	px_ws(&p);
+	if (!*p.s) {
+		px_fail(&p, "empty expression");
+		return -1;
+	}
+	int64_t x = px_or(&p);
+	px_ws(&p);
+	if (!p.failed && *p.s)
+		px_fail(&p, "trailing characters \"%s\"", p.s);
+	if (p.failed)
+		return -1;
+	if (out)
+		*out = x;
+	return 0;
+}
+
+int shapex_eval(const char *expr, const ShapeVars *v, int64_t *out, char *err, size_t errlen)
+{
+	return px_run(expr, v, 0, out, err, errlen);
+}
+
+int shapex_check(const char *expr, const ShapeVars *v, char *err, size_t errlen)
+{
+	return px_run(expr, v, 1, NULL, err, errlen);
+}
+
+void shapex_set(ShapeVars *v, const char *name, int64_t value)
+{
+	for (int i = 0; i < v->n; i++)
+		if (!strcmp(v->name[i], name)) {
+			v->value[i] = value;
+			return;
+		}
+	/* A name that does not fit is dropped, never truncated (a truncated
+	 * name could alias another): an expression using it then fails with
+	 * "unknown name". The manifest loader refuses such names up front. */
+	if (v->n >= SHAPEX_MAXVAR || strlen(name) >= sizeof v->name[0])
+		return;
+	snprintf(v->name[v->n], sizeof v->name[0], "%s", name);
+	v->value[v->n++] = value;
+}

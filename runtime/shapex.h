@@ -1,0 +1,33 @@
+/* The shape language of manifests: integer expressions over named shape
+ * variables, used for grid sizes, workspace bytes, kernel arguments and
+ * shape rules, so that the runtime needs no mixer- or variant-specific code.
+ *
+ *   expr := or ; or := and ('||' and)* ; and := cmp ('&&' cmp)*
+ *   cmp  := sum (('=='|'!='|'<'|'<='|'>'|'>=') sum)?
+ *   sum  := prod (('+'|'-') prod)* ; prod := unary (('*'|'/'|'%') unary)*
+ *   unary := '-' unary | '(' expr ')' | INTEGER | NAME | NAME '(' expr (',' expr)* ')'
+ * Functions: cdiv(a,b) = ceil(a/b), min(a,b), max(a,b). Arithmetic is int64;
+ * comparisons give 0 or 1; '/' truncates; division by zero is an error.
+ */
+#ifndef RECUR_SHAPEX_H
+#define RECUR_SHAPEX_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHAPEX_MAXVAR 32
+
+typedef struct {
+	char name[SHAPEX_MAXVAR][16];
+	int64_t value[SHAPEX_MAXVAR];
+	int n;
+} ShapeVars;
+
+void shapex_set(ShapeVars *v, const char *name, int64_t value);   /* adds or replaces */
+/* Returns 0 and *out, or -1 with a message quoting the expression in err. */
+int shapex_eval(const char *expr, const ShapeVars *v, int64_t *out, char *err, size_t errlen);
+/* Syntax and names only (arithmetic faults such as division by zero are not
+ * errors): how a manifest's expressions are validated before any shape is
+ * known. The values in v are ignored. Returns 0, or -1 with a message. */
+int shapex_check(const char *expr, const ShapeVars *v, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,324 @@
+/* Building blocks shared by the scan templates (see tmpl.h for the layout). */
+#include "tmpl.h"
+#include "diag.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ksig_add(Tmpl *T, KSig *s, const char *arg, LLVMTypeRef ty)
+{
+	(void)T;
+	CHECK(s->n < TM_MAXARG);
+	snprintf(s->arg[s->n], sizeof s->arg[0], "%s", arg);
+	s->ty[s->n++] = ty;
+}
+
+int ksig_find(const KSig *s, const char *arg)
+{
+	for (int i = 0; i < s->n; i++)
+		if (strcmp(s->arg[i], arg) == 0)
+			return i;
+	return -1;
+}
+
+void ksig_params(Tmpl *T, KSig *s)
+{
+	char a[64];
+	for (int p = 0; p < T->mx->nparam; p++) {
+		snprintf(a, sizeof a, "param:%s", T->mx->param[p].name);
+		ksig_add(T, s, a, T->I.gptr);
+	}
+}
+
+void ksig_shape(Tmpl *T, KSig *s)
+{
+	ksig_add(T, s, "i32:L", T->I.i32);
+	ksig_add(T, s, "i32:D", T->I.i32);
+}
+
+static LLVMValueRef argv_of(Tmpl *T, const KSig *s, const char *name)
+{
+	int i = ksig_find(s, name);
+	return i < 0 ? NULL : irb_arg(&T->I, i);
+}
+
+LLVMValueRef load_bf16(Tmpl *T, LLVMValueRef base, LLVMValueRef idx64, LLVMValueRef valid)
+{
+	Irb *I = &T->I;
+	/* invalid rows read element 0 instead: always in bounds, then masked */
+	LLVMValueRef k = LLVMBuildSelect(I->b, valid, idx64, ci64(I, 0), "");
+	LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->bf16, base, &k, 1, "");
+	LLVMValueRef v = bf16_to_f32(I, ld(I, I->bf16, p, 2));
+	return fsel(I, valid, v, cf32(I, 0.0));
+}
+
+/* 32-bit load of a bf16 pair at element index idx64 (even), zero when invalid */
+static LLVMValueRef load_pair(Tmpl *T, LLVMValueRef base, LLVMValueRef idx64, LLVMValueRef valid)
+{
+	Irb *I = &T->I;
+	LLVMValueRef k = LLVMBuildSelect(I->b, valid, idx64, ci64(I, 0), "");
+	LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->bf16, base, &k, 1, "");
+	LLVMValueRef v = ld(I, I->i32, p, 4);
+	return LLVMBuildSelect(I->b, valid, v, ci32(I, 0), "");
+}
+
+void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
+{
+	Irb *I = &T->I;
+	const Mixer *mx = T->mx;
+	memset(ln, 0, sizeof *ln);
+	ln->tid = tid_x(I);
+	ln->warp = LLVMBuildLShr(I->b, ln->tid, ci32(I, 5), "warp");
+	ln->lane = LLVMBuildAnd(I->b, ln->tid, ci32(I, 31), "lane");
+	ln->g = LLVMBuildLShr(I->b, ln->lane, ci32(I, 2), "g");
+	ln->q = LLVMBuildAnd(I->b, ln->lane, ci32(I, 3), "q");
+	ln->quad = LLVMBuildLShr(I->b, ln->warp, ci32(I, 2), "quad");
+	ln->w = LLVMBuildAnd(I->b, ln->warp, ci32(I, 3), "w");
+	ln->head = ctaid(I, 1);
+	ln->b = ctaid(I, 2);
+	ln->L = argv_of(T, s, "i32:L");
+	ln->D = argv_of(T, s, "i32:D");
+	ln->x = argv_of(T, s, "x");
+	ln->y = argv_of(T, s, "y");
+	ln->dy = argv_of(T, s, "dy");
+	ln->dx = argv_of(T, s, "dx");
+	ln->la_ws = argv_of(T, s, "ws:log_a");
+	ln->b_ws = argv_of(T, s, "ws:b");
+	char a[64];
+	for (int p = 0; p < mx->nparam; p++) {
+		snprintf(a, sizeof a, "param:%s", mx->param[p].name);
+		ln->param[p] = argv_of(T, s, a);
+	}
+	/* channel of slot column c: 16w + 8*(c>>1) + 2q + (c&1) */
+	for (int c = 0; c < 4; c++)
+		ln->ch[c] = iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), imul(I, ln->q, ci32(I, 2))),
+		                 ci32(I, 8 * (c >> 1) + (c & 1)));
+	LLVMValueRef hbase = imul(I, ln->head, ci32(I, 64));
+	for (int p = 0; p < mx->nparam; p++) {
+		if (!ln->param[p])
+			continue;
+		if (mx->param[p].kind == PK_CHANNEL)
+			for (int c = 0; c < 4; c++)
+				ln->chan[p][c] = ld(I, I->f32, gep_f32(I, ln->param[p], sext64(I, iadd(I, hbase, ln->ch[c]))), 4);
+		else if (mx->param[p].kind == PK_SCALAR)
+			ln->scal[p] = ld(I, I->f32, ln->param[p], 4);
+	}
+	if (!load_weights)
+		return;
+	/* gate B fragments: b0 = (k = 16ks + 2q, 2q+1 ; n = 16w + 8nt + g), b1 = k + 8 */
+	for (int j = 0; j < T->nbd; j++) {
+		const MxProj *pj = &mx->proj[T->bd[j]];
+		LLVMValueRef W = ln->param[pj->weight];
+		CHECK(W);
+		LLVMValueRef wbase = imul(I, ln->head, ci32(I, 64 * 64));
+		for (int ks = 0; ks < 4; ks++)
+			for (int nt = 0; nt < 2; nt++) {
+				LLVMValueRef n = iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), ln->g), ci32(I, 8 * nt));
+				for (int r = 0; r < 2; r++) {
+					LLVMValueRef k0 = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 16 * ks + 8 * r));
+					LLVMValueRef i0 = iadd(I, wbase, iadd(I, imul(I, k0, ci32(I, 64)), n));
+					LLVMValueRef v0 = ld(I, I->f32, gep_f32(I, W, sext64(I, i0)), 4);
+					LLVMValueRef v1 = ld(I, I->f32, gep_f32(I, W, sext64(I, iadd(I, i0, ci32(I, 64)))), 4);
+					ln->wfrag[j][ks][nt][r] = pack_bf16x2(I, v0, v1);
+				}
+			}
+		LLVMValueRef bias = ln->param[pj->bias];
+		CHECK(bias);
+		for (int c = 0; c < 4; c++)
+			ln->bias[j][c] = ld(I, I->f32, gep_f32(I, bias, sext64(I, iadd(I, hbase, ln->ch[c]))), 4);
+	}
+}
+
+void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
+{
+	Irb *I = &T->I;
+	for (int r = 0; r < 2; r++) {
+		LLVMValueRef row = iadd(I, ln->g, ci32(I, 8 * r));
+		st->t[r] = iadd(I, gb, iadd(I, imul(I, row, ci32(I, T->C)), i));
+		st->valid[r] = ilt(I, st->t[r], ln->L);
+	}
+}
+
+LLVMValueRef slot_index(Tmpl *T, Lanes *ln, Step *st, int s)
+{
+	Irb *I = &T->I;
+	LLVMValueRef rowi = iadd(I, imul(I, ln->b, ln->L), st->t[slot_r(s)]);
+	LLVMValueRef col = iadd(I, imul(I, ln->head, ci32(I, 64)), ln->ch[slot_c(s)]);
+	return iadd(I, imul(I, sext64(I, rowi), sext64(I, ln->D)), sext64(I, col));
+}
+
+/* index of x[b][t][head*64 + k] */
+static LLVMValueRef xidx(Tmpl *T, Lanes *ln, LLVMValueRef t, LLVMValueRef k)
+{
+	Irb *I = &T->I;
+	LLVMValueRef rowi = iadd(I, imul(I, ln->b, ln->L), t);
+	return iadd(I, imul(I, sext64(I, rowi), sext64(I, ln->D)),
+	            sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), k)));
+}
+
+void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj)
+{
+	Irb *I = &T->I;
+	const Mixer *mx = T->mx;
+	step_rows(T, ln, st, gb, i);
+	for (int s = 0; s < TM_SLOTS; s++) {
+		LLVMValueRef t = st->t[slot_r(s)];
+		st->first[s] = b2f(I, ieq(I, t, ci32(I, 0)));
+	}
+	/* the slot's own x: pairs (c, c+1) are adjacent channels */
+	for (int r = 0; r < 2; r++)
+		for (int nt = 0; nt < 2; nt++) {
+			LLVMValueRef pr = load_pair(T, ln->x, xidx(T, ln, st->t[r], ln->ch[2 * nt]), st->valid[r]);
+			st->x[r * 4 + 2 * nt] = unpack_bf16_lo(I, pr);
+			st->x[r * 4 + 2 * nt + 1] = unpack_bf16_hi(I, pr);
+		}
+	int fused = T->v->fused || need_proj;
+	if (fused && T->nbd > 0) {
+		/* A fragments of 16 rows x 64 input channels, four k-steps */
+		LLVMValueRef A[4][4];
+		for (int ks = 0; ks < 4; ks++)
+			for (int hk = 0; hk < 2; hk++)
+				for (int r = 0; r < 2; r++) {
+					LLVMValueRef k = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 16 * ks + 8 * hk));
+					A[ks][hk * 2 + r] = load_pair(T, ln->x, xidx(T, ln, st->t[r], k), st->valid[r]);
+				}
+		for (int j = 0; j < T->nbd; j++) {
+			for (int nt = 0; nt < 2; nt++) {
+				LLVMValueRef acc[4] = {
+					ln->bias[j][2 * nt], ln->bias[j][2 * nt + 1],
+					ln->bias[j][2 * nt], ln->bias[j][2 * nt + 1] };
+				for (int ks = 0; ks < 4; ks++) {
+					LLVMValueRef d[4];
+					LLVMValueRef bfr[2] = { ln->wfrag[j][ks][nt][0], ln->wfrag[j][ks][nt][1] };
+					mma_bf16(I, d, A[ks], bfr, acc);
+					memcpy(acc, d, sizeof acc);
+				}
+				/* c0: (row g, ch 2q) c1: (g, 2q+1) c2: (g+8, 2q) c3: (g+8, 2q+1) */
+				for (int e = 0; e < 4; e++) {
+					int r = e >> 1, c = 2 * nt + (e & 1);
+					st->proj[r * 4 + c][T->bd[j]] = acc[e];
+				}
+			}
+		}
+	}
+	for (int s = 0; s < TM_SLOTS; s++) {
+		LLVMValueRef valid = st->valid[slot_r(s)];
+		if (fused) {
+			LLVMValueRef pv[MX_MAXPARAM] = { 0 };
+			for (int p = 0; p < mx->nparam; p++)
+				pv[p] = mx->param[p].kind == PK_CHANNEL ? ln->chan[p][slot_c(s)] : ln->scal[p];
+			EmitEnv env = { .x = st->x[s], .first = st->first[s], .param = pv, .proj = st->proj[s] };
+			LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
+			CHECK(memo);
+			st->log_a[s] = emit_expr(I, &mx->g, mx->log_a, &env, memo);
+			st->bb[s] = emit_expr(I, &mx->g, mx->b, &env, memo);
+			free(memo);
+		} else {
+			LLVMValueRef idx = LLVMBuildSelect(I->b, valid, slot_index(T, ln, st, s), ci64(I, 0), "");
+			st->log_a[s] = ld(I, I->f32, gep_f32(I, ln->la_ws, idx), 4);
+			st->bb[s] = ld(I, I->f32, gep_f32(I, ln->b_ws, idx), 4);
+		}
+		st->a[s] = f_exp(I, st->log_a[s]);
+		/* a reset cuts the carry (a*h_prev dropped); rows past L are identities */
+		LLVMValueRef isfirst = LLVMBuildFCmp(I->b, LLVMRealONE, st->first[s], cf32(I, 0.0), "");
+		LLVMValueRef ae = fsel(I, isfirst, cf32(I, 0.0), st->a[s]);
+		st->a_eff[s] = fsel(I, valid, ae, cf32(I, 1.0));
+		st->b_eff[s] = fsel(I, valid, st->bb[s], cf32(I, 0.0));
+	}
+}
+
+void maps_init(Tmpl *T, Maps *m, const char *name)
+{
+	Irb *I = &T->I;
+	for (int s = 0; s < TM_SLOTS; s++) {
+		m->A[s] = var_init(I, cf32(I, 1.0), name);
+		m->B[s] = var_init(I, cf32(I, 0.0), name);
+	}
+}
+
+void maps_push_fwd(Tmpl *T, Maps *m, int s, LLVMValueRef a, LLVMValueRef b)
+{
+	Irb *I = &T->I;
+	var_set(I, m->A[s], fmul(I, var_get(I, m->A[s]), a));
+	var_set(I, m->B[s], fadd(I, fmul(I, var_get(I, m->B[s]), a), b));
+}
+
+/* Forward maps compose as (A1,B1) then (A2,B2) = (A1 A2, B1 A2 + B2).
+ * Chunk k of a group lives in slot row r = k / 8 of lane g = k % 8 (same q). */
+void warp_scan_fwd(Tmpl *T, Lanes *ln, Maps *m, LLVMValueRef totA[4], LLVMValueRef totB[4])
+{
+	Irb *I = &T->I;
+	LLVMValueRef l7 = iadd(I, ci32(I, 28), ln->q);
+	LLVMValueRef g0 = ieq(I, ln->g, ci32(I, 0));
+	for (int c = 0; c < 4; c++) {
+		LLVMValueRef A[2], B[2];
+		for (int r = 0; r < 2; r++) {
+			A[r] = var_get(I, m->A[r * 4 + c]);
+			B[r] = var_get(I, m->B[r * 4 + c]);
+			/* inclusive scan over g within the half: shuffles by 4, 8, 16 lanes */
+			for (int d = 1; d < 8; d <<= 1) {
+				LLVMValueRef pA = shfl_up_f(I, A[r], 4 * d);
+				LLVMValueRef pB = shfl_up_f(I, B[r], 4 * d);
+				LLVMValueRef ok = ige(I, ln->g, ci32(I, d));
+				LLVMValueRef nA = fmul(I, pA, A[r]);
+				LLVMValueRef nB = fadd(I, fmul(I, pB, A[r]), B[r]);
+				A[r] = fsel(I, ok, nA, A[r]);
+				B[r] = fsel(I, ok, nB, B[r]);
+			}
+		}
+		/* half 0's total (lane g = 7) prefixes every chunk of half 1 */
+		LLVMValueRef t0A = shfl_idx_f(I, A[0], l7), t0B = shfl_idx_f(I, B[0], l7);
+		LLVMValueRef B1 = fadd(I, fmul(I, t0B, A[1]), B[1]);
+		LLVMValueRef A1 = fmul(I, t0A, A[1]);
+		totA[c] = shfl_idx_f(I, A1, l7);
+		totB[c] = shfl_idx_f(I, B1, l7);
+		/* exclusive: the inclusive value of the previous chunk */
+		LLVMValueRef eA0 = shfl_up_f(I, A[0], 4), eB0 = shfl_up_f(I, B[0], 4);
+		LLVMValueRef eA1 = shfl_up_f(I, A1, 4), eB1 = shfl_up_f(I, B1, 4);
+		var_set(I, m->A[c], fsel(I, g0, cf32(I, 1.0), eA0));
+		var_set(I, m->B[c], fsel(I, g0, cf32(I, 0.0), eB0));
+		var_set(I, m->A[4 + c], fsel(I, g0, t0A, eA1));
+		var_set(I, m->B[4 + c], fsel(I, g0, t0B, eB1));
+	}
+}
+
+/* Adjoint maps u -> M u + N compose right to left: the map of chunks k..15 is
+ * F_k o F_{k+1} o ... ; (F o G) = (M_F M_G, M_F N_G + N_F). On return slot
+ * (r, c) holds the map of the chunks after its own (identity for chunk 15)
+ * and tot the map of the whole group. */
+void warp_scan_bwd(Tmpl *T, Lanes *ln, Maps *m, LLVMValueRef totA[4], LLVMValueRef totB[4])
+{
+	Irb *I = &T->I;
+	LLVMValueRef l0 = ln->q;               /* lane of g = 0 */
+	LLVMValueRef g7 = ieq(I, ln->g, ci32(I, 7));
+	for (int c = 0; c < 4; c++) {
+		LLVMValueRef A[2], B[2];
+		for (int r = 0; r < 2; r++) {
+			A[r] = var_get(I, m->A[r * 4 + c]);
+			B[r] = var_get(I, m->B[r * 4 + c]);
+			/* inclusive suffix over g within the half: S_g = F_g o S_{g+d} */
+			for (int d = 1; d < 8; d <<= 1) {
+				LLVMValueRef nA_ = shfl_down_f(I, A[r], 4 * d);
+				LLVMValueRef nB_ = shfl_down_f(I, B[r], 4 * d);
+				LLVMValueRef ok = ilt(I, ln->g, ci32(I, 8 - d));
+				LLVMValueRef cA = fmul(I, A[r], nA_);
+				LLVMValueRef cB = fadd(I, fmul(I, A[r], nB_), B[r]);
+				A[r] = fsel(I, ok, cA, A[r]);
+				B[r] = fsel(I, ok, cB, B[r]);
+			}
+		}
+		/* half 1's total (chunk 8, lane g = 0) follows every chunk of half 0 */
+		LLVMValueRef t1A = shfl_idx_f(I, A[1], l0), t1B = shfl_idx_f(I, B[1], l0);
+		LLVMValueRef B0 = fadd(I, fmul(I, A[0], t1B), B[0]);
+		LLVMValueRef A0 = fmul(I, A[0], t1A);
+		totA[c] = shfl_idx_f(I, A0, l0);
+		totB[c] = shfl_idx_f(I, B0, l0);
+		/* exclusive: the inclusive suffix of the next chunk */
+		LLVMValueRef xA0 = shfl_down_f(I, A0, 4), xB0 = shfl_down_f(I, B0, 4);
+		LLVMValueRef xA1 = shfl_down_f(I, A[1], 4), xB1 = shfl_down_f(I, B[1], 4);
+		var_set(I, m->A[c], fsel(I, g7, t1A, xA0));
+		var_set(I, m->B[c], fsel(I, g7, t1B, xB0));
+		var_set(I, m->A[4 + c], fsel(I, g7, cf32(I, 1.0), xA1));
+		var_set(I, m->B[4 + c], fsel(I, g7, cf32(I, 0.0), xB1));
+	}
+}

@@ -1,0 +1,692 @@
+/* Backward scan kernels.
+ *
+ * The adjoint of h[t] = a[t] h[t-1] + b[t] obeys dh[t] = gy[t] + u[t+1] with
+ * the message u[t] = a[t] dh[t] = a[t] (gy[t] + u[t+1]), gy = dy * dy/dh: a
+ * linear recurrence in reverse time whose per-step maps u -> a (g + u) are
+ * local to t, so the forward machinery runs on them unchanged:
+ *   reduce  per tile: the composed adjoint map of its T steps
+ *   (carry) per channel: the message entering each tile from the right
+ *   apply   per tile, groups in reverse: chunk starts h (from the forward's
+ *           group checkpoints) and chunk-end messages u, then per chunk,
+ *           segment by segment from the end: recompute h forward into shared
+ *           memory, walk the segment backward, evaluate the derived adjoint
+ *           expressions, project them back to dx on tensor cores and
+ *           accumulate the weight gradient x^T dproj on tensor cores.
+ * Parameter gradients leave each block as fp32 partials in a fixed slot;
+ * param_reduce sums them in a fixed order, so every run gives the same bits.
+ */
+#include "tmpl.h"
+#include "diag.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static Launch *launch_b(Tmpl *T, const char *kname, const char *g0, const char *g1, const char *g2,
+                        int block, const char *smem)
+{
+	Launch *l = &T->bwd[T->nbwd++];
+	CHECK(T->nbwd <= 8);
+	memset(l, 0, sizeof *l);
+	snprintf(l->kernel, sizeof l->kernel, "%s_%s", T->prefix, kname);
+	snprintf(l->grid[0], sizeof l->grid[0], "%s", g0);
+	snprintf(l->grid[1], sizeof l->grid[1], "%s", g1);
+	snprintf(l->grid[2], sizeof l->grid[2], "%s", g2);
+	l->block = block;
+	snprintf(l->smem, sizeof l->smem, "%s", smem);
+	return l;
+}
+
+static LLVMValueRef *param_vals(Tmpl *T, Lanes *ln, int s, LLVMValueRef *pv)
+{
+	for (int p = 0; p < T->mx->nparam; p++)
+		pv[p] = T->mx->param[p].kind == PK_CHANNEL ? ln->chan[p][slot_c(s)] : ln->scal[p];
+	return pv;
+}
+
+/* dy of the 8 slots (bf16 pairs of adjacent channels) */
+static void load_dy(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef dy[TM_SLOTS])
+{
+	Irb *I = &T->I;
+	for (int r = 0; r < 2; r++)
+		for (int nt = 0; nt < 2; nt++) {
+			int s0 = r * 4 + 2 * nt;
+			LLVMValueRef k = LLVMBuildSelect(I->b, st_->valid[r], slot_index(T, ln, st_, s0), ci64(I, 0), "");
+			LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->bf16, ln->dy, &k, 1, "");
+			LLVMValueRef v = LLVMBuildSelect(I->b, st_->valid[r], ld(I, I->i32, p, 4), ci32(I, 0), "");
+			dy[s0] = unpack_bf16_lo(I, v);
+			dy[s0 + 1] = unpack_bf16_hi(I, v);
+		}
+}
+
+/* gy = dy * dy/dh, from the derived graph with seeds (0, 0, dy) */
+static LLVMValueRef eval_gy(Tmpl *T, Lanes *ln, Step *st_, int s, LLVMValueRef hnew, LLVMValueRef dy)
+{
+	Irb *I = &T->I;
+	Mixer *mx = (Mixer *)T->mx;
+	LLVMValueRef pv[MX_MAXPARAM], seeds[3] = { cf32(I, 0.0), cf32(I, 0.0), dy };
+	EmitEnv env = { .x = st_->x[s], .h = hnew, .first = st_->first[s],
+	                .param = param_vals(T, ln, s, pv), .proj = st_->proj[s], .seed = seeds };
+	LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
+	CHECK(memo);
+	LLVMValueRef v = emit_expr(I, &mx->g, T->g_h, &env, memo);
+	free(memo);
+	return fsel(I, st_->valid[slot_r(s)], v, cf32(I, 0.0));
+}
+
+/* adjoint maps compose right to left; folding steps in time order:
+ * F := F o f_t with f_t(u) = a (g + u): (M, N) := (M a, M a g + N) */
+static void maps_push_bwd(Tmpl *T, Maps *m, int s, LLVMValueRef a, LLVMValueRef gy)
+{
+	Irb *I = &T->I;
+	LLVMValueRef Ma = fmul(I, var_get(I, m->A[s]), a);
+	var_set(I, m->B[s], fadd(I, fmul(I, Ma, gy), var_get(I, m->B[s])));
+	var_set(I, m->A[s], Ma);
+}
+
+static LLVMValueRef tile_chan(Tmpl *T, Lanes *ln, LLVMValueRef tile, LLVMValueRef NT, LLVMValueRef ch)
+{
+	Irb *I = &T->I;
+	LLVMValueRef row = iadd(I, imul(I, ln->b, NT), tile);
+	return iadd(I, imul(I, sext64(I, row), sext64(I, ln->D)),
+	            sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), ch)));
+}
+
+void tmpl_bwd_reduce(Tmpl *T)
+{
+	Irb *I = &T->I;
+	char sm[32];
+	snprintf(sm, sizeof sm, "%d", T->TW * 64 * 8);
+	Launch *l = launch_b(T, "bwd_reduce", "NT", "H", "B", 128 * T->TW, sm);
+	ksig_add(T, &l->sig, "x", I->gptr);
+	ksig_add(T, &l->sig, "dy", I->gptr);
+	ksig_params(T, &l->sig);
+	if (!T->v->fused) {
+		ksig_add(T, &l->sig, "ws:log_a", I->gptr);
+		ksig_add(T, &l->sig, "ws:b", I->gptr);
+	}
+	ksig_add(T, &l->sig, "ws:baggA", I->gptr);
+	ksig_add(T, &l->sig, "ws:baggB", I->gptr);
+	ksig_shape(T, &l->sig);
+	irb_kernel(I, l->kernel, l->sig.ty, l->sig.n, l->block);
+	Lanes ln;
+	lanes_init(T, &ln, &l->sig, T->v->fused);
+	LLVMValueRef tile = ctaid(I, 0);
+	LLVMValueRef qbase = iadd(I, imul(I, tile, ci32(I, T->C * T->P)), imul(I, ln.quad, ci32(I, T->GQ * 16 * T->C)));
+	Var qA[4], qB[4];
+	for (int c = 0; c < 4; c++) {
+		qA[c] = var_init(I, cf32(I, 1.0), "qA");
+		qB[c] = var_init(I, cf32(I, 0.0), "qB");
+	}
+	for (int j = 0; j < T->GQ; j++) {
+		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->C));
+		Maps m;
+		maps_init(T, &m, "r");
+		Loop L;
+		loop_begin(I, &L, ci32(I, 0), ci32(I, T->C), ci32(I, 1), "i");
+		Step stp;
+		step_gates(T, &ln, &stp, gb, loop_i(I, &L), 0);
+		LLVMValueRef dy[TM_SLOTS];
+		load_dy(T, &ln, &stp, dy);
+		for (int s = 0; s < TM_SLOTS; s++) {
+			/* gy may depend on h only through an output that is affine in h (checked at setup) */
+			LLVMValueRef gy = eval_gy(T, &ln, &stp, s, cf32(I, 0.0), dy[s]);
+			maps_push_bwd(T, &m, s, stp.a_eff[s], gy);
+		}
+		loop_end(I, &L);
+		LLVMValueRef tA[4], tB[4];
+		warp_scan_bwd(T, &ln, &m, tA, tB);
+		for (int c = 0; c < 4; c++) {   /* Q := Q o G_j */
+			LLVMValueRef QA = var_get(I, qA[c]);
+			var_set(I, qB[c], fadd(I, fmul(I, QA, tB[c]), var_get(I, qB[c])));
+			var_set(I, qA[c], fmul(I, QA, tA[c]));
+		}
+	}
+	IfBlk f;
+	if_begin(I, &f, ieq(I, ln.g, ci32(I, 0)), "publish");
+	for (int c = 0; c < 4; c++) {
+		LLVMValueRef off = imul(I, iadd(I, imul(I, ln.quad, ci32(I, 64)), ln.ch[c]), ci32(I, 8));
+		st(I, var_get(I, qA[c]), smem_ptr(I, off), 4);
+		st(I, var_get(I, qB[c]), smem_ptr(I, iadd(I, off, ci32(I, 4))), 4);
+	}
+	if_end(I, &f);
+	bar_sync(I);
+	IfBlk f2;
+	if_begin(I, &f2, ilt(I, ln.tid, ci32(I, 64)), "tile");
+	LLVMValueRef A = cf32(I, 1.0), B = cf32(I, 0.0);
+	for (int qd = 0; qd < T->TW; qd++) {   /* tile := tile o Q_qd */
+		LLVMValueRef off = imul(I, iadd(I, ci32(I, qd * 64), ln.tid), ci32(I, 8));
+		LLVMValueRef a = ld(I, I->f32, smem_ptr(I, off), 4);
+		LLVMValueRef b = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, 4))), 4);
+		B = fadd(I, fmul(I, A, b), B);
+		A = fmul(I, A, a);
+	}
+	LLVMValueRef idx = tile_chan(T, &ln, tile, nctaid(I, 0), ln.tid);
+	st(I, A, gep_f32(I, irb_arg(I, ksig_find(&l->sig, "ws:baggA")), idx), 4);
+	st(I, B, gep_f32(I, irb_arg(I, ksig_find(&l->sig, "ws:baggB")), idx), 4);
+	if_end(I, &f2);
+	irb_ret(I);
+}
+
+/* ---- apply ---- */
+
+typedef struct {
+	int nchan, nscal;            /* channel / scalar parameters */
+	int cidx[MX_MAXPARAM];       /* parameter -> channel-partial index, -1 */
+	int sidx[MX_MAXPARAM];       /* parameter -> scalar-partial index, -1 */
+} PartMap;
+
+static void part_map(Tmpl *T, PartMap *pm)
+{
+	memset(pm, 0, sizeof *pm);
+	for (int p = 0; p < T->mx->nparam; p++) {
+		pm->cidx[p] = pm->sidx[p] = -1;
+		if (T->mx->param[p].kind == PK_CHANNEL)
+			pm->cidx[p] = pm->nchan++;
+		else if (T->mx->param[p].kind == PK_SCALAR)
+			pm->sidx[p] = pm->nscal++;
+	}
+}
+
+/* shared memory of bwd_apply, byte offsets */
+typedef struct { int hprev, dxred, dpa, scal, total; } BwdSmem;
+
+static BwdSmem bwd_smem(Tmpl *T, const PartMap *pm)
+{
+	BwdSmem s;
+	s.hprev = 0;
+	s.dxred = s.hprev + T->S * TM_SLOTS * 128 * 4;
+	s.dpa = s.dxred + 4 * 16 * 64 * 4;
+	s.scal = s.dpa + 4 * (T->nbd ? T->nbd : 1) * 16 * 16 * 2;
+	s.total = s.scal + 4 * (pm->nscal ? pm->nscal : 1) * 4;
+	return s;
+}
+
+static LLVMValueRef sld_u16(Irb *I, LLVMValueRef off)
+{
+	return LLVMBuildZExt(I->b, ld(I, I->i16, smem_ptr(I, off), 2), I->i32, "");
+}
+
+static LLVMValueRef pack_u16(Irb *I, LLVMValueRef lo, LLVMValueRef hi)
+{
+	return LLVMBuildOr(I->b, lo, LLVMBuildShl(I->b, hi, ci32(I, 16), ""), "");
+}
+
+typedef struct {
+	Tmpl *T;
+	Lanes *ln;
+	const PartMap *pm;
+	BwdSmem sm;
+	LLVMValueRef wt[MX_MAXPROJ][8][2];      /* dx B fragments (W^T) */
+	Var dW[MX_MAXPROJ][8][4];               /* dW^T accumulators */
+	Var cacc[MX_MAXPARAM][4];               /* channel partials per lane channel */
+	Var sacc[MX_MAXPARAM];                  /* scalar partials per lane */
+	LLVMValueRef gb;
+} Bwd;
+
+/* one backward step at row offset i of the group: gradients of the 8 slots,
+ * dx through the transposed projection, dW accumulation */
+static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
+{
+	Tmpl *T = bw->T;
+	Irb *I = &T->I;
+	Lanes *ln = bw->ln;
+	Mixer *mx = (Mixer *)T->mx;
+	Step stp;
+	step_gates(T, ln, &stp, bw->gb, i, 1);
+	LLVMValueRef dy[TM_SLOTS];
+	load_dy(T, ln, &stp, dy);
+	LLVMValueRef gx[TM_SLOTS], gp[TM_SLOTS][MX_MAXPROJ];
+	for (int s = 0; s < TM_SLOTS; s++) {
+		LLVMValueRef valid = stp.valid[slot_r(s)];
+		LLVMValueRef off = imul(I, iadd(I, imul(I, iadd(I, imul(I, si, ci32(I, TM_SLOTS)), ci32(I, s)), ci32(I, 128)), ln->tid), ci32(I, 4));
+		LLVMValueRef hp = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, bw->sm.hprev))), 4);
+		LLVMValueRef hn = fadd(I, fmul(I, stp.a_eff[s], hp), stp.b_eff[s]);
+		LLVMValueRef gy = eval_gy(T, ln, &stp, s, hn, dy[s]);
+		LLVMValueRef dh = fadd(I, gy, var_get(I, u[s]));
+		var_set(I, u[s], fmul(I, stp.a_eff[s], dh));
+		LLVMValueRef keep = land(I, valid, LLVMBuildFCmp(I->b, LLVMRealOEQ, stp.first[s], cf32(I, 0.0), ""));
+		LLVMValueRef s0 = fsel(I, keep, fmul(I, fmul(I, dh, stp.a[s]), hp), cf32(I, 0.0));
+		LLVMValueRef s1 = fsel(I, valid, dh, cf32(I, 0.0));
+		LLVMValueRef s2 = fsel(I, valid, dy[s], cf32(I, 0.0));
+		LLVMValueRef pv[MX_MAXPARAM], seeds[3] = { s0, s1, s2 };
+		EmitEnv env = { .x = stp.x[s], .h = hn, .first = stp.first[s],
+		                .param = param_vals(T, ln, s, pv), .proj = stp.proj[s], .seed = seeds };
+		LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
+		CHECK(memo);
+		LLVMValueRef zero = cf32(I, 0.0);
+		gx[s] = fsel(I, valid, emit_expr(I, &mx->g, T->g_x, &env, memo), zero);
+		for (int j = 0; j < T->nbd; j++)
+			gp[s][j] = fsel(I, valid, emit_expr(I, &mx->g, T->g_proj[T->bd[j]], &env, memo), zero);
+		for (int p = 0; p < mx->nparam; p++) {
+			LLVMValueRef v = NULL;
+			if (bw->pm->cidx[p] >= 0 || bw->pm->sidx[p] >= 0)
+				v = fsel(I, valid, emit_expr(I, &mx->g, T->g_param[p], &env, memo), zero);
+			for (int j = 0; j < T->nbd; j++)   /* a projection's bias collects its adjoint */
+				if (mx->proj[T->bd[j]].bias == p)
+					v = v ? fadd(I, v, gp[s][j]) : gp[s][j];
+			if (!v)
+				continue;
+			if (bw->pm->cidx[p] >= 0)
+				var_set(I, bw->cacc[p][slot_c(s)], fadd(I, var_get(I, bw->cacc[p][slot_c(s)]), v));
+			else if (bw->pm->sidx[p] >= 0)
+				var_set(I, bw->sacc[p], fadd(I, var_get(I, bw->sacc[p]), v));
+		}
+		free(memo);
+	}
+	if (T->nbd == 0) {
+		/* no projection: dx is the direct term alone */
+		for (int r = 0; r < 2; r++)
+			for (int nt = 0; nt < 2; nt++) {
+				int s0 = r * 4 + 2 * nt;
+				IfBlk f;
+				if_begin(I, &f, stp.valid[r], "dx");
+				LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->bf16, ln->dx, (LLVMValueRef[]){ slot_index(T, ln, &stp, s0) }, 1, "");
+				st(I, pack_bf16x2(I, gx[s0], gx[s0 + 1]), p, 4);
+				if_end(I, &f);
+			}
+		return;
+	}
+	/* dx[t, k] = sum_j dproj[t, j] W[k][j]: A = dproj (rows t, K = the warp's 16 j) */
+	LLVMValueRef acc[8][4];
+	for (int kt = 0; kt < 8; kt++)
+		for (int e = 0; e < 4; e++)
+			acc[kt][e] = cf32(I, 0.0);
+	for (int j = 0; j < T->nbd; j++) {
+		LLVMValueRef A[4] = {
+			pack_bf16x2(I, gp[0][j], gp[1][j]), pack_bf16x2(I, gp[4][j], gp[5][j]),
+			pack_bf16x2(I, gp[2][j], gp[3][j]), pack_bf16x2(I, gp[6][j], gp[7][j]) };
+		for (int kt = 0; kt < 8; kt++) {
+			LLVMValueRef d[4];
+			mma_bf16(I, d, A, bw->wt[j][kt], acc[kt]);
+			memcpy(acc[kt], d, sizeof d);
+		}
+		/* stage dproj (bf16) as [16 t][16 j] per warp for the dW fragments */
+		LLVMValueRef base = iadd(I, ci32(I, bw->sm.dpa + j * 4 * 512), imul(I, ln->w, ci32(I, 512)));
+		for (int r = 0; r < 2; r++)
+			for (int nt = 0; nt < 2; nt++) {
+				LLVMValueRef row = iadd(I, ln->g, ci32(I, 8 * r));
+				LLVMValueRef col = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 8 * nt));
+				LLVMValueRef off = iadd(I, base, imul(I, iadd(I, imul(I, row, ci32(I, 16)), col), ci32(I, 2)));
+				st(I, pack_bf16x2(I, gp[r * 4 + 2 * nt][j], gp[r * 4 + 2 * nt + 1][j]), smem_ptr(I, off), 4);
+			}
+	}
+	/* partial dx of the warp's j to shared memory [w][16][64] */
+	for (int kt = 0; kt < 8; kt++)
+		for (int e = 0; e < 4; e++) {
+			LLVMValueRef row = iadd(I, ln->g, ci32(I, 8 * (e >> 1)));
+			LLVMValueRef col = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 8 * kt + (e & 1)));
+			LLVMValueRef off = iadd(I, ci32(I, bw->sm.dxred),
+			                        imul(I, iadd(I, imul(I, iadd(I, imul(I, ln->w, ci32(I, 16)), row), ci32(I, 64)), col), ci32(I, 4)));
+			st(I, acc[kt][e], smem_ptr(I, off), 4);
+		}
+	bar_sync(I);
+	/* each warp sums the 4 partials of its own channels in a fixed order */
+	LLVMValueRef dxv[TM_SLOTS];
+	for (int s = 0; s < TM_SLOTS; s++) {
+		LLVMValueRef row = iadd(I, ln->g, ci32(I, 8 * slot_r(s)));
+		LLVMValueRef v = gx[s];
+		for (int w = 0; w < 4; w++) {
+			LLVMValueRef off = iadd(I, ci32(I, bw->sm.dxred),
+			                        imul(I, iadd(I, imul(I, iadd(I, ci32(I, w * 16), row), ci32(I, 64)), ln->ch[slot_c(s)]), ci32(I, 4)));
+			v = fadd(I, v, ld(I, I->f32, smem_ptr(I, off), 4));
+		}
+		dxv[s] = v;
+	}
+	for (int r = 0; r < 2; r++)
+		for (int nt = 0; nt < 2; nt++) {
+			int s0 = r * 4 + 2 * nt;
+			IfBlk f;
+			if_begin(I, &f, stp.valid[r], "dx");
+			LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->bf16, ln->dx, (LLVMValueRef[]){ slot_index(T, ln, &stp, s0) }, 1, "");
+			st(I, pack_bf16x2(I, dxv[s0], dxv[s0 + 1]), p, 4);
+			if_end(I, &f);
+		}
+	/* dW^T[j][k] += sum_t dproj[t][j] x[t][k]: A = dproj^T, B = x (rows t) */
+	LLVMValueRef xr[4], xv[4];
+	for (int k = 0; k < 4; k++) {
+		/* rows 2q, 2q+1, 2q+8, 2q+9 of this step */
+		LLVMValueRef row = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, (k & 1) + 8 * (k >> 1)));
+		xr[k] = iadd(I, bw->gb, iadd(I, imul(I, row, ci32(I, T->C)), i));
+		xv[k] = ilt(I, xr[k], ln->L);
+	}
+	LLVMValueRef B[8][2];
+	for (int kt = 0; kt < 8; kt++) {
+		LLVMValueRef kk = iadd(I, iadd(I, imul(I, ln->head, ci32(I, 64)), ln->g), ci32(I, 8 * kt));
+		LLVMValueRef u16[4];
+		for (int k = 0; k < 4; k++) {
+			LLVMValueRef idx = iadd(I, imul(I, sext64(I, iadd(I, imul(I, ln->b, ln->L), xr[k])), sext64(I, ln->D)), sext64(I, kk));
+			idx = LLVMBuildSelect(I->b, xv[k], idx, ci64(I, 0), "");
+			LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->i16, ln->x, &idx, 1, "");
+			LLVMValueRef v = LLVMBuildZExt(I->b, ld(I, I->i16, p, 2), I->i32, "");
+			u16[k] = LLVMBuildSelect(I->b, xv[k], v, ci32(I, 0), "");
+		}
+		B[kt][0] = pack_u16(I, u16[0], u16[1]);
+		B[kt][1] = pack_u16(I, u16[2], u16[3]);
+	}
+	syncwarp(I);
+	for (int j = 0; j < T->nbd; j++) {
+		LLVMValueRef base = iadd(I, ci32(I, bw->sm.dpa + j * 4 * 512), imul(I, ln->w, ci32(I, 512)));
+		LLVMValueRef A[4];
+		for (int e = 0; e < 4; e++) {
+			/* a0: (j=g, t=2q..) a1: (j=g+8, t=2q..) a2: (j=g, t=2q+8..) a3: (j=g+8, t=2q+8..) */
+			LLVMValueRef jj = iadd(I, ln->g, ci32(I, 8 * (e & 1)));
+			LLVMValueRef t0 = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 8 * (e >> 1)));
+			LLVMValueRef o0 = iadd(I, base, imul(I, iadd(I, imul(I, t0, ci32(I, 16)), jj), ci32(I, 2)));
+			LLVMValueRef o1 = iadd(I, o0, ci32(I, 32));
+			A[e] = pack_u16(I, sld_u16(I, o0), sld_u16(I, o1));
+		}
+		for (int kt = 0; kt < 8; kt++) {
+			LLVMValueRef c[4], d[4];
+			for (int e = 0; e < 4; e++)
+				c[e] = var_get(I, bw->dW[j][kt][e]);
+			mma_bf16(I, d, A, B[kt], c);
+			for (int e = 0; e < 4; e++)
+				var_set(I, bw->dW[j][kt][e], d[e]);
+		}
+	}
+	/* the next step overwrites dxred and dpa */
+	bar_sync(I);
+}
+
+void tmpl_bwd_apply(Tmpl *T)
+{
+	Irb *I = &T->I;
+	Mixer *mx = (Mixer *)T->mx;
+	PartMap pm;
+	part_map(T, &pm);
+	Bwd bw = { .T = T, .pm = &pm };
+	bw.sm = bwd_smem(T, &pm);
+	char sm[32];
+	snprintf(sm, sizeof sm, "%d", bw.sm.total);
+	Launch *l = launch_b(T, "bwd_apply", "G", "H", "B", 128, sm);
+	ksig_add(T, &l->sig, "x", I->gptr);
+	ksig_add(T, &l->sig, "dy", I->gptr);
+	ksig_add(T, &l->sig, "dx", I->gptr);
+	ksig_params(T, &l->sig);
+	ksig_add(T, &l->sig, "ws:ckpt", I->gptr);
+	ksig_add(T, &l->sig, "ws:ucarry", I->gptr);
+	char a[64];
+	for (int j = 0; j < T->nbd; j++) {
+		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bd[j]].weight].name);
+		ksig_add(T, &l->sig, a, I->gptr);
+	}
+	ksig_add(T, &l->sig, "ws:part_chan", I->gptr);
+	ksig_add(T, &l->sig, "ws:part_scal", I->gptr);
+	ksig_shape(T, &l->sig);
+	ksig_add(T, &l->sig, "i32:NT", I->i32);
+	ksig_add(T, &l->sig, "i32:B", I->i32);
+	irb_kernel(I, l->kernel, l->sig.ty, l->sig.n, l->block);
+	Lanes ln;
+	/* this kernel always recomputes the projections: it needs their adjoints */
+	Variant fv = *T->v;
+	const Variant *saved = T->v;
+	fv.fused = true;
+	T->v = &fv;
+	lanes_init(T, &ln, &l->sig, 1);
+	bw.ln = &ln;
+	LLVMValueRef NT = irb_arg(I, ksig_find(&l->sig, "i32:NT"));
+	LLVMValueRef Bn = irb_arg(I, ksig_find(&l->sig, "i32:B"));
+	LLVMValueRef H = nctaid(I, 1);
+	/* dx B fragments: b0 = W[k = 8kt + g][j = 16w + 2q, +1], b1 = j + 8 */
+	for (int j = 0; j < T->nbd; j++) {
+		LLVMValueRef W = ln.param[mx->proj[T->bd[j]].weight];
+		LLVMValueRef wbase = imul(I, ln.head, ci32(I, 4096));
+		for (int kt = 0; kt < 8; kt++)
+			for (int r = 0; r < 2; r++) {
+				LLVMValueRef k = iadd(I, ln.g, ci32(I, 8 * kt));
+				LLVMValueRef jj = iadd(I, iadd(I, imul(I, ln.w, ci32(I, 16)), imul(I, ln.q, ci32(I, 2))), ci32(I, 8 * r));
+				LLVMValueRef i0 = iadd(I, wbase, iadd(I, imul(I, k, ci32(I, 64)), jj));
+				LLVMValueRef v0 = ld(I, I->f32, gep_f32(I, W, sext64(I, i0)), 4);
+				LLVMValueRef v1 = ld(I, I->f32, gep_f32(I, W, sext64(I, iadd(I, i0, ci32(I, 1)))), 4);
+				bw.wt[j][kt][r] = pack_bf16x2(I, v0, v1);
+			}
+		for (int kt = 0; kt < 8; kt++)
+			for (int e = 0; e < 4; e++)
+				bw.dW[j][kt][e] = var_init(I, cf32(I, 0.0), "dW");
+	}
+	for (int p = 0; p < mx->nparam; p++) {
+		if (pm.cidx[p] >= 0)
+			for (int c = 0; c < 4; c++)
+				bw.cacc[p][c] = var_init(I, cf32(I, 0.0), "dc");
+		if (pm.sidx[p] >= 0)
+			bw.sacc[p] = var_init(I, cf32(I, 0.0), "ds");
+	}
+	LLVMValueRef ckpt = irb_arg(I, ksig_find(&l->sig, "ws:ckpt"));
+	LLVMValueRef ucarry = irb_arg(I, ksig_find(&l->sig, "ws:ucarry"));
+	LLVMValueRef NG = idiv(I, iadd(I, ln.L, ci32(I, 16 * T->C - 1)), ci32(I, 16 * T->C));
+
+	Loop Lt;
+	loop_begin(I, &Lt, ctaid(I, 0), NT, nctaid(I, 0), "tile");
+	LLVMValueRef tile = loop_i(I, &Lt);
+	Var uR[4];
+	for (int c = 0; c < 4; c++)
+		uR[c] = var_init(I, ld(I, I->f32, gep_f32(I, ucarry, tile_chan(T, &ln, tile, NT, ln.ch[c])), 4), "uR");
+	/* groups of the tile from the last to the first */
+	Loop Lg;
+	int ngroups = T->P / 16;
+	loop_begin(I, &Lg, ci32(I, 0), ci32(I, ngroups), ci32(I, 1), "grp");
+	LLVMValueRef jg = isub(I, ci32(I, ngroups - 1), loop_i(I, &Lg));
+	LLVMValueRef gb = iadd(I, imul(I, tile, ci32(I, T->C * T->P)), imul(I, jg, ci32(I, 16 * T->C)));
+	bw.gb = gb;
+	IfBlk live;
+	if_begin(I, &live, ilt(I, gb, ln.L), "live");
+	LLVMValueRef gi = idiv(I, gb, ci32(I, 16 * T->C));
+	LLVMValueRef hg[4];
+	for (int c = 0; c < 4; c++)
+		hg[c] = ld(I, I->f32, gep_f32(I, ckpt, tile_chan(T, &ln, gi, NG, ln.ch[c])), 4);
+	/* pass A: chunk maps forward (for h) and backward (for u) in one sweep */
+	Maps fm, rm;
+	maps_init(T, &fm, "f");
+	maps_init(T, &rm, "r");
+	{
+		Loop L;
+		loop_begin(I, &L, ci32(I, 0), ci32(I, T->C), ci32(I, 1), "i");
+		Step stp;
+		step_gates(T, &ln, &stp, gb, loop_i(I, &L), 0);
+		LLVMValueRef dy[TM_SLOTS];
+		load_dy(T, &ln, &stp, dy);
+		for (int s = 0; s < TM_SLOTS; s++) {
+			maps_push_fwd(T, &fm, s, stp.a_eff[s], stp.b_eff[s]);
+			maps_push_bwd(T, &rm, s, stp.a_eff[s], eval_gy(T, &ln, &stp, s, cf32(I, 0.0), dy[s]));
+		}
+		loop_end(I, &L);
+	}
+	LLVMValueRef fA[4], fB[4], rA[4], rB[4];
+	warp_scan_fwd(T, &ln, &fm, fA, fB);
+	warp_scan_bwd(T, &ln, &rm, rA, rB);
+	Var h0[TM_SLOTS], ue[TM_SLOTS];
+	for (int s = 0; s < TM_SLOTS; s++) {
+		int c = slot_c(s);
+		h0[s] = var_init(I, fadd(I, fmul(I, var_get(I, fm.A[s]), hg[c]), var_get(I, fm.B[s])), "h0");
+		ue[s] = var_init(I, fadd(I, fmul(I, var_get(I, rm.A[s]), var_get(I, uR[c])), var_get(I, rm.B[s])), "ue");
+	}
+	/* segments of S steps from the end of the chunk */
+	Var h[TM_SLOTS];
+	for (int s = 0; s < TM_SLOTS; s++)
+		h[s] = var_new(I, I->f32, "h");
+	for (int sg = T->C / T->S - 1; sg >= 0; sg--) {
+		int s0 = sg * T->S;
+		for (int s = 0; s < TM_SLOTS; s++)
+			var_set(I, h[s], var_get(I, h0[s]));
+		if (s0 > 0) {
+			Loop L;
+			loop_begin(I, &L, ci32(I, 0), ci32(I, s0), ci32(I, 1), "i");
+			Step stp;
+			step_gates(T, &ln, &stp, gb, loop_i(I, &L), 0);
+			for (int s = 0; s < TM_SLOTS; s++)
+				var_set(I, h[s], fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]));
+			loop_end(I, &L);
+		}
+		{
+			Loop L;
+			loop_begin(I, &L, ci32(I, 0), ci32(I, T->S), ci32(I, 1), "si");
+			LLVMValueRef si = loop_i(I, &L);
+			Step stp;
+			step_gates(T, &ln, &stp, gb, iadd(I, si, ci32(I, s0)), 0);
+			for (int s = 0; s < TM_SLOTS; s++) {
+				LLVMValueRef off = imul(I, iadd(I, imul(I, iadd(I, imul(I, si, ci32(I, TM_SLOTS)), ci32(I, s)), ci32(I, 128)), ln.tid), ci32(I, 4));
+				st(I, var_get(I, h[s]), smem_ptr(I, iadd(I, off, ci32(I, bw.sm.hprev))), 4);
+				var_set(I, h[s], fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]));
+			}
+			loop_end(I, &L);
+		}
+		{
+			Loop L;
+			loop_begin(I, &L, ci32(I, 0), ci32(I, T->S), ci32(I, 1), "ri");
+			LLVMValueRef si = isub(I, ci32(I, T->S - 1), loop_i(I, &L));
+			bwd_step(&bw, iadd(I, si, ci32(I, s0)), si, ue);
+			loop_end(I, &L);
+		}
+	}
+	for (int c = 0; c < 4; c++)
+		var_set(I, uR[c], fadd(I, fmul(I, rA[c], var_get(I, uR[c])), rB[c]));
+	if_end(I, &live);
+	loop_end(I, &Lg);
+	loop_end(I, &Lt);
+
+	/* partials of this block: slot (ctaid.x, b, head) */
+	LLVMValueRef slot = iadd(I, imul(I, ctaid(I, 0), Bn), ln.b);
+	for (int j = 0; j < T->nbd; j++) {
+		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bd[j]].weight].name);
+		LLVMValueRef out = irb_arg(I, ksig_find(&l->sig, a));
+		LLVMValueRef base = imul(I, iadd(I, imul(I, slot, H), ln.head), ci32(I, 4096));
+		for (int kt = 0; kt < 8; kt++)
+			for (int e = 0; e < 4; e++) {
+				/* dW^T fragment: row j = g (+8), column k = 8kt + 2q (+1); stored [k][j] */
+				LLVMValueRef jj = iadd(I, iadd(I, imul(I, ln.w, ci32(I, 16)), ln.g), ci32(I, 8 * (e >> 1)));
+				LLVMValueRef k = iadd(I, imul(I, ln.q, ci32(I, 2)), ci32(I, 8 * kt + (e & 1)));
+				LLVMValueRef idx = iadd(I, base, iadd(I, imul(I, k, ci32(I, 64)), jj));
+				st(I, var_get(I, bw.dW[j][kt][e]), gep_f32(I, out, sext64(I, idx)), 4);
+			}
+	}
+	LLVMValueRef pc = irb_arg(I, ksig_find(&l->sig, "ws:part_chan"));
+	for (int p = 0; p < mx->nparam; p++) {
+		if (pm.cidx[p] < 0)
+			continue;
+		for (int c = 0; c < 4; c++) {
+			LLVMValueRef v = var_get(I, bw.cacc[p][c]);
+			for (int m = 4; m < 32; m <<= 1)
+				v = fadd(I, v, shfl_xor_f(I, v, m));
+			IfBlk f;
+			if_begin(I, &f, ieq(I, ln.g, ci32(I, 0)), "pc");
+			LLVMValueRef row = iadd(I, imul(I, slot, ci32(I, pm.nchan)), ci32(I, pm.cidx[p]));
+			LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, ln.D)),
+			                        sext64(I, iadd(I, imul(I, ln.head, ci32(I, 64)), ln.ch[c])));
+			st(I, v, gep_f32(I, pc, idx), 4);
+			if_end(I, &f);
+		}
+	}
+	if (pm.nscal > 0) {
+		LLVMValueRef ps = irb_arg(I, ksig_find(&l->sig, "ws:part_scal"));
+		for (int p = 0; p < mx->nparam; p++) {
+			if (pm.sidx[p] < 0)
+				continue;
+			LLVMValueRef v = var_get(I, bw.sacc[p]);
+			for (int m = 1; m < 32; m <<= 1)
+				v = fadd(I, v, shfl_xor_f(I, v, m));
+			IfBlk f;
+			if_begin(I, &f, ieq(I, ln.lane, ci32(I, 0)), "ps");
+			st(I, v, smem_ptr(I, iadd(I, ci32(I, bw.sm.scal), imul(I, iadd(I, imul(I, ln.w, ci32(I, pm.nscal)), ci32(I, pm.sidx[p])), ci32(I, 4)))), 4);
+			if_end(I, &f);
+		}
+		bar_sync(I);
+		IfBlk f;
+		if_begin(I, &f, ieq(I, ln.tid, ci32(I, 0)), "ps0");
+		for (int p = 0; p < mx->nparam; p++) {
+			if (pm.sidx[p] < 0)
+				continue;
+			LLVMValueRef v = cf32(I, 0.0);
+			for (int w = 0; w < 4; w++)
+				v = fadd(I, v, ld(I, I->f32, smem_ptr(I, ci32(I, bw.sm.scal + (w * pm.nscal + pm.sidx[p]) * 4)), 4));
+			LLVMValueRef idx = iadd(I, imul(I, iadd(I, imul(I, slot, H), ln.head), ci32(I, pm.nscal)), ci32(I, pm.sidx[p]));
+			st(I, v, gep_f32(I, ps, sext64(I, idx)), 4);
+		}
+		if_end(I, &f);
+	}
+	irb_ret(I);
+	T->v = saved;
+}
+
+/* Sums the per-block partials of every parameter gradient in a fixed order.
+ * blockIdx.y selects the parameter; threads cover its elements. */
+void tmpl_param_reduce(Tmpl *T)
+{
+	Irb *I = &T->I;
+	Mixer *mx = (Mixer *)T->mx;
+	PartMap pm;
+	part_map(T, &pm);
+	char g1[16];
+	snprintf(g1, sizeof g1, "%d", mx->nparam);
+	Launch *l = launch_b(T, "param_reduce", "cdiv(D*64,256)", g1, "1", 256, "0");
+	char a[64];
+	for (int p = 0; p < mx->nparam; p++) {
+		snprintf(a, sizeof a, "grad:%s", mx->param[p].name);
+		ksig_add(T, &l->sig, a, I->gptr);
+	}
+	for (int j = 0; j < T->nbd; j++) {
+		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bd[j]].weight].name);
+		ksig_add(T, &l->sig, a, I->gptr);
+	}
+	ksig_add(T, &l->sig, "ws:part_chan", I->gptr);
+	ksig_add(T, &l->sig, "ws:part_scal", I->gptr);
+	ksig_add(T, &l->sig, "i32:G", I->i32);
+	ksig_add(T, &l->sig, "i32:B", I->i32);
+	ksig_add(T, &l->sig, "i32:D", I->i32);
+	irb_kernel(I, l->kernel, l->sig.ty, l->sig.n, 256);
+	LLVMValueRef G = irb_arg(I, ksig_find(&l->sig, "i32:G"));
+	LLVMValueRef Bn = irb_arg(I, ksig_find(&l->sig, "i32:B"));
+	LLVMValueRef D = irb_arg(I, ksig_find(&l->sig, "i32:D"));
+	LLVMValueRef H = idiv(I, D, ci32(I, 64));
+	LLVMValueRef e = iadd(I, imul(I, ctaid(I, 0), ci32(I, 256)), tid_x(I));
+	LLVMValueRef py = ctaid(I, 1);
+	LLVMValueRef nslot = imul(I, G, Bn);
+	for (int p = 0; p < mx->nparam; p++) {
+		LLVMValueRef out = irb_arg(I, ksig_find(&l->sig, (snprintf(a, sizeof a, "grad:%s", mx->param[p].name), a)));
+		LLVMValueRef src = NULL, n = NULL, stride = NULL, off = NULL;
+		int inner = 1;   /* scalars also sum over heads */
+		if (mx->param[p].kind == PK_BLOCKDIAG) {
+			int j = -1;
+			for (int k = 0; k < T->nbd; k++)
+				if (mx->proj[T->bd[k]].weight == p)
+					j = k;
+			if (j < 0)
+				continue;   /* a weight no projection uses has no gradient path */
+			snprintf(a, sizeof a, "ws:part_%s", mx->param[p].name);
+			src = irb_arg(I, ksig_find(&l->sig, a));
+			n = imul(I, H, ci32(I, 4096));
+			stride = n;
+			off = ci32(I, 0);
+		} else if (mx->param[p].kind == PK_CHANNEL) {
+			src = irb_arg(I, ksig_find(&l->sig, "ws:part_chan"));
+			n = D;
+			stride = imul(I, D, ci32(I, pm.nchan));
+			off = imul(I, D, ci32(I, pm.cidx[p]));
+		} else {
+			src = irb_arg(I, ksig_find(&l->sig, "ws:part_scal"));
+			n = ci32(I, 1);
+			stride = imul(I, H, ci32(I, pm.nscal));
+			off = ci32(I, pm.sidx[p]);
+			inner = 0;
+		}
+		IfBlk f;
+		if_begin(I, &f, land(I, ieq(I, py, ci32(I, p)), ilt(I, e, n)), "p");
+		Var acc = var_init(I, cf32(I, 0.0), "acc");
+		Loop L;
+		loop_begin(I, &L, ci32(I, 0), nslot, ci32(I, 1), "s");
+		LLVMValueRef sbase = iadd(I, imul(I, sext64(I, loop_i(I, &L)), sext64(I, stride)), sext64(I, off));
+		if (inner) {
+			LLVMValueRef v = ld(I, I->f32, gep_f32(I, src, iadd(I, sbase, sext64(I, e))), 4);
+			var_set(I, acc, fadd(I, var_get(I, acc), v));
+		} else {
+			Loop Lh;
+			loop_begin(I, &Lh, ci32(I, 0), H, ci32(I, 1), "h");
+			LLVMValueRef k = iadd(I, sbase, sext64(I, imul(I, loop_i(I, &Lh), ci32(I, pm.nscal))));
+			var_set(I, acc, fadd(I, var_get(I, acc), ld(I, I->f32, gep_f32(I, src, k), 4)));
+			loop_end(I, &Lh);
+		}
+		loop_end(I, &L);
+		st(I, var_get(I, acc), gep_f32(I, out, sext64(I, e)), 4);
+		if_end(I, &f);
+	}
+	irb_ret(I);
+}

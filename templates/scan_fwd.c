@@ -1,0 +1,280 @@
+/* Forward scan kernels.
+ *
+ *   gates   (unfused variants only) log_a and b of every element to memory
+ *   reduce  per tile: the affine map h -> A h + B of its T steps, per channel
+ *   apply   per tile: chunk starts from the tile's carry, then h and y for
+ *           every step; writes h at every group start as the backward's
+ *           checkpoint (one float per 16*chunk steps and channel)
+ * The carry kernel (carry.c) turns the reduce output into tile carries.
+ * Projections are recomputed in apply rather than stored: reading x twice
+ * costs 2 bytes per element, storing gates would cost 8.
+ */
+#include "tmpl.h"
+#include "diag.h"
+#include <stdio.h>
+#include <string.h>
+
+static Launch *new_launch(Tmpl *T, int fwd, const char *kname, const char *g0, const char *g1,
+                          const char *g2, int block, const char *smem)
+{
+	Launch *l = fwd ? &T->fwd[T->nfwd++] : &T->bwd[T->nbwd++];
+	CHECK(T->nfwd <= 8 && T->nbwd <= 8);
+	memset(l, 0, sizeof *l);
+	snprintf(l->kernel, sizeof l->kernel, "%s_%s", T->prefix, kname);
+	snprintf(l->grid[0], sizeof l->grid[0], "%s", g0);
+	snprintf(l->grid[1], sizeof l->grid[1], "%s", g1);
+	snprintf(l->grid[2], sizeof l->grid[2], "%s", g2);
+	l->block = block;
+	snprintf(l->smem, sizeof l->smem, "%s", smem);
+	return l;
+}
+
+static void open_kernel(Tmpl *T, Launch *l)
+{
+	irb_kernel(&T->I, l->kernel, l->sig.ty, l->sig.n, l->block);
+}
+
+/* x, params (+ materialised gates) and shape: what a gate step reads */
+static void sig_inputs(Tmpl *T, KSig *s)
+{
+	ksig_add(T, s, "x", T->I.gptr);
+	ksig_params(T, s);
+	if (!T->v->fused) {
+		ksig_add(T, s, "ws:log_a", T->I.gptr);
+		ksig_add(T, s, "ws:b", T->I.gptr);
+	}
+}
+
+/* Phase 1 of reduce/apply: the quad's groups folded into chunk maps (kept
+ * per group in ex[]) and group totals composed into the quad map q. */
+static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMValueRef totA[][4],
+                      LLVMValueRef totB[][4], Var qA[4], Var qB[4])
+{
+	Irb *I = &T->I;
+	for (int c = 0; c < 4; c++) {
+		qA[c] = var_init(I, cf32(I, 1.0), "qA");
+		qB[c] = var_init(I, cf32(I, 0.0), "qB");
+	}
+	for (int j = 0; j < T->GQ; j++) {
+		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->C));
+		maps_init(T, &ex[j], "m");
+		Loop L;
+		loop_begin(I, &L, ci32(I, 0), ci32(I, T->C), ci32(I, 1), "i");
+		Step st;
+		step_gates(T, ln, &st, gb, loop_i(I, &L), 0);
+		for (int s = 0; s < TM_SLOTS; s++)
+			maps_push_fwd(T, &ex[j], s, st.a_eff[s], st.b_eff[s]);
+		loop_end(I, &L);
+		warp_scan_fwd(T, ln, &ex[j], totA[j], totB[j]);
+		for (int c = 0; c < 4; c++) {
+			LLVMValueRef A = var_get(I, qA[c]);
+			var_set(I, qA[c], fmul(I, A, totA[j][c]));
+			var_set(I, qB[c], fadd(I, fmul(I, var_get(I, qB[c]), totA[j][c]), totB[j][c]));
+		}
+	}
+}
+
+/* Quad maps to shared memory [quad][64][2]; lanes g == 0 hold each channel once. */
+static void quad_publish(Tmpl *T, Lanes *ln, Var qA[4], Var qB[4])
+{
+	Irb *I = &T->I;
+	IfBlk f;
+	if_begin(I, &f, ieq(I, ln->g, ci32(I, 0)), "publish");
+	for (int c = 0; c < 4; c++) {
+		LLVMValueRef off = imul(I, iadd(I, imul(I, ln->quad, ci32(I, 64)), ln->ch[c]), ci32(I, 8));
+		st(I, var_get(I, qA[c]), smem_ptr(I, off), 4);
+		st(I, var_get(I, qB[c]), smem_ptr(I, iadd(I, off, ci32(I, 4))), 4);
+	}
+	if_end(I, &f);
+	bar_sync(I);
+}
+
+static LLVMValueRef tile_of(Tmpl *T) { return ctaid(&T->I, 0); }
+
+static LLVMValueRef tile_chan_index(Tmpl *T, Lanes *ln, LLVMValueRef ch)
+{
+	Irb *I = &T->I;
+	/* [(b * NT + tile) * D + head*64 + ch] with NT = nctaid.x */
+	LLVMValueRef row = iadd(I, imul(I, ln->b, nctaid(I, 0)), tile_of(T));
+	return iadd(I, imul(I, sext64(I, row), sext64(I, ln->D)),
+	            sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), ch)));
+}
+
+static LLVMValueRef quad_base(Tmpl *T, Lanes *ln)
+{
+	Irb *I = &T->I;
+	LLVMValueRef tb = imul(I, tile_of(T), ci32(I, T->C * T->P));
+	return iadd(I, tb, imul(I, ln->quad, ci32(I, T->GQ * 16 * T->C)));
+}
+
+static char *smem_quads(Tmpl *T, char *buf, size_t n)
+{
+	snprintf(buf, n, "%d", T->TW * 64 * 8);
+	return buf;
+}
+
+void tmpl_fwd_reduce(Tmpl *T)
+{
+	Irb *I = &T->I;
+	char sm[32];
+	Launch *l = new_launch(T, 1, "fwd_reduce", "NT", "H", "B", 128 * T->TW, smem_quads(T, sm, sizeof sm));
+	sig_inputs(T, &l->sig);
+	ksig_add(T, &l->sig, "ws:aggA", I->gptr);
+	ksig_add(T, &l->sig, "ws:aggB", I->gptr);
+	ksig_shape(T, &l->sig);
+	open_kernel(T, l);
+	Lanes ln;
+	lanes_init(T, &ln, &l->sig, T->v->fused);
+	Maps ex[4];
+	LLVMValueRef tA[4][4], tB[4][4];
+	Var qA[4], qB[4];
+	quad_fold(T, &ln, quad_base(T, &ln), ex, tA, tB, qA, qB);
+	quad_publish(T, &ln, qA, qB);
+	/* threads 0..63 compose the quads of their channel in time order */
+	IfBlk f;
+	if_begin(I, &f, ilt(I, ln.tid, ci32(I, 64)), "tile");
+	LLVMValueRef A = cf32(I, 1.0), B = cf32(I, 0.0);
+	for (int qd = 0; qd < T->TW; qd++) {
+		LLVMValueRef off = imul(I, iadd(I, ci32(I, qd * 64), ln.tid), ci32(I, 8));
+		LLVMValueRef a = ld(I, I->f32, smem_ptr(I, off), 4);
+		LLVMValueRef b = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, 4))), 4);
+		B = fadd(I, fmul(I, B, a), b);
+		A = fmul(I, A, a);
+	}
+	LLVMValueRef idx = tile_chan_index(T, &ln, ln.tid);
+	st(I, A, gep_f32(I, irb_arg(I, ksig_find(&l->sig, "ws:aggA")), idx), 4);
+	st(I, B, gep_f32(I, irb_arg(I, ksig_find(&l->sig, "ws:aggB")), idx), 4);
+	if_end(I, &f);
+	irb_ret(I);
+}
+
+/* y for the 8 slots of a step, stored as bf16 pairs of adjacent channels */
+static void store_outputs(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef out, LLVMValueRef v[TM_SLOTS])
+{
+	Irb *I = &T->I;
+	for (int r = 0; r < 2; r++)
+		for (int nt = 0; nt < 2; nt++) {
+			int s0 = r * 4 + 2 * nt;
+			IfBlk f;
+			if_begin(I, &f, st_->valid[r], "store");
+			LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->bf16, out, (LLVMValueRef[]){ slot_index(T, ln, st_, s0) }, 1, "");
+			st(I, pack_bf16x2(I, v[s0], v[s0 + 1]), p, 4);
+			if_end(I, &f);
+		}
+}
+
+void tmpl_fwd_apply(Tmpl *T)
+{
+	Irb *I = &T->I;
+	Mixer *mx = (Mixer *)T->mx;
+	char sm[32];
+	Launch *l = new_launch(T, 1, "fwd_apply", "NT", "H", "B", 128 * T->TW, smem_quads(T, sm, sizeof sm));
+	sig_inputs(T, &l->sig);
+	ksig_add(T, &l->sig, "y", I->gptr);
+	ksig_add(T, &l->sig, "ws:carry", I->gptr);
+	ksig_add(T, &l->sig, "ws:ckpt", I->gptr);
+	ksig_shape(T, &l->sig);
+	open_kernel(T, l);
+	Lanes ln;
+	lanes_init(T, &ln, &l->sig, T->v->fused);
+	Maps ex[4];
+	LLVMValueRef tA[4][4], tB[4][4];
+	Var qA[4], qB[4];
+	LLVMValueRef qbase = quad_base(T, &ln);
+	quad_fold(T, &ln, qbase, ex, tA, tB, qA, qB);
+	quad_publish(T, &ln, qA, qB);
+	/* the quad's start: the tile carry through the earlier quads */
+	LLVMValueRef carry = irb_arg(I, ksig_find(&l->sig, "ws:carry"));
+	LLVMValueRef ckpt = irb_arg(I, ksig_find(&l->sig, "ws:ckpt"));
+	Var hg[4];
+	for (int c = 0; c < 4; c++) {
+		LLVMValueRef h = ld(I, I->f32, gep_f32(I, carry, tile_chan_index(T, &ln, ln.ch[c])), 4);
+		for (int qd = 0; qd < T->TW - 1; qd++) {
+			LLVMValueRef off = imul(I, iadd(I, ci32(I, qd * 64), ln.ch[c]), ci32(I, 8));
+			LLVMValueRef a = ld(I, I->f32, smem_ptr(I, off), 4);
+			LLVMValueRef b = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, 4))), 4);
+			LLVMValueRef nh = fadd(I, fmul(I, a, h), b);
+			h = fsel(I, ilt(I, ci32(I, qd), ln.quad), nh, h);
+		}
+		hg[c] = var_init(I, h, "hg");
+	}
+	LLVMValueRef ytmp[TM_SLOTS];
+	for (int j = 0; j < T->GQ; j++) {
+		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->C));
+		/* checkpoint: h at the group start, for the backward */
+		IfBlk f;
+		if_begin(I, &f, land(I, ieq(I, ln.g, ci32(I, 0)), ilt(I, gb, ln.L)), "ckpt");
+		LLVMValueRef gi = idiv(I, gb, ci32(I, 16 * T->C));
+		LLVMValueRef ng = idiv(I, iadd(I, ln.L, ci32(I, 16 * T->C - 1)), ci32(I, 16 * T->C));
+		for (int c = 0; c < 4; c++) {
+			LLVMValueRef row = iadd(I, imul(I, ln.b, ng), gi);
+			LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, ln.D)),
+			                        sext64(I, iadd(I, imul(I, ln.head, ci32(I, 64)), ln.ch[c])));
+			st(I, var_get(I, hg[c]), gep_f32(I, ckpt, idx), 4);
+		}
+		if_end(I, &f);
+		Var h[TM_SLOTS];
+		for (int s = 0; s < TM_SLOTS; s++) {
+			LLVMValueRef hgc = var_get(I, hg[slot_c(s)]);
+			h[s] = var_init(I, fadd(I, fmul(I, var_get(I, ex[j].A[s]), hgc), var_get(I, ex[j].B[s])), "h");
+		}
+		Loop L;
+		loop_begin(I, &L, ci32(I, 0), ci32(I, T->C), ci32(I, 1), "i");
+		Step stp;
+		step_gates(T, &ln, &stp, gb, loop_i(I, &L), 0);
+		for (int s = 0; s < TM_SLOTS; s++) {
+			LLVMValueRef hn = fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]);
+			var_set(I, h[s], hn);
+			LLVMValueRef pv[MX_MAXPARAM] = { 0 };
+			for (int p = 0; p < mx->nparam; p++)
+				pv[p] = mx->param[p].kind == PK_CHANNEL ? ln.chan[p][slot_c(s)] : ln.scal[p];
+			EmitEnv env = { .x = stp.x[s], .h = hn, .first = stp.first[s], .param = pv, .proj = stp.proj[s] };
+			LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
+			CHECK(memo);
+			ytmp[s] = emit_expr(I, &mx->g, mx->y, &env, memo);
+			free(memo);
+		}
+		store_outputs(T, &ln, &stp, ln.y, ytmp);
+		loop_end(I, &L);
+		for (int c = 0; c < 4; c++) {
+			LLVMValueRef hgc = var_get(I, hg[c]);
+			var_set(I, hg[c], fadd(I, fmul(I, tA[j][c], hgc), tB[j][c]));
+		}
+	}
+	irb_ret(I);
+}
+
+void tmpl_fwd_gates(Tmpl *T)
+{
+	Irb *I = &T->I;
+	Launch *l = new_launch(T, 1, "fwd_gates", "NT", "H", "B", 128 * T->TW, "0");
+	ksig_add(T, &l->sig, "x", I->gptr);
+	ksig_params(T, &l->sig);
+	ksig_add(T, &l->sig, "ws:log_a", I->gptr);
+	ksig_add(T, &l->sig, "ws:b", I->gptr);
+	ksig_shape(T, &l->sig);
+	open_kernel(T, l);
+	Lanes ln;
+	lanes_init(T, &ln, &l->sig, 1);
+	LLVMValueRef la = ln.la_ws, bw = ln.b_ws;
+	ln.la_ws = ln.b_ws = NULL;
+	LLVMValueRef qbase = quad_base(T, &ln);
+	for (int j = 0; j < T->GQ; j++) {
+		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->C));
+		Loop L;
+		loop_begin(I, &L, ci32(I, 0), ci32(I, T->C), ci32(I, 1), "i");
+		Step stp;
+		/* need_proj forces the fused path: this kernel is where gates are made */
+		step_gates(T, &ln, &stp, gb, loop_i(I, &L), 1);
+		for (int s = 0; s < TM_SLOTS; s++) {
+			IfBlk f;
+			if_begin(I, &f, stp.valid[slot_r(s)], "st");
+			LLVMValueRef idx = slot_index(T, &ln, &stp, s);
+			st(I, stp.log_a[s], gep_f32(I, la, idx), 4);
+			st(I, stp.bb[s], gep_f32(I, bw, idx), 4);
+			if_end(I, &f);
+		}
+		loop_end(I, &L);
+	}
+	irb_ret(I);
+}

@@ -1,0 +1,145 @@
+/* Kernel templates: shared geometry and building blocks.
+ *
+ * Every variant's kernels work on a head (64 channels of one sequence) and a
+ * time tile of T = chunk * prefix steps. A block holds TW "quads" of 4 warps;
+ * warp w of a quad owns channels 16w..16w+15 of the head. Projections run on
+ * tensor cores with time as the M dimension: at step i a warp multiplies 16
+ * rows of x (one per chunk) by the head's weight block, so lane (g, q) of the
+ * mma accumulator holds rows g and g+8 for channels 2q, 2q+1 (+8): eight
+ * "slots" (row r in {0,1} x channel c in {0..3}) per lane. Row r*8+g is
+ * chunk r*8+g of the group, and step i is its i-th timestep, so each slot
+ * scans `chunk` consecutive timesteps sequentially -- the mma layout and the
+ * sequential scan agree, with no transposition through shared memory.
+ *
+ * Levels of the hierarchical scan:
+ *   lane:   a slot folds its chunk of C steps into an affine map (A, B);
+ *   warp:   16 chunks of a group are combined with shuffles (8 lanes x 2 rows);
+ *   block:  groups of a quad compose in order; quads combine through shared
+ *           memory, so the P = 16 * groups * quads chunks of a tile form one prefix;
+ *   grid:   tiles are combined by a carry kernel over per-tile aggregates.
+ * The backward runs the same machinery in reverse time on the maps
+ * u -> a*(g + u) of the adjoint, recomputing h inside each chunk from
+ * per-group checkpoints written by the forward.
+ */
+#ifndef RECUR_TMPL_H
+#define RECUR_TMPL_H
+
+#include "irb.h"
+#include "mixer.h"
+#include "emit_expr.h"
+
+#define TM_MAXARG 48
+#define TM_SLOTS 8
+
+/* A kernel signature: LLVM parameter types beside the manifest's arg strings. */
+typedef struct {
+	LLVMTypeRef ty[TM_MAXARG];
+	char arg[TM_MAXARG][64];
+	int n;
+} KSig;
+
+/* One kernel launch as the manifest describes it. */
+typedef struct {
+	char kernel[96];
+	char grid[3][64];
+	int block;
+	char smem[64];
+	KSig sig;
+} Launch;
+
+typedef struct {
+	char name[112];
+	char bytes[96];
+	const char *life;     /* "forward", "saved", "backward" */
+	int zero;
+} Workspace;
+
+typedef struct {
+	Mixer *mx;            /* the caller's copy: derivation adds nodes to its graph */
+	const Variant *v;
+	Irb I;
+	/* geometry */
+	int C, P, TW, GQ, S, G;   /* chunk, prefix, quads, groups per quad, bwd segment, bwd block groups */
+	int nbd;                  /* block-diagonal projections */
+	int bd[MX_MAXPROJ];       /* their projection indices */
+	/* derivative graph: adjoints of leaves for seeds (dlog_a, db, dy) */
+	int seed[3];
+	int g_x, g_h;
+	int g_proj[MX_MAXPROJ];
+	int g_param[MX_MAXPARAM];
+	/* plan */
+	Launch fwd[8], bwd[8];
+	int nfwd, nbwd;
+	Workspace ws[16];
+	int nws;
+	char prefix[64];          /* kernel name prefix: mixer name */
+} Tmpl;
+
+/* Per-kernel lane geometry and loaded parameters. */
+typedef struct {
+	LLVMValueRef tid, warp, lane, g, q, quad, w;
+	LLVMValueRef b, head, L, D;
+	LLVMValueRef x, y, dy, dx;                 /* tensors (global ptrs), NULL if not an arg */
+	LLVMValueRef param[MX_MAXPARAM];           /* global ptrs */
+	LLVMValueRef chan[MX_MAXPARAM][4];         /* per-channel params for the lane's 4 channels */
+	LLVMValueRef scal[MX_MAXPARAM];            /* scalar params */
+	LLVMValueRef wfrag[MX_MAXPROJ][4][2][2];   /* gate mma B fragments [proj][ks][nt][reg] */
+	LLVMValueRef bias[MX_MAXPROJ][4];          /* bias per lane channel */
+	LLVMValueRef ch[4];                        /* channel within the head for c = 0..3 */
+	LLVMValueRef la_ws, b_ws;                  /* materialised log_a / b (unfused) */
+} Lanes;
+
+/* Values of one gate step for the 8 slots. */
+typedef struct {
+	LLVMValueRef t[2];          /* timestep of row r */
+	LLVMValueRef valid[2];      /* t < L */
+	LLVMValueRef x[TM_SLOTS];
+	LLVMValueRef first[TM_SLOTS];
+	LLVMValueRef proj[TM_SLOTS][MX_MAXPROJ];
+	LLVMValueRef log_a[TM_SLOTS], bb[TM_SLOTS], a[TM_SLOTS];
+	LLVMValueRef a_eff[TM_SLOTS], b_eff[TM_SLOTS];   /* identity when invalid, a=0 at a reset */
+} Step;
+
+/* an affine map per slot: h -> A h + B (forward) or u -> A u + B (adjoint) */
+typedef struct { Var A[TM_SLOTS], B[TM_SLOTS]; } Maps;
+
+void ksig_add(Tmpl *T, KSig *s, const char *arg, LLVMTypeRef ty);
+/* standard argument list helpers */
+void ksig_params(Tmpl *T, KSig *s);          /* every parameter, in mixer order */
+void ksig_shape(Tmpl *T, KSig *s);           /* i32:L i32:D */
+int ksig_find(const KSig *s, const char *arg);
+
+/* lane geometry, params and weight fragments for the kernel being built */
+void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights);
+/* timestep of row r at step i of the group starting at row gb */
+void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
+/* gate step: projections (mma) and log_a, b for each slot; fused or loaded */
+void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj);
+/* element index of slot s in [B][L][D] (i64) */
+LLVMValueRef slot_index(Tmpl *T, Lanes *ln, Step *st, int s);
+LLVMValueRef load_bf16(Tmpl *T, LLVMValueRef base, LLVMValueRef idx64, LLVMValueRef valid);
+
+void maps_init(Tmpl *T, Maps *m, const char *name);
+/* forward composition: m := (a, b) after m */
+void maps_push_fwd(Tmpl *T, Maps *m, int s, LLVMValueRef a, LLVMValueRef b);
+/* warp level: exclusive prefixes of the 16 chunk maps (in place) and the group total */
+void warp_scan_fwd(Tmpl *T, Lanes *ln, Maps *m, LLVMValueRef totA[4], LLVMValueRef totB[4]);
+/* adjoint maps: exclusive suffixes (maps of the chunks after each chunk) and the group total */
+void warp_scan_bwd(Tmpl *T, Lanes *ln, Maps *m, LLVMValueRef totA[4], LLVMValueRef totB[4]);
+/* channel c of slot s */
+static inline int slot_c(int s) { return s & 3; }
+static inline int slot_r(int s) { return s >> 2; }
+
+/* the templates */
+void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v);
+void tmpl_fwd_gates(Tmpl *T);      /* unfused: log_a, b to memory */
+void tmpl_fwd_reduce(Tmpl *T);
+void tmpl_fwd_apply(Tmpl *T);
+void tmpl_carry(Tmpl *T, int backward);
+void tmpl_bwd_reduce(Tmpl *T);
+void tmpl_bwd_apply(Tmpl *T);
+void tmpl_param_reduce(Tmpl *T);
+/* all kernels of the variant into the module, and the plan */
+void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod);
+
+#endif

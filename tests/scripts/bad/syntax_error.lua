@@ -1,0 +1,3 @@
+-- expect: unexpected symbol near '='
+local R = require "recur"
+local y = = 3 -- here

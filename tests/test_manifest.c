@@ -1,0 +1,230 @@
+/* manifest.json loading (runtime/manifest.c) without a GPU: a small
+ * synthetic manifest and a dummy .ptx in a temporary directory; variant
+ * lookup, parameter dims / element counts / init at a shape, shape checks
+ * that accept and refuse with the rule's message; then malformed manifests
+ * (each made from the good one by one textual edit), which must fail with a
+ * message naming the manifest path and what is wrong.
+ */
+#include "recur.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int passed, failed;
+static char dir[256], path[320];
+
+static void verdict(int ok, const char *what, const char *detail)
+{
+	printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", what, detail && *detail ? ": " : "", detail ? detail : "");
+	ok ? passed++ : failed++;
+}
+
+static const char *good =
+	"{\n"
+	"  \"format\": 1, \"generator\": \"recur test\", \"llvm\": \"19.1.7\",\n"
+	"  \"target\": \"sm_90\", \"ptx_isa\": \"8.0\",\n"
+	"  \"mixers\": {\n"
+	"    \"toy\": {\"script\": \"toy.lua\", \"k\": 64, \"controller\": null,\n"
+	"      \"dynamic_control_values_per_token\": \"2*D\",\n"
+	"      \"params\": [\n"
+	"        {\"name\": \"w\", \"dims\": [\"D\"], \"init\": {\"kind\": \"normal\", \"a\": 0.5, \"b\": 0}},\n"
+	"        {\"name\": \"W\", \"dims\": [\"H\", \"K\", \"K\"], \"init\": {\"kind\": \"normal\", \"a\": \"rsqrt(K)\"}},\n"
+	"        {\"name\": \"s\", \"dims\": [], \"init\": {\"kind\": \"const\", \"a\": 2}},\n"
+	"        {\"name\": \"lam\", \"dims\": [\"D\"], \"init\": {\"kind\": \"decay\", \"a\": 0.9, \"b\": 0.999}}\n"
+	"      ]}\n"
+	"  },\n"
+	"  \"variants\": [\n"
+	"    {\"name\": \"v1\", \"mixer\": \"toy\", \"ptx\": \"toy.v1.ptx\", \"chunk\": 16, \"prefix\": 32,\n"
+	"     \"fused\": true, \"shared_sfu\": false, \"fused_output\": false, \"fused_write\": false,\n"
+	"     \"materialized\": false, \"controller\": null,\n"
+	"     \"vars\": [[\"K\", \"64\"], [\"H\", \"D/K\"], [\"T\", \"512\"], [\"NT\", \"cdiv(L,T)\"]],\n"
+	"     \"rules\": [{\"expr\": \"D%64==0\", \"message\": \"width must be a multiple of 64\"},\n"
+	"               {\"expr\": \"L<=1048576\", \"message\": \"at most 2^20 steps\"}],\n"
+	"     \"workspaces\": [\n"
+	"       {\"name\": \"agg\", \"bytes\": \"B*NT*D*8\", \"life\": \"forward\", \"zero\": true},\n"
+	"       {\"name\": \"ckpt\", \"bytes\": \"B*NT*D*4\", \"life\": \"saved\", \"zero\": false},\n"
+	"       {\"name\": \"part\", \"bytes\": \"NT*D*4\", \"life\": \"backward\", \"zero\": false}],\n"
+	"     \"forward\": [\n"
+	"       {\"kernel\": \"fwd_tiles\", \"grid\": [\"NT\", \"H\", \"B\"], \"block\": [256, 1, 1], \"smem\": \"0\",\n"
+	"        \"args\": [\"x\", \"param:w\", \"ws:agg\", \"ws:ckpt\", \"i32:L\", \"i32:D\"]},\n"
+	"       {\"kernel\": \"fwd_out\", \"grid\": [\"NT\", \"H\", 2], \"block\": [128, 2, 1], \"smem\": \"T*4\",\n"
+	"        \"args\": [\"x\", \"y\", \"param:W\", \"ws:agg\", \"i64:B*L*D\"]}],\n"
+	"     \"backward\": [\n"
+	"       {\"kernel\": \"bwd\", \"grid\": [\"NT\", \"H\", \"B\"], \"block\": [256, 1, 1], \"smem\": \"0\",\n"
+	"        \"args\": [\"x\", \"dy\", \"dx\", \"param:w\", \"grad:w\", \"grad:W\", \"ws:ckpt\", \"ws:part\"]}]},\n"
+	"    {\"name\": \"v2\", \"mixer\": \"toy\", \"ptx\": \"toy.v1.ptx\",\n"
+	"     \"vars\": [[\"K\", 64], [\"H\", \"cdiv(D,K)\"]], \"rules\": [], \"workspaces\": [],\n"
+	"     \"forward\": [{\"kernel\": \"fwd_tiles\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"args\": []}],\n"
+	"     \"backward\": []}\n"
+	"  ]\n"
+	"}\n";
+
+static int write_file(const char *p, const char *text)
+{
+	FILE *f = fopen(p, "w");
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+/* good with the first occurrence of `from` replaced by `to`, written as the manifest */
+static int write_edit(const char *from, const char *to)
+{
+	const char *at = strstr(good, from);
+	if (!at) {
+		printf("FAIL test setup: \"%s\" is not in the manifest\n", from);
+		failed++;
+		return -1;
+	}
+	size_t n = strlen(good) + strlen(to) + 1;
+	char *s = malloc(n);
+	snprintf(s, n, "%.*s%s%s", (int)(at - good), good, to, at + strlen(from));
+	int rc = write_file(path, s);
+	free(s);
+	return rc;
+}
+
+/* the edited manifest must fail to load with the path and each word in the message */
+static void must_fail(const char *what, const char *from, const char *to, const char *w1, const char *w2)
+{
+	char err[2048] = "", name[256];
+	snprintf(name, sizeof name, "malformed: %s", what);
+	if (from && write_edit(from, to))
+		return;
+	recur_manifest *m = NULL;
+	int rc = recur_manifest_load(dir, &m, err, sizeof err);
+	int ok = rc != 0 && m == NULL && strstr(err, path) && strstr(err, w1) && (!w2 || strstr(err, w2));
+	verdict(ok, name, rc ? err : "loaded without error");
+	recur_manifest_free(m);
+}
+
+static int close_to(double a, double b)
+{
+	return fabs(a - b) < 1e-12;
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, sizeof dir, "%s/recur_test_manifest_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		printf("cannot create a temporary directory in %s: skipped\n", tmp && *tmp ? tmp : "/tmp");
+		return 77;
+	}
+	snprintf(path, sizeof path, "%s/manifest.json", dir);
+	char ptx[320], err[2048] = "";
+	snprintf(ptx, sizeof ptx, "%s/toy.v1.ptx", dir);
+	write_file(ptx, "// not real PTX: this test never loads it\n");
+
+	/* a missing manifest */
+	must_fail("no manifest.json", NULL, NULL, "cannot read", NULL);
+
+	write_file(path, good);
+	recur_manifest *m = NULL;
+	int rc = recur_manifest_load(dir, &m, err, sizeof err);
+	verdict(rc == 0 && m, "the synthetic manifest loads", err);
+	if (rc) {
+		printf("%d passed, %d failed\n", passed, failed + 1);
+		return 1;
+	}
+	verdict(recur_manifest_nvariants(m) == 2, "two variants", "");
+	verdict(recur_manifest_find(m, "v1") == 0 && recur_manifest_find(m, "v2") == 1 &&
+	        recur_manifest_find(m, "v3") == -1, "variant lookup by name", "");
+	verdict(!strcmp(recur_manifest_variant_name(m, 1), "v2") &&
+	        !strcmp(recur_manifest_variant_mixer(m, 0), "toy"), "variant name and mixer", "");
+	verdict(recur_manifest_variant_name(m, 7) == NULL, "out-of-range variant gives NULL", "");
+	verdict(!strcmp(recur_manifest_info(m, "target"), "sm_90") &&
+	        !strcmp(recur_manifest_info(m, "ptx_isa"), "8.0"), "top-level info", "");
+
+	/* parameters at a shape */
+	recur_shape s = {1, 37, 128};
+	verdict(recur_param_count(m, 0) == 4, "four parameters", "");
+	verdict(!strcmp(recur_param_name(m, 0, 1), "W") && recur_param_name(m, 0, 4) == NULL,
+	        "parameter names", "");
+	long dims[RECUR_MAXDIM];
+	int nd = recur_param_dims(m, 0, 1, s, dims);
+	verdict(nd == 3 && dims[0] == 2 && dims[1] == 64 && dims[2] == 64, "W dims [H,K,K] = [2,64,64] at D=128", "");
+	verdict(recur_param_dims(m, 0, 2, s, dims) == 0, "a scalar has 0 dims", "");
+	err[0] = 0;
+	verdict(recur_param_elems(m, 0, 0, s, err, sizeof err) == 128, "w has D elements", err);
+	verdict(recur_param_elems(m, 0, 1, s, err, sizeof err) == 8192, "W has H*K*K elements", err);
+	verdict(recur_param_elems(m, 0, 2, s, err, sizeof err) == 1, "a scalar has 1 element", err);
+	recur_shape bad = {1, 37, 100};
+	long n = recur_param_elems(m, 0, 1, bad, err, sizeof err);
+	verdict(n == -1 && strstr(err, "width must be a multiple of 64"), "elements at a refused shape fail", err);
+	double a = -1, b = -1;
+	const char *kind = recur_param_init(m, 0, 0, s, &a, &b);
+	verdict(kind && !strcmp(kind, "normal") && a == 0.5 && b == 0, "init normal 0.5", "");
+	kind = recur_param_init(m, 0, 1, s, &a, &b);
+	verdict(kind && !strcmp(kind, "normal") && close_to(a, 0.125), "init a = rsqrt(K) = 0.125", "");
+	kind = recur_param_init(m, 0, 2, s, &a, &b);
+	verdict(kind && !strcmp(kind, "const") && a == 2, "init const 2", "");
+	kind = recur_param_init(m, 0, 3, s, &a, &b);
+	verdict(kind && !strcmp(kind, "decay") && a == 0.9 && b == 0.999, "init decay [0.9, 0.999]", "");
+
+	/* shape checks */
+	char why[512] = "";
+	verdict(recur_check_shape(m, 0, s, why, sizeof why) == 0, "B=1 L=37 D=128 is accepted", why);
+	rc = recur_check_shape(m, 0, bad, why, sizeof why);
+	verdict(rc == -1 && !strcmp(why, "shape B=1 L=37 D=100: width must be a multiple of 64"),
+	        "B=1 L=37 D=100 is refused with the rule's message", why);
+	recur_shape longer = {1, 2000000, 64};
+	rc = recur_check_shape(m, 0, longer, why, sizeof why);
+	verdict(rc == -1 && strstr(why, "at most 2^20 steps"), "the second rule refuses too", why);
+	recur_shape zero_b = {0, 37, 128};
+	rc = recur_check_shape(m, 0, zero_b, why, sizeof why);
+	verdict(rc == -1 && strstr(why, "B must be >= 1"), "B=0 is refused first", why);
+	recur_shape zero_d = {1, 37, 0};
+	rc = recur_check_shape(m, 0, zero_d, why, sizeof why);
+	verdict(rc == -1 && strstr(why, "D must be >= 1"), "D=0 is refused before any rule", why);
+	why[0] = 0;
+	verdict(recur_check_shape(m, 1, bad, why, sizeof why) == 0, "v2 (no rules) accepts D=100", why);
+	recur_manifest_free(m);
+
+	/* the manifest file itself instead of its directory */
+	err[0] = 0;
+	rc = recur_manifest_load(path, &m, err, sizeof err);
+	verdict(rc == 0, "loading by the manifest's own path", err);
+	recur_manifest_free(m);
+
+	/* malformed manifests */
+	must_fail("bad JSON", "\"variants\": [", "\"variants\": [,", "bad JSON", NULL);
+	must_fail("missing key ptx", "\"ptx\": \"toy.v1.ptx\", \"chunk\"", "\"chunk\"", "missing key \"ptx\"",
+	          "variants[0] (v1)");
+	must_fail("missing key forward in v2", "\"forward\": [{\"kernel\": \"fwd_tiles\", \"grid\": [1",
+	          "\"fwd\": [{\"kernel\": \"fwd_tiles\", \"grid\": [1", "missing key \"forward\"", "variants[1] (v2)");
+	must_fail("bad arg kind", "\"i64:B*L*D\"", "\"f32:1\"", "unknown arg kind \"f32:1\"", "forward[1]");
+	must_fail("unknown parameter", "\"grad:W\"", "\"grad:V\"", "grad:V", "backward[0]");
+	must_fail("unknown workspace", "\"ws:part\"", "\"ws:nope\"", "ws:nope", "backward[0]");
+	must_fail("missing ptx file", "\"ptx\": \"toy.v1.ptx\", \"chunk\"", "\"ptx\": \"gone.ptx\", \"chunk\"",
+	          "gone.ptx", "missing");
+	must_fail("unknown workspace life", "\"life\": \"backward\"", "\"life\": \"forever\"",
+	          "unknown workspace life \"forever\"", NULL);
+	must_fail("forward uses a backward workspace", "\"ws:ckpt\", \"i32:L\"", "\"ws:part\", \"i32:L\"",
+	          "life", "forward[0]");
+	must_fail("wrong type", "\"block\": [128, 2, 1]", "\"block\": \"128\"", "must be an array", "forward[1]");
+	must_fail("block too large", "\"block\": [128, 2, 1]", "\"block\": [1024, 2, 1]", "threads", NULL);
+	must_fail("unknown name in a grid", "[\"NT\", \"H\", 2]", "[\"NT\", \"Q\", 2]", "unknown name 'Q'", "grid[1]");
+	must_fail("bad syntax in a var", "\"cdiv(L,T)\"", "\"cdiv(L,T\"", "NT", "expected");
+	must_fail("var used before defined", "[\"K\", \"64\"], [\"H\", \"D/K\"]", "[\"H\", \"D/K\"], [\"K\", \"64\"]",
+	          "unknown name 'K'", NULL);
+	must_fail("unknown mixer", "\"mixer\": \"toy\", \"ptx\": \"toy.v1.ptx\",\n",
+	          "\"mixer\": \"big\", \"ptx\": \"toy.v1.ptx\",\n", "mixer \"big\"", NULL);
+	must_fail("unknown init kind", "\"kind\": \"const\"", "\"kind\": \"ones\"", "unknown init kind", "mixers.toy");
+	must_fail("param dims naming no var", "[\"H\", \"K\", \"K\"]", "[\"H\", \"K\", \"J\"]", "unknown name 'J'",
+	          "parameter W");
+	must_fail("format 2", "\"format\": 1", "\"format\": 2", "format 2", NULL);
+	must_fail("duplicate variant", "{\"name\": \"v2\"", "{\"name\": \"v1\"", "twice", NULL);
+	must_fail("rule without message", ", \"message\": \"at most 2^20 steps\"", "", "missing key \"message\"",
+	          "rules[1]");
+
+	/* tidy up */
+	unlink(path);
+	unlink(ptx);
+	rmdir(dir);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

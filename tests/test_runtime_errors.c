@@ -1,0 +1,303 @@
+/* Runtime errors that must be messages, never crashes.
+ *
+ * Everywhere: with RECUR_LIBCUDA naming a missing file, recur_rt_open fails
+ * with a message about libcuda; with it naming CUDA's stub library (whose
+ * cuInit fails), it fails cleanly too.
+ * With a real driver (recur_rt_open succeeds), a synthetic manifest with
+ * hand-written PTX: a malformed module must fail to load with the variant,
+ * the file and the JIT log in the message; a missing kernel must be named;
+ * a zero grid, a refused shape, a null buffer and a backward without its
+ * forward must fail before launching; and a correct variant must run its
+ * forward and backward with the expected arguments (int32, int64, pointers,
+ * a zeroed workspace), profiling and memory accounting. Without a driver that
+ * part is skipped with the reason, and the test passes on the CPU checks.
+ */
+#include "recur.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int passed, failed;
+static char dir[256];
+
+static void verdict(int ok, const char *what, const char *detail)
+{
+	printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", what, detail && *detail ? ": " : "", detail ? detail : "");
+	ok ? passed++ : failed++;
+}
+
+static int has(const char *s, const char *w)
+{
+	return s && strstr(s, w) != NULL;
+}
+
+static void write_file(const char *name, const char *text)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* put(y, a, b, ws): y[0..4) = a (int32), y[8..16) = b (int64), y[16..24) = ws[0..8) */
+static const char *ptx_good =
+	".version 8.0\n"
+	".target sm_90\n"
+	".address_size 64\n"
+	"\n"
+	".visible .entry put(\n"
+	"\t.param .u64 put_param_0,\n"
+	"\t.param .u32 put_param_1,\n"
+	"\t.param .u64 put_param_2,\n"
+	"\t.param .u64 put_param_3\n"
+	")\n"
+	"{\n"
+	"\t.reg .pred %p<2>;\n"
+	"\t.reg .b32 %r<3>;\n"
+	"\t.reg .b64 %rd<8>;\n"
+	"\n"
+	"\tmov.u32 %r2, %tid.x;\n"
+	"\tsetp.ne.s32 %p1, %r2, 0;\n"
+	"\t@%p1 bra DONE;\n"
+	"\tld.param.u64 %rd1, [put_param_0];\n"
+	"\tld.param.u32 %r1, [put_param_1];\n"
+	"\tld.param.u64 %rd2, [put_param_2];\n"
+	"\tld.param.u64 %rd3, [put_param_3];\n"
+	"\tcvta.to.global.u64 %rd4, %rd1;\n"
+	"\tcvta.to.global.u64 %rd5, %rd3;\n"
+	"\tst.global.u32 [%rd4], %r1;\n"
+	"\tst.global.u64 [%rd4+8], %rd2;\n"
+	"\tld.global.u64 %rd6, [%rd5];\n"
+	"\tst.global.u64 [%rd4+16], %rd6;\n"
+	"DONE:\n"
+	"\tret;\n"
+	"}\n";
+
+static const char *ptx_broken =
+	".version 8.0\n"
+	".target sm_90\n"
+	".address_size 64\n"
+	"\n"
+	".visible .entry put()\n"
+	"{\n"
+	"\tthis_is_not_an_instruction %r1, 42;\n"
+	"\tret;\n"
+	"}\n";
+
+#define VARIANT(name, ptx, grid0, fwd_kernel) \
+	"    {\"name\": \"" name "\", \"mixer\": \"toy\", \"ptx\": \"" ptx "\",\n" \
+	"     \"vars\": [[\"N\", \"L*D\"]],\n" \
+	"     \"rules\": [{\"expr\": \"D%4==0\", \"message\": \"D must be a multiple of 4\"}],\n" \
+	"     \"workspaces\": [{\"name\": \"w\", \"bytes\": \"64\", \"life\": \"saved\", \"zero\": true}],\n" \
+	"     \"forward\": [{\"kernel\": \"" fwd_kernel "\", \"grid\": [\"" grid0 "\", 1, 1], \"block\": [32, 1, 1],\n" \
+	"                  \"args\": [\"y\", \"i32:N\", \"i64:B*L*D*1000000000\", \"ws:w\"]}],\n" \
+	"     \"backward\": [{\"kernel\": \"put\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],\n" \
+	"                   \"args\": [\"dx\", \"i32:N+1\", \"i64:7\", \"ws:w\"]}]}"
+
+static const char *manifest =
+	"{\"format\": 1, \"target\": \"sm_90\", \"ptx_isa\": \"8.0\",\n"
+	" \"mixers\": {\"toy\": {\"params\": []}},\n"
+	" \"variants\": [\n"
+	VARIANT("good", "good.ptx", "1", "put") ",\n"
+	VARIANT("broken", "broken.ptx", "1", "put") ",\n"
+	VARIANT("nokernel", "good.ptx", "1", "absent") ",\n"
+	VARIANT("zerogrid", "good.ptx", "L-L", "put") "\n"
+	" ]}\n";
+
+static void gpu_part(recur_rt *rt)
+{
+	char err[8192] = "", name[256] = "";
+	int ver = 0;
+	recur_rt_device_name(rt, name, sizeof name);
+	recur_rt_driver_version(rt, &ver);
+	printf("device: %s, driver %d\n", name, ver);
+
+	write_file("good.ptx", ptx_good);
+	write_file("broken.ptx", ptx_broken);
+	write_file("manifest.json", manifest);
+	recur_manifest *m = NULL;
+	if (recur_manifest_load(dir, &m, err, sizeof err)) {
+		verdict(0, "GPU: the synthetic manifest loads", err);
+		return;
+	}
+	recur_variant *v = NULL;
+
+	/* a malformed module: variant, file and JIT log in the message */
+	int rc = recur_variant_load(rt, m, "broken", &v, err, sizeof err);
+	const char *log = strstr(err, "JIT log:");
+	verdict(rc != 0 && !v && has(err, "broken") && has(err, "broken.ptx") && log && !has(log, "(empty)") &&
+	        has(err, "cuModuleLoadDataEx"), "GPU: malformed PTX fails with the variant, file and JIT log", err);
+
+	/* a kernel the module does not define */
+	rc = recur_variant_load(rt, m, "nokernel", &v, err, sizeof err);
+	verdict(rc != 0 && has(err, "absent") && has(err, "put") && has(err, "nokernel"),
+	        "GPU: a missing kernel is named, with the module's entries", err);
+	rc = recur_variant_load(rt, m, "nosuch", &v, err, sizeof err);
+	verdict(rc != 0 && has(err, "nosuch") && has(err, "good"), "GPU: an unknown variant lists the known ones", err);
+
+	/* a correct variant */
+	rc = recur_variant_load(rt, m, "good", &v, err, sizeof err);
+	verdict(rc == 0 && v, "GPU: a hand-written PTX variant loads", err);
+	if (rc) {
+		recur_manifest_free(m);
+		return;
+	}
+	recur_kernel_info ki;
+	recur_variant_kernel(v, 0, &ki);
+	char info[256];
+	snprintf(info, sizeof info, "%s: %d registers, %d local bytes, %d static smem, %d threads", ki.name,
+	         ki.registers, ki.local_bytes, ki.static_smem, ki.max_threads);
+	verdict(recur_variant_nkernels(v) == 1 && !strcmp(ki.name, "put") && ki.registers > 0 &&
+	        ki.max_threads >= 32, "GPU: kernel info", info);
+
+	CUdeviceptr y = 0, dx = 0;
+	if (recur_alloc(rt, 64, &y, err, sizeof err) || recur_alloc(rt, 64, &dx, err, sizeof err)) {
+		verdict(0, "GPU: allocating buffers", err);
+		goto out;
+	}
+	size_t base = recur_mem_current(rt);
+	verdict(base == 128, "GPU: two 64-byte buffers are counted", "");
+	recur_memset_u8(rt, y, 0xff, 64, err, sizeof err);
+	recur_memset_u8(rt, dx, 0xff, 64, err, sizeof err);
+	recur_io io = {0};
+	io.x = y;    /* unused by these kernels; any non-null pointer */
+	io.y = y;
+	io.dy = dx;
+	io.dx = dx;
+
+	recur_shape s = {2, 3, 4}, refused = {2, 3, 6};
+	rc = recur_backward(v, s, &io, 0, err, sizeof err);
+	verdict(rc != 0 && has(err, "without a forward"), "GPU: backward before any forward is refused", err);
+	rc = recur_forward(v, refused, &io, 0, err, sizeof err);
+	verdict(rc != 0 && has(err, "D must be a multiple of 4") && has(err, "good"),
+	        "GPU: a refused shape fails with the rule's message", err);
+	recur_io null_y = io;
+	null_y.y = 0;
+	rc = recur_forward(v, s, &null_y, 0, err, sizeof err);
+	verdict(rc != 0 && has(err, "null") && has(err, "put"), "GPU: a null buffer is refused", err);
+	unsigned char host[64];
+	recur_sync(rt, err, sizeof err);
+	recur_memcpy_dtoh(rt, host, y, 64, err, sizeof err);
+	int untouched = 1;
+	for (int i = 0; i < 64; i++)
+		untouched &= host[i] == 0xff;
+	verdict(untouched, "GPU: refused calls launched nothing", "");
+
+	recur_set_profiling(v, 1);
+	rc = recur_forward(v, s, &io, 0, err, sizeof err);
+	if (!rc)
+		rc = recur_sync(rt, err, sizeof err);
+	verdict(rc == 0, "GPU: forward runs", err);
+	memset(host, 0, sizeof host);
+	recur_memcpy_dtoh(rt, host, y, 64, err, sizeof err);
+	int32_t a;
+	int64_t b, w;
+	memcpy(&a, host, 4);
+	memcpy(&b, host + 8, 8);
+	memcpy(&w, host + 16, 8);
+	snprintf(info, sizeof info, "i32 %d, i64 %lld, ws %lld", a, (long long)b, (long long)w);
+	verdict(a == 12 && b == 24000000000LL && w == 0, "GPU: forward arguments (i32 L*D, i64, zeroed ws)", info);
+	const char *names[4];
+	float ms[4] = {-1};
+	int n = recur_variant_last_times(v, names, ms, 4);
+	snprintf(info, sizeof info, "%d launches, first %s %.4f ms", n, n > 0 ? names[0] : "-", n > 0 ? ms[0] : -1.0);
+	verdict(n == 1 && !strcmp(names[0], "put") && ms[0] >= 0, "GPU: profiling times each launch", info);
+	verdict(recur_mem_current(rt) == base + 64 && recur_variant_workspace_bytes(v) == 64,
+	        "GPU: the workspace is counted", "");
+
+	recur_shape other = {1, 3, 4};
+	rc = recur_backward(v, other, &io, 0, err, sizeof err);
+	verdict(rc != 0 && has(err, "last forward"), "GPU: backward at another shape than the forward is refused", err);
+	rc = recur_backward(v, s, &io, 0, err, sizeof err);
+	if (!rc)
+		rc = recur_sync(rt, err, sizeof err);
+	recur_memcpy_dtoh(rt, host, dx, 64, err, sizeof err);
+	memcpy(&a, host, 4);
+	memcpy(&b, host + 8, 8);
+	verdict(rc == 0 && a == 13 && b == 7, "GPU: backward runs with its own arguments", err);
+
+	rc = recur_variant_trim(v, err, sizeof err);
+	verdict(rc == 0 && recur_mem_current(rt) == base && recur_mem_peak(rt) == base + 64,
+	        "GPU: trim frees the workspace; the peak remembers it", err);
+	recur_mem_reset_peak(rt);
+	verdict(recur_mem_peak(rt) == base, "GPU: reset peak", "");
+
+	/* a zero grid dimension is an error naming the kernel and the expression */
+	recur_variant *z = NULL;
+	rc = recur_variant_load(rt, m, "zerogrid", &z, err, sizeof err);
+	if (!rc)
+		rc = recur_forward(z, s, &io, 0, err, sizeof err) ? 1 : 0;
+	verdict(rc == 1 && has(err, "zerogrid") && has(err, "put") && has(err, "grid[0]") && has(err, "L-L"),
+	        "GPU: a zero grid dimension names the kernel and expression", err);
+	recur_variant_free(z);
+
+	CUevent e0, e1;
+	float t = -1;
+	rc = recur_event_create(rt, &e0, err, sizeof err) || recur_event_create(rt, &e1, err, sizeof err) ||
+	     recur_event_record(rt, e0, 0, err, sizeof err) || recur_event_record(rt, e1, 0, err, sizeof err) ||
+	     recur_event_elapsed_ms(rt, e0, e1, &t, err, sizeof err);
+	verdict(rc == 0 && t >= 0, "GPU: events", err);
+	recur_event_destroy(rt, e0);
+	recur_event_destroy(rt, e1);
+out:
+	recur_free(rt, y);
+	recur_free(rt, dx);
+	verdict(recur_mem_current(rt) == 0 || recur_mem_current(rt) == recur_variant_workspace_bytes(v),
+	        "GPU: freed buffers are uncounted", "");
+	recur_variant_free(v);
+	verdict(recur_mem_current(rt) == 0, "GPU: freeing the variant frees its workspaces", "");
+	recur_manifest_free(m);
+}
+
+int main(void)
+{
+	char err[2048] = "";
+	recur_rt *rt = (recur_rt *)1;
+	const char *saved = getenv("RECUR_LIBCUDA");
+	char *keep = saved ? strdup(saved) : NULL;
+
+	setenv("RECUR_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+	int rc = recur_rt_open(&rt, 0, err, sizeof err);
+	verdict(rc != 0 && rt == NULL && has(err, "libcuda") && has(err, "/nonexistent/libcuda.so.1") &&
+	        has(err, "gen works without one"), "a missing libcuda is a clear error", err);
+
+	const char *stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+	if (access(stub, R_OK) == 0) {
+		setenv("RECUR_LIBCUDA", stub, 1);
+		rt = (recur_rt *)1;
+		rc = recur_rt_open(&rt, 0, err, sizeof err);
+		verdict(rc != 0 && rt == NULL && has(err, "cuInit failed") && has(err, "CUDA_ERROR_"),
+		        "CUDA's stub library fails cleanly in cuInit", err);
+	} else {
+		printf("SKIP the stub-library check: %s is absent\n", stub);
+	}
+
+	if (keep)
+		setenv("RECUR_LIBCUDA", keep, 1);
+	else
+		unsetenv("RECUR_LIBCUDA");
+	free(keep);
+	rt = NULL;
+	if (recur_rt_open(&rt, 0, err, sizeof err)) {
+		printf("SKIP the GPU checks (malformed PTX and its JIT log, launches): no usable driver here: %s\n", err);
+	} else {
+		verdict(1, "the real driver opens", "");
+		char err2[512];
+		recur_rt *none = NULL;
+		rc = recur_rt_open(&none, 4096, err2, sizeof err2);
+		verdict(rc != 0 && has(err2, "device 4096"), "a device that does not exist is refused", err2);
+		const char *tmp = getenv("TMPDIR");
+		snprintf(dir, sizeof dir, "%s/recur_test_rt_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(dir))
+			verdict(0, "creating a temporary directory", dir);
+		else
+			gpu_part(rt);
+		recur_rt_close(rt);
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,149 @@
+/* The shape language of manifests (runtime/shapex.h): arithmetic and its
+ * precedence, cdiv/min/max, comparisons, && and || (with short-circuit), and
+ * errors, whose messages must quote the expression and say what is wrong.
+ */
+#include "shapex.h"
+#include <stdio.h>
+#include <string.h>
+
+static int passed, failed;
+
+static void verdict(int ok, const char *what, const char *detail)
+{
+	printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", what, detail && *detail ? ": " : "", detail ? detail : "");
+	ok ? passed++ : failed++;
+}
+
+static ShapeVars vars;
+
+static void value(const char *expr, int64_t want)
+{
+	char err[512] = "", what[256], got[600];
+	int64_t x = -12345;
+	int rc = shapex_eval(expr, &vars, &x, err, sizeof err);
+	snprintf(what, sizeof what, "%s == %lld", expr, (long long)want);
+	if (rc)
+		snprintf(got, sizeof got, "error: %s", err);
+	else
+		snprintf(got, sizeof got, "got %lld", (long long)x);
+	verdict(rc == 0 && x == want, what, rc == 0 && x == want ? "" : got);
+}
+
+/* must fail, with a message holding the expression and each of the words */
+static void error(const char *expr, const char *word1, const char *word2)
+{
+	char err[512] = "", what[256], quoted[256];
+	int64_t x = 0;
+	int rc = shapex_eval(expr, &vars, &x, err, sizeof err);
+	snprintf(what, sizeof what, "error for \"%s\" mentions '%s'%s%s%s", expr, word1,
+	         word2 ? " and '" : "", word2 ? word2 : "", word2 ? "'" : "");
+	snprintf(quoted, sizeof quoted, "\"%s\"", expr);
+	int ok = rc != 0 && strstr(err, quoted) && strstr(err, word1) && (!word2 || strstr(err, word2));
+	verdict(ok, what, rc ? err : "no error");
+}
+
+int main(void)
+{
+	shapex_set(&vars, "B", 2);
+	shapex_set(&vars, "L", 37);
+	shapex_set(&vars, "D", 1024);
+	shapex_set(&vars, "K", 64);
+	shapex_set(&vars, "T", 512);
+	shapex_set(&vars, "Z", 0);
+	shapex_set(&vars, "D", 1024);   /* replacing keeps one entry */
+	verdict(vars.n == 6, "shapex_set replaces an existing name", "");
+
+	/* arithmetic and precedence */
+	value("42", 42);
+	value("  7 ", 7);
+	value("1+2*3", 7);
+	value("(1+2)*3", 9);
+	value("10-4-3", 3);
+	value("100/10/5", 2);
+	value("7/2", 3);
+	value("-7/2", -3);
+	value("7%3", 1);
+	value("-7%3", -1);
+	value("2*3%4", 2);
+	value("-3*-2", 6);
+	value("--5", 5);
+	value("-(2+3)*2", -10);
+	value("D/K", 16);
+	value("B*L*D*2", 2 * 37 * 1024 * 2);
+	value("4294967296*4", 17179869184LL);
+	value("9223372036854775807", INT64_MAX);
+
+	/* functions */
+	value("cdiv(L,T)", 1);
+	value("cdiv(1024,512)", 2);
+	value("cdiv(1025,512)", 3);
+	value("cdiv(0,5)", 0);
+	value("cdiv(-7,2)", -3);
+	value("cdiv(7,-2)", -3);
+	value("cdiv(-7,-2)", 4);
+	value("min(L,T)", 37);
+	value("max(L,T)", 512);
+	value("min(3, max(1, 2))", 2);
+	value("cdiv( L , 8 ) * 8", 40);
+	value("max(-1,-2)", -1);
+
+	/* comparisons */
+	value("D%64==0", 1);
+	value("D%48==0", 0);
+	value("L!=37", 0);
+	value("L<38", 1);
+	value("L<=37", 1);
+	value("L>37", 0);
+	value("L>=37", 1);
+	value("1+1==2", 1);
+	value("(1<2)+(3>2)", 2);
+
+	/* logic, short-circuit */
+	value("1&&1", 1);
+	value("1&&0", 0);
+	value("0||0", 0);
+	value("0||5", 1);
+	value("7&&3", 1);
+	value("1||0&&0", 1);       /* && binds tighter */
+	value("(1||0)&&0", 0);
+	value("D%64==0 && L>=1", 1);
+	value("Z>0 && L/Z>1", 0);  /* right side not evaluated: no division by zero */
+	value("Z==0 || L/Z>1", 1);
+
+	/* errors */
+	error("D/Q", "unknown name", "'Q'");
+	error("L/Z", "division by zero", NULL);
+	error("L%(D-D)", "division by zero", NULL);
+	error("cdiv(L,Z)", "division by zero", NULL);
+	error("D+1 )", "trailing", NULL);
+	error("1 2", "trailing", NULL);
+	error("L<D<B", "trailing", NULL);
+	error("2 ** 3", "unexpected", NULL);
+	error("(L+1", "expected ')'", NULL);
+	error("", "empty", NULL);
+	error("L+", "end of expression", NULL);
+	error("foo(1,2)", "unknown function", "foo");
+	error("min(1)", "2 arguments", NULL);
+	error("cdiv(1,2,3)", "2 arguments", NULL);
+	error("D + $", "unexpected character", NULL);
+	error("D $ 2", "trailing", NULL);
+	error("99999999999999999999", "too large", NULL);
+	error("9223372036854775807+1", "overflow", NULL);
+	error("Z>0 && Q>1", "unknown name", "'Q'");   /* names are checked even where not evaluated */
+	error("L = 37", "trailing", NULL);
+
+	/* shapex_check: syntax and names only */
+	char err[512] = "";
+	verdict(shapex_check("L/Z", &vars, err, sizeof err) == 0, "check accepts division by zero", err);
+	verdict(shapex_check("L/Q", &vars, err, sizeof err) != 0 && strstr(err, "unknown name"),
+	        "check refuses an unknown name", err);
+	verdict(shapex_check("L+(", &vars, err, sizeof err) != 0 && strstr(err, "\"L+(\""),
+	        "check refuses bad syntax, quoting the expression", err);
+
+	/* too long a name is not added (never truncated into another name) */
+	shapex_set(&vars, "a_name_longer_than_15", 1);
+	verdict(vars.n == 6, "an over-long name is not added", "");
+
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
