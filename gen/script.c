@@ -12,11 +12,12 @@
  *    the message handler puts the full path back.
  *  - `return R.variants{...}` is a tail call: the user's frame is gone from
  *    the stack when R.variants finds a mistake. A line hook records, per
- *    stack depth, the last line each user frame ran; a tail-called library
- *    frame takes the location recorded at its depth (core.site()).
+ *    stack depth, the last line each user frame ran (a call hook forgets it
+ *    when a new frame takes that depth); a tail-called library frame takes
+ *    the location recorded at its depth (core.site()).
  *  - Errors raised in C or inside recur.lua carry no user location; the
  *    message handler locates them at the nearest user frame.
- * The per-run state lives in a struct on script_run's stack, reached through
+ * The per-run state is a struct that script_run allocates, reached through
  * lua_getextraspace: nothing global.
  */
 #include "script.h"
@@ -385,7 +386,13 @@ static void sc_read_mixer(lua_State *L, int t, Mixer *mx)
 	mx->k = sc_int(L, t, "k", 1, 1 << 20);
 	sc_str(L, t, "controller", mx->controller, sizeof mx->controller);
 	sc_str(L, t, "dyn_per_token", mx->dyn_per_token, sizeof mx->dyn_per_token);
-	sc_str(L, t, "script", mx->script, sizeof mx->script);
+	/* the declaring file is informational: a path too long keeps its tail */
+	sc_field(L, t, "script", LUA_TSTRING);
+	size_t sn;
+	const char *scr = lua_tolstring(L, -1, &sn);
+	if (sn < sizeof mx->script) memcpy(mx->script, scr, sn + 1);
+	else snprintf(mx->script, sizeof mx->script, "...%s", scr + sn - (sizeof mx->script - 4));
+	lua_pop(L, 1);
 
 	lua_getfield(L, t, "graph");
 	const ExGraph *g = luaL_testudata(L, -1, SC_GRAPH);

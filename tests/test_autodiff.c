@@ -91,7 +91,7 @@ static int close_rel(double got, double want, double tol)
 static void check_grads(ExGraph *g, const char *what, int nout, const int *outs, const int *seeds,
                         int nleaf, const Leaf *leaves, const Vals *v, double tol)
 {
-	int ids[16], grads[16];
+	int ids[16] = { 0 }, grads[16] = { 0 };
 	for (int i = 0; i < nleaf; i++) ids[i] = ex_leaf(g, leaves[i].op, leaves[i].idx);
 	ex_grad(g, nout, outs, seeds, nleaf, ids, grads);
 	for (int i = 0; i < nleaf; i++) {

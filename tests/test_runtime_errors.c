@@ -141,7 +141,7 @@ static void gpu_part(recur_rt *rt)
 
 	/* a correct variant */
 	rc = recur_variant_load(rt, m, "good", &v, err, sizeof err);
-	verdict(rc == 0 && v, "GPU: a hand-written PTX variant loads", err);
+	verdict(rc == 0 && v, "GPU: a hand-written PTX variant loads", rc ? err : "");
 	if (rc) {
 		recur_manifest_free(m);
 		return;
@@ -191,7 +191,7 @@ static void gpu_part(recur_rt *rt)
 	rc = recur_forward(v, s, &io, 0, err, sizeof err);
 	if (!rc)
 		rc = recur_sync(rt, err, sizeof err);
-	verdict(rc == 0, "GPU: forward runs", err);
+	verdict(rc == 0, "GPU: forward runs", rc ? err : "");
 	memset(host, 0, sizeof host);
 	recur_memcpy_dtoh(rt, host, y, 64, err, sizeof err);
 	int32_t a;
@@ -218,11 +218,11 @@ static void gpu_part(recur_rt *rt)
 	recur_memcpy_dtoh(rt, host, dx, 64, err, sizeof err);
 	memcpy(&a, host, 4);
 	memcpy(&b, host + 8, 8);
-	verdict(rc == 0 && a == 13 && b == 7, "GPU: backward runs with its own arguments", err);
+	verdict(rc == 0 && a == 13 && b == 7, "GPU: backward runs with its own arguments", rc ? err : "");
 
 	rc = recur_variant_trim(v, err, sizeof err);
 	verdict(rc == 0 && recur_mem_current(rt) == base && recur_mem_peak(rt) == base + 64,
-	        "GPU: trim frees the workspace; the peak remembers it", err);
+	        "GPU: trim frees the workspace; the peak remembers it", rc ? err : "");
 	recur_mem_reset_peak(rt);
 	verdict(recur_mem_peak(rt) == base, "GPU: reset peak", "");
 
@@ -240,7 +240,7 @@ static void gpu_part(recur_rt *rt)
 	rc = recur_event_create(rt, &e0, err, sizeof err) || recur_event_create(rt, &e1, err, sizeof err) ||
 	     recur_event_record(rt, e0, 0, err, sizeof err) || recur_event_record(rt, e1, 0, err, sizeof err) ||
 	     recur_event_elapsed_ms(rt, e0, e1, &t, err, sizeof err);
-	verdict(rc == 0 && t >= 0, "GPU: events", err);
+	verdict(rc == 0 && t >= 0, "GPU: events", rc ? err : "");
 	recur_event_destroy(rt, e0);
 	recur_event_destroy(rt, e1);
 out:

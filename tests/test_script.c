@@ -330,7 +330,7 @@ static int by_name(const void *a, const void *b)
 
 static void test_bad_one(const char *dir, const char *file)
 {
-	char path[1400], err[1024], line[512], expect[256] = "", where[400];
+	char path[1400], err[1024], line[512], expect[512] = "", where[400];
 	snprintf(path, sizeof path, "%s/%s", dir, file);
 	FILE *f = fopen(path, "r");
 	if (!f) { check(0, "%s: readable", file); return; }

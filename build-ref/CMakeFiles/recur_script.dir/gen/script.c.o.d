@@ -1,2 +1,0 @@
-CMakeFiles/recur_script.dir/gen/script.c.o: /work/main/gen/script.c \
- /usr/include/stdc-predef.h

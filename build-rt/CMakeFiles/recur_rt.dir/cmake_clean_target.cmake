@@ -1,3 +1,0 @@
-file(REMOVE_RECURSE
-  "librecur_rt.a"
-)

@@ -1,2 +1,0 @@
-# Empty dependencies file for recur_script.
-# This may be replaced when dependencies are built.

@@ -1,2 +1,0 @@
-# Empty dependencies file for test_runtime_errors.
-# This may be replaced when dependencies are built.
