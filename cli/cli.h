@@ -6,5 +6,8 @@
 const char *cli_lua_root(void);
 int cli_parse_shape(const char *s, recur_shape *sh);
 int cli_verify(int argc, char **argv);
+int cli_calibrate(int argc, char **argv);   /* calibrate.c */
+int cli_bench(int argc, char **argv);       /* bench.c */
+int cli_compare(int argc, char **argv);     /* compare.c */
 
 #endif

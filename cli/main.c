@@ -4,6 +4,12 @@
  *   recur list [--dir DIR] [--shape BxLxD]
  *   recur verify [--dir DIR] [--variant NAME]... [--mixer NAME] [--shape BxLxD]... [--seed N]
  *                [--dump DIR] [--goldens DIR]
+ *   recur calibrate [--dir DIR] [--shapes BxLxD,...] [--mixer NAME]... [--out FILE]
+ *                   [--samples 5] [--warmup 2] [--skip VARIANT]... [--seed N]
+ *   recur bench [--dir DIR] [--shapes BxLxD,...] [--rounds 2] [--samples 5] [--warmup 2]
+ *               [--calibration FILE] [--variant NAME]... [--mixer NAME]... [--out FILE]
+ *               [--profile] [--seed N]
+ *   recur compare RESULTS [REFERENCE] [--svg FILE]
  */
 #include "cli.h"
 #include "gen.h"
@@ -22,7 +28,15 @@ static void usage(FILE *f)
 	      "  list [--dir DIR]          variants and their legality per shape (--shape BxLxD)\n"
 	      "  verify [--dir DIR]        run variants on the GPU against the float64 reference\n"
 	      "         [--variant NAME]... [--mixer NAME] [--shape BxLxD]... [--seed N]\n"
-	      "         [--dump DIR] [--goldens DIR]\n", f);
+	      "         [--dump DIR] [--goldens DIR]\n"
+	      "  calibrate [--dir DIR]     time every legal, non-materialising variant per mixer and shape;\n"
+	      "         [--shapes BxLxD,...] [--mixer NAME]... [--out FILE] (bench/results/calibration.json)\n"
+	      "         [--samples 5] [--warmup 2] [--skip VARIANT]... [--seed N]\n"
+	      "  bench [--dir DIR]         the seed's protocol with the calibrated variants, results JSON\n"
+	      "         [--shapes BxLxD,...] [--rounds 2] [--samples 5] [--warmup 2] [--calibration FILE]\n"
+	      "         [--variant NAME]... [--mixer NAME]... [--out FILE] [--profile] [--seed N]\n"
+	      "  compare RESULTS [REFERENCE] [--svg FILE]\n"
+	      "                            table and chart against the seed (or REFERENCE)\n", f);
 }
 
 /* The folder of recur.lua: $RECUR_LUA, else lua/ beside the source tree the
@@ -132,6 +146,9 @@ int main(int argc, char **argv)
 	if (!strcmp(c, "gen")) return cmd_gen(argc - 1, argv + 1);
 	if (!strcmp(c, "list")) return cmd_list(argc - 1, argv + 1);
 	if (!strcmp(c, "verify")) return cli_verify(argc - 1, argv + 1);
+	if (!strcmp(c, "calibrate")) return cli_calibrate(argc - 1, argv + 1);
+	if (!strcmp(c, "bench")) return cli_bench(argc - 1, argv + 1);
+	if (!strcmp(c, "compare")) return cli_compare(argc - 1, argv + 1);
 	if (!strcmp(c, "-h") || !strcmp(c, "--help") || !strcmp(c, "help")) {
 		usage(stdout);
 		return 0;

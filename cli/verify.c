@@ -35,7 +35,46 @@ typedef struct {
 	recur_manifest *m;
 	const char *dump;
 	int fails, passes;
+	int time_reps;      /* > 0: time forward and backward after a pass */
 } Ctx;
+
+static int cmp_float(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return (x > y) - (x < y);
+}
+
+/* Median forward and backward ms over n runs (warm, no L2 flush: a quick
+ * look only; recur bench measures under the protocol). */
+static int time_variant(Ctx *cx, recur_variant *rv, recur_shape s, const recur_io *io, int n,
+                        float *fwd, float *bwd, char *err, size_t en)
+{
+	CUevent e[3];
+	float *tf = calloc((size_t)n, sizeof(float)), *tb = calloc((size_t)n, sizeof(float));
+	int rc = -1;
+	for (int k = 0; k < 3; k++)
+		if (recur_event_create(cx->rt, &e[k], err, en) != 0)
+			goto out;
+	for (int r = 0; r < n; r++) {
+		if (recur_event_record(cx->rt, e[0], 0, err, en) || recur_forward(rv, s, io, 0, err, en) ||
+		    recur_event_record(cx->rt, e[1], 0, err, en) || recur_backward(rv, s, io, 0, err, en) ||
+		    recur_event_record(cx->rt, e[2], 0, err, en) || recur_sync(cx->rt, err, en) ||
+		    recur_event_elapsed_ms(cx->rt, e[0], e[1], &tf[r], err, en) ||
+		    recur_event_elapsed_ms(cx->rt, e[1], e[2], &tb[r], err, en))
+			goto out;
+	}
+	qsort(tf, (size_t)n, sizeof(float), cmp_float);
+	qsort(tb, (size_t)n, sizeof(float), cmp_float);
+	*fwd = tf[n / 2];
+	*bwd = tb[n / 2];
+	rc = 0;
+out:
+	for (int k = 0; k < 3; k++)
+		recur_event_destroy(cx->rt, e[k]);
+	free(tf);
+	free(tb);
+	return rc;
+}
 
 static void case_free(Case *c)
 {
@@ -295,6 +334,13 @@ static void run_variant(Ctx *cx, int v, const Case *c)
 			printf(" nonfinite %d", bad);
 		if (!det)
 			printf(" nondeterministic");
+		if (ok && cx->time_reps > 0) {
+			float tf, tb;
+			if (time_variant(cx, rv, s, &io, cx->time_reps, &tf, &tb, err, sizeof err) == 0)
+				printf(" | fwd %.3f ms bwd %.3f ms", tf, tb);
+			else
+				printf(" | timing failed: %s", err);
+		}
 		putchar('\n');
 		fflush(stdout);
 		ok ? cx->passes++ : cx->fails++;
@@ -357,6 +403,7 @@ int cli_verify(int argc, char **argv)
 		else if (!strcmp(a, "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
 		else if (!strcmp(a, "--dump") && i + 1 < argc) cx.dump = argv[++i];
 		else if (!strcmp(a, "--goldens") && i + 1 < argc) goldens = argv[++i];
+		else if (!strcmp(a, "--time") && i + 1 < argc) cx.time_reps = atoi(argv[++i]);
 		else if (!strcmp(a, "--shape") && i + 1 < argc && nsh < 32) {
 			if (cli_parse_shape(argv[++i], &sh[nsh]) != 0) {
 				fprintf(stderr, "recur verify: bad shape %s (want BxLxD, e.g. 1x8192x1024)\n", argv[i]);

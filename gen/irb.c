@@ -61,6 +61,15 @@ LLVMValueRef irb_kernel(Irb *I, const char *name, LLVMTypeRef *types, int nargs,
 	};
 	LLVMAddNamedMetadataOperand(I->mod, "nvvm.annotations",
 		LLVMMetadataAsValue(I->ctx, LLVMMDNodeInContext2(I->ctx, ops, 3)));
+	/* .minnctapersm 1: without it ptxas caps a 256-thread kernel at 128
+	 * registers (two blocks per SM) and spills rather than use more */
+	LLVMMetadataRef mn[3] = {
+		LLVMValueAsMetadata(fn),
+		LLVMMDStringInContext2(I->ctx, "minctasm", 8),
+		LLVMValueAsMetadata(LLVMConstInt(I->i32, 1, 0)),
+	};
+	LLVMAddNamedMetadataOperand(I->mod, "nvvm.annotations",
+		LLVMMetadataAsValue(I->ctx, LLVMMDNodeInContext2(I->ctx, mn, 3)));
 	I->fn = fn;
 	I->entry = LLVMAppendBasicBlockInContext(I->ctx, fn, "entry");
 	LLVMPositionBuilderAtEnd(I->b, I->entry);

@@ -67,6 +67,7 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	Irb *I = &T->I;
 	const Mixer *mx = T->mx;
 	memset(ln, 0, sizeof *ln);
+	ln->wfrag_smem = -1;
 	ln->tid = tid_x(I);
 	ln->warp = LLVMBuildLShr(I->b, ln->tid, ci32(I, 5), "warp");
 	ln->lane = LLVMBuildAnd(I->b, ln->tid, ci32(I, 31), "lane");
@@ -127,6 +128,22 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 		for (int c = 0; c < 4; c++)
 			ln->bias[j][c] = ld(I, I->f32, gep_f32(I, bias, sext64(I, iadd(I, hbase, ln->ch[c]))), 4);
 	}
+}
+
+void frag_store(Tmpl *T, Lanes *ln, int off, LLVMValueRef *words, int n)
+{
+	Irb *I = &T->I;
+	for (int k = 0; k < n; k++) {
+		LLVMValueRef o = imul(I, iadd(I, ci32(I, k * 128), ln->tid), ci32(I, 4));
+		st(I, words[k], smem_ptr(I, iadd(I, o, ci32(I, off))), 4);
+	}
+}
+
+LLVMValueRef frag_load(Tmpl *T, Lanes *ln, int off, int word, int nthreads)
+{
+	Irb *I = &T->I;
+	LLVMValueRef o = imul(I, iadd(I, ci32(I, word * nthreads), ln->tid), ci32(I, 4));
+	return ld(I, I->i32, smem_ptr(I, iadd(I, o, ci32(I, off))), 4);
 }
 
 void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
@@ -190,6 +207,9 @@ void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, i
 				for (int ks = 0; ks < 4; ks++) {
 					LLVMValueRef d[4];
 					LLVMValueRef bfr[2] = { ln->wfrag[j][ks][nt][0], ln->wfrag[j][ks][nt][1] };
+					if (ln->wfrag_smem >= 0)
+						for (int r = 0; r < 2; r++)
+							bfr[r] = frag_load(T, ln, ln->wfrag_smem, ((j * 4 + ks) * 2 + nt) * 2 + r, 128);
 					mma_bf16(I, d, A[ks], bfr, acc);
 					memcpy(acc, d, sizeof acc);
 				}

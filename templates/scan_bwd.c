@@ -187,17 +187,21 @@ static void part_map(Tmpl *T, PartMap *pm)
 	}
 }
 
-/* shared memory of bwd_apply, byte offsets */
-typedef struct { int hprev, dxred, dpa, scal, total; } BwdSmem;
+/* Shared memory of bwd_apply, byte offsets. Per-thread regions are laid
+ * out [word][thread] so a warp's accesses never conflict. */
+typedef struct { int hprev, dpa, scal, wfrag, wt, dW, total; } BwdSmem;
 
 static BwdSmem bwd_smem(Tmpl *T, const PartMap *pm)
 {
+	int nbd = T->nbd ? T->nbd : 1;
 	BwdSmem s;
-	s.hprev = 0;
-	s.dxred = s.hprev + T->S * TM_SLOTS * 128 * 4;
-	s.dpa = s.dxred + 4 * 16 * 64 * 4;
-	s.scal = s.dpa + 4 * (T->nbd ? T->nbd : 1) * 16 * 16 * 2;
-	s.total = s.scal + 4 * (pm->nscal ? pm->nscal : 1) * 4;
+	s.hprev = 0;                                        /* h before each step of a segment */
+	s.dpa = s.hprev + T->S * TM_SLOTS * 128 * 4;        /* dproj, bf16 [2 buffers][proj][warp][16 t][16 j] */
+	s.scal = s.dpa + 2 * nbd * 4 * 512;
+	s.wfrag = s.scal + 4 * (pm->nscal ? pm->nscal : 1) * 4;   /* gate B fragments */
+	s.wt = s.wfrag + nbd * 16 * 128 * 4;               /* dx B fragments */
+	s.dW = s.wt + nbd * 16 * 128 * 4;                  /* dW^T accumulators, v4 [proj][kt][thread] */
+	s.total = s.dW + nbd * 8 * 128 * 16;
 	return s;
 }
 
@@ -216,8 +220,7 @@ typedef struct {
 	Lanes *ln;
 	const PartMap *pm;
 	BwdSmem sm;
-	LLVMValueRef wt[MX_MAXPROJ][8][2];      /* dx B fragments (W^T) */
-	Var dW[MX_MAXPROJ][8][4];               /* dW^T accumulators */
+	/* dx B fragments (W^T) are in shared memory at sm.wt */
 	Var cacc[MX_MAXPARAM][4];               /* channel partials per lane channel */
 	Var sacc[MX_MAXPARAM];                  /* scalar partials per lane */
 	LLVMValueRef gb;
@@ -286,22 +289,11 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 			}
 		return;
 	}
-	/* dx[t, k] = sum_j dproj[t, j] W[k][j]: A = dproj (rows t, K = the warp's 16 j) */
-	LLVMValueRef acc[8][4];
-	for (int kt = 0; kt < 8; kt++)
-		for (int e = 0; e < 4; e++)
-			acc[kt][e] = cf32(I, 0.0);
+	/* stage dproj (bf16, [16 t][16 j] per warp); two buffers by step parity
+	 * so one barrier per step is enough */
+	LLVMValueRef buf = imul(I, LLVMBuildAnd(I->b, i, ci32(I, 1), ""), ci32(I, T->nbd * 4 * 512));
 	for (int j = 0; j < T->nbd; j++) {
-		LLVMValueRef A[4] = {
-			pack_bf16x2(I, gp[0][j], gp[1][j]), pack_bf16x2(I, gp[4][j], gp[5][j]),
-			pack_bf16x2(I, gp[2][j], gp[3][j]), pack_bf16x2(I, gp[6][j], gp[7][j]) };
-		for (int kt = 0; kt < 8; kt++) {
-			LLVMValueRef d[4];
-			mma_bf16(I, d, A, bw->wt[j][kt], acc[kt]);
-			memcpy(acc[kt], d, sizeof d);
-		}
-		/* stage dproj (bf16) as [16 t][16 j] per warp for the dW fragments */
-		LLVMValueRef base = iadd(I, ci32(I, bw->sm.dpa + j * 4 * 512), imul(I, ln->w, ci32(I, 512)));
+		LLVMValueRef base = iadd(I, iadd(I, ci32(I, bw->sm.dpa + j * 4 * 512), buf), imul(I, ln->w, ci32(I, 512)));
 		for (int r = 0; r < 2; r++)
 			for (int nt = 0; nt < 2; nt++) {
 				LLVMValueRef row = iadd(I, ln->g, ci32(I, 8 * r));
@@ -310,38 +302,43 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 				st(I, pack_bf16x2(I, gp[r * 4 + 2 * nt][j], gp[r * 4 + 2 * nt + 1][j]), smem_ptr(I, off), 4);
 			}
 	}
-	/* partial dx of the warp's j to shared memory [w][16][64] */
-	for (int kt = 0; kt < 8; kt++)
-		for (int e = 0; e < 4; e++) {
-			LLVMValueRef row = iadd(I, ln->g, ci32(I, 8 * (e >> 1)));
-			LLVMValueRef col = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 8 * kt + (e & 1)));
-			LLVMValueRef off = iadd(I, ci32(I, bw->sm.dxred),
-			                        imul(I, iadd(I, imul(I, iadd(I, imul(I, ln->w, ci32(I, 16)), row), ci32(I, 64)), col), ci32(I, 4)));
-			st(I, acc[kt][e], smem_ptr(I, off), 4);
-		}
 	bar_sync(I);
-	/* each warp sums the 4 partials of its own channels in a fixed order */
-	LLVMValueRef dxv[TM_SLOTS];
-	for (int s = 0; s < TM_SLOTS; s++) {
-		LLVMValueRef row = iadd(I, ln->g, ci32(I, 8 * slot_r(s)));
-		LLVMValueRef v = gx[s];
-		for (int w = 0; w < 4; w++) {
-			LLVMValueRef off = iadd(I, ci32(I, bw->sm.dxred),
-			                        imul(I, iadd(I, imul(I, iadd(I, ci32(I, w * 16), row), ci32(I, 64)), ln->ch[slot_c(s)]), ci32(I, 4)));
-			v = fadd(I, v, ld(I, I->f32, smem_ptr(I, off), 4));
+	/* dx[t, k] = sum_j dproj[t, j] W[k][j] for the warp's own 16 k: A = dproj of
+	 * every warp (K = j, 4 k-steps, one per warp's staging), B = W^T fragments */
+	LLVMValueRef acc[2][4];
+	for (int nt = 0; nt < 2; nt++)
+		for (int e = 0; e < 4; e++)
+			acc[nt][e] = cf32(I, 0.0);
+	for (int j = 0; j < T->nbd; j++)
+		for (int ks = 0; ks < 4; ks++) {
+			LLVMValueRef base = iadd(I, ci32(I, bw->sm.dpa + j * 4 * 512 + ks * 512), buf);
+			LLVMValueRef A[4];
+			for (int e = 0; e < 4; e++) {
+				/* a0: (t=g, j=2q..) a1: (t=g+8, j=2q..) a2: (t=g, j=2q+8..) a3: (t=g+8, j=2q+8..) */
+				LLVMValueRef row = iadd(I, ln->g, ci32(I, 8 * (e & 1)));
+				LLVMValueRef col = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 8 * (e >> 1)));
+				A[e] = ld(I, I->i32, smem_ptr(I, iadd(I, base, imul(I, iadd(I, imul(I, row, ci32(I, 16)), col), ci32(I, 2)))), 4);
+			}
+			for (int nt = 0; nt < 2; nt++) {
+				LLVMValueRef bfr[2] = { frag_load(T, ln, bw->sm.wt, ((j * 4 + ks) * 2 + nt) * 2, 128),
+				                        frag_load(T, ln, bw->sm.wt, ((j * 4 + ks) * 2 + nt) * 2 + 1, 128) };
+				LLVMValueRef d[4];
+				mma_bf16(I, d, A, bfr, acc[nt]);
+				memcpy(acc[nt], d, sizeof d);
+			}
 		}
-		dxv[s] = v;
-	}
 	for (int r = 0; r < 2; r++)
 		for (int nt = 0; nt < 2; nt++) {
 			int s0 = r * 4 + 2 * nt;
+			LLVMValueRef v0 = fadd(I, gx[s0], acc[nt][2 * r]);
+			LLVMValueRef v1 = fadd(I, gx[s0 + 1], acc[nt][2 * r + 1]);
 			IfBlk f;
 			if_begin(I, &f, stp.valid[r], "dx");
 			LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->bf16, ln->dx, (LLVMValueRef[]){ slot_index(T, ln, &stp, s0) }, 1, "");
-			st(I, pack_bf16x2(I, dxv[s0], dxv[s0 + 1]), p, 4);
+			st(I, pack_bf16x2(I, v0, v1), p, 4);
 			if_end(I, &f);
 		}
-	/* dW^T[j][k] += sum_t dproj[t][j] x[t][k]: A = dproj^T, B = x (rows t) */
+	/* dW^T[j][k] += sum_t dproj[t][j] x[t][k]: A = dproj^T (own j), B = x rows */
 	LLVMValueRef xr[4], xv[4];
 	for (int k = 0; k < 4; k++) {
 		/* rows 2q, 2q+1, 2q+8, 2q+9 of this step */
@@ -349,7 +346,7 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 		xr[k] = iadd(I, bw->gb, iadd(I, imul(I, row, ci32(I, T->C)), i));
 		xv[k] = ilt(I, xr[k], ln->L);
 	}
-	LLVMValueRef B[8][2];
+	LLVMTypeRef v4 = LLVMVectorType(I->f32, 4);
 	for (int kt = 0; kt < 8; kt++) {
 		LLVMValueRef kk = iadd(I, iadd(I, imul(I, ln->head, ci32(I, 64)), ln->g), ci32(I, 8 * kt));
 		LLVMValueRef u16[4];
@@ -360,32 +357,29 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 			LLVMValueRef v = LLVMBuildZExt(I->b, ld(I, I->i16, p, 2), I->i32, "");
 			u16[k] = LLVMBuildSelect(I->b, xv[k], v, ci32(I, 0), "");
 		}
-		B[kt][0] = pack_u16(I, u16[0], u16[1]);
-		B[kt][1] = pack_u16(I, u16[2], u16[3]);
-	}
-	syncwarp(I);
-	for (int j = 0; j < T->nbd; j++) {
-		LLVMValueRef base = iadd(I, ci32(I, bw->sm.dpa + j * 4 * 512), imul(I, ln->w, ci32(I, 512)));
-		LLVMValueRef A[4];
-		for (int e = 0; e < 4; e++) {
-			/* a0: (j=g, t=2q..) a1: (j=g+8, t=2q..) a2: (j=g, t=2q+8..) a3: (j=g+8, t=2q+8..) */
-			LLVMValueRef jj = iadd(I, ln->g, ci32(I, 8 * (e & 1)));
-			LLVMValueRef t0 = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 8 * (e >> 1)));
-			LLVMValueRef o0 = iadd(I, base, imul(I, iadd(I, imul(I, t0, ci32(I, 16)), jj), ci32(I, 2)));
-			LLVMValueRef o1 = iadd(I, o0, ci32(I, 32));
-			A[e] = pack_u16(I, sld_u16(I, o0), sld_u16(I, o1));
-		}
-		for (int kt = 0; kt < 8; kt++) {
+		LLVMValueRef B[2] = { pack_u16(I, u16[0], u16[1]), pack_u16(I, u16[2], u16[3]) };
+		for (int j = 0; j < T->nbd; j++) {
+			LLVMValueRef base = iadd(I, iadd(I, ci32(I, bw->sm.dpa + j * 4 * 512), buf), imul(I, ln->w, ci32(I, 512)));
+			LLVMValueRef A[4];
+			for (int e = 0; e < 4; e++) {
+				/* a0: (j=g, t=2q..) a1: (j=g+8, t=2q..) a2: (j=g, t=2q+8..) a3: (j=g+8, t=2q+8..) */
+				LLVMValueRef jj = iadd(I, ln->g, ci32(I, 8 * (e & 1)));
+				LLVMValueRef t0 = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 8 * (e >> 1)));
+				LLVMValueRef o0 = iadd(I, base, imul(I, iadd(I, imul(I, t0, ci32(I, 16)), jj), ci32(I, 2)));
+				A[e] = pack_u16(I, sld_u16(I, o0), sld_u16(I, iadd(I, o0, ci32(I, 32))));
+			}
+			LLVMValueRef po = smem_ptr(I, iadd(I, ci32(I, bw->sm.dW + (j * 8 + kt) * 128 * 16), imul(I, ln->tid, ci32(I, 16))));
+			LLVMValueRef cv = ld(I, v4, po, 16);
 			LLVMValueRef c[4], d[4];
 			for (int e = 0; e < 4; e++)
-				c[e] = var_get(I, bw->dW[j][kt][e]);
-			mma_bf16(I, d, A, B[kt], c);
+				c[e] = LLVMBuildExtractElement(I->b, cv, ci32(I, e), "");
+			mma_bf16(I, d, A, B, c);
+			LLVMValueRef dv = LLVMGetUndef(v4);
 			for (int e = 0; e < 4; e++)
-				var_set(I, bw->dW[j][kt][e], d[e]);
+				dv = LLVMBuildInsertElement(I->b, dv, d[e], ci32(I, e), "");
+			st(I, dv, po, 16);
 		}
 	}
-	/* the next step overwrites dxred and dpa */
-	bar_sync(I);
 }
 
 void tmpl_bwd_apply(Tmpl *T)
@@ -427,23 +421,31 @@ void tmpl_bwd_apply(Tmpl *T)
 	LLVMValueRef NT = irb_arg(I, ksig_find(&l->sig, "i32:NT"));
 	LLVMValueRef Bn = irb_arg(I, ksig_find(&l->sig, "i32:B"));
 	LLVMValueRef H = nctaid(I, 1);
-	/* dx B fragments: b0 = W[k = 8kt + g][j = 16w + 2q, +1], b1 = j + 8 */
+	/* dx B fragments (K = j, N = the warp's own k): b0 = W[k = 16w + 8nt + g][j = 16ks + 2q, +1], b1 = j + 8 */
+	LLVMTypeRef v4 = LLVMVectorType(I->f32, 4);
 	for (int j = 0; j < T->nbd; j++) {
 		LLVMValueRef W = ln.param[mx->proj[T->bd[j]].weight];
 		LLVMValueRef wbase = imul(I, ln.head, ci32(I, 4096));
-		for (int kt = 0; kt < 8; kt++)
-			for (int r = 0; r < 2; r++) {
-				LLVMValueRef k = iadd(I, ln.g, ci32(I, 8 * kt));
-				LLVMValueRef jj = iadd(I, iadd(I, imul(I, ln.w, ci32(I, 16)), imul(I, ln.q, ci32(I, 2))), ci32(I, 8 * r));
-				LLVMValueRef i0 = iadd(I, wbase, iadd(I, imul(I, k, ci32(I, 64)), jj));
-				LLVMValueRef v0 = ld(I, I->f32, gep_f32(I, W, sext64(I, i0)), 4);
-				LLVMValueRef v1 = ld(I, I->f32, gep_f32(I, W, sext64(I, iadd(I, i0, ci32(I, 1)))), 4);
-				bw.wt[j][kt][r] = pack_bf16x2(I, v0, v1);
-			}
-		for (int kt = 0; kt < 8; kt++)
-			for (int e = 0; e < 4; e++)
-				bw.dW[j][kt][e] = var_init(I, cf32(I, 0.0), "dW");
+		for (int ks = 0; ks < 4; ks++)
+			for (int nt = 0; nt < 2; nt++)
+				for (int r = 0; r < 2; r++) {
+					LLVMValueRef k = iadd(I, iadd(I, imul(I, ln.w, ci32(I, 16)), ln.g), ci32(I, 8 * nt));
+					LLVMValueRef jj = iadd(I, imul(I, ln.q, ci32(I, 2)), ci32(I, 16 * ks + 8 * r));
+					LLVMValueRef i0 = iadd(I, wbase, iadd(I, imul(I, k, ci32(I, 64)), jj));
+					LLVMValueRef v0 = ld(I, I->f32, gep_f32(I, W, sext64(I, i0)), 4);
+					LLVMValueRef v1 = ld(I, I->f32, gep_f32(I, W, sext64(I, iadd(I, i0, ci32(I, 1)))), 4);
+					LLVMValueRef wv = pack_bf16x2(I, v0, v1);
+					frag_store(T, &ln, bw.sm.wt + (((j * 4 + ks) * 2 + nt) * 2 + r) * 128 * 4, &wv, 1);
+				}
+		for (int kt = 0; kt < 8; kt++) {
+			LLVMValueRef po = smem_ptr(I, iadd(I, ci32(I, bw.sm.dW + (j * 8 + kt) * 128 * 16), imul(I, ln.tid, ci32(I, 16))));
+			st(I, LLVMConstNull(v4), po, 16);
+		}
 	}
+	/* gate fragments to shared memory as well (each thread reads only its own words) */
+	for (int j = 0; j < T->nbd; j++)
+		frag_store(T, &ln, bw.sm.wfrag + j * 16 * 128 * 4, &ln.wfrag[j][0][0][0], 16);
+	ln.wfrag_smem = bw.sm.wfrag;
 	for (int p = 0; p < mx->nparam; p++) {
 		if (pm.cidx[p] >= 0)
 			for (int c = 0; c < 4; c++)
@@ -556,7 +558,8 @@ void tmpl_bwd_apply(Tmpl *T)
 				LLVMValueRef jj = iadd(I, iadd(I, imul(I, ln.w, ci32(I, 16)), ln.g), ci32(I, 8 * (e >> 1)));
 				LLVMValueRef k = iadd(I, imul(I, ln.q, ci32(I, 2)), ci32(I, 8 * kt + (e & 1)));
 				LLVMValueRef idx = iadd(I, base, iadd(I, imul(I, k, ci32(I, 64)), jj));
-				st(I, var_get(I, bw.dW[j][kt][e]), gep_f32(I, out, sext64(I, idx)), 4);
+				LLVMValueRef po = smem_ptr(I, iadd(I, ci32(I, bw.sm.dW + (j * 8 + kt) * 128 * 16 + e * 4), imul(I, ln.tid, ci32(I, 16))));
+				st(I, ld(I, I->f32, po, 4), gep_f32(I, out, sext64(I, idx)), 4);
 			}
 	}
 	LLVMValueRef pc = irb_arg(I, ksig_find(&l->sig, "ws:part_chan"));

@@ -15,12 +15,12 @@ void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v)
 	T->v = v;
 	T->C = v->chunk;
 	T->P = v->prefix;
-	/* at most 4 quads (512 threads) per block so that the weight fragments,
-	 * accumulators and maps of a lane fit in 128 registers; larger prefixes
-	 * compose several groups per quad in order */
-	T->TW = T->P / 16 < 4 ? T->P / 16 : 4;
+	/* at most 2 quads (256 threads) per block, so a lane may use up to 255
+	 * registers for its weight fragments, accumulators and maps without
+	 * spilling; larger prefixes compose several groups per quad in order */
+	T->TW = T->P / 16 < 2 ? T->P / 16 : 2;
 	T->GQ = T->P / (16 * T->TW);
-	T->S = T->C < 16 ? T->C : 16;
+	T->S = T->C < 8 ? T->C : 8;   /* backward segment: h of S steps kept in shared memory */
 	CHECK(T->P == 16 * T->TW * T->GQ);
 	for (int j = 0; j < mx->nproj; j++)
 		if (mx->proj[j].kind == PJ_BLOCKDIAG)

@@ -87,6 +87,7 @@ typedef struct {
 	LLVMValueRef bias[MX_MAXPROJ][4];          /* bias per lane channel */
 	LLVMValueRef ch[4];                        /* channel within the head for c = 0..3 */
 	LLVMValueRef la_ws, b_ws;                  /* materialised log_a / b (unfused) */
+	int wfrag_smem;                            /* >= 0: gate fragments live in shared memory at this offset */
 } Lanes;
 
 /* Values of one gate step for the 8 slots. */
@@ -109,6 +110,11 @@ void ksig_params(Tmpl *T, KSig *s);          /* every parameter, in mixer order 
 void ksig_shape(Tmpl *T, KSig *s);           /* i32:L i32:D */
 int ksig_find(const KSig *s, const char *arg);
 
+/* Fragment words kept in shared memory, one 32-bit word per thread and
+ * fragment ([word][thread], conflict-free): frees the registers of weights
+ * that are reused every step in kernels that need many registers. */
+void frag_store(Tmpl *T, Lanes *ln, int off, LLVMValueRef *words, int n);
+LLVMValueRef frag_load(Tmpl *T, Lanes *ln, int off, int word, int nthreads);
 /* lane geometry, params and weight fragments for the kernel being built */
 void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights);
 /* timestep of row r at step i of the group starting at row gb */

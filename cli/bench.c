@@ -1,0 +1,518 @@
+/* recur bench: the seed's benchmark protocol (shared/spec/protocol.md).
+ *
+ *   recur bench [--dir DIR] [--shapes BxLxD,...] [--rounds 2] [--samples 5] [--warmup 2]
+ *               [--calibration FILE] [--variant NAME]... [--mixer NAME]... [--out FILE]
+ *               [--profile] [--seed N]
+ *
+ * Per shape: every mixer's variant comes from the calibration file (or
+ * --variant); its module is loaded and its inputs uploaded before anything
+ * is timed. Then, per mixer, the memory window (y, dx and the workspaces
+ * allocated inside one forward + backward) and a check that the outputs
+ * are finite. Then the rounds in AB/BA order (stats.h; the first mixer
+ * also alternates from shape to shape, as in the seed): before a mixer's
+ * first timed sample, warm-up runs; per sample three timed regions, each
+ * after an L2 flush: forward, backward (from that forward), and a fresh
+ * forward + backward. The device's copy bandwidth, measured once at the
+ * start, gives every row its floor. The file is written atomically; a
+ * table is printed last.
+ */
+#include "calfile.h"
+#include "cli.h"
+#include "harness.h"
+#include "mfinfo.h"
+#include "results.h"
+#include "stats.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define B_MAXMIX 16
+
+static const char *const RESERVED_NOTE =
+	"reserved figures repeat the allocated ones: recur.h exposes no driver free-memory query "
+	"(cuMemGetInfo), and the runtime keeps no caching pool, so the two differ only by the "
+	"driver's allocation granularity";
+
+typedef struct {
+	const char *dir, *calpath, *out;
+	recur_shape sh[H_MAXSHAPES];
+	int nsh, rounds, samples, warmup, profile;
+	uint64_t seed;
+	const char *over[B_MAXMIX];     /* --variant */
+	int nover;
+	const char *only[B_MAXMIX];     /* --mixer */
+	int nonly;
+} BenchOpts;
+
+typedef struct {
+	const char *mixer;
+	int vi[H_MAXSHAPES];           /* the variant per shape */
+	int overridden;                /* by --variant: no calibration lookup */
+	recur_variant *v;
+	HBufs b;
+	ResRow *row;
+	int warmed;
+} Mix;
+
+typedef struct {
+	BenchOpts o;
+	recur_manifest *m;
+	MfInfo mi;
+	recur_rt *rt;
+	Harness h;
+	ResEnv env;
+	ResFloor floor;
+	Mix mix[B_MAXMIX];
+	int nmix;
+	ResRow *rows;
+	int nrows;
+} Bench;
+
+static void usage(FILE *f)
+{
+	fputs("usage: recur bench [--dir DIR] [--shapes BxLxD,...] [--rounds 2] [--samples 5] [--warmup 2]\n"
+	      "                   [--calibration FILE] [--variant NAME]... [--mixer NAME]... [--out FILE]\n"
+	      "                   [--profile] [--seed N]\n", f);
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (*s == 0 || *end != 0 || v < lo || v > hi)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static int parse(int argc, char **argv, BenchOpts *o)
+{
+	char err[256];
+	*o = (BenchOpts){ .dir = "out/ptx", .calpath = CAL_DEFAULT_PATH, .rounds = 2, .samples = 5,
+	                  .warmup = 2, .seed = 1 };
+	o->nsh = harness_default_shapes(o->sh);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--profile")) { o->profile = 1; continue; }
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); exit(0); }
+		if (!v) {
+			fprintf(stderr, "recur bench: %s needs a value\n", a);
+			return -1;
+		}
+		i++;
+		if (!strcmp(a, "--dir")) o->dir = v;
+		else if (!strcmp(a, "--calibration")) o->calpath = v;
+		else if (!strcmp(a, "--out")) o->out = v;
+		else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
+		else if (!strcmp(a, "--variant") && o->nover < B_MAXMIX) o->over[o->nover++] = v;
+		else if (!strcmp(a, "--mixer") && o->nonly < B_MAXMIX) o->only[o->nonly++] = v;
+		else if (!strcmp(a, "--shapes")) {
+			if ((o->nsh = harness_parse_shapes(v, o->sh, H_MAXSHAPES, err, sizeof err)) < 0) {
+				fprintf(stderr, "recur bench: --shapes: %s\n", err);
+				return -1;
+			}
+		} else if (!strcmp(a, "--rounds") || !strcmp(a, "--samples") || !strcmp(a, "--warmup")) {
+			int *dst = a[2] == 'r' ? &o->rounds : a[2] == 's' ? &o->samples : &o->warmup;
+			int hi = a[2] == 'r' ? RES_MAXROUNDS : a[2] == 's' ? RES_MAXSAMPLES : 1000;
+			if (parse_int(v, a[2] == 'w' ? 0 : 1, hi, dst)) {
+				fprintf(stderr, "recur bench: %s %s: want an integer in %d..%d\n", a, v, a[2] == 'w' ? 0 : 1, hi);
+				return -1;
+			}
+		} else {
+			fprintf(stderr, "recur bench: unknown option %s\n", a);
+			usage(stderr);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int wanted(const BenchOpts *o, const char *mixer)
+{
+	if (o->nonly == 0)
+		return 1;
+	for (int i = 0; i < o->nonly; i++)
+		if (!strcmp(o->only[i], mixer))
+			return 1;
+	return 0;
+}
+
+/* The mixers to run, in manifest order, and their --variant overrides. */
+static int pick_mixers(Bench *bn, char *err, size_t n)
+{
+	const char *names[B_MAXMIX];
+	int nm = mf_mixers(bn->m, names, B_MAXMIX);
+	for (int i = 0; i < bn->o.nonly; i++) {
+		int found = 0;
+		for (int k = 0; k < nm; k++)
+			found |= !strcmp(names[k], bn->o.only[i]);
+		if (!found) {
+			snprintf(err, n, "--mixer %s: %s has no variant of that mixer", bn->o.only[i],
+			         recur_manifest_info(bn->m, "path"));
+			return -1;
+		}
+	}
+	for (int k = 0; k < nm; k++)
+		if (wanted(&bn->o, names[k]))
+			bn->mix[bn->nmix++] = (Mix){ .mixer = names[k] };
+	for (int i = 0; i < bn->o.nover; i++) {
+		int vi = recur_manifest_find(bn->m, bn->o.over[i]);
+		if (vi < 0) {
+			snprintf(err, n, "--variant %s: no such variant in %s (see recur list --dir %s)", bn->o.over[i],
+			         recur_manifest_info(bn->m, "path"), bn->o.dir);
+			return -1;
+		}
+		const char *mx = recur_manifest_variant_mixer(bn->m, vi);
+		int hit = 0;
+		for (int k = 0; k < bn->nmix; k++)
+			if (!strcmp(bn->mix[k].mixer, mx)) {
+				if (bn->mix[k].overridden) {
+					snprintf(err, n, "--variant given twice for mixer %s", mx);
+					return -1;
+				}
+				bn->mix[k].overridden = 1;
+				for (int s = 0; s < bn->o.nsh; s++)
+					bn->mix[k].vi[s] = vi;
+				hit = 1;
+			}
+		if (!hit) {
+			snprintf(err, n, "--variant %s belongs to mixer %s, which --mixer leaves out", bn->o.over[i], mx);
+			return -1;
+		}
+	}
+	if (bn->nmix == 0) {
+		snprintf(err, n, "%s holds no variants", recur_manifest_info(bn->m, "path"));
+		return -1;
+	}
+	return 0;
+}
+
+/* Every (mixer, shape) without --variant gets the calibration file's winner;
+ * all missing entries are reported together, each with its command. */
+static int resolve(Bench *bn, char *err, size_t n)
+{
+	json_t *doc = NULL;
+	int need = 0;
+	for (int k = 0; k < bn->nmix; k++)
+		need |= !bn->mix[k].overridden;
+	if (need && cal_load(bn->o.calpath, 1, &doc, err, n))
+		return -1;
+	size_t used = 0;
+	int bad = 0;
+	err[0] = 0;
+	for (int k = 0; k < bn->nmix; k++) {
+		Mix *mx = &bn->mix[k];
+		for (int s = 0; s < bn->o.nsh; s++) {
+			char why[1024] = "", shs[64];
+			cal_shape_string(bn->o.sh[s], shs, sizeof shs);
+			if (!mx->overridden) {
+				CalKey key = { .shape = bn->o.sh[s], .cuda_api = bn->env.cuda_api };
+				snprintf(key.mixer, sizeof key.mixer, "%s", mx->mixer);
+				snprintf(key.gpu, sizeof key.gpu, "%s", bn->env.gpu);
+				snprintf(key.driver, sizeof key.driver, "%s", bn->env.driver);
+				snprintf(key.generator, sizeof key.generator, "%s", bn->env.generator);
+				const json_t *e = cal_find(doc, &key);
+				const char *w = cal_winner(e);
+				if (!w)
+					cal_missing_message(&key, bn->o.calpath, bn->o.dir, e != NULL, why, sizeof why);
+				else if ((mx->vi[s] = recur_manifest_find(bn->m, w)) < 0)
+					snprintf(why, sizeof why, "the calibrated variant %s of %s %s is not in %s: run recur "
+					         "calibrate --dir %s --mixer %s --shapes %s", w, mx->mixer, shs,
+					         recur_manifest_info(bn->m, "path"), bn->o.dir, mx->mixer, shs);
+			}
+			char rule[512];
+			if (!why[0] && recur_check_shape(bn->m, mx->vi[s], bn->o.sh[s], rule, sizeof rule))
+				snprintf(why, sizeof why, "variant %s cannot run %s %s: %s", recur_manifest_variant_name(bn->m, mx->vi[s]),
+				         mx->mixer, shs, rule);
+			if (why[0]) {
+				bad++;
+				if (used < n)
+					used += snprintf(err + used, n - used, "%s%s", used ? "\n  " : "", why);
+			}
+		}
+	}
+	json_decref(doc);
+	return bad ? -1 : 0;
+}
+
+/* The parts of a row known before timing. */
+static int row_start(Bench *bn, Mix *mx, int s, long long delta, char *err, size_t n)
+{
+	ResRow *r = mx->row;
+	const char *vname = recur_manifest_variant_name(bn->m, mx->vi[s]);
+	r->shape = bn->o.sh[s];
+	snprintf(r->architecture, sizeof r->architecture, "%s", mx->mixer);
+	snprintf(r->backend, sizeof r->backend, "%s", vname);
+	const char *c = mf_controller(&bn->mi, vname);
+	snprintf(r->controller, sizeof r->controller, "%s", c ? c : "");
+	r->nrounds = bn->o.rounds;
+	r->nsamples = bn->o.samples;
+	r->baseline_allocated = (long long)mx->b.input_bytes;
+	r->peak_allocated = r->baseline_allocated + delta;
+	r->baseline_reserved = r->baseline_allocated;
+	r->peak_reserved = r->peak_allocated;
+	r->parameters = mx->b.parameters;
+	if (mf_dyn_per_token(&bn->mi, mx->mixer, r->shape, &r->dyn_per_token, err, n))
+		return -1;
+	int mat = mf_materialized(&bn->mi, vname, err, n);
+	if (mat < 0)
+		return -1;
+	r->materialized = mat;
+	r->floor = bn->floor;
+	snprintf(r->notes[r->nnotes++], sizeof r->notes[0], "%s", RESERVED_NOTE);
+	if (mx->overridden)
+		snprintf(r->variant_source, sizeof r->variant_source, "--variant");
+	else
+		snprintf(r->variant_source, sizeof r->variant_source, "calibration %s", bn->o.calpath);
+	return 0;
+}
+
+/* Load, upload, memory window, finite check: everything before the rounds. */
+static int mix_prepare(Bench *bn, Mix *mx, int s, char *err, size_t n)
+{
+	int vi = mx->vi[s];
+	const char *vname = recur_manifest_variant_name(bn->m, vi);
+	char shs[64];
+	cal_shape_string(bn->o.sh[s], shs, sizeof shs);
+	fprintf(stderr, "bench: %s %s: loading %s, uploading inputs\n", mx->mixer, shs, vname);
+	if (recur_variant_load(bn->rt, bn->m, vname, &mx->v, err, n)) {
+		char t[4096];
+		snprintf(t, sizeof t, "%s %s %s: recur_variant_load: %s", mx->mixer, vname, shs, err);
+		snprintf(err, n, "%s", t);
+		return -1;
+	}
+	if (hbufs_inputs(&bn->h, bn->m, vi, bn->o.sh[s], bn->o.seed + (uint64_t)s * 7919, &mx->b, err, n))
+		return -1;
+	long long delta;
+	if (harness_memory(&bn->h, mx->v, &mx->b, &delta, err, n))
+		return -1;
+	char why[512];
+	int fin = harness_finite(&bn->h, &mx->b, why, sizeof why);
+	if (fin) {
+		snprintf(err, n, fin > 0 ? "%s: %s: run recur verify --dir %s --variant %s --shape %s" : "%s: %s",
+		         mx->b.what, why, bn->o.dir, vname, shs);
+		return -1;
+	}
+	return row_start(bn, mx, s, delta, err, n);
+}
+
+static void kernel_info(const recur_variant *v, const char *name, ResKernel *k)
+{
+	for (int i = 0; i < recur_variant_nkernels(v); i++) {
+		recur_kernel_info I;
+		recur_variant_kernel(v, i, &I);
+		if (!strcmp(I.name, name)) {
+			k->registers = I.registers;
+			k->local_bytes = I.local_bytes;
+			k->static_smem = I.static_smem;
+			k->max_threads = I.max_threads;
+			return;
+		}
+	}
+}
+
+/* Per-kernel times (events around each launch: outside the timed rounds). */
+static int mix_profile(Bench *bn, Mix *mx, char *err, size_t n)
+{
+	ResRow *r = mx->row;
+	recur_io io = { .x = mx->b.x, .y = mx->b.y, .dy = mx->b.dy, .dx = mx->b.dx, .params = mx->b.p, .grads = mx->b.g };
+	recur_set_profiling(mx->v, 1);
+	for (int p = 0; p < 2; p++) {
+		const char *names[RES_MAXPROF];
+		float ms[RES_MAXPROF];
+		int rc = harness_flush(&bn->h, err, n) ||
+		         (p == 0 ? recur_forward(mx->v, r->shape, &io, 0, err, n) : recur_backward(mx->v, r->shape, &io, 0, err, n));
+		if (rc) {
+			recur_set_profiling(mx->v, 0);
+			char t[4096];
+			snprintf(t, sizeof t, "%s: profiling the %s: %s", mx->b.what, p ? "backward" : "forward", err);
+			snprintf(err, n, "%s", t);
+			return -1;
+		}
+		int k = recur_variant_last_times(mx->v, names, ms, RES_MAXPROF);
+		r->nprof[p] = k < RES_MAXPROF ? k : RES_MAXPROF;
+		for (int i = 0; i < r->nprof[p]; i++) {
+			ResKernel *K = &r->prof[p][i];
+			snprintf(K->kernel, sizeof K->kernel, "%s", names[i]);
+			K->ms = ms[i];
+			kernel_info(mx->v, names[i], K);
+		}
+	}
+	recur_set_profiling(mx->v, 0);
+	r->has_profile = 1;
+	printf("profile %s %s %dx%dx%d\n  %-9s %-44s %9s %5s %6s %6s\n", r->architecture, r->backend, r->shape.B,
+	       r->shape.L, r->shape.D, "pass", "kernel", "ms", "regs", "local", "smem");
+	for (int p = 0; p < 2; p++)
+		for (int i = 0; i < r->nprof[p]; i++) {
+			const ResKernel *K = &r->prof[p][i];
+			printf("  %-9s %-44s %9.4f %5d %6d %6d\n", p ? "backward" : "forward", K->kernel, K->ms, K->registers,
+			       K->local_bytes, K->static_smem);
+		}
+	return 0;
+}
+
+static void mix_release(Bench *bn, Mix *mx)
+{
+	hbufs_free(&bn->h, &mx->b);
+	recur_variant_free(mx->v);
+	mx->v = NULL;
+	mx->warmed = 0;
+}
+
+static double median_of(const double *x, int n)
+{
+	Stats s;
+	return stats_compute(x, n, &s) ? 0 : s.median;
+}
+
+static void row_line(FILE *f, const ResRow *r)
+{
+	int n = r->nrounds * r->nsamples;
+	double a[3][RES_MAXROUNDS * RES_MAXSAMPLES];
+	for (int k = 0; k < r->nrounds; k++)
+		for (int i = 0; i < r->nsamples; i++) {
+			a[0][k * r->nsamples + i] = r->fwd[k][i];
+			a[1][k * r->nsamples + i] = r->bwd[k][i];
+			a[2][k * r->nsamples + i] = r->fb[k][i];
+		}
+	double elems = (double)r->shape.B * r->shape.L * r->shape.D, fb = median_of(a[2], n);
+	char shs[64], fl[64] = "-";
+	cal_shape_string(r->shape, shs, sizeof shs);
+	if (r->floor.gb_per_s > 0) {
+		double floor_ms = elems * RES_FB_BYTES / (r->floor.gb_per_s * 1e9) * 1e3;
+		snprintf(fl, sizeof fl, "%8.3f %5.1f%%", floor_ms, fb > 0 ? 100 * floor_ms / fb : 0);
+	}
+	fprintf(f, "%-7s %-16s %-58s %8.3f %8.3f %8.3f %15s %7.2f\n", r->architecture, shs, r->backend,
+	        median_of(a[0], n), median_of(a[1], n), fb, fl, (r->peak_allocated - r->baseline_allocated) / elems);
+}
+
+static int run_shape(Bench *bn, int s, char *err, size_t n)
+{
+	int nm = bn->nmix;
+	for (int k = 0; k < nm; k++) {
+		bn->mix[k].row = &bn->rows[bn->nrows++];
+		if (mix_prepare(bn, &bn->mix[k], s, err, n))
+			return -1;
+	}
+	for (int r = 0; r < bn->o.rounds; r++)
+		for (int pos = 0; pos < nm; pos++) {
+			/* the seed's order: alternate per round and per shape (stats.h) */
+			Mix *mx = &bn->mix[bench_order(s + r, nm, pos)];
+			ResRow *row = mx->row;
+			row->order_index[r] = pos;
+			for (; mx->warmed < bn->o.warmup; mx->warmed++)
+				if (harness_run(&bn->h, mx->v, &mx->b, err, n))
+					return -1;
+			for (int i = 0; i < bn->o.samples; i++)
+				if (harness_time(&bn->h, mx->v, &mx->b, H_FWD, &row->fwd[r][i], err, n) ||
+				    harness_time(&bn->h, mx->v, &mx->b, H_BWD, &row->bwd[r][i], err, n) ||
+				    harness_time(&bn->h, mx->v, &mx->b, H_FB, &row->fb[r][i], err, n))
+					return -1;
+			fprintf(stderr, "bench: %s round %d (order %d) done\n", mx->b.what, r, pos);
+		}
+	for (int k = 0; k < nm; k++) {
+		if (bn->o.profile && mix_profile(bn, &bn->mix[k], err, n))
+			return -1;
+		row_line(stderr, bn->mix[k].row);
+		mix_release(bn, &bn->mix[k]);
+	}
+	return 0;
+}
+
+static void policy(const Bench *bn, const char *mixer, const char *label, char *out, size_t n)
+{
+	for (int k = 0; k < bn->nmix; k++)
+		if (!strcmp(bn->mix[k].mixer, mixer) && bn->mix[k].overridden) {
+			snprintf(out, n, "variant %s chosen with --variant",
+			         recur_manifest_variant_name(bn->m, bn->mix[k].vi[0]));
+			return;
+		}
+	snprintf(out, n, "strongest previously calibrated legal %s variant per shape (recur calibrate, %s)", label,
+	         bn->o.calpath);
+}
+
+static void default_out(const Bench *bn, char *out, size_t n)
+{
+	char stamp[32], gpu[64];
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+	size_t j = 0;
+	for (const char *p = bn->env.gpu; *p && j + 1 < sizeof gpu; p++)
+		gpu[j++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ? *p : '_';
+	gpu[j] = 0;
+	snprintf(out, n, "bench/results/bench_%s_%s.json", gpu, stamp);
+}
+
+static int bench_main(Bench *bn, char *err, size_t n)
+{
+	const BenchOpts *o = &bn->o;
+	if (recur_manifest_load(o->dir, &bn->m, err, n) || mf_open(&bn->mi, bn->m, err, n) ||
+	    pick_mixers(bn, err, n))
+		return -1;
+	if (recur_rt_open(&bn->rt, 0, err, n))
+		return -1;
+	harness_env(bn->rt, bn->m, &bn->env);
+	if (resolve(bn, err, n))
+		return -1;
+	if (harness_open(&bn->h, bn->rt, H_FLUSH_BYTES, err, n) || harness_bandwidth(&bn->h, &bn->floor, err, n))
+		return -1;
+	fprintf(stderr, "bench: %s, driver %s; %s %.0f GB/s (%s)\n", bn->env.gpu, bn->env.driver, bn->floor.key,
+	        bn->floor.gb_per_s, bn->floor.method);
+	bn->rows = calloc((size_t)o->nsh * bn->nmix, sizeof *bn->rows);
+	if (!bn->rows) {
+		snprintf(err, n, "out of host memory for %d rows", o->nsh * bn->nmix);
+		return -1;
+	}
+	for (int s = 0; s < o->nsh; s++)
+		if (run_shape(bn, s, err, n))
+			return -1;
+
+	ResProtocol p = { .rounds = o->rounds, .samples = o->samples, .warmup = o->warmup,
+	                  .flush_bytes = (long long)bn->h.flush_bytes };
+	policy(bn, "rglru", "RG-LRU", p.baseline_policy, sizeof p.baseline_policy);
+	policy(bn, "samu", "SAMU", p.samu_policy, sizeof p.samu_policy);
+	char path[4096];
+	if (o->out)
+		snprintf(path, sizeof path, "%s", o->out);
+	else
+		default_out(bn, path, sizeof path);
+	json_t *doc = results_doc(&bn->env, &p, bn->rows, bn->nrows);
+	int rc = results_write_atomic(path, doc, err, n);
+	json_decref(doc);
+	if (rc)
+		return -1;
+	printf("%s, driver %s, CUDA %d.%d, %s; %s %.0f GB/s\n", bn->env.gpu, bn->env.driver, bn->env.cuda_api / 1000,
+	       bn->env.cuda_api % 1000 / 10, bn->env.generator, bn->floor.key, bn->floor.gb_per_s);
+	printf("%-7s %-16s %-58s %8s %8s %8s %8s %6s %7s\n", "mixer", "shape", "variant", "fwd ms", "bwd ms",
+	       "f+b ms", "floor ms", "floor%", "B/elem");
+	for (int i = 0; i < bn->nrows; i++)
+		row_line(stdout, &bn->rows[i]);
+	printf("wrote %s\n", path);
+	return 0;
+}
+
+int cli_bench(int argc, char **argv)
+{
+	Bench bn = { 0 };
+	if (parse(argc, argv, &bn.o))
+		return 2;
+	char err[8192] = "";
+	int rc = bench_main(&bn, err, sizeof err);
+	if (rc)
+		fprintf(stderr, "recur bench: %s\n", err);
+	for (int k = 0; k < bn.nmix; k++)
+		if (bn.mix[k].v || bn.mix[k].b.x)
+			mix_release(&bn, &bn.mix[k]);
+	harness_close(&bn.h);
+	free(bn.rows);
+	if (bn.rt)
+		recur_rt_close(bn.rt);
+	if (bn.mi.root)
+		mf_close(&bn.mi);
+	if (bn.m)
+		recur_manifest_free(bn.m);
+	return rc ? 1 : 0;
+}

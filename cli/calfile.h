@@ -1,0 +1,54 @@
+/* The calibration file: which variant won, per (mixer, shape, GPU, driver,
+ * generator version), with every candidate's timing.
+ *
+ *   {"schema_version": 1, "kind": "recur calibration",
+ *    "entries": [{"mixer", "shape": {batch, length, width}, "gpu", "driver_version",
+ *                 "cuda_driver_api_version", "generator",          <- the key
+ *                 "winner": NAME | null, "winner_forward_backward_median_ms",
+ *                 "samples", "warmup_runs", "calibrated_at",
+ *                 "candidates": [{"variant", "status": "ok" | "failed",
+ *                                 "forward_backward": {stats} | "error": text}],
+ *                 "skipped": [{"variant", "reason"}]}]}
+ *
+ * `recur calibrate` merges into the file (an entry with the same key is
+ * replaced, others are kept) and writes it atomically; `recur bench` looks
+ * entries up and, when one is missing, says which command writes it.
+ */
+#ifndef RECUR_CALFILE_H
+#define RECUR_CALFILE_H
+
+#include "recur.h"
+#include <jansson.h>
+
+#define CAL_DEFAULT_PATH "bench/results/calibration.json"
+
+typedef struct {
+	char mixer[32];
+	recur_shape shape;
+	char gpu[256];
+	char driver[64];      /* kernel driver version, or "unknown" */
+	int cuda_api;         /* cuDriverGetVersion */
+	char generator[64];   /* the manifest's "generator" */
+} CalKey;
+
+/* A new, empty calibration document. */
+json_t *cal_new(void);
+/* Reads path. A missing file gives an empty document when missing_ok, else
+ * an error; a file that is not a calibration document is an error. */
+int cal_load(const char *path, int missing_ok, json_t **doc, char *err, size_t errlen);
+/* The entry with key k, borrowed from doc, or NULL. */
+json_t *cal_find(const json_t *doc, const CalKey *k);
+/* The winner's variant name (borrowed), or NULL when the entry has none. */
+const char *cal_winner(const json_t *entry);
+/* A new entry holding just the key fields. */
+json_t *cal_entry_new(const CalKey *k);
+/* Puts entry (reference stolen) in doc, replacing an entry with the same key. */
+void cal_put(json_t *doc, json_t *entry);
+/* The message for a missing (or winnerless) entry: what is missing, where,
+ * and the command that calibrates it. dir is the manifest folder used. */
+void cal_missing_message(const CalKey *k, const char *calpath, const char *dir, int has_entry,
+                         char *msg, size_t n);
+/* "1x8192x1024" */
+void cal_shape_string(recur_shape s, char *out, size_t n);
+
+#endif

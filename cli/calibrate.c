@@ -1,0 +1,319 @@
+/* recur calibrate: the strongest legal, non-materialising variant per
+ * (mixer, shape) on this GPU, for `recur bench` to use.
+ *
+ *   recur calibrate [--dir DIR] [--shapes BxLxD,...] [--mixer NAME]... [--out FILE]
+ *                   [--samples 5] [--warmup 2] [--skip VARIANT]... [--seed N]
+ *
+ * Per mixer and shape: one set of inputs; then for each candidate (legal at
+ * the shape by recur_check_shape, and "materialized": false in the manifest)
+ * load it, run one forward + backward and look for non-finite outputs (an
+ * obvious failure; `recur verify` is the full check), warm up, and time
+ * forward + backward N times, each after an L2 flush. The fastest median
+ * wins. After every (mixer, shape) the calibration file (calfile.h) is
+ * rewritten atomically, so an interrupted run keeps what it measured.
+ * A variant that breaks the CUDA context (a kernel fault is sticky) ends
+ * the run with a message naming it; --skip leaves it out next time.
+ */
+#include "calfile.h"
+#include "cli.h"
+#include "harness.h"
+#include "mfinfo.h"
+#include "results.h"
+#include "stats.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define C_MAXMIX 16
+#define C_MAXSKIP 64
+
+typedef struct {
+	const char *dir, *out;
+	recur_shape sh[H_MAXSHAPES];
+	int nsh, samples, warmup;
+	uint64_t seed;
+	const char *only[C_MAXMIX];
+	int nonly;
+	const char *skip[C_MAXSKIP];
+	int nskip;
+} CalOpts;
+
+typedef struct {
+	CalOpts o;
+	recur_manifest *m;
+	MfInfo mi;
+	recur_rt *rt;
+	Harness h;
+	ResEnv env;
+	json_t *doc;
+	struct timespec t0;
+} Cal;
+
+static void usage(FILE *f)
+{
+	fputs("usage: recur calibrate [--dir DIR] [--shapes BxLxD,...] [--mixer NAME]... [--out FILE]\n"
+	      "                       [--samples 5] [--warmup 2] [--skip VARIANT]... [--seed N]\n", f);
+}
+
+static int parse(int argc, char **argv, CalOpts *o)
+{
+	char err[256];
+	*o = (CalOpts){ .dir = "out/ptx", .out = CAL_DEFAULT_PATH, .samples = 5, .warmup = 2, .seed = 1 };
+	o->nsh = harness_default_shapes(o->sh);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); exit(0); }
+		if (!v) {
+			fprintf(stderr, "recur calibrate: %s needs a value\n", a);
+			return -1;
+		}
+		i++;
+		char *end;
+		if (!strcmp(a, "--dir")) o->dir = v;
+		else if (!strcmp(a, "--out")) o->out = v;
+		else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
+		else if (!strcmp(a, "--mixer") && o->nonly < C_MAXMIX) o->only[o->nonly++] = v;
+		else if (!strcmp(a, "--skip") && o->nskip < C_MAXSKIP) o->skip[o->nskip++] = v;
+		else if (!strcmp(a, "--shapes")) {
+			if ((o->nsh = harness_parse_shapes(v, o->sh, H_MAXSHAPES, err, sizeof err)) < 0) {
+				fprintf(stderr, "recur calibrate: --shapes: %s\n", err);
+				return -1;
+			}
+		} else if (!strcmp(a, "--samples") || !strcmp(a, "--warmup")) {
+			long x = strtol(v, &end, 10);
+			int lo = a[2] == 's' ? 1 : 0, hi = 1000;
+			if (*v == 0 || *end || x < lo || x > hi) {
+				fprintf(stderr, "recur calibrate: %s %s: want an integer in %d..%d\n", a, v, lo, hi);
+				return -1;
+			}
+			*(a[2] == 's' ? &o->samples : &o->warmup) = (int)x;
+		} else {
+			fprintf(stderr, "recur calibrate: unknown option %s\n", a);
+			usage(stderr);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static double elapsed_s(const Cal *c)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - c->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - c->t0.tv_nsec);
+}
+
+static int skipped_by_user(const CalOpts *o, const char *v)
+{
+	for (int i = 0; i < o->nskip; i++)
+		if (!strcmp(o->skip[i], v))
+			return 1;
+	return 0;
+}
+
+static json_t *failed(const char *variant, const char *error)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "variant", json_string(variant));
+	json_object_set_new(o, "status", json_string("failed"));
+	json_object_set_new(o, "error", json_string(error));
+	return o;
+}
+
+/* Times one candidate: 0 and *median, 1 when it failed (recorded in cands),
+ * -1 when the context is unusable afterwards (err says so). */
+static int candidate(Cal *c, int vi, HBufs *b, json_t *cands, double *median, char *err, size_t n)
+{
+	const char *vname = recur_manifest_variant_name(c->m, vi);
+	recur_variant *v = NULL;
+	double t[1000];
+	char why[4096];
+	hbufs_label(b, recur_manifest_variant_mixer(c->m, vi), vname);
+	if (recur_variant_load(c->rt, c->m, vname, &v, why, sizeof why)) {
+		json_array_append_new(cands, failed(vname, why));
+		return 1;
+	}
+	int rc = harness_run(&c->h, v, b, why, sizeof why);
+	if (rc == 0) {
+		int fin = harness_finite(&c->h, b, why, sizeof why);
+		rc = fin > 0 ? 1 : fin;
+	}
+	for (int i = 0; rc == 0 && i < c->o.warmup; i++)
+		rc = harness_run(&c->h, v, b, why, sizeof why);
+	for (int i = 0; rc == 0 && i < c->o.samples; i++)
+		rc = harness_time(&c->h, v, b, H_FB, &t[i], why, sizeof why);
+	recur_variant_free(v);
+	if (rc) {
+		json_array_append_new(cands, failed(vname, why));
+		/* a kernel fault leaves the context unusable: every later call fails */
+		char e2[1024];
+		if (recur_sync(c->rt, e2, sizeof e2)) {
+			snprintf(err, n, "%s: the CUDA context is unusable after it failed (%s): run recur verify --dir %s "
+			         "--variant %s, then recur calibrate again with --skip %s", b->what, e2, c->o.dir, vname, vname);
+			return -1;
+		}
+		return 1;
+	}
+	Stats s;
+	stats_compute(t, c->o.samples, &s);
+	*median = s.median;
+	json_t *o = json_object();
+	json_object_set_new(o, "variant", json_string(vname));
+	json_object_set_new(o, "status", json_string("ok"));
+	json_object_set_new(o, "forward_backward", results_stats(t, c->o.samples));
+	json_array_append_new(cands, o);
+	return 0;
+}
+
+static void now_utc(char *out, size_t n)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* One (mixer, shape): candidates, timing, the entry, the file. */
+static int calibrate_one(Cal *c, const char *mixer, recur_shape s, int si, char *err, size_t n)
+{
+	int nv = recur_manifest_nvariants(c->m), cand[512], nc = 0;
+	HBufs b = { 0 };
+	char shs[64];
+	cal_shape_string(s, shs, sizeof shs);
+	CalKey key = { .shape = s, .cuda_api = c->env.cuda_api };
+	snprintf(key.mixer, sizeof key.mixer, "%s", mixer);
+	snprintf(key.gpu, sizeof key.gpu, "%s", c->env.gpu);
+	snprintf(key.driver, sizeof key.driver, "%s", c->env.driver);
+	snprintf(key.generator, sizeof key.generator, "%s", c->env.generator);
+	json_t *entry = cal_entry_new(&key), *cands = json_array(), *skipped = json_array();
+	for (int vi = 0; vi < nv; vi++) {
+		if (strcmp(recur_manifest_variant_mixer(c->m, vi), mixer))
+			continue;
+		const char *vname = recur_manifest_variant_name(c->m, vi);
+		char why[512] = "";
+		int mat = mf_materialized(&c->mi, vname, err, n);
+		if (mat < 0)
+			goto fail;
+		if (mat)
+			snprintf(why, sizeof why, "materialized: writes a state-sized transition tensor");
+		else if (skipped_by_user(&c->o, vname))
+			snprintf(why, sizeof why, "--skip");
+		else if (recur_check_shape(c->m, vi, s, why, sizeof why) == 0 && nc < 512) {
+			cand[nc++] = vi;
+			continue;
+		}
+		json_t *o = json_object();
+		json_object_set_new(o, "variant", json_string(vname));
+		json_object_set_new(o, "reason", json_string(why));
+		json_array_append_new(skipped, o);
+	}
+	int best = -1, nfail = 0;
+	double best_ms = 0;
+	if (nc > 0 && (hbufs_inputs(&c->h, c->m, cand[0], s, c->o.seed + (uint64_t)si * 7919, &b, err, n) ||
+	               hbufs_outputs(&c->h, &b, err, n)))
+		goto fail;
+	for (int i = 0; i < nc; i++) {
+		double ms = 0;
+		int rc = candidate(c, cand[i], &b, cands, &ms, err, n);
+		if (rc < 0)
+			goto fail;
+		nfail += rc;
+		if (rc == 0 && (best < 0 || ms < best_ms)) {
+			best = cand[i];
+			best_ms = ms;
+		}
+		char now[32] = "FAILED";
+		if (rc == 0)
+			snprintf(now, sizeof now, "%.4f ms", ms);
+		fprintf(stderr, "calibrate: [%s %s] %d/%d %s: %s; best %s %.4f ms; %.1f s\n", mixer, shs, i + 1, nc,
+		        recur_manifest_variant_name(c->m, cand[i]), now,
+		        best >= 0 ? recur_manifest_variant_name(c->m, best) : "-", best_ms, elapsed_s(c));
+	}
+	hbufs_free(&c->h, &b);
+	char stamp[32];
+	now_utc(stamp, sizeof stamp);
+	json_object_set_new(entry, "winner", best >= 0 ? json_string(recur_manifest_variant_name(c->m, best)) : json_null());
+	json_object_set_new(entry, "winner_forward_backward_median_ms", best >= 0 ? json_real(best_ms) : json_null());
+	json_object_set_new(entry, "samples", json_integer(c->o.samples));
+	json_object_set_new(entry, "warmup_runs", json_integer(c->o.warmup));
+	json_object_set_new(entry, "l2_flush_bytes", json_integer((json_int_t)c->h.flush_bytes));
+	json_object_set_new(entry, "calibrated_at", json_string(stamp));
+	json_object_set_new(entry, "candidates", cands);
+	json_object_set_new(entry, "skipped", skipped);
+	cal_put(c->doc, entry);
+	if (results_write_atomic(c->o.out, c->doc, err, n))
+		return -1;
+	char ms[32] = "-";
+	if (best >= 0)
+		snprintf(ms, sizeof ms, "%.4f ms", best_ms);
+	printf("%-7s %-16s %-58s %12s  (%d timed, %d failed, %d skipped)\n", mixer, shs,
+	       best >= 0 ? recur_manifest_variant_name(c->m, best) : "(no variant works)", ms, nc - nfail, nfail,
+	       (int)json_array_size(skipped));
+	fflush(stdout);
+	return 0;
+fail:
+	hbufs_free(&c->h, &b);
+	json_decref(entry);
+	json_decref(cands);
+	json_decref(skipped);
+	return -1;
+}
+
+static int cal_main(Cal *c, char *err, size_t n)
+{
+	const CalOpts *o = &c->o;
+	clock_gettime(CLOCK_MONOTONIC, &c->t0);
+	if (recur_manifest_load(o->dir, &c->m, err, n) || mf_open(&c->mi, c->m, err, n))
+		return -1;
+	const char *mixers[C_MAXMIX];
+	int nm = mf_mixers(c->m, mixers, C_MAXMIX);
+	for (int i = 0; i < o->nonly; i++) {
+		int found = 0;
+		for (int k = 0; k < nm; k++)
+			found |= !strcmp(mixers[k], o->only[i]);
+		if (!found) {
+			snprintf(err, n, "--mixer %s: %s has no variant of that mixer", o->only[i], recur_manifest_info(c->m, "path"));
+			return -1;
+		}
+	}
+	/* a broken calibration file fails now, not after an hour of timing */
+	if (cal_load(o->out, 1, &c->doc, err, n))
+		return -1;
+	if (recur_rt_open(&c->rt, 0, err, n))
+		return -1;
+	harness_env(c->rt, c->m, &c->env);
+	if (harness_open(&c->h, c->rt, H_FLUSH_BYTES, err, n))
+		return -1;
+	fprintf(stderr, "calibrate: %s, driver %s, %s -> %s\n", c->env.gpu, c->env.driver, c->env.generator, o->out);
+	for (int k = 0; k < nm; k++) {
+		int want = o->nonly == 0;
+		for (int i = 0; i < o->nonly; i++)
+			want |= !strcmp(o->only[i], mixers[k]);
+		for (int s = 0; want && s < o->nsh; s++)
+			if (calibrate_one(c, mixers[k], o->sh[s], s, err, n))
+				return -1;
+	}
+	printf("wrote %s (%.1f s)\n", o->out, elapsed_s(c));
+	return 0;
+}
+
+int cli_calibrate(int argc, char **argv)
+{
+	Cal c = { 0 };
+	if (parse(argc, argv, &c.o))
+		return 2;
+	char err[8192] = "";
+	int rc = cal_main(&c, err, sizeof err);
+	if (rc)
+		fprintf(stderr, "recur calibrate: %s\n", err);
+	harness_close(&c.h);
+	json_decref(c.doc);
+	if (c.rt)
+		recur_rt_close(c.rt);
+	if (c.mi.root)
+		mf_close(&c.mi);
+	if (c.m)
+		recur_manifest_free(c.m);
+	return rc ? 1 : 0;
+}

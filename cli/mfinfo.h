@@ -1,0 +1,33 @@
+/* What bench and calibrate need from manifest.json that recur.h does not
+ * expose: a variant's "materialized" flag and "controller", a mixer's
+ * "controller" and "dynamic_control_values_per_token" (a shape expression).
+ * Read here with jansson from the manifest the runtime loaded, so that the
+ * runtime stays untouched; the format is described in runtime/manifest.h.
+ */
+#ifndef RECUR_MFINFO_H
+#define RECUR_MFINFO_H
+
+#include "recur.h"
+#include <jansson.h>
+
+typedef struct {
+	json_t *root;
+	char path[4096];
+} MfInfo;
+
+/* Parses the manifest.json that m was loaded from. */
+int  mf_open(MfInfo *mi, const recur_manifest *m, char *err, size_t errlen);
+/* Parses a manifest file by path (tests use this). */
+int  mf_open_path(MfInfo *mi, const char *path, char *err, size_t errlen);
+void mf_close(MfInfo *mi);
+/* 1 / 0, or -1 with a message when the variant or its flag is absent. */
+int  mf_materialized(const MfInfo *mi, const char *variant, char *err, size_t errlen);
+/* The variant's controller, else its mixer's; NULL for null or absent. */
+const char *mf_controller(const MfInfo *mi, const char *variant);
+/* dynamic_control_values_per_token of mixer at shape s. */
+int  mf_dyn_per_token(const MfInfo *mi, const char *mixer, recur_shape s, long long *out,
+                      char *err, size_t errlen);
+/* The distinct mixers of m's variants, in manifest order; returns the count. */
+int  mf_mixers(const recur_manifest *m, const char **names, int max);
+
+#endif

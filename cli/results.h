@@ -1,0 +1,96 @@
+/* Results files in the seed's schema (schema_version 1), written with jansson.
+ *
+ * A ResRow holds everything bench measures for one (mixer, shape); results_doc
+ * turns rows into the seed's layout (the seed's keys, in the seed's order,
+ * then this project's additions: floor, profile, notes, variant_source).
+ * Every file is written atomically (FILE.tmp.PID, then rename), so a reader
+ * never sees half a file and an interrupted run leaves the old one intact.
+ * No GPU is needed here: tests/test_results.c writes synthetic rows.
+ */
+#ifndef RECUR_RESULTS_H
+#define RECUR_RESULTS_H
+
+#include "recur.h"
+#include <jansson.h>
+
+#define RES_MAXROUNDS 8
+#define RES_MAXSAMPLES 64    /* per round */
+#define RES_MAXNOTES 4
+#define RES_MAXPROF 16       /* launches per pass in a profile */
+
+/* The device's own speed, measured in the same run, against which every
+ * figure is shown. The key names the measurement honestly: a device copy
+ * gives "copy_bandwidth_gb_per_s" (read + write bytes); a memset, used only
+ * when no copy entry point is reachable, "write_bandwidth_gb_per_s". */
+typedef struct {
+	char key[40];            /* JSON key of the bandwidth */
+	char method[160];        /* how it was measured, in words */
+	double gb_per_s;         /* 1e9 bytes per second; 0 = no floor */
+} ResFloor;
+
+/* Bytes a pass must move per element of [B, L, D] (bf16 tensors): forward
+ * reads x and writes y; backward reads x and dy and writes dx. */
+enum { RES_FWD_BYTES = 4, RES_BWD_BYTES = 6, RES_FB_BYTES = 10 };
+
+typedef struct {
+	char kernel[64];
+	double ms;
+	int registers, local_bytes, static_smem, max_threads;
+} ResKernel;
+
+typedef struct {
+	recur_shape shape;
+	char architecture[32];   /* mixer name */
+	char backend[128];       /* variant name */
+	char controller[64];     /* "" writes null */
+	int nrounds, nsamples;   /* samples per round */
+	double fwd[RES_MAXROUNDS][RES_MAXSAMPLES];   /* ms, per round */
+	double bwd[RES_MAXROUNDS][RES_MAXSAMPLES];
+	double fb[RES_MAXROUNDS][RES_MAXSAMPLES];
+	int order_index[RES_MAXROUNDS];              /* 0 = this mixer ran first in the round */
+	long long baseline_allocated, peak_allocated;
+	long long baseline_reserved, peak_reserved;
+	long long parameters;                        /* fp32 values; parameter_bytes = 4x */
+	long long dyn_per_token;
+	int materialized;
+	ResFloor floor;                              /* gb_per_s 0: no floor object */
+	int has_profile;
+	int nprof[2];                                /* forward, backward launches */
+	ResKernel prof[2][RES_MAXPROF];
+	int nnotes;
+	char notes[RES_MAXNOTES][256];
+	char variant_source[300];                    /* "calibration FILE" | "--variant" */
+} ResRow;
+
+typedef struct {
+	char gpu[256];
+	char driver[64];         /* kernel driver version, "unknown" when unreadable */
+	int cuda_api;            /* cuDriverGetVersion, e.g. 13000 */
+	char llvm[32], ptx_isa[16], target[16], generator[64];
+} ResEnv;
+
+typedef struct {
+	int rounds, samples, warmup;
+	long long flush_bytes;
+	char baseline_policy[256], samu_policy[256];
+} ResProtocol;
+
+/* {"samples_ms": [...], "median_ms", "mean_ms", "std_ms", "minimum_ms", "maximum_ms"} */
+json_t *results_stats(const double *x, int n);
+/* The floor object of a row at shape s (NULL when f has no bandwidth). */
+json_t *results_floor(const ResFloor *f, recur_shape s);
+json_t *results_row(const ResRow *r);
+json_t *results_env(const ResEnv *e);
+json_t *results_doc(const ResEnv *e, const ResProtocol *p, const ResRow *rows, int n);
+
+/* "13.0" from 13000 */
+void results_cuda_string(int api, char *out, size_t n);
+
+/* Creates the parent folders of path, writes doc to path.tmp.PID and renames
+ * it over path. 0, or -1 with a message naming the file and the failing call. */
+int results_write_atomic(const char *path, const json_t *doc, char *err, size_t errlen);
+
+/* mkdir -p of the folder part of path */
+int results_mkdirs_for(const char *path, char *err, size_t errlen);
+
+#endif
