@@ -233,6 +233,17 @@ static int resolve(Bench *bn, char *err, size_t n)
 		}
 	}
 	json_decref(doc);
+	if (bad > 1 && used < n) {
+		/* one command for everything at once */
+		char all[1024] = "";
+		size_t u = 0;
+		for (int s = 0; s < bn->o.nsh && u < sizeof all; s++)
+			u += snprintf(all + u, sizeof all - u, "%s%dx%dx%d", s ? "," : "", bn->o.sh[s].B, bn->o.sh[s].L,
+			              bn->o.sh[s].D);
+		snprintf(err + used, n - used, "\n(all at once: recur calibrate --dir %s --shapes %s%s%s)", bn->o.dir, all,
+		         strcmp(bn->o.calpath, CAL_DEFAULT_PATH) ? " --out " : "",
+		         strcmp(bn->o.calpath, CAL_DEFAULT_PATH) ? bn->o.calpath : "");
+	}
 	return bad ? -1 : 0;
 }
 
@@ -248,6 +259,10 @@ static int row_start(Bench *bn, Mix *mx, int s, long long delta, char *err, size
 	snprintf(r->controller, sizeof r->controller, "%s", c ? c : "");
 	r->nrounds = bn->o.rounds;
 	r->nsamples = bn->o.samples;
+	/* this mixer's own x, dy, parameters and gradients: the runtime also
+	 * counts the L2 flush buffer and the other mixer's buffers, which are
+	 * the harness's, not the run's (the delta is unaffected: see
+	 * harness_memory) */
 	r->baseline_allocated = (long long)mx->b.input_bytes;
 	r->peak_allocated = r->baseline_allocated + delta;
 	r->baseline_reserved = r->baseline_allocated;

@@ -141,8 +141,13 @@ void cal_missing_message(const CalKey *k, const char *calpath, const char *dir, 
 	snprintf(cuda, sizeof cuda, "%d.%d", k->cuda_api / 1000, k->cuda_api % 1000 / 10);
 	if (strcmp(calpath, CAL_DEFAULT_PATH) != 0)
 		snprintf(out, sizeof out, " --out %s", calpath);
-	snprintf(msg, n, "%s %s %s on %s (driver %s, CUDA %s, %s) in %s: run recur calibrate --dir %s "
-	         "--mixer %s --shapes %s%s",
-	         has_entry ? "calibration found no working variant for" : "no calibrated variant for",
-	         k->mixer, sh, k->gpu, k->driver, cuda, k->generator, calpath, dir, k->mixer, sh, out);
+	if (has_entry)   /* every candidate failed: the entry's candidates say why */
+		snprintf(msg, n, "calibration found no working variant for %s %s on %s (driver %s, CUDA %s, %s) in %s "
+		         "(see the entry's candidates): run recur verify --dir %s --mixer %s --shape %s, fix the "
+		         "variants, then recur calibrate --dir %s --mixer %s --shapes %s%s",
+		         k->mixer, sh, k->gpu, k->driver, cuda, k->generator, calpath, dir, k->mixer, sh, dir, k->mixer, sh, out);
+	else
+		snprintf(msg, n, "no calibrated variant for %s %s on %s (driver %s, CUDA %s, %s) in %s: run recur "
+		         "calibrate --dir %s --mixer %s --shapes %s%s",
+		         k->mixer, sh, k->gpu, k->driver, cuda, k->generator, calpath, dir, k->mixer, sh, out);
 }

@@ -340,6 +340,19 @@ static void run_variant(Ctx *cx, int v, const Case *c)
 				printf(" | fwd %.3f ms bwd %.3f ms", tf, tb);
 			else
 				printf(" | timing failed: %s", err);
+			/* one more profiled forward and backward: where the time goes */
+			const char *kn[16];
+			float km[16];
+			recur_set_profiling(rv, 1);
+			for (int pass = 0; pass < 2; pass++) {
+				int nk = 0;
+				if ((pass == 0 ? recur_forward(rv, s, &io, 0, err, sizeof err)
+				               : recur_backward(rv, s, &io, 0, err, sizeof err)) == 0)
+					nk = recur_variant_last_times(rv, kn, km, 16);
+				for (int k = 0; k < nk; k++)
+					printf(" %s %.3f", kn[k], km[k]);
+			}
+			recur_set_profiling(rv, 0);
 		}
 		putchar('\n');
 		fflush(stdout);

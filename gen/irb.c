@@ -218,6 +218,17 @@ LLVMValueRef f_rsqrt(Irb *I, LLVMValueRef a)
 	return call_intr(I, "llvm.nvvm.rsqrt.approx.ftz.f", NULL, 0, &a, 1);
 }
 
+/* tanh.approx.f32 (one SFU op, max relative error ~2^-11): sigmoid through
+ * it costs one special-function op instead of ex2 + rcp */
+LLVMValueRef f_tanh(Irb *I, LLVMValueRef a)
+{
+	LLVMTypeRef fty = LLVMFunctionType(I->f32, &I->f32, 1, 0);
+	const char *as = "tanh.approx.f32 $0, $1;", *cons = "=f,f";
+	LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)as, strlen(as), (char *)cons, strlen(cons), 0, 0,
+	                                   LLVMInlineAsmDialectATT, 0);
+	return LLVMBuildCall2(I->b, fty, fn, &a, 1, "");
+}
+
 LLVMValueRef gep_f32(Irb *I, LLVMValueRef base, LLVMValueRef idx64)
 {
 	return LLVMBuildInBoundsGEP2(I->b, I->f32, base, &idx64, 1, "");

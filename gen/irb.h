@@ -92,6 +92,7 @@ LLVMValueRef f_log(Irb *I, LLVMValueRef a);
 LLVMValueRef f_rcp(Irb *I, LLVMValueRef a);
 LLVMValueRef f_sqrt(Irb *I, LLVMValueRef a);
 LLVMValueRef f_rsqrt(Irb *I, LLVMValueRef a);
+LLVMValueRef f_tanh(Irb *I, LLVMValueRef a);
 
 /* memory */
 LLVMValueRef gep_f32(Irb *I, LLVMValueRef base, LLVMValueRef idx64);   /* global float* + idx */
