@@ -1,6 +1,7 @@
 /* IR builder helpers for NVPTX kernels (see irb.h). */
 #include "irb.h"
 #include "diag.h"
+#include <llvm-c/DebugInfo.h>
 #include <string.h>
 
 void irb_init(Irb *I, LLVMContextRef ctx, LLVMModuleRef mod)
@@ -110,6 +111,7 @@ void var_set(Irb *I, Var v, LLVMValueRef x) { LLVMBuildStore(I->b, x, v.slot); }
 void loop_begin(Irb *I, Loop *L, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step, const char *name)
 {
 	L->i = var_init(I, start, name);
+	L->unroll = 0;
 	L->end = end;
 	L->step = step;
 	L->head = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "loop.head");
@@ -127,7 +129,19 @@ LLVMValueRef loop_i(Irb *I, Loop *L) { return var_get(I, L->i); }
 void loop_end(Irb *I, Loop *L)
 {
 	var_set(I, L->i, iadd(I, var_get(I, L->i), L->step));
-	LLVMBuildBr(I->b, L->head);
+	LLVMValueRef br = LLVMBuildBr(I->b, L->head);
+	if (L->unroll > 1) {
+		/* distinct self-referential loop id: !{!self, !{"llvm.loop.unroll.count", i32 n}} */
+		LLVMMetadataRef cnt[2] = {
+			LLVMMDStringInContext2(I->ctx, "llvm.loop.unroll.count", 22),
+			LLVMValueAsMetadata(LLVMConstInt(I->i32, (unsigned long long)L->unroll, 0)),
+		};
+		LLVMMetadataRef tmp = LLVMTemporaryMDNode(I->ctx, NULL, 0);
+		LLVMMetadataRef ops[2] = { tmp, LLVMMDNodeInContext2(I->ctx, cnt, 2) };
+		LLVMMetadataRef id = LLVMMDNodeInContext2(I->ctx, ops, 2);
+		LLVMMetadataReplaceAllUsesWith(tmp, id);
+		LLVMSetMetadata(br, LLVMGetMDKindIDInContext(I->ctx, "llvm.loop", 9), LLVMMetadataAsValue(I->ctx, id));
+	}
 	LLVMPositionBuilderAtEnd(I->b, L->exit);
 }
 

@@ -32,6 +32,7 @@ typedef struct {
 	LLVMBasicBlockRef head, body, exit;
 	Var i;
 	LLVMValueRef end, step;
+	int unroll;        /* > 0: ask LLVM to unroll by this count (llvm.loop.unroll.count) */
 } Loop;
 
 void irb_init(Irb *I, LLVMContextRef ctx, LLVMModuleRef mod);

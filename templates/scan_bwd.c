@@ -95,7 +95,7 @@ void tmpl_bwd_reduce(Tmpl *T)
 {
 	Irb *I = &T->I;
 	char sm[32];
-	snprintf(sm, sizeof sm, "%d", T->TW * 64 * 8);
+	snprintf(sm, sizeof sm, "%d", T->TW * 64 * 8 + T->TW * XS_QUAD);
 	Launch *l = launch_b(T, "bwd_reduce", "NT", "H", "B", 128 * T->TW, sm);
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_add(T, &l->sig, "dy", I->gptr);
@@ -108,8 +108,10 @@ void tmpl_bwd_reduce(Tmpl *T)
 	ksig_add(T, &l->sig, "ws:baggB", I->gptr);
 	ksig_shape(T, &l->sig);
 	irb_kernel(I, l->kernel, l->sig.ty, l->sig.n, l->block);
+	T->cur_threads = l->block;
 	Lanes ln;
 	lanes_init(T, &ln, &l->sig, T->v->fused);
+	xs_enable(T, &ln, T->TW * 64 * 8);
 	LLVMValueRef tile = ctaid(I, 0);
 	LLVMValueRef qbase = iadd(I, imul(I, tile, ci32(I, T->C * T->P)), imul(I, ln.quad, ci32(I, T->GQ * 16 * T->C)));
 	Var qA[4], qB[4];
@@ -123,6 +125,7 @@ void tmpl_bwd_reduce(Tmpl *T)
 		maps_init(T, &m, "r");
 		Loop L;
 		loop_begin(I, &L, ci32(I, 0), ci32(I, T->C), ci32(I, 1), "i");
+		L.unroll = 2;
 		Step stp;
 		step_gates(T, &ln, &stp, gb, loop_i(I, &L), 0);
 		LLVMValueRef dy[TM_SLOTS];
@@ -189,7 +192,7 @@ static void part_map(Tmpl *T, PartMap *pm)
 
 /* Shared memory of bwd_apply, byte offsets. Per-thread regions are laid
  * out [word][thread] so a warp's accesses never conflict. */
-typedef struct { int hprev, dpa, scal, wfrag, wt, dW, total; } BwdSmem;
+typedef struct { int hprev, dpa, scal, wfrag, wt, dW, xs, total; } BwdSmem;
 
 static BwdSmem bwd_smem(Tmpl *T, const PartMap *pm)
 {
@@ -201,7 +204,8 @@ static BwdSmem bwd_smem(Tmpl *T, const PartMap *pm)
 	s.wfrag = s.scal + 4 * (pm->nscal ? pm->nscal : 1) * 4;   /* gate B fragments */
 	s.wt = s.wfrag + nbd * 16 * 128 * 4;               /* dx B fragments */
 	s.dW = s.wt + nbd * 16 * 128 * 4;                  /* dW^T accumulators, v4 [proj][kt][thread] */
-	s.total = s.dW + nbd * 8 * 128 * 16;
+	s.xs = s.dW + nbd * 8 * 128 * 16;                  /* staged x rows */
+	s.total = s.xs + XS_QUAD;
 	return s;
 }
 
@@ -338,24 +342,15 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 			st(I, pack_bf16x2(I, v0, v1), p, 4);
 			if_end(I, &f);
 		}
-	/* dW^T[j][k] += sum_t dproj[t][j] x[t][k]: A = dproj^T (own j), B = x rows */
-	LLVMValueRef xr[4], xv[4];
-	for (int k = 0; k < 4; k++) {
-		/* rows 2q, 2q+1, 2q+8, 2q+9 of this step */
-		LLVMValueRef row = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, (k & 1) + 8 * (k >> 1)));
-		xr[k] = iadd(I, bw->gb, iadd(I, imul(I, row, ci32(I, T->C)), i));
-		xv[k] = ilt(I, xr[k], ln->L);
-	}
+	/* dW^T[j][k] += sum_t dproj[t][j] x[t][k]: A = dproj^T (own j), B = x rows
+	 * 2q, 2q+1, 2q+8, 2q+9 of the staged tile (zero past L) */
 	LLVMTypeRef v4 = LLVMVectorType(I->f32, 4);
 	for (int kt = 0; kt < 8; kt++) {
-		LLVMValueRef kk = iadd(I, iadd(I, imul(I, ln->head, ci32(I, 64)), ln->g), ci32(I, 8 * kt));
 		LLVMValueRef u16[4];
 		for (int k = 0; k < 4; k++) {
-			LLVMValueRef idx = iadd(I, imul(I, sext64(I, iadd(I, imul(I, ln->b, ln->L), xr[k])), sext64(I, ln->D)), sext64(I, kk));
-			idx = LLVMBuildSelect(I->b, xv[k], idx, ci64(I, 0), "");
-			LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->i16, ln->x, &idx, 1, "");
-			LLVMValueRef v = LLVMBuildZExt(I->b, ld(I, I->i16, p, 2), I->i32, "");
-			u16[k] = LLVMBuildSelect(I->b, xv[k], v, ci32(I, 0), "");
+			LLVMValueRef row = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, (k & 1) + 8 * (k >> 1)));
+			LLVMValueRef col = iadd(I, ln->g, ci32(I, 8 * kt));
+			u16[k] = sld_u16(I, iadd(I, stp.xs, iadd(I, imul(I, row, ci32(I, XS_ROW)), imul(I, col, ci32(I, 2)))));
 		}
 		LLVMValueRef B[2] = { pack_u16(I, u16[0], u16[1]), pack_u16(I, u16[2], u16[3]) };
 		for (int j = 0; j < T->nbd; j++) {
@@ -410,6 +405,7 @@ void tmpl_bwd_apply(Tmpl *T)
 	ksig_add(T, &l->sig, "i32:NT", I->i32);
 	ksig_add(T, &l->sig, "i32:B", I->i32);
 	irb_kernel(I, l->kernel, l->sig.ty, l->sig.n, l->block);
+	T->cur_threads = l->block;
 	Lanes ln;
 	/* this kernel always recomputes the projections: it needs their adjoints */
 	Variant fv = *T->v;
@@ -417,6 +413,7 @@ void tmpl_bwd_apply(Tmpl *T)
 	fv.fused = true;
 	T->v = &fv;
 	lanes_init(T, &ln, &l->sig, 1);
+	xs_enable(T, &ln, bw.sm.xs);
 	bw.ln = &ln;
 	LLVMValueRef NT = irb_arg(I, ksig_find(&l->sig, "i32:NT"));
 	LLVMValueRef Bn = irb_arg(I, ksig_find(&l->sig, "i32:B"));

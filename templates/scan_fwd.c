@@ -32,6 +32,7 @@ static Launch *new_launch(Tmpl *T, int fwd, const char *kname, const char *g0, c
 static void open_kernel(Tmpl *T, Launch *l)
 {
 	irb_kernel(&T->I, l->kernel, l->sig.ty, l->sig.n, l->block);
+	T->cur_threads = l->block;
 }
 
 /* x, params (+ materialised gates) and shape: what a gate step reads */
@@ -60,6 +61,7 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 		maps_init(T, &ex[j], "m");
 		Loop L;
 		loop_begin(I, &L, ci32(I, 0), ci32(I, T->C), ci32(I, 1), "i");
+		L.unroll = 2;
 		Step st;
 		step_gates(T, ln, &st, gb, loop_i(I, &L), 0);
 		for (int s = 0; s < TM_SLOTS; s++)
@@ -107,9 +109,12 @@ static LLVMValueRef quad_base(Tmpl *T, Lanes *ln)
 	return iadd(I, tb, imul(I, ln->quad, ci32(I, T->GQ * 16 * T->C)));
 }
 
+/* shared memory: quad maps [quad][64][2] floats, then the x staging buffers */
+static int xs_at(Tmpl *T) { return T->TW * 64 * 8; }
+
 static char *smem_quads(Tmpl *T, char *buf, size_t n)
 {
-	snprintf(buf, n, "%d", T->TW * 64 * 8);
+	snprintf(buf, n, "%d", xs_at(T) + T->TW * XS_QUAD);
 	return buf;
 }
 
@@ -125,6 +130,7 @@ void tmpl_fwd_reduce(Tmpl *T)
 	open_kernel(T, l);
 	Lanes ln;
 	lanes_init(T, &ln, &l->sig, T->v->fused);
+	xs_enable(T, &ln, xs_at(T));
 	Maps ex[4];
 	LLVMValueRef tA[4][4], tB[4][4];
 	Var qA[4], qB[4];
@@ -177,6 +183,7 @@ void tmpl_fwd_apply(Tmpl *T)
 	open_kernel(T, l);
 	Lanes ln;
 	lanes_init(T, &ln, &l->sig, T->v->fused);
+	xs_enable(T, &ln, xs_at(T));
 	Maps ex[4];
 	LLVMValueRef tA[4][4], tB[4][4];
 	Var qA[4], qB[4];
@@ -220,6 +227,7 @@ void tmpl_fwd_apply(Tmpl *T)
 		}
 		Loop L;
 		loop_begin(I, &L, ci32(I, 0), ci32(I, T->C), ci32(I, 1), "i");
+		L.unroll = 2;
 		Step stp;
 		step_gates(T, &ln, &stp, gb, loop_i(I, &L), 0);
 		for (int s = 0; s < TM_SLOTS; s++) {
@@ -247,7 +255,9 @@ void tmpl_fwd_apply(Tmpl *T)
 void tmpl_fwd_gates(Tmpl *T)
 {
 	Irb *I = &T->I;
-	Launch *l = new_launch(T, 1, "fwd_gates", "NT", "H", "B", 128 * T->TW, "0");
+	char sm[32];
+	snprintf(sm, sizeof sm, "%d", T->TW * XS_QUAD);
+	Launch *l = new_launch(T, 1, "fwd_gates", "NT", "H", "B", 128 * T->TW, sm);
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_params(T, &l->sig);
 	ksig_add(T, &l->sig, "ws:log_a", I->gptr);
@@ -256,6 +266,7 @@ void tmpl_fwd_gates(Tmpl *T)
 	open_kernel(T, l);
 	Lanes ln;
 	lanes_init(T, &ln, &l->sig, 1);
+	xs_enable(T, &ln, 0);
 	LLVMValueRef la = ln.la_ws, bw = ln.b_ws;
 	ln.la_ws = ln.b_ws = NULL;
 	LLVMValueRef qbase = quad_base(T, &ln);
@@ -263,6 +274,7 @@ void tmpl_fwd_gates(Tmpl *T)
 		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->C));
 		Loop L;
 		loop_begin(I, &L, ci32(I, 0), ci32(I, T->C), ci32(I, 1), "i");
+		L.unroll = 2;
 		Step stp;
 		/* need_proj forces the fused path: this kernel is where gates are made */
 		step_gates(T, &ln, &stp, gb, loop_i(I, &L), 1);

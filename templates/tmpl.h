@@ -73,6 +73,7 @@ typedef struct {
 	Workspace ws[16];
 	int nws;
 	char prefix[64];          /* kernel name prefix: mixer name */
+	int cur_threads;          /* block size of the kernel being built */
 } Tmpl;
 
 /* Per-kernel lane geometry and loaded parameters. */
@@ -88,6 +89,8 @@ typedef struct {
 	LLVMValueRef ch[4];                        /* channel within the head for c = 0..3 */
 	LLVMValueRef la_ws, b_ws;                  /* materialised log_a / b (unfused) */
 	int wfrag_smem;                            /* >= 0: gate fragments live in shared memory at this offset */
+	int xs_off;                                /* >= 0: x rows of each step are staged in shared memory here */
+	Var xs_phase;                              /* which of the two staging buffers the next step uses */
 } Lanes;
 
 /* Values of one gate step for the 8 slots. */
@@ -99,7 +102,15 @@ typedef struct {
 	LLVMValueRef proj[TM_SLOTS][MX_MAXPROJ];
 	LLVMValueRef log_a[TM_SLOTS], bb[TM_SLOTS], a[TM_SLOTS];
 	LLVMValueRef a_eff[TM_SLOTS], b_eff[TM_SLOTS];   /* identity when invalid, a=0 at a reset */
+	LLVMValueRef xs;            /* staged x tile of this step (shared byte offset), when staged */
 } Step;
+
+/* x staging: per quad two buffers of 16 rows x 64 bf16, rows padded to
+ * 144 bytes so the mma fragment reads of a warp hit 32 distinct banks */
+#define XS_ROW 144
+#define XS_BUF (16 * XS_ROW)
+#define XS_QUAD (2 * XS_BUF)
+void xs_enable(Tmpl *T, Lanes *ln, int off);
 
 /* an affine map per slot: h -> A h + B (forward) or u -> A u + B (adjoint) */
 typedef struct { Var A[TM_SLOTS], B[TM_SLOTS]; } Maps;

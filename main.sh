@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The main job: install what is missing, build, generate every variant's PTX,
+# check it with ptxas, and where a GPU is present verify every variant at the
+# seed's shapes, calibrate, benchmark and compare against the seed.
+set -eu
+cd "$(dirname "$0")"
+bash scripts/deps.sh
+bash scripts/build.sh
+./build/recur gen lua/variants/all.lua -o out/ptx
+bash tests/ptxas_test.sh ./build/recur . build/ptxas_check | tail -1
+if [ -z "${RECUR_LIBCUDA:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1 '; then
+	echo "no GPU driver (libcuda.so.1) here: PTX generated and checked in out/ptx;"
+	echo "verify, calibrate, bench and compare need an NVIDIA GPU (sm_80 or newer)."
+	exit 0
+fi
+SEED="1x8192x1024,1x32768x1024,1x65536x1024,1x131072x1024"
+./build/recur verify --dir out/ptx $(echo "$SEED" | tr ',' '\n' | sed 's/^/--shape /') --shape 3x1000x1024
+./build/recur calibrate --dir out/ptx --shapes "$SEED" --out out/calibration.json
+./build/recur bench --dir out/ptx --shapes "$SEED" --calibration out/calibration.json --out out/results.json
+./build/recur compare out/results.json --svg out/results.svg

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# recur gen on a broken script: the message names the script's file and line,
+# the exit status is non-zero, and the output directory is left exactly as it
+# was (no partial PTX, no manifest, no temporary directory).
+#   usage: gen_errors_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
+set -u
+recur=$1 src=$2 work=$3
+rm -rf "$work"; mkdir -p "$work/out"
+echo keep > "$work/out/marker"
+pass=0 fail=0
+check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+cat > "$work/bad.lua" <<'LUA'
+local R = require "recur"
+local m = R.mixer("m", { k = 64 })
+local lam = m:param("lam", "channel", R.zeros())
+m:recurrence { log_a = -R.softplus(lam), b = m.x * m.h }
+return R.variants { mixer = m, chunk = {8}, prefix = {32} }
+LUA
+out=$("$recur" gen "$work/bad.lua" -o "$work/out" -q 2>&1); rc=$?
+[ $rc -ne 0 ]; check $? "exit status non-zero on a script error ($rc)"
+echo "$out" | grep -q "bad.lua:4:"; check $? "message names bad.lua:4: ($out)"
+[ "$(ls "$work/out")" = marker ]; check $? "output directory untouched"
+[ -z "$(ls -d "$work"/out.tmp.* 2>/dev/null)" ]; check $? "no temporary directory left"
+out=$("$recur" gen "$src/lua/variants/rglru.lua" -o "$work/out" --ptx 9.9 -q 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -q "PTX ISA 9.9"; check $? "unknown PTX ISA refused ($out)"
+[ "$(ls "$work/out")" = marker ]; check $? "output directory untouched after a refused target"
+out=$("$recur" gen "$src/lua/variants/rglru.lua" -o "$work/out" --sm sm_70 -q 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -q "sm_70"; check $? "sm_70 refused ($out)"
+"$recur" gen "$src/lua/variants/rglru.lua" -o "$work/out" -q; check $? "gen succeeds into an existing directory"
+[ -f "$work/out/manifest.json" ] && [ ! -f "$work/out/marker" ] && [ "$(ls "$work/out"/*.ptx | wc -l)" = 24 ]
+check $? "the directory was replaced whole: 24 PTX files and a manifest"
+grep -q '"ptx_isa": "8.0"' "$work/out/manifest.json"; check $? "manifest records the PTX ISA version"
+grep -q '^.version 8.0' "$work/out"/rglru.fused_grouped_prefix32_hierarchical_chunk16.ptx; check $? "PTX carries .version 8.0"
+grep -q '^.entry\|\.entry rglru_bwd_apply' "$work/out"/rglru.fused_grouped_prefix32_hierarchical_chunk16.ptx; check $? "kernels are .entry (launchable)"
+out=$("$recur" list --dir "$work/out" --shape 1x37x100 2>&1)
+echo "$out" | grep -q "illegal (shape B=1 L=37 D=100: the width must be a multiple of 64"; check $? "list explains an illegal shape"
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# GPU test: every variant verified against the float64 reference at
+# L in {1, 37, 8192} x B in {1, 3} (D = 128 and 1024), and on the golden
+# cases' inputs against their expected outputs. Skips, saying why, where no
+# NVIDIA driver is present.
+#   usage: gpu_verify_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
+set -u
+recur=$1 src=$2 work=$3
+if [ -z "${RECUR_LIBCUDA:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1 '; then
+	echo "SKIP: no NVIDIA driver (libcuda.so.1) on this machine; run this test where a GPU is present"
+	exit 77
+fi
+rm -rf "$work"; mkdir -p "$work"
+"$recur" gen "$src/lua/variants/all.lua" -o "$work/ptx" -q || { echo "FAIL: recur gen"; exit 1; }
+rc=0
+args=()
+for B in 1 3; do for L in 1 37 8192; do args+=(--shape "${B}x${L}x128"); done; done
+args+=(--shape 1x8192x1024 --shape 3x37x1024)
+"$recur" verify --dir "$work/ptx" "${args[@]}" || rc=1
+goldens=${RECUR_GOLDENS:-$src/../shared/goldens}
+if [ -d "$goldens" ]; then
+	"$recur" verify --dir "$work/ptx" --goldens "$goldens" || rc=1
+else
+	echo "FAIL: golden cases not found at $goldens (set RECUR_GOLDENS)"; rc=1
+fi
+exit $rc
