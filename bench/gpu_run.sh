@@ -2,12 +2,19 @@
 # One call on the GPU machine: nothing is built there. It runs the recur
 # binary and PTX built here (carried in .carry/), verifies, then times, and
 # prints a short table last; full logs go to $OUT.
-#   usage: bench/gpu_run.sh [verify-args...]
+#   usage: bench/gpu_run.sh [verify|bench|calibrate] [args...]   (default verify)
 set -u
 BIN=${RECUR_BIN:-.carry/recur}
-PTX=${RECUR_PTX:-.carry/ptx}
+PTX=${RECUR_PTX:-/tmp/recur-ptx/ptx}
 OUT=${OUT:-/tmp/recur-out}
 mkdir -p "$OUT"
+# PTX travels compressed (it is text and compresses ~10x)
+if [ ! -d "$PTX" ] && [ -f .carry/ptx.tar.xz ]; then
+	mkdir -p /tmp/recur-ptx && tar xJf .carry/ptx.tar.xz -C /tmp/recur-ptx
+	for f in .carry/ptx_*.tar.xz; do [ -f "$f" ] && tar xJf "$f" -C /tmp/recur-ptx; done
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
-"$BIN" verify --dir "$PTX" "$@" 2>&1 | tee "$OUT/verify.log"
+cmd=verify
+case "${1:-}" in verify|bench|calibrate) cmd=$1; shift ;; esac
+"$BIN" "$cmd" --dir "$PTX" "$@" 2>&1 | tee -a "$OUT/$cmd.log"
 exit "${PIPESTATUS[0]}"
