@@ -1,35 +1,34 @@
-/* Carry kernels: the top level of the hierarchical scan.
+/* The backward's carry kernel: the top level of its hierarchical scan.
  *
- * One thread per channel walks the per-tile maps of its sequence in order
- * (forward: h entering each tile) or in reverse (backward: the adjoint
- * message entering each tile from the right). NT is small (L / tile), so a
- * sequential walk per channel is cheap next to the tile kernels, and it
- * keeps the combination order fixed: the same bits on every run.
+ * Per channel it walks the per-tile adjoint maps of its sequence from the
+ * last tile to the first and writes the message entering each tile from the
+ * right. The combination order is fixed: the same bits on every run. (The
+ * forward needs no such kernel: it finds tile carries by look-back.)
  */
 #include "tmpl.h"
 #include "diag.h"
 #include <stdio.h>
 #include <string.h>
 
-/* One warp per channel: lane l folds tiles [l*K, (l+1)*K) (in reverse time
- * for the backward), the 32 lane maps are combined with a shuffle scan, and
+/* One warp per channel: lane l folds tiles [l*K, (l+1)*K) in reverse time
+ * order, the 32 lane maps are combined with a shuffle scan, and
  * each lane then walks its tiles again writing the carry entering each. A
  * single thread per channel would walk NT dependent steps; this walks
  * 2*NT/32 + 5. The order of every combination is fixed. */
-void tmpl_carry(Tmpl *T, int backward)
+void tmpl_carry(Tmpl *T)
 {
 	Irb *I = &T->I;
-	Launch *l = backward ? &T->bwd[T->nbwd++] : &T->fwd[T->nfwd++];
+	Launch *l = &T->bwd[T->nbwd++];
 	memset(l, 0, sizeof *l);
-	snprintf(l->kernel, sizeof l->kernel, "%s_%s", T->prefix, backward ? "bwd_carry" : "fwd_carry");
+	snprintf(l->kernel, sizeof l->kernel, "%s_%s", T->prefix, "bwd_carry");
 	snprintf(l->grid[0], sizeof l->grid[0], "cdiv(D,4)");
 	snprintf(l->grid[1], sizeof l->grid[1], "B");
 	snprintf(l->grid[2], sizeof l->grid[2], "1");
 	l->block = 128;
 	snprintf(l->smem, sizeof l->smem, "0");
-	ksig_add(T, &l->sig, backward ? "ws:baggA" : "ws:aggA", I->gptr);
-	ksig_add(T, &l->sig, backward ? "ws:baggB" : "ws:aggB", I->gptr);
-	ksig_add(T, &l->sig, backward ? "ws:ucarry" : "ws:carry", I->gptr);
+	ksig_add(T, &l->sig, "ws:baggA", I->gptr);
+	ksig_add(T, &l->sig, "ws:baggB", I->gptr);
+	ksig_add(T, &l->sig, "ws:ucarry", I->gptr);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
 	ksig_add(T, &l->sig, "i32:NT", I->i32);
 	irb_kernel(I, l->kernel, l->sig.ty, l->sig.n, 128);
@@ -46,7 +45,7 @@ void tmpl_carry(Tmpl *T, int backward)
 	LLVMValueRef k0 = imul(I, lane, K);
 	LLVMValueRef k1 = LLVMBuildSelect(I->b, ilt(I, iadd(I, k0, K), NT), iadd(I, k0, K), NT, "");
 	/* k-th tile in walking order */
-	#define TILE_IDX(k) (backward ? isub(I, isub(I, NT, ci32(I, 1)), (k)) : (k))
+	#define TILE_IDX(k) isub(I, isub(I, NT, ci32(I, 1)), (k))
 	#define ELEM(k) iadd(I, imul(I, sext64(I, iadd(I, imul(I, b, NT), TILE_IDX(k))), sext64(I, D)), sext64(I, cc))
 	Var fa = var_init(I, cf32(I, 1.0), "fa"), fb = var_init(I, cf32(I, 0.0), "fb");
 	Loop L;

@@ -473,8 +473,6 @@ void tmpl_bwd_apply(Tmpl *T)
 	LLVMValueRef hg[4];
 	for (int c = 0; c < 4; c++)
 		hg[c] = ld(I, I->f32, gep_f32(I, ckpt, tile_chan(T, &ln, gi, NG, ln.ch[c])), 4);
-	int exp_ns = getenv("RECUR_EXP_NOSTAGE_AF") != NULL, xs_saved = ln.xs_off;
-	if (exp_ns) ln.xs_off = -1;
 	/* pass A: chunk maps forward (for h) and backward (for u) in one sweep */
 	Maps fm, rm;
 	maps_init(T, &fm, "f");
@@ -535,9 +533,7 @@ void tmpl_bwd_apply(Tmpl *T)
 			Loop L;
 			loop_begin(I, &L, ci32(I, 0), ci32(I, T->S), ci32(I, 1), "ri");
 			LLVMValueRef si = isub(I, ci32(I, T->S - 1), loop_i(I, &L));
-			ln.xs_off = xs_saved;
 			bwd_step(&bw, iadd(I, si, ci32(I, s0)), si, ue);
-			if (exp_ns) ln.xs_off = -1;
 			loop_end(I, &L);
 		}
 	}

@@ -96,7 +96,7 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		tmpl_fwd_gates(T);
 	tmpl_fwd_apply(T);
 	tmpl_bwd_reduce(T);
-	tmpl_carry(T, 1);
+	tmpl_carry(T);
 	tmpl_bwd_apply(T);
 	tmpl_param_reduce(T);
 	irb_dispose(&T->I);

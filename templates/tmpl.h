@@ -154,7 +154,7 @@ static inline int slot_r(int s) { return s >> 2; }
 void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v);
 void tmpl_fwd_gates(Tmpl *T);      /* unfused: log_a, b to memory */
 void tmpl_fwd_apply(Tmpl *T);
-void tmpl_carry(Tmpl *T, int backward);
+void tmpl_carry(Tmpl *T);          /* adjoint messages entering each tile */
 void tmpl_bwd_reduce(Tmpl *T);
 void tmpl_bwd_apply(Tmpl *T);
 void tmpl_param_reduce(Tmpl *T);
