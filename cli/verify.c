@@ -327,7 +327,9 @@ static void run_variant(Ctx *cx, int v, const Case *c)
 		int ok = bad == 0 && det;
 		for (int k = 0; k < 2 + c->np; k++)
 			ok &= e[k] <= TOL;
-		printf("%-58s %6dx%-6dx%-5d %s y %.1e dx %.1e", vname, s.B, s.L, s.D, ok ? "PASS" : "FAIL", e[0], e[1]);
+		char shp[48];
+		snprintf(shp, sizeof shp, "%dx%dx%d", s.B, s.L, s.D);
+		printf("%-48s %-15s %s y %.1e dx %.1e", vname, shp, ok ? "PASS" : "FAIL", e[0], e[1]);
 		for (int p = 0; p < c->np; p++)
 			printf(" d%s %.1e", c->pname[p], e[2 + p]);
 		if (bad)
@@ -367,7 +369,7 @@ static void run_variant(Ctx *cx, int v, const Case *c)
 	}
 	goto done;
 fail:
-	printf("%-58s %6dx%-6dx%-5d FAIL %s\n", vname, s.B, s.L, s.D, err);
+	printf("%-48s %dx%dx%d FAIL %s\n", vname, s.B, s.L, s.D, err);
 	fflush(stdout);
 	cx->fails++;
 done:
@@ -475,7 +477,7 @@ int cli_verify(int argc, char **argv)
 					continue;
 				char why[512];
 				if (recur_check_shape(cx.m, v, c.s, why, sizeof why) != 0) {
-					printf("%-58s %s: not legal: %s\n", recur_manifest_variant_name(cx.m, v), cases[k], why);
+					printf("%-48s %s: not legal: %s\n", recur_manifest_variant_name(cx.m, v), cases[k], why);
 					continue;
 				}
 				run_variant(&cx, v, &c);
@@ -510,7 +512,7 @@ int cli_verify(int argc, char **argv)
 						continue;
 					char why[512];
 					if (recur_check_shape(cx.m, v, sh[k], why, sizeof why) != 0) {
-						printf("%-58s %6dx%-6dx%-5d skip: %s\n", recur_manifest_variant_name(cx.m, v), sh[k].B, sh[k].L, sh[k].D, why);
+						printf("%-48s %dx%dx%d skip: %s\n", recur_manifest_variant_name(cx.m, v), sh[k].B, sh[k].L, sh[k].D, why);
 						continue;
 					}
 					run_variant(&cx, v, &c);
