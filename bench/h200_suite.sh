@@ -16,8 +16,12 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=c
 dir=""
 for s in "${sets[@]}"; do
 	d=/tmp/recur-ptx/$s
-	if "$BIN" verify --dir "$d" --goldens .carry/goldens > "$OUT/goldens_$s.log" 2>&1; then dir=$d; echo "goldens: $s passes"; break; fi
-	echo "goldens: $s FAILS"; grep -E "FAIL" "$OUT/goldens_$s.log" | head -5
+	# the goldens, and a shape with many tiles per sequence and a tail
+	if "$BIN" verify --dir "$d" --goldens .carry/goldens > "$OUT/goldens_$s.log" 2>&1 &&
+	   "$BIN" verify --dir "$d" --shape 3x5000x256 --shape 2x37x64 > "$OUT/tiles_$s.log" 2>&1; then
+		dir=$d; echo "goldens and tiles: $s passes ($(tail -1 "$OUT/goldens_$s.log"); $(tail -1 "$OUT/tiles_$s.log"))"; break
+	fi
+	echo "goldens or tiles: $s FAILS"; grep -h "FAIL" "$OUT/goldens_$s.log" "$OUT/tiles_$s.log" 2>/dev/null | head -5
 done
 [ -n "$dir" ] || { echo "no PTX set passed the goldens"; exit 1; }
 "$BIN" verify --dir "$dir" --time 5 --shape 1x8192x1024 --shape 1x32768x1024 --shape 1x65536x1024 \
