@@ -13,6 +13,7 @@
 #include "ref.h"
 #include "rng.h"
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -390,6 +391,23 @@ done:
 		recur_variant_free(rv);
 }
 
+typedef struct {
+	Ctx *cx;
+	int v0;
+	recur_shape s;
+	uint64_t seed;
+	Case c;
+	int rc;
+	char err[1024];
+} Job;
+
+static void *job_run(void *arg)
+{
+	Job *j = arg;
+	j->rc = case_random(j->cx, j->v0, j->s, j->seed, &j->c, j->err, sizeof j->err);
+	return NULL;
+}
+
 static int chosen(int v, recur_manifest *m, char **names, int nnames, const char *mixer)
 {
 	if (mixer && strcmp(mixer, recur_manifest_variant_mixer(m, v)) != 0)
@@ -485,40 +503,57 @@ int cli_verify(int argc, char **argv)
 			case_free(&c);
 		}
 	} else {
+		/* one reference per (mixer, shape), shared by all its variants; the
+		 * references are independent, so they are computed concurrently */
+		Job jobs[64];
+		int nj = 0;
 		for (int k = 0; k < nsh; k++) {
-			/* one reference per (mixer, shape), shared by all its variants */
 			const char *done_mixers[16];
 			int ndone = 0;
-			for (int v0 = 0; v0 < nv; v0++) {
+			for (int v0 = 0; v0 < nv && nj < 64; v0++) {
 				if (!chosen(v0, cx.m, names, nnames, mixer))
 					continue;
 				const char *mn = recur_manifest_variant_mixer(cx.m, v0);
 				int seen = 0;
 				for (int d = 0; d < ndone; d++)
 					seen |= !strcmp(done_mixers[d], mn);
-				if (seen)
+				if (seen || ndone == 16)
 					continue;
 				done_mixers[ndone++] = mn;
-				Case c;
-				fprintf(stderr, "reference %s %dx%dx%d ...\n", mn, sh[k].B, sh[k].L, sh[k].D);
-				if (case_random(&cx, v0, sh[k], seed + (uint64_t)k * 7919, &c, err, sizeof err) != 0) {
-					fprintf(stderr, "recur verify: %s\n", err);
-					case_free(&c);
-					cx.fails++;
+				jobs[nj++] = (Job){ .cx = &cx, .v0 = v0, .s = sh[k], .seed = seed + (uint64_t)k * 7919 };
+			}
+		}
+		fprintf(stderr, "computing %d float64 references ...\n", nj);
+		pthread_t th[64];
+		int started[64] = { 0 };
+		for (int j = 0; j < nj; j++)
+			started[j] = pthread_create(&th[j], NULL, job_run, &jobs[j]) == 0;
+		for (int j = 0; j < nj; j++) {
+			if (started[j])
+				pthread_join(th[j], NULL);
+			else
+				job_run(&jobs[j]);
+		}
+		for (int j = 0; j < nj; j++) {
+			Job *jb = &jobs[j];
+			const char *mn = recur_manifest_variant_mixer(cx.m, jb->v0);
+			if (jb->rc != 0) {
+				fprintf(stderr, "recur verify: %s\n", jb->err);
+				case_free(&jb->c);
+				cx.fails++;
+				continue;
+			}
+			for (int v = jb->v0; v < nv; v++) {
+				if (!chosen(v, cx.m, names, nnames, mixer) || strcmp(recur_manifest_variant_mixer(cx.m, v), mn))
+					continue;
+				char why[512];
+				if (recur_check_shape(cx.m, v, jb->s, why, sizeof why) != 0) {
+					printf("%-48s %dx%dx%d skip: %s\n", recur_manifest_variant_name(cx.m, v), jb->s.B, jb->s.L, jb->s.D, why);
 					continue;
 				}
-				for (int v = v0; v < nv; v++) {
-					if (!chosen(v, cx.m, names, nnames, mixer) || strcmp(recur_manifest_variant_mixer(cx.m, v), mn))
-						continue;
-					char why[512];
-					if (recur_check_shape(cx.m, v, sh[k], why, sizeof why) != 0) {
-						printf("%-48s %dx%dx%d skip: %s\n", recur_manifest_variant_name(cx.m, v), sh[k].B, sh[k].L, sh[k].D, why);
-						continue;
-					}
-					run_variant(&cx, v, &c);
-				}
-				case_free(&c);
+				run_variant(&cx, v, &jb->c);
 			}
+			case_free(&jb->c);
 		}
 	}
 	printf("%d passed, %d failed\n", cx.passes, cx.fails);
