@@ -323,27 +323,6 @@ void syncwarp(Irb *I)
 
 void membar_gl(Irb *I) { call_intr(I, "llvm.nvvm.membar.gl", NULL, 0, NULL, 0); }
 
-/* volatile accesses bypass L1: what another block published is seen */
-LLVMValueRef ld_volatile(Irb *I, LLVMTypeRef ty, LLVMValueRef p)
-{
-	LLVMValueRef v = LLVMBuildLoad2(I->b, ty, p, "");
-	LLVMSetVolatile(v, 1);
-	LLVMSetAlignment(v, 4);
-	return v;
-}
-
-void st_volatile(Irb *I, LLVMValueRef v, LLVMValueRef p)
-{
-	LLVMValueRef s = LLVMBuildStore(I->b, v, p);
-	LLVMSetVolatile(s, 1);
-	LLVMSetAlignment(s, 4);
-}
-
-LLVMValueRef atomic_add_i32(Irb *I, LLVMValueRef p, LLVMValueRef v)
-{
-	return LLVMBuildAtomicRMW(I->b, LLVMAtomicRMWBinOpAdd, p, v, LLVMAtomicOrderingMonotonic, 0);
-}
-
 static LLVMValueRef shfl(Irb *I, const char *name, LLVMValueRef v, LLVMValueRef b, int c)
 {
 	LLVMValueRef a[4] = { ci32(I, -1), v, b, ci32(I, c) };

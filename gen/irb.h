@@ -116,9 +116,6 @@ void bar_sync(Irb *I);                                   /* __syncthreads */
 void bar_named(Irb *I, LLVMValueRef id, int nthreads);   /* bar.sync id, n */
 void syncwarp(Irb *I);
 void membar_gl(Irb *I);
-LLVMValueRef ld_volatile(Irb *I, LLVMTypeRef ty, LLVMValueRef p);
-void st_volatile(Irb *I, LLVMValueRef v, LLVMValueRef p);
-LLVMValueRef atomic_add_i32(Irb *I, LLVMValueRef p, LLVMValueRef v);
 /* shfl.sync with full mask; clamp as in PTX c operand */
 LLVMValueRef shfl_up_f(Irb *I, LLVMValueRef v, int delta);
 LLVMValueRef shfl_down_f(Irb *I, LLVMValueRef v, int delta);

@@ -76,8 +76,8 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	ln->q = LLVMBuildAnd(I->b, ln->lane, ci32(I, 3), "q");
 	ln->quad = LLVMBuildLShr(I->b, ln->warp, ci32(I, 2), "quad");
 	ln->w = LLVMBuildAnd(I->b, ln->warp, ci32(I, 3), "w");
-	ln->head = T->head_v ? T->head_v : ctaid(I, 1);
-	ln->b = T->b_v ? T->b_v : ctaid(I, 2);
+	ln->head = ctaid(I, 1);
+	ln->b = ctaid(I, 2);
 	ln->L = argv_of(T, s, "i32:L");
 	ln->D = argv_of(T, s, "i32:D");
 	ln->x = argv_of(T, s, "x");

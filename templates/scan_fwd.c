@@ -1,13 +1,13 @@
 /* Forward scan kernels.
  *
  *   gates   (unfused variants only) log_a and b of every element to memory
- *   scan    per tile, one pass over x: fold the tile into per-channel maps
- *           h -> A h + B, find the carry-in by decoupled look-back over the
- *           earlier tiles, then h and y for every step; writes h at every
- *           group start as the backward's checkpoint (one float per
- *           16*chunk steps and channel)
- * Projections are recomputed in the second sweep rather than stored: the
- * tile's x is still in L2 then, and storing gates would cost 8 bytes.
+ *   reduce  per tile: the affine map h -> A h + B of its T steps, per channel
+ *   apply   per tile: chunk starts from the tile's carry, then h and y for
+ *           every step; writes h at every group start as the backward's
+ *           checkpoint (one float per 16*chunk steps and channel)
+ * The carry kernel (carry.c) turns the reduce output into tile carries.
+ * Projections are recomputed in apply rather than stored: reading x twice
+ * costs 2 bytes per element, storing gates would cost 8.
  */
 #include "tmpl.h"
 #include "diag.h"
@@ -91,7 +91,16 @@ static void quad_publish(Tmpl *T, Lanes *ln, Var qA[4], Var qB[4])
 	bar_sync(I);
 }
 
-static LLVMValueRef tile_of(Tmpl *T) { return T->tile_v ? T->tile_v : ctaid(&T->I, 0); }
+static LLVMValueRef tile_of(Tmpl *T) { return ctaid(&T->I, 0); }
+
+static LLVMValueRef tile_chan_index(Tmpl *T, Lanes *ln, LLVMValueRef ch)
+{
+	Irb *I = &T->I;
+	/* [(b * NT + tile) * D + head*64 + ch] with NT = nctaid.x */
+	LLVMValueRef row = iadd(I, imul(I, ln->b, nctaid(I, 0)), tile_of(T));
+	return iadd(I, imul(I, sext64(I, row), sext64(I, ln->D)),
+	            sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), ch)));
+}
 
 static LLVMValueRef quad_base(Tmpl *T, Lanes *ln)
 {
@@ -100,16 +109,49 @@ static LLVMValueRef quad_base(Tmpl *T, Lanes *ln)
 	return iadd(I, tb, imul(I, ln->quad, ci32(I, T->GQ * 16 * T->C)));
 }
 
-/* shared memory: quad maps [quad][64][2] floats, the tile's carry-in
- * [64] and its ticket, then the x staging buffers */
-#define SM_CARRY(T) ((T)->TW * 64 * 8)
-#define SM_TICKET(T) (SM_CARRY(T) + 64 * 4)
-static int xs_at(Tmpl *T) { return SM_TICKET(T) + 16; }
+/* shared memory: quad maps [quad][64][2] floats, then the x staging buffers */
+static int xs_at(Tmpl *T) { return T->TW * 64 * 8; }
 
 static char *smem_quads(Tmpl *T, char *buf, size_t n)
 {
 	snprintf(buf, n, "%d", xs_at(T) + T->TW * XS_QUAD);
 	return buf;
+}
+
+void tmpl_fwd_reduce(Tmpl *T)
+{
+	Irb *I = &T->I;
+	char sm[32];
+	Launch *l = new_launch(T, 1, "fwd_reduce", "NT", "H", "B", 128 * T->TW, smem_quads(T, sm, sizeof sm));
+	sig_inputs(T, &l->sig);
+	ksig_add(T, &l->sig, "ws:aggA", I->gptr);
+	ksig_add(T, &l->sig, "ws:aggB", I->gptr);
+	ksig_shape(T, &l->sig);
+	open_kernel(T, l);
+	Lanes ln;
+	lanes_init(T, &ln, &l->sig, T->v->fused);
+	xs_enable(T, &ln, xs_at(T));
+	Maps ex[4];
+	LLVMValueRef tA[4][4], tB[4][4];
+	Var qA[4], qB[4];
+	quad_fold(T, &ln, quad_base(T, &ln), ex, tA, tB, qA, qB);
+	quad_publish(T, &ln, qA, qB);
+	/* threads 0..63 compose the quads of their channel in time order */
+	IfBlk f;
+	if_begin(I, &f, ilt(I, ln.tid, ci32(I, 64)), "tile");
+	LLVMValueRef A = cf32(I, 1.0), B = cf32(I, 0.0);
+	for (int qd = 0; qd < T->TW; qd++) {
+		LLVMValueRef off = imul(I, iadd(I, ci32(I, qd * 64), ln.tid), ci32(I, 8));
+		LLVMValueRef a = ld(I, I->f32, smem_ptr(I, off), 4);
+		LLVMValueRef b = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, 4))), 4);
+		B = fadd(I, fmul(I, B, a), b);
+		A = fmul(I, A, a);
+	}
+	LLVMValueRef idx = tile_chan_index(T, &ln, ln.tid);
+	st(I, A, gep_f32(I, irb_arg(I, ksig_find(&l->sig, "ws:aggA")), idx), 4);
+	st(I, B, gep_f32(I, irb_arg(I, ksig_find(&l->sig, "ws:aggB")), idx), 4);
+	if_end(I, &f);
+	irb_ret(I);
 }
 
 /* y for the 8 slots of a step, stored as bf16 pairs of adjacent channels */
@@ -127,137 +169,18 @@ static void store_outputs(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef out, LLVMV
 		}
 }
 
-/* Single-pass forward with decoupled look-back: a block takes its tile from
- * an atomic ticket (so every tile it waits for belongs to a block that
- * started earlier: no deadlock), folds the tile into per-channel maps,
- * publishes the aggregate, then walks back over earlier tiles, composing
- * published aggregates until it meets a published inclusive state. x is
- * read from DRAM once; the second pass over the tile finds it in L2. */
-static void lookback(Tmpl *T, Lanes *ln, const KSig *sg, LLVMValueRef tile, LLVMValueRef NT)
-{
-	Irb *I = &T->I;
-	LLVMValueRef aggA = irb_arg(I, ksig_find(sg, "ws:aggA")), aggB = irb_arg(I, ksig_find(sg, "ws:aggB"));
-	LLVMValueRef incl = irb_arg(I, ksig_find(sg, "ws:incl")), flags = irb_arg(I, ksig_find(sg, "ws:flags"));
-	LLVMValueRef fbase = imul(I, iadd(I, imul(I, ln->b, nctaid(I, 1)), ln->head), NT);
-	#define FLAG(j) LLVMBuildInBoundsGEP2(I->b, I->i32, flags, (LLVMValueRef[]){ sext64(I, iadd(I, fbase, (j))) }, 1, "")
-	#define CIDX(j) iadd(I, imul(I, sext64(I, iadd(I, imul(I, ln->b, NT), (j))), sext64(I, ln->D)), \
-	                       sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), ln->tid)))
-	LLVMValueRef in64 = ilt(I, ln->tid, ci32(I, 64));
-	/* the tile's aggregate per channel, quads composed in order */
-	Var A = var_init(I, cf32(I, 1.0), "tA"), B = var_init(I, cf32(I, 0.0), "tB");
-	IfBlk f0;
-	if_begin(I, &f0, in64, "agg");
-	{
-		LLVMValueRef a_ = cf32(I, 1.0), b_ = cf32(I, 0.0);
-		for (int qd = 0; qd < T->TW; qd++) {
-			LLVMValueRef off = imul(I, iadd(I, ci32(I, qd * 64), ln->tid), ci32(I, 8));
-			LLVMValueRef a = ld(I, I->f32, smem_ptr(I, off), 4);
-			LLVMValueRef b = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, 4))), 4);
-			b_ = fadd(I, fmul(I, b_, a), b);
-			a_ = fmul(I, a_, a);
-		}
-		var_set(I, A, a_);
-		var_set(I, B, b_);
-		st(I, a_, gep_f32(I, aggA, CIDX(tile)), 4);
-		st(I, b_, gep_f32(I, aggB, CIDX(tile)), 4);
-	}
-	if_end(I, &f0);
-	membar_gl(I);
-	bar_sync(I);
-	IfBlk f1;
-	if_begin(I, &f1, ieq(I, ln->tid, ci32(I, 0)), "pub1");
-	st_volatile(I, ci32(I, 1), FLAG(tile));
-	if_end(I, &f1);
-	/* walk back: F = F o aggregate(j) until an inclusive state is found */
-	Var MA = var_init(I, cf32(I, 1.0), "MA"), MB = var_init(I, cf32(I, 0.0), "MB");
-	Var j = var_init(I, isub(I, tile, ci32(I, 1)), "j");
-	Var hin = var_init(I, cf32(I, 0.0), "hin");
-	IfBlk f2;
-	if_begin(I, &f2, in64, "look");
-	{
-		LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "lb.head");
-		LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "lb.spin");
-		LLVMBasicBlockRef got = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "lb.got");
-		LLVMBasicBlockRef incb = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "lb.incl");
-		LLVMBasicBlockRef aggb = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "lb.agg");
-		LLVMBasicBlockRef none = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "lb.none");
-		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "lb.done");
-		LLVMBuildBr(I->b, head);
-		LLVMPositionBuilderAtEnd(I->b, head);
-		LLVMBuildCondBr(I->b, ige(I, var_get(I, j), ci32(I, 0)), spin, none);
-		LLVMPositionBuilderAtEnd(I->b, spin);
-		Var fl = var_init(I, ld_volatile(I, I->i32, FLAG(var_get(I, j))), "fl");
-		LLVMBuildCondBr(I->b, ieq(I, var_get(I, fl), ci32(I, 0)), spin, got);
-		LLVMPositionBuilderAtEnd(I->b, got);
-		membar_gl(I);
-		LLVMBuildCondBr(I->b, ieq(I, var_get(I, fl), ci32(I, 2)), incb, aggb);
-		LLVMPositionBuilderAtEnd(I->b, incb);
-		{
-			LLVMValueRef x = ld_volatile(I, I->f32, gep_f32(I, incl, CIDX(var_get(I, j))));
-			var_set(I, hin, fadd(I, fmul(I, var_get(I, MA), x), var_get(I, MB)));
-			LLVMBuildBr(I->b, done);
-		}
-		LLVMPositionBuilderAtEnd(I->b, aggb);
-		{
-			LLVMValueRef a = ld_volatile(I, I->f32, gep_f32(I, aggA, CIDX(var_get(I, j))));
-			LLVMValueRef b = ld_volatile(I, I->f32, gep_f32(I, aggB, CIDX(var_get(I, j))));
-			LLVMValueRef ma = var_get(I, MA);
-			var_set(I, MB, fadd(I, fmul(I, ma, b), var_get(I, MB)));
-			var_set(I, MA, fmul(I, ma, a));
-			var_set(I, j, isub(I, var_get(I, j), ci32(I, 1)));
-			LLVMBuildBr(I->b, head);
-		}
-		LLVMPositionBuilderAtEnd(I->b, none);
-		var_set(I, hin, var_get(I, MB));
-		LLVMBuildBr(I->b, done);
-		LLVMPositionBuilderAtEnd(I->b, done);
-		LLVMValueRef h = var_get(I, hin);
-		st(I, fadd(I, fmul(I, var_get(I, A), h), var_get(I, B)), gep_f32(I, incl, CIDX(tile)), 4);
-		st(I, h, smem_ptr(I, iadd(I, ci32(I, SM_CARRY(T)), imul(I, ln->tid, ci32(I, 4)))), 4);
-	}
-	if_end(I, &f2);
-	membar_gl(I);
-	bar_sync(I);
-	IfBlk f3;
-	if_begin(I, &f3, ieq(I, ln->tid, ci32(I, 0)), "pub2");
-	st_volatile(I, ci32(I, 2), FLAG(tile));
-	if_end(I, &f3);
-	#undef FLAG
-	#undef CIDX
-}
-
 void tmpl_fwd_apply(Tmpl *T)
 {
 	Irb *I = &T->I;
 	Mixer *mx = (Mixer *)T->mx;
 	char sm[32];
-	Launch *l = new_launch(T, 1, "fwd_scan", "NT", "H", "B", 128 * T->TW, smem_quads(T, sm, sizeof sm));
+	Launch *l = new_launch(T, 1, "fwd_apply", "NT", "H", "B", 128 * T->TW, smem_quads(T, sm, sizeof sm));
 	sig_inputs(T, &l->sig);
 	ksig_add(T, &l->sig, "y", I->gptr);
-	ksig_add(T, &l->sig, "ws:aggA", I->gptr);
-	ksig_add(T, &l->sig, "ws:aggB", I->gptr);
-	ksig_add(T, &l->sig, "ws:incl", I->gptr);
-	ksig_add(T, &l->sig, "ws:flags", I->gptr);
-	ksig_add(T, &l->sig, "ws:ticket", I->gptr);
+	ksig_add(T, &l->sig, "ws:carry", I->gptr);
 	ksig_add(T, &l->sig, "ws:ckpt", I->gptr);
 	ksig_shape(T, &l->sig);
 	open_kernel(T, l);
-	/* the ticket: tiles in time order within each (sequence, head) */
-	LLVMValueRef tid = tid_x(I);
-	IfBlk ft;
-	if_begin(I, &ft, ieq(I, tid, ci32(I, 0)), "ticket");
-	LLVMValueRef tk = atomic_add_i32(I, irb_arg(I, ksig_find(&l->sig, "ws:ticket")), ci32(I, 1));
-	st(I, tk, smem_ptr(I, ci32(I, SM_TICKET(T))), 4);
-	if_end(I, &ft);
-	bar_sync(I);
-	LLVMValueRef t = ld(I, I->i32, smem_ptr(I, ci32(I, SM_TICKET(T))), 4);
-	LLVMValueRef NT = nctaid(I, 0), H = nctaid(I, 1);
-	LLVMValueRef per_b = imul(I, NT, H);
-	T->b_v = idiv(I, t, per_b);
-	LLVMValueRef rem = irem(I, t, per_b);
-	T->tile_v = idiv(I, rem, H);
-	T->head_v = irem(I, rem, H);
-	T->nt_v = NT;
 	Lanes ln;
 	lanes_init(T, &ln, &l->sig, T->v->fused);
 	xs_enable(T, &ln, xs_at(T));
@@ -267,12 +190,12 @@ void tmpl_fwd_apply(Tmpl *T)
 	LLVMValueRef qbase = quad_base(T, &ln);
 	quad_fold(T, &ln, qbase, ex, tA, tB, qA, qB);
 	quad_publish(T, &ln, qA, qB);
-	lookback(T, &ln, &l->sig, T->tile_v, NT);
+	/* the quad's start: the tile carry through the earlier quads */
+	LLVMValueRef carry = irb_arg(I, ksig_find(&l->sig, "ws:carry"));
 	LLVMValueRef ckpt = irb_arg(I, ksig_find(&l->sig, "ws:ckpt"));
-	/* the quad's start: the tile's carry-in through the earlier quads */
 	Var hg[4];
 	for (int c = 0; c < 4; c++) {
-		LLVMValueRef h = ld(I, I->f32, smem_ptr(I, iadd(I, ci32(I, SM_CARRY(T)), imul(I, ln.ch[c], ci32(I, 4)))), 4);
+		LLVMValueRef h = ld(I, I->f32, gep_f32(I, carry, tile_chan_index(T, &ln, ln.ch[c])), 4);
 		for (int qd = 0; qd < T->TW - 1; qd++) {
 			LLVMValueRef off = imul(I, iadd(I, ci32(I, qd * 64), ln.ch[c]), ci32(I, 8));
 			LLVMValueRef a = ld(I, I->f32, smem_ptr(I, off), 4);
@@ -327,7 +250,6 @@ void tmpl_fwd_apply(Tmpl *T)
 		}
 	}
 	irb_ret(I);
-	T->tile_v = T->head_v = T->b_v = T->nt_v = NULL;
 }
 
 void tmpl_fwd_gates(Tmpl *T)

@@ -7,7 +7,6 @@
 #include "diag.h"
 #include <stdio.h>
 #include <string.h>
-#include <stdlib.h>
 
 void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v)
 {
@@ -16,10 +15,10 @@ void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v)
 	T->v = v;
 	T->C = v->chunk;
 	T->P = v->prefix;
-	/* one quad (128 threads) per block up to 64 chunks, two beyond: blocks
-	 * stay small so that several fit on an SM, and the groups of a quad
-	 * (at most 4) compose in order */
-	T->TW = T->P / 64 > 1 ? T->P / 64 : 1;
+	/* at most 2 quads (256 threads) per block, so a lane may use up to 255
+	 * registers for its weight fragments, accumulators and maps without
+	 * spilling; larger prefixes compose several groups per quad in order */
+	T->TW = T->P / 16 < 2 ? T->P / 16 : 2;
 	T->GQ = T->P / (16 * T->TW);
 	T->S = T->C < 8 ? T->C : 8;   /* backward segment: h of S steps kept in shared memory */
 	CHECK(T->P == 16 * T->TW * T->GQ);
@@ -73,9 +72,7 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 	derive(T, &T->mx->g);
 	add_ws(T, "aggA", "B*NT*D*4", "forward", 0);
 	add_ws(T, "aggB", "B*NT*D*4", "forward", 0);
-	add_ws(T, "incl", "B*NT*D*4", "forward", 0);
-	add_ws(T, "flags", "B*H*NT*4", "forward", 1);
-	add_ws(T, "ticket", "16", "forward", 1);
+	add_ws(T, "carry", "B*NT*D*4", "forward", 0);
 	add_ws(T, "ckpt", "B*NG*D*4", "saved", 0);
 	if (!T->v->fused) {
 		add_ws(T, "log_a", "B*L*D*4", "saved", 0);
@@ -94,9 +91,11 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 
 	if (!T->v->fused)
 		tmpl_fwd_gates(T);
+	tmpl_fwd_reduce(T);
+	tmpl_carry(T, 0);
 	tmpl_fwd_apply(T);
 	tmpl_bwd_reduce(T);
-	tmpl_carry(T);
+	tmpl_carry(T, 1);
 	tmpl_bwd_apply(T);
 	tmpl_param_reduce(T);
 	irb_dispose(&T->I);

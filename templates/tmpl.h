@@ -74,9 +74,6 @@ typedef struct {
 	int nws;
 	char prefix[64];          /* kernel name prefix: mixer name */
 	int cur_threads;          /* block size of the kernel being built */
-	/* tile, head and sequence of the block when they come from a ticket
-	 * rather than the block index (NULL: the block index) */
-	LLVMValueRef tile_v, head_v, b_v, nt_v;
 } Tmpl;
 
 /* Per-kernel lane geometry and loaded parameters. */
@@ -153,8 +150,9 @@ static inline int slot_r(int s) { return s >> 2; }
 /* the templates */
 void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v);
 void tmpl_fwd_gates(Tmpl *T);      /* unfused: log_a, b to memory */
+void tmpl_fwd_reduce(Tmpl *T);
 void tmpl_fwd_apply(Tmpl *T);
-void tmpl_carry(Tmpl *T);          /* adjoint messages entering each tile */
+void tmpl_carry(Tmpl *T, int backward);
 void tmpl_bwd_reduce(Tmpl *T);
 void tmpl_bwd_apply(Tmpl *T);
 void tmpl_param_reduce(Tmpl *T);
