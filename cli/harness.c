@@ -1,5 +1,6 @@
 /* The GPU side of bench and calibrate (see harness.h). */
 #include "harness.h"
+#include "pinit.h"
 #include "cucopy.h"
 #include "rng.h"
 #include "stats.h"
@@ -49,16 +50,6 @@ int harness_flush(Harness *h, char *err, size_t errlen)
 }
 
 /* ---- buffers ---- */
-
-static double init_value(const char *kind, double a, double b, Rng *r)
-{
-	if (!strcmp(kind, "zeros")) return 0.0;
-	if (!strcmp(kind, "const")) return a;
-	if (!strcmp(kind, "normal")) return a * rng_normal(r);
-	/* decay (as in verify.c): lam = log(exp(-0.5 log u) - 1), u ~ U[a, b] */
-	double u = a + (b - a) * rng_uniform(r);
-	return log(exp(-0.5 * log(u)) - 1.0);
-}
 
 void hbufs_label(HBufs *b, const char *mixer, const char *variant)
 {
@@ -132,7 +123,7 @@ int hbufs_inputs(Harness *h, const recur_manifest *m, int vi, recur_shape s, uin
 			return -1;
 		}
 		for (long i = 0; i < n; i++)
-			t[i] = (float)init_value(kind, a, bb, &r);
+			t[i] = (float)pinit_value(kind, a, bb, &r);
 		size_t bytes = (size_t)n * 4;
 		char call[160];
 		snprintf(call, sizeof call, "parameter %s (%zu bytes)", pn, bytes);

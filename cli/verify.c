@@ -8,6 +8,7 @@
  * backward whose parameter gradients must match the first bit for bit.
  */
 #include "cli.h"
+#include "pinit.h"
 #include "npy.h"
 #include "recur.h"
 #include "ref.h"
@@ -87,16 +88,6 @@ static void case_free(Case *c)
 	memset(c, 0, sizeof *c);
 }
 
-static double init_value(const char *kind, double a, double b, Rng *r)
-{
-	if (!strcmp(kind, "zeros")) return 0.0;
-	if (!strcmp(kind, "const")) return a;
-	if (!strcmp(kind, "normal")) return a * rng_normal(r);
-	/* decay: lam = log(exp(-0.5 log u) - 1), u ~ U[a, b] */
-	double u = a + (b - a) * rng_uniform(r);
-	return log(exp(-0.5 * log(u)) - 1.0);
-}
-
 /* Random inputs and the script's initial parameters, rounded to what the
  * GPU holds (bf16 tensors, fp32 parameters), then the reference. */
 static int case_random(Ctx *cx, int v, recur_shape s, uint64_t seed, Case *c, char *err, size_t n)
@@ -143,7 +134,7 @@ static int case_random(Ctx *cx, int v, recur_shape s, uint64_t seed, Case *c, ch
 		double a, b;
 		const char *kind = recur_param_init(cx->m, v, p, s, &a, &b);
 		for (long i = 0; i < c->pn[p]; i++)
-			c->p[p][i] = (float)init_value(kind, a, b, &r);
+			c->p[p][i] = (float)pinit_value(kind, a, b, &r);
 	}
 	rm->forward(&rs, (const double *const *)c->p, c->x, c->y);
 	rm->backward(&rs, (const double *const *)c->p, c->x, c->dy, c->dx, c->dp);
