@@ -163,7 +163,6 @@ LLVMValueRef iadd(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(
 LLVMValueRef isub(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSub(I->b, a, b, ""); }
 LLVMValueRef imul(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildMul(I->b, a, b, ""); }
 LLVMValueRef idiv(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSDiv(I->b, a, b, ""); }
-LLVMValueRef irem(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSRem(I->b, a, b, ""); }
 LLVMValueRef ilt(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(I->b, LLVMIntSLT, a, b, ""); }
 LLVMValueRef ige(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(I->b, LLVMIntSGE, a, b, ""); }
 LLVMValueRef ieq(Irb *I, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildICmp(I->b, LLVMIntEQ, a, b, ""); }
@@ -248,11 +247,6 @@ LLVMValueRef gep_f32(Irb *I, LLVMValueRef base, LLVMValueRef idx64)
 	return LLVMBuildInBoundsGEP2(I->b, I->f32, base, &idx64, 1, "");
 }
 
-LLVMValueRef gep_i8(Irb *I, LLVMValueRef base, LLVMValueRef off64)
-{
-	return LLVMBuildInBoundsGEP2(I->b, I->i8, base, &off64, 1, "");
-}
-
 LLVMValueRef ld(Irb *I, LLVMTypeRef ty, LLVMValueRef p, int align)
 {
 	LLVMValueRef v = LLVMBuildLoad2(I->b, ty, p, "");
@@ -315,13 +309,6 @@ void bar_named(Irb *I, LLVMValueRef id, int n)
 	call_intr(I, "llvm.nvvm.barrier.sync.cnt", NULL, 0, a, 2);
 }
 
-void syncwarp(Irb *I)
-{
-	LLVMValueRef m = ci32(I, -1);
-	call_intr(I, "llvm.nvvm.bar.warp.sync", NULL, 0, &m, 1);
-}
-
-void membar_gl(Irb *I) { call_intr(I, "llvm.nvvm.membar.gl", NULL, 0, NULL, 0); }
 
 static LLVMValueRef shfl(Irb *I, const char *name, LLVMValueRef v, LLVMValueRef b, int c)
 {

@@ -69,7 +69,6 @@ LLVMValueRef iadd(Irb *I, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef isub(Irb *I, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef imul(Irb *I, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef idiv(Irb *I, LLVMValueRef a, LLVMValueRef b);    /* signed */
-LLVMValueRef irem(Irb *I, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef ilt(Irb *I, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef ige(Irb *I, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef ieq(Irb *I, LLVMValueRef a, LLVMValueRef b);
@@ -97,7 +96,6 @@ LLVMValueRef f_tanh(Irb *I, LLVMValueRef a);
 
 /* memory */
 LLVMValueRef gep_f32(Irb *I, LLVMValueRef base, LLVMValueRef idx64);   /* global float* + idx */
-LLVMValueRef gep_i8(Irb *I, LLVMValueRef base, LLVMValueRef off64);
 LLVMValueRef ld(Irb *I, LLVMTypeRef ty, LLVMValueRef p, int align);
 void st(Irb *I, LLVMValueRef v, LLVMValueRef p, int align);
 LLVMValueRef smem_ptr(Irb *I, LLVMValueRef byte_off32);              /* shared i8* */
@@ -114,8 +112,6 @@ LLVMValueRef ctaid(Irb *I, int dim);
 LLVMValueRef nctaid(Irb *I, int dim);
 void bar_sync(Irb *I);                                   /* __syncthreads */
 void bar_named(Irb *I, LLVMValueRef id, int nthreads);   /* bar.sync id, n */
-void syncwarp(Irb *I);
-void membar_gl(Irb *I);
 /* shfl.sync with full mask; clamp as in PTX c operand */
 LLVMValueRef shfl_up_f(Irb *I, LLVMValueRef v, int delta);
 LLVMValueRef shfl_down_f(Irb *I, LLVMValueRef v, int delta);

@@ -42,16 +42,6 @@ static LLVMValueRef argv_of(Tmpl *T, const KSig *s, const char *name)
 	return i < 0 ? NULL : irb_arg(&T->I, i);
 }
 
-LLVMValueRef load_bf16(Tmpl *T, LLVMValueRef base, LLVMValueRef idx64, LLVMValueRef valid)
-{
-	Irb *I = &T->I;
-	/* invalid rows read element 0 instead: always in bounds, then masked */
-	LLVMValueRef k = LLVMBuildSelect(I->b, valid, idx64, ci64(I, 0), "");
-	LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->bf16, base, &k, 1, "");
-	LLVMValueRef v = bf16_to_f32(I, ld(I, I->bf16, p, 2));
-	return fsel(I, valid, v, cf32(I, 0.0));
-}
-
 /* 32-bit load of a bf16 pair at element index idx64 (even), zero when invalid */
 static LLVMValueRef load_pair(Tmpl *T, LLVMValueRef base, LLVMValueRef idx64, LLVMValueRef valid)
 {

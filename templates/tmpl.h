@@ -134,7 +134,6 @@ void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
 void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj);
 /* element index of slot s in [B][L][D] (i64) */
 LLVMValueRef slot_index(Tmpl *T, Lanes *ln, Step *st, int s);
-LLVMValueRef load_bf16(Tmpl *T, LLVMValueRef base, LLVMValueRef idx64, LLVMValueRef valid);
 
 void maps_init(Tmpl *T, Maps *m, const char *name);
 /* forward composition: m := (a, b) after m */
