@@ -14,20 +14,13 @@
 void tmpl_carry(Tmpl *T, int backward)
 {
 	Irb *I = &T->I;
-	Launch *l = backward ? &T->bwd[T->nbwd++] : &T->fwd[T->nfwd++];
-	memset(l, 0, sizeof *l);
-	snprintf(l->kernel, sizeof l->kernel, "%s_%s", T->prefix, backward ? "bwd_carry" : "fwd_carry");
-	snprintf(l->grid[0], sizeof l->grid[0], "cdiv(D,128)");
-	snprintf(l->grid[1], sizeof l->grid[1], "B");
-	snprintf(l->grid[2], sizeof l->grid[2], "1");
-	l->block = 128;
-	snprintf(l->smem, sizeof l->smem, "0");
+	Launch *l = tmpl_launch(T, !backward, backward ? "bwd_carry" : "fwd_carry", "cdiv(D,128)", "B", "1", 128, "0");
 	ksig_add(T, &l->sig, backward ? "ws:baggA" : "ws:aggA", I->gptr);
 	ksig_add(T, &l->sig, backward ? "ws:baggB" : "ws:aggB", I->gptr);
 	ksig_add(T, &l->sig, backward ? "ws:ucarry" : "ws:carry", I->gptr);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
 	ksig_add(T, &l->sig, "i32:NT", I->i32);
-	irb_kernel(I, l->kernel, l->sig.ty, l->sig.n, 128);
+	tmpl_open(T, l);
 	LLVMValueRef A = irb_arg(I, 0), B = irb_arg(I, 1), out = irb_arg(I, 2);
 	LLVMValueRef D = irb_arg(I, 3), NT = irb_arg(I, 4);
 	LLVMValueRef c = iadd(I, imul(I, ctaid(I, 0), ci32(I, 128)), tid_x(I));

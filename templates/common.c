@@ -5,6 +5,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+Launch *tmpl_launch(Tmpl *T, int fwd, const char *kname, const char *g0, const char *g1,
+                    const char *g2, int block, const char *smem)
+{
+	CHECK(fwd ? T->nfwd < 8 : T->nbwd < 8);
+	Launch *l = fwd ? &T->fwd[T->nfwd++] : &T->bwd[T->nbwd++];
+	memset(l, 0, sizeof *l);
+	snprintf(l->kernel, sizeof l->kernel, "%s_%s", T->prefix, kname);
+	snprintf(l->grid[0], sizeof l->grid[0], "%s", g0);
+	snprintf(l->grid[1], sizeof l->grid[1], "%s", g1);
+	snprintf(l->grid[2], sizeof l->grid[2], "%s", g2);
+	l->block = block;
+	snprintf(l->smem, sizeof l->smem, "%s", smem);
+	return l;
+}
+
+void tmpl_open(Tmpl *T, Launch *l)
+{
+	irb_kernel(&T->I, l->kernel, l->sig.ty, l->sig.n, l->block);
+	T->cur_threads = l->block;
+}
+
 void ksig_add(Tmpl *T, KSig *s, const char *arg, LLVMTypeRef ty)
 {
 	(void)T;

@@ -21,21 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static Launch *launch_b(Tmpl *T, const char *kname, const char *g0, const char *g1, const char *g2,
-                        int block, const char *smem)
-{
-	Launch *l = &T->bwd[T->nbwd++];
-	CHECK(T->nbwd <= 8);
-	memset(l, 0, sizeof *l);
-	snprintf(l->kernel, sizeof l->kernel, "%s_%s", T->prefix, kname);
-	snprintf(l->grid[0], sizeof l->grid[0], "%s", g0);
-	snprintf(l->grid[1], sizeof l->grid[1], "%s", g1);
-	snprintf(l->grid[2], sizeof l->grid[2], "%s", g2);
-	l->block = block;
-	snprintf(l->smem, sizeof l->smem, "%s", smem);
-	return l;
-}
-
 static LLVMValueRef *param_vals(Tmpl *T, Lanes *ln, int s, LLVMValueRef *pv)
 {
 	for (int p = 0; p < T->mx->nparam; p++)
@@ -96,7 +81,7 @@ void tmpl_bwd_reduce(Tmpl *T)
 	Irb *I = &T->I;
 	char sm[32];
 	snprintf(sm, sizeof sm, "%d", T->TW * 64 * 8 + T->TW * XS_QUAD);
-	Launch *l = launch_b(T, "bwd_reduce", "NT", "H", "B", 128 * T->TW, sm);
+	Launch *l = tmpl_launch(T, 0, "bwd_reduce", "NT", "H", "B", 128 * T->TW, sm);
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_add(T, &l->sig, "dy", I->gptr);
 	ksig_params(T, &l->sig);
@@ -107,8 +92,7 @@ void tmpl_bwd_reduce(Tmpl *T)
 	ksig_add(T, &l->sig, "ws:baggA", I->gptr);
 	ksig_add(T, &l->sig, "ws:baggB", I->gptr);
 	ksig_shape(T, &l->sig);
-	irb_kernel(I, l->kernel, l->sig.ty, l->sig.n, l->block);
-	T->cur_threads = l->block;
+	tmpl_open(T, l);
 	Lanes ln;
 	lanes_init(T, &ln, &l->sig, T->v->fused);
 	xs_enable(T, &ln, T->TW * 64 * 8);
@@ -387,7 +371,7 @@ void tmpl_bwd_apply(Tmpl *T)
 	bw.sm = bwd_smem(T, &pm);
 	char sm[32];
 	snprintf(sm, sizeof sm, "%d", bw.sm.total);
-	Launch *l = launch_b(T, "bwd_apply", "G", "H", "B", 128, sm);
+	Launch *l = tmpl_launch(T, 0, "bwd_apply", "G", "H", "B", 128, sm);
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_add(T, &l->sig, "dy", I->gptr);
 	ksig_add(T, &l->sig, "dx", I->gptr);
@@ -404,8 +388,7 @@ void tmpl_bwd_apply(Tmpl *T)
 	ksig_shape(T, &l->sig);
 	ksig_add(T, &l->sig, "i32:NT", I->i32);
 	ksig_add(T, &l->sig, "i32:B", I->i32);
-	irb_kernel(I, l->kernel, l->sig.ty, l->sig.n, l->block);
-	T->cur_threads = l->block;
+	tmpl_open(T, l);
 	Lanes ln;
 	/* this kernel always recomputes the projections: it needs their adjoints */
 	Variant fv = *T->v;
@@ -617,7 +600,7 @@ void tmpl_param_reduce(Tmpl *T)
 	part_map(T, &pm);
 	char g1[16];
 	snprintf(g1, sizeof g1, "%d", mx->nparam);
-	Launch *l = launch_b(T, "param_reduce", "cdiv(D*64,256)", g1, "1", 256, "0");
+	Launch *l = tmpl_launch(T, 0, "param_reduce", "cdiv(D*64,256)", g1, "1", 256, "0");
 	char a[64];
 	for (int p = 0; p < mx->nparam; p++) {
 		snprintf(a, sizeof a, "grad:%s", mx->param[p].name);
@@ -632,7 +615,7 @@ void tmpl_param_reduce(Tmpl *T)
 	ksig_add(T, &l->sig, "i32:G", I->i32);
 	ksig_add(T, &l->sig, "i32:B", I->i32);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
-	irb_kernel(I, l->kernel, l->sig.ty, l->sig.n, 256);
+	tmpl_open(T, l);
 	LLVMValueRef G = irb_arg(I, ksig_find(&l->sig, "i32:G"));
 	LLVMValueRef Bn = irb_arg(I, ksig_find(&l->sig, "i32:B"));
 	LLVMValueRef D = irb_arg(I, ksig_find(&l->sig, "i32:D"));

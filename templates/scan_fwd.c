@@ -14,27 +14,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static Launch *new_launch(Tmpl *T, int fwd, const char *kname, const char *g0, const char *g1,
-                          const char *g2, int block, const char *smem)
-{
-	Launch *l = fwd ? &T->fwd[T->nfwd++] : &T->bwd[T->nbwd++];
-	CHECK(T->nfwd <= 8 && T->nbwd <= 8);
-	memset(l, 0, sizeof *l);
-	snprintf(l->kernel, sizeof l->kernel, "%s_%s", T->prefix, kname);
-	snprintf(l->grid[0], sizeof l->grid[0], "%s", g0);
-	snprintf(l->grid[1], sizeof l->grid[1], "%s", g1);
-	snprintf(l->grid[2], sizeof l->grid[2], "%s", g2);
-	l->block = block;
-	snprintf(l->smem, sizeof l->smem, "%s", smem);
-	return l;
-}
-
-static void open_kernel(Tmpl *T, Launch *l)
-{
-	irb_kernel(&T->I, l->kernel, l->sig.ty, l->sig.n, l->block);
-	T->cur_threads = l->block;
-}
-
 /* x, params (+ materialised gates) and shape: what a gate step reads */
 static void sig_inputs(Tmpl *T, KSig *s)
 {
@@ -122,12 +101,12 @@ void tmpl_fwd_reduce(Tmpl *T)
 {
 	Irb *I = &T->I;
 	char sm[32];
-	Launch *l = new_launch(T, 1, "fwd_reduce", "NT", "H", "B", 128 * T->TW, smem_quads(T, sm, sizeof sm));
+	Launch *l = tmpl_launch(T, 1, "fwd_reduce", "NT", "H", "B", 128 * T->TW, smem_quads(T, sm, sizeof sm));
 	sig_inputs(T, &l->sig);
 	ksig_add(T, &l->sig, "ws:aggA", I->gptr);
 	ksig_add(T, &l->sig, "ws:aggB", I->gptr);
 	ksig_shape(T, &l->sig);
-	open_kernel(T, l);
+	tmpl_open(T, l);
 	Lanes ln;
 	lanes_init(T, &ln, &l->sig, T->v->fused);
 	xs_enable(T, &ln, xs_at(T));
@@ -174,13 +153,13 @@ void tmpl_fwd_apply(Tmpl *T)
 	Irb *I = &T->I;
 	Mixer *mx = (Mixer *)T->mx;
 	char sm[32];
-	Launch *l = new_launch(T, 1, "fwd_apply", "NT", "H", "B", 128 * T->TW, smem_quads(T, sm, sizeof sm));
+	Launch *l = tmpl_launch(T, 1, "fwd_apply", "NT", "H", "B", 128 * T->TW, smem_quads(T, sm, sizeof sm));
 	sig_inputs(T, &l->sig);
 	ksig_add(T, &l->sig, "y", I->gptr);
 	ksig_add(T, &l->sig, "ws:carry", I->gptr);
 	ksig_add(T, &l->sig, "ws:ckpt", I->gptr);
 	ksig_shape(T, &l->sig);
-	open_kernel(T, l);
+	tmpl_open(T, l);
 	Lanes ln;
 	lanes_init(T, &ln, &l->sig, T->v->fused);
 	xs_enable(T, &ln, xs_at(T));
@@ -257,13 +236,13 @@ void tmpl_fwd_gates(Tmpl *T)
 	Irb *I = &T->I;
 	char sm[32];
 	snprintf(sm, sizeof sm, "%d", T->TW * XS_QUAD);
-	Launch *l = new_launch(T, 1, "fwd_gates", "NT", "H", "B", 128 * T->TW, sm);
+	Launch *l = tmpl_launch(T, 1, "fwd_gates", "NT", "H", "B", 128 * T->TW, sm);
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_params(T, &l->sig);
 	ksig_add(T, &l->sig, "ws:log_a", I->gptr);
 	ksig_add(T, &l->sig, "ws:b", I->gptr);
 	ksig_shape(T, &l->sig);
-	open_kernel(T, l);
+	tmpl_open(T, l);
 	Lanes ln;
 	lanes_init(T, &ln, &l->sig, 1);
 	xs_enable(T, &ln, 0);

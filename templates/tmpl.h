@@ -115,6 +115,10 @@ void xs_enable(Tmpl *T, Lanes *ln, int off);
 /* an affine map per slot: h -> A h + B (forward) or u -> A u + B (adjoint) */
 typedef struct { Var A[TM_SLOTS], B[TM_SLOTS]; } Maps;
 
+/* a new launch of the forward (fwd = 1) or backward plan, and its kernel opened for building */
+Launch *tmpl_launch(Tmpl *T, int fwd, const char *kname, const char *g0, const char *g1,
+                    const char *g2, int block, const char *smem);
+void tmpl_open(Tmpl *T, Launch *l);
 void ksig_add(Tmpl *T, KSig *s, const char *arg, LLVMTypeRef ty);
 /* standard argument list helpers */
 void ksig_params(Tmpl *T, KSig *s);          /* every parameter, in mixer order */
