@@ -128,15 +128,7 @@ void tmpl_bwd_reduce(Tmpl *T)
 			var_set(I, qA[c], fmul(I, QA, tA[c]));
 		}
 	}
-	IfBlk f;
-	if_begin(I, &f, ieq(I, ln.g, ci32(I, 0)), "publish");
-	for (int c = 0; c < 4; c++) {
-		LLVMValueRef off = imul(I, iadd(I, imul(I, ln.quad, ci32(I, 64)), ln.ch[c]), ci32(I, 8));
-		st(I, var_get(I, qA[c]), smem_ptr(I, off), 4);
-		st(I, var_get(I, qB[c]), smem_ptr(I, iadd(I, off, ci32(I, 4))), 4);
-	}
-	if_end(I, &f);
-	bar_sync(I);
+	quad_publish(T, &ln, qA, qB);
 	IfBlk f2;
 	if_begin(I, &f2, ilt(I, ln.tid, ci32(I, 64)), "tile");
 	LLVMValueRef A = cf32(I, 1.0), B = cf32(I, 0.0);

@@ -55,20 +55,6 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 	}
 }
 
-/* Quad maps to shared memory [quad][64][2]; lanes g == 0 hold each channel once. */
-static void quad_publish(Tmpl *T, Lanes *ln, Var qA[4], Var qB[4])
-{
-	Irb *I = &T->I;
-	IfBlk f;
-	if_begin(I, &f, ieq(I, ln->g, ci32(I, 0)), "publish");
-	for (int c = 0; c < 4; c++) {
-		LLVMValueRef off = imul(I, iadd(I, imul(I, ln->quad, ci32(I, 64)), ln->ch[c]), ci32(I, 8));
-		st(I, var_get(I, qA[c]), smem_ptr(I, off), 4);
-		st(I, var_get(I, qB[c]), smem_ptr(I, iadd(I, off, ci32(I, 4))), 4);
-	}
-	if_end(I, &f);
-	bar_sync(I);
-}
 
 static LLVMValueRef tile_of(Tmpl *T) { return ctaid(&T->I, 0); }
 

@@ -140,6 +140,7 @@ void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, i
 LLVMValueRef slot_index(Tmpl *T, Lanes *ln, Step *st, int s);
 
 void maps_init(Tmpl *T, Maps *m, const char *name);
+void quad_publish(Tmpl *T, Lanes *ln, Var qA[4], Var qB[4]);
 /* forward composition: m := (a, b) after m */
 void maps_push_fwd(Tmpl *T, Maps *m, int s, LLVMValueRef a, LLVMValueRef b);
 /* warp level: exclusive prefixes of the 16 chunk maps (in place) and the group total */
