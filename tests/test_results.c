@@ -25,21 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int passed, failed;
-
-static void check(int ok, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void check(int ok, const char *what, const char *fmt, ...)
-{
-	char detail[1024] = "";
-	if (fmt) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(detail, sizeof detail, fmt, ap);
-		va_end(ap);
-	}
-	printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", what, detail[0] ? ": " : "", detail);
-	ok ? passed++ : failed++;
-}
+#include "check.h"
 
 static char tmpdir[256];
 

@@ -13,21 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int passed, failed;
-
-static void check(int ok, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void check(int ok, const char *what, const char *fmt, ...)
-{
-	char detail[512] = "";
-	if (fmt) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(detail, sizeof detail, fmt, ap);
-		va_end(ap);
-	}
-	printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", what, detail[0] ? ": " : "", detail);
-	ok ? passed++ : failed++;
-}
+#include "check.h"
 
 static int near(double a, double b, double tol)
 {
