@@ -32,6 +32,8 @@ check $? "the directory was replaced whole: 24 PTX files and a manifest"
 grep -q '"ptx_isa": "8.0"' "$work/out/manifest.json"; check $? "manifest records the PTX ISA version"
 grep -q '^.version 8.0' "$work/out"/rglru.fused_grouped_prefix32_hierarchical_chunk16.ptx; check $? "PTX carries .version 8.0"
 grep -q '^.entry\|\.entry rglru_bwd_apply' "$work/out"/rglru.fused_grouped_prefix32_hierarchical_chunk16.ptx; check $? "kernels are .entry (launchable)"
+"$recur" gen "$src/lua/variants/rglru.lua" -o "$work/new/deeper/ptx" -q && [ -f "$work/new/deeper/ptx/manifest.json" ]
+check $? "gen creates missing parent directories"
 out=$("$recur" list --dir "$work/out" --shape 1x37x100 2>&1)
 echo "$out" | grep -q "illegal (shape B=1 L=37 D=100: the width must be a multiple of 64"; check $? "list explains an illegal shape"
 echo "$pass passed, $fail failed"
