@@ -1,5 +1,6 @@
 /* Results files in the seed's schema (see results.h). */
 #include "results.h"
+#include "fsutil.h"
 #include "stats.h"
 #include <errno.h>
 #include <stdio.h>
@@ -207,35 +208,11 @@ json_t *results_doc(const ResEnv *e, const ResProtocol *p, const ResRow *rows, i
 	return o;
 }
 
-int results_mkdirs_for(const char *path, char *err, size_t errlen)
-{
-	char d[4096];
-	snprintf(d, sizeof d, "%s", path);
-	char *slash = strrchr(d, '/');
-	if (!slash || slash == d)
-		return 0;
-	*slash = 0;
-	for (char *p = d + 1; ; p++) {
-		if (*p == '/' || *p == 0) {
-			char c = *p;
-			*p = 0;
-			if (mkdir(d, 0755) != 0 && errno != EEXIST) {
-				snprintf(err, errlen, "cannot create folder %s: %s", d, strerror(errno));
-				return -1;
-			}
-			*p = c;
-			if (!c)
-				break;
-		}
-	}
-	return 0;
-}
-
 int results_write_atomic(const char *path, const json_t *doc, char *err, size_t errlen)
 {
 	char tmp[4200];
 	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-	if (results_mkdirs_for(path, err, errlen) != 0)
+	if (fs_mkdirs_for(path, err, errlen) != 0)
 		return -1;
 	FILE *f = fopen(tmp, "w");
 	if (!f) {

@@ -90,7 +90,5 @@ void results_cuda_string(int api, char *out, size_t n);
  * it over path. 0, or -1 with a message naming the file and the failing call. */
 int results_write_atomic(const char *path, const json_t *doc, char *err, size_t errlen);
 
-/* mkdir -p of the folder part of path */
-int results_mkdirs_for(const char *path, char *err, size_t errlen);
 
 #endif

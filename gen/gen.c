@@ -7,6 +7,7 @@
 #include "target.h"
 #include "tmpl.h"
 #include "diag.h"
+#include "fsutil.h"
 #include <errno.h>
 #include <math.h>
 #include <jansson.h>
@@ -45,31 +46,6 @@ static void rm_tree(const char *dir)
 	}
 	closedir(d);
 	rmdir(dir);
-}
-
-/* mkdir -p of the directory that will hold dir */
-static int make_parents(const char *dir, char *err, size_t errlen)
-{
-	char p[4096];
-	snprintf(p, sizeof p, "%s", dir);
-	char *slash = strrchr(p, '/');
-	if (!slash || slash == p)
-		return 0;
-	*slash = 0;
-	for (char *c = p + 1; ; c++) {
-		if (*c == '/' || *c == 0) {
-			char save = *c;
-			*c = 0;
-			if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-				snprintf(err, errlen, "cannot create %s: %s", p, strerror(errno));
-				return -1;
-			}
-			*c = save;
-			if (!save)
-				break;
-		}
-	}
-	return 0;
 }
 
 /* Checks what the templates support; a located message otherwise. */
@@ -227,7 +203,7 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 		return -1;
 	}
 	char tmp[4096];
-	if (make_parents(o->outdir, err, errlen) != 0) {
+	if (fs_mkdirs_for(o->outdir, err, errlen) != 0) {
 		target_free(&tg);
 		script_free(sets, nsets);
 		return -1;

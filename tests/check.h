@@ -5,6 +5,7 @@
 #define RECUR_TEST_CHECK_H
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static int passed, failed;
 
@@ -20,6 +21,17 @@ static void check(int ok, const char *what, const char *fmt, ...)
 	}
 	printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", what, detail[0] ? ": " : "", detail);
 	ok ? passed++ : failed++;
+}
+
+/* the seed results file: $RECUR_SEED, else beside the source tree */
+static inline const char *seed_path(char *buf, size_t n)
+{
+	const char *e = getenv("RECUR_SEED");
+	if (e && *e)
+		return e;
+	const char *src = getenv("RECUR_SOURCE_DIR");
+	snprintf(buf, n, "%s/../shared/seed/000_c94c45093349daa5.txt", src && *src ? src : RECUR_SOURCE_DIR);
+	return buf;
 }
 
 #endif

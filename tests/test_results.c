@@ -108,16 +108,6 @@ static void keys_like(const json_t *seed, const json_t *ours, const char *where,
 	}
 }
 
-static const char *seed_path(char *buf, size_t n)
-{
-	const char *e = getenv("RECUR_SEED");
-	if (e && *e)
-		return e;
-	const char *src = getenv("RECUR_SOURCE_DIR");
-	snprintf(buf, n, "%s/../shared/seed/000_c94c45093349daa5.txt", src && *src ? src : RECUR_SOURCE_DIR);
-	return buf;
-}
-
 static json_t *row_of(const json_t *doc, const char *arch)
 {
 	size_t i;

@@ -93,16 +93,6 @@ static void order_logic(void)
 	      bench_order_index(0, 2, 5) == -1, "out-of-range arguments give -1", NULL);
 }
 
-static const char *seed_path(char *buf, size_t n)
-{
-	const char *e = getenv("RECUR_SEED");
-	if (e && *e)
-		return e;
-	const char *src = getenv("RECUR_SOURCE_DIR");
-	snprintf(buf, n, "%s/../shared/seed/000_c94c45093349daa5.txt", src && *src ? src : RECUR_SOURCE_DIR);
-	return buf;
-}
-
 /* Every statistic of every row of the seed, recomputed from its samples,
  * and the rounds' order_index as bench_order_index gives it. */
 static int seed_rows(void)
