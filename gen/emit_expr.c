@@ -45,6 +45,7 @@ LLVMValueRef emit_expr(Irb *I, const ExGraph *g, int node, const EmitEnv *env, L
 	case EX_PARAM: r = leaf(I, env->param ? env->param[n->idx] : NULL, "param", n->idx); break;
 	case EX_PROJ: r = leaf(I, env->proj ? env->proj[n->idx] : NULL, "proj", n->idx); break;
 	case EX_SEED: r = leaf(I, env->seed ? env->seed[n->idx] : NULL, "seed", n->idx); break;
+	case EX_TOK: r = leaf(I, env->tok ? env->tok[n->idx] : NULL, "tok", n->idx); break;
 	case EX_NEG: r = fneg(I, a); break;
 	case EX_EXP: {
 		/* exp(2u) = exp(u)^2: the recurrences ask for a^2 as exp(2 log_a),

@@ -11,6 +11,7 @@ typedef struct {
 	LLVMValueRef *param;   /* indexed by parameter idx */
 	LLVMValueRef *proj;    /* indexed by projection idx */
 	LLVMValueRef *seed;    /* indexed by seed idx */
+	LLVMValueRef *tok;     /* indexed by per-token value idx */
 } EmitEnv;
 
 /* memo: g->len entries, zeroed by the caller for each evaluation site, so a

@@ -30,7 +30,7 @@ static void ex_die(const char *what, const char *file, int line)
 
 static const char *const ex_names[EX_NOPS] = {
 	[EX_CONST] = "const", [EX_X] = "x", [EX_H] = "h", [EX_FIRST] = "first",
-	[EX_PARAM] = "param", [EX_PROJ] = "proj", [EX_SEED] = "seed",
+	[EX_PARAM] = "param", [EX_PROJ] = "proj", [EX_SEED] = "seed", [EX_TOK] = "tok",
 	[EX_NEG] = "neg", [EX_EXP] = "exp", [EX_LOG] = "log", [EX_SIGMOID] = "sigmoid",
 	[EX_SOFTPLUS] = "softplus", [EX_SQRT] = "sqrt", [EX_SQRTB] = "sqrtb",
 	[EX_SQRTB_GRAD] = "sqrtb_grad", [EX_TANH] = "tanh", [EX_RECIP] = "recip",
@@ -48,7 +48,7 @@ const char *ex_opname(ExOp op)
 /* Number of operands of op (0 for leaves). */
 static int ex_arity(ExOp op)
 {
-	if (op <= EX_SEED) return 0;
+	if (op <= EX_TOK) return 0;
 	if (op <= EX_RSQRT) return 1;
 	if (op <= EX_GT) return 2;
 	return 3;
@@ -186,7 +186,7 @@ int ex_const(ExGraph *g, double k)
 int ex_leaf(ExGraph *g, ExOp op, int idx)
 {
 	if (op == EX_X || op == EX_H || op == EX_FIRST) idx = 0;
-	else if (op != EX_PARAM && op != EX_PROJ && op != EX_SEED) return -1;
+	else if (op != EX_PARAM && op != EX_PROJ && op != EX_SEED && op != EX_TOK) return -1;
 	if (idx < 0) return -1;
 	return ex_intern(g, ex_node(op, -1, -1, -1, idx, 0.0));
 }
@@ -268,6 +268,18 @@ int ex_where(ExGraph *g, int cond, int a, int b)
 	if (g->n[cond].op == EX_CONST) return g->n[cond].k != 0.0 ? a : b;
 	if (a == b) return a;
 	return ex_intern(g, ex_node(EX_WHERE, cond, a, b, 0, 0.0));
+}
+
+int ex_rebuild(ExGraph *g, int node, int a, int b, int c)
+{
+	if (!ex_valid(g, node)) return -1;
+	ExOp op = g->n[node].op;
+	switch (ex_arity(op)) {
+	case 0: return node;
+	case 1: return ex_un(g, op, a);
+	case 2: return ex_bin(g, op, a, b);
+	default: return ex_where(g, a, b, c);
+	}
 }
 
 /* ---- reverse mode ------------------------------------------------------ */
@@ -434,6 +446,7 @@ double ex_eval(const ExGraph *g, int node, const ExEnv *env)
 		case EX_PARAM: val[id] = ex_leafval(env->param, nd->idx); break;
 		case EX_PROJ: val[id] = ex_leafval(env->proj, nd->idx); break;
 		case EX_SEED: val[id] = ex_leafval(env->seed, nd->idx); break;
+		case EX_TOK: val[id] = ex_leafval(env->tok, nd->idx); break;
 		default:
 			val[id] = ex_apply(nd->op, val[nd->a], nd->b >= 0 ? val[nd->b] : 0,
 			                   nd->c >= 0 ? val[nd->c] : 0);

@@ -24,6 +24,8 @@ typedef enum {
 	EX_PARAM,   /* element of parameter idx for this channel (or the scalar) */
 	EX_PROJ,    /* output of projection idx for this element (or token) */
 	EX_SEED,    /* adjoint seed idx, supplied by the template in the backward */
+	EX_TOK,     /* per-token value idx, computed once per token by the templates'
+	               controller pass (never built by a script) */
 	/* unary */
 	EX_NEG, EX_EXP, EX_LOG, EX_SIGMOID, EX_SOFTPLUS, EX_SQRT,
 	EX_SQRTB,      /* sqrt whose derivative is bounded: d/dz = 1/sqrt(max(4z, 1e-6)) */
@@ -57,16 +59,19 @@ typedef struct {
 	const double *param;
 	const double *proj;
 	const double *seed;
+	const double *tok;
 } ExEnv;
 
 void ex_init(ExGraph *g);
 void ex_free(ExGraph *g);
 
 int ex_const(ExGraph *g, double k);
-int ex_leaf(ExGraph *g, ExOp op, int idx);   /* EX_X, EX_H, EX_FIRST (idx 0), EX_PARAM, EX_PROJ, EX_SEED */
+int ex_leaf(ExGraph *g, ExOp op, int idx);   /* EX_X, EX_H, EX_FIRST (idx 0), EX_PARAM, EX_PROJ, EX_SEED, EX_TOK */
 int ex_un(ExGraph *g, ExOp op, int a);
 int ex_bin(ExGraph *g, ExOp op, int a, int b);
 int ex_where(ExGraph *g, int cond, int a, int b);
+/* node with its operands replaced by a, b, c (a leaf or constant: itself) */
+int ex_rebuild(ExGraph *g, int node, int a, int b, int c);
 
 /* Reverse mode. For outputs outs[0..nout) with adjoint expressions
  * seeds[0..nout) (any nodes, usually EX_SEED leaves), writes into grads[i]

@@ -56,12 +56,17 @@ static int mixer_check(const Tmpl *T, int derived, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: mixer %s: heads of %d channels; the templates need 64", mx->script, mx->name, mx->k);
 		return -1;
 	}
-	for (int j = 0; j < mx->nproj; j++)
-		if (mx->proj[j].kind != PJ_BLOCKDIAG) {
-			snprintf(err, errlen, "%s:%d: mixer %s: per-token projection %s is not supported by these kernel templates yet",
-			         mx->script, mx->proj[j].line, mx->name, mx->proj[j].name);
-			return -1;
-		}
+	if (!derived && T->ntp > 0 && T->v->fused) {
+		snprintf(err, errlen, "%s:%d: variant %s: the per-token projection %s reduces over the whole width, which a scan "
+		         "block (one head) does not see; these templates compute it in a separate fp32 pass (fused = false)",
+		         T->v->file, T->v->line, T->v->name, mx->proj[T->tp[0]].name);
+		return -1;
+	}
+	if (!derived && !T->v->fused_output && mx->y != ex_leaf(&T->mx->g, EX_H, 0)) {
+		snprintf(err, errlen, "%s:%d: variant %s: fused_output = false (the output in a pass of its own) is not "
+		         "offered by these templates; they apply the output in the scan kernel", T->v->file, T->v->line, T->v->name);
+		return -1;
+	}
 	if (derived && ex_depends(&mx->g, T->g_h, EX_H, -1)) {
 		snprintf(err, errlen, "%s: mixer %s: the output must be affine in h (dy/dh may not depend on h)", mx->script, mx->name);
 		return -1;
@@ -140,12 +145,18 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	snprintf(buf, sizeof buf, "cdiv(L,%d)", 16 * v->chunk);
 	json_array_append_new(vars, json_pack("[ss]", "NG", buf));
 	/* blocks per (sequence, head) of the backward apply: bounds the
-	 * parameter-gradient partials to 32 slots whatever the length */
-	json_array_append_new(vars, json_pack("[ss]", "G", "min(NT,32)"));
+	 * parameter-gradient partials whatever the length (32 slots where a
+	 * slot holds a head's 64x64 weight gradients, 128 otherwise, for
+	 * enough blocks to fill the GPU) */
+	json_array_append_new(vars, json_pack("[ss]", "G", T->nbd ? "min(NT,32)" : "min(NT,128)"));
 	snprintf(buf, sizeof buf, "%d", ncp);
 	json_array_append_new(vars, json_pack("[ss]", "NCP", buf));
 	snprintf(buf, sizeof buf, "%d", nsp);
 	json_array_append_new(vars, json_pack("[ss]", "NSP", buf));
+	/* token-stage grids: warps of tok_bwd and blocks of tok_dx per head,
+	 * fixed by the shape, so their partial sums have a fixed order */
+	json_array_append_new(vars, json_pack("[ss]", "NTB", "min(cdiv(B*L,8),1024)"));
+	json_array_append_new(vars, json_pack("[ss]", "NXB", "min(cdiv(B*L,32),64)"));
 	json_object_set_new(o, "vars", vars);
 	json_t *rules = json_array();
 	json_array_append_new(rules, json_pack("{s:s,s:s}", "expr", "D%64==0",

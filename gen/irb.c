@@ -43,7 +43,7 @@ static void add_attr(Irb *I, LLVMValueRef fn, unsigned idx, const char *name)
 	LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(I->ctx, kind, 0));
 }
 
-LLVMValueRef irb_kernel(Irb *I, const char *name, LLVMTypeRef *types, int nargs, int maxntid)
+LLVMValueRef irb_kernel(Irb *I, const char *name, LLVMTypeRef *types, int nargs, int maxntid, int minctasm)
 {
 	LLVMTypeRef fty = LLVMFunctionType(I->voidt, types, (unsigned)nargs, 0);
 	LLVMValueRef fn = LLVMAddFunction(I->mod, name, fty);
@@ -62,12 +62,13 @@ LLVMValueRef irb_kernel(Irb *I, const char *name, LLVMTypeRef *types, int nargs,
 	};
 	LLVMAddNamedMetadataOperand(I->mod, "nvvm.annotations",
 		LLVMMetadataAsValue(I->ctx, LLVMMDNodeInContext2(I->ctx, ops, 3)));
-	/* .minnctapersm 1: without it ptxas caps a 256-thread kernel at 128
-	 * registers (two blocks per SM) and spills rather than use more */
+	/* .minnctapersm: at 1, ptxas does not cap a 256-thread kernel at 128
+	 * registers (two blocks per SM) and spill rather than use more; a
+	 * latency-bound kernel asks for more blocks per SM instead */
 	LLVMMetadataRef mn[3] = {
 		LLVMValueAsMetadata(fn),
 		LLVMMDStringInContext2(I->ctx, "minctasm", 8),
-		LLVMValueAsMetadata(LLVMConstInt(I->i32, 1, 0)),
+		LLVMValueAsMetadata(LLVMConstInt(I->i32, (unsigned long long)(minctasm > 0 ? minctasm : 1), 0)),
 	};
 	LLVMAddNamedMetadataOperand(I->mod, "nvvm.annotations",
 		LLVMMetadataAsValue(I->ctx, LLVMMDNodeInContext2(I->ctx, mn, 3)));

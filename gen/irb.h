@@ -38,9 +38,9 @@ typedef struct {
 void irb_init(Irb *I, LLVMContextRef ctx, LLVMModuleRef mod);
 void irb_dispose(Irb *I);
 
-/* Declares a kernel (PTX kernel calling convention, .maxntid) with nargs
- * parameters of the given types; pointer params get noalias. */
-LLVMValueRef irb_kernel(Irb *I, const char *name, LLVMTypeRef *types, int nargs, int maxntid);
+/* Declares a kernel (PTX kernel calling convention, .maxntid, .minnctapersm
+ * minctasm) with nargs parameters of the given types; pointer params get noalias. */
+LLVMValueRef irb_kernel(Irb *I, const char *name, LLVMTypeRef *types, int nargs, int maxntid, int minctasm);
 LLVMValueRef irb_arg(Irb *I, int i);
 void irb_ret(Irb *I);
 

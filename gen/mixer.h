@@ -73,7 +73,8 @@ typedef struct {
 	bool shared_sfu, fused_output, fused_write;
 	bool materialized;     /* writes a [B,L,D] tensor of a or b to memory */
 	char controller[MX_NAME];
-	int line;              /* script line of the grid declaration */
+	char file[256];        /* script file and line of the grid declaration */
+	int line;
 } Variant;
 
 /* A shape rule: the runtime refuses a shape for which expr (in the shape

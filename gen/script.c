@@ -460,6 +460,7 @@ static void sc_read_set(lua_State *L, int t, VariantSet *vs)
 		v->fused_write = sc_bool(L, e, "fused_write");
 		v->materialized = sc_bool(L, e, "materialized");
 		sc_str(L, e, "controller", v->controller, sizeof v->controller);
+		sc_str(L, e, "file", v->file, sizeof v->file);
 		v->line = sc_int(L, e, "line", 0, 1 << 30);
 		lua_pop(L, 1);
 	}

@@ -62,7 +62,10 @@ FILE:LINE, and the generator then writes nothing.
     }
     The grid is the cartesian product (at most 64 variants); each variant is
     named [fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_hierarchical_chunk{C}
-    and is "materialized" when not fused. shared_sfu needs a token projection.
+    and is "materialized" (gates written to memory) when not fused. For a
+    mixer with token projections, fused = false means the controller runs in
+    a separate pass and the gates stay inside the scan kernels (the only
+    form these templates generate). shared_sfu needs a token projection.
     A script returns one R.variants{...} or a list of them.
 
 Errors are raised as located error objects (metatable "recur.error", with
@@ -557,7 +560,7 @@ function R.variants(o)
          total, #chunks, #prefixes, #fused, #sfu, #fout, #fwrite, MAXVAR)
   end
 
-  local _, line = site()
+  local file, line = site()
   local vars = {}
   for _, fo in ipairs(fout) do
     for _, fw in ipairs(fwrite) do
@@ -570,8 +573,8 @@ function R.variants(o)
                            string.format("grouped_prefix%d_hierarchical_chunk%d", p, c)
               vars[#vars + 1] = {
                 name = name, chunk = c, prefix = p, fused = fu, shared_sfu = sf,
-                fused_output = fo, fused_write = fw, materialized = not fu,
-                controller = ctl, line = line,
+                fused_output = fo, fused_write = fw, materialized = (not fu) and ntoken == 0,
+                controller = ctl, file = file, line = line,
               }
             end
           end

@@ -22,7 +22,7 @@ Launch *tmpl_launch(Tmpl *T, int fwd, const char *kname, const char *g0, const c
 
 void tmpl_open(Tmpl *T, Launch *l)
 {
-	irb_kernel(&T->I, l->kernel, l->sig.ty, l->sig.n, l->block);
+	irb_kernel(&T->I, l->kernel, l->sig.ty, l->sig.n, l->block, l->minblocks);
 	T->cur_threads = l->block;
 }
 
@@ -49,6 +49,12 @@ void ksig_params(Tmpl *T, KSig *s)
 		snprintf(a, sizeof a, "param:%s", T->mx->param[p].name);
 		ksig_add(T, s, a, T->I.gptr);
 	}
+}
+
+void ksig_tok(Tmpl *T, KSig *s)
+{
+	if (T->nz > 0)
+		ksig_add(T, s, "ws:tok", T->I.gptr);
 }
 
 void ksig_shape(Tmpl *T, KSig *s)
@@ -80,6 +86,7 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	memset(ln, 0, sizeof *ln);
 	ln->wfrag_smem = -1;
 	ln->xs_off = -1;
+	ln->seg_off = -1;
 	ln->tid = tid_x(I);
 	ln->warp = LLVMBuildLShr(I->b, ln->tid, ci32(I, 5), "warp");
 	ln->lane = LLVMBuildAnd(I->b, ln->tid, ci32(I, 31), "lane");
@@ -97,6 +104,7 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	ln->dx = argv_of(T, s, "dx");
 	ln->la_ws = argv_of(T, s, "ws:log_a");
 	ln->b_ws = argv_of(T, s, "ws:b");
+	ln->tok = argv_of(T, s, "ws:tok");
 	char a[64];
 	for (int p = 0; p < mx->nparam; p++) {
 		snprintf(a, sizeof a, "param:%s", mx->param[p].name);
@@ -229,15 +237,182 @@ static LLVMValueRef xs_pair(Tmpl *T, LLVMValueRef base, LLVMValueRef row, LLVMVa
 	return ld(I, I->i32, smem_ptr(I, off), 4);
 }
 
+/* per step: [x rows][dy rows][16 x nz token values], each part present by flags */
+static int seg_part(const Tmpl *T, int flags, int part)
+{
+	int off = 0;
+	if (part == SEG_X) return off;
+	off += flags & SEG_X ? XS_BUF : 0;
+	if (part == SEG_DY) return off;
+	off += flags & SEG_DY ? XS_BUF : 0;
+	if (part == 0) return (off + 16 * T->nz * 4 + 15) & ~15;   /* the whole step */
+	return off;                                                  /* token values */
+}
+
+int seg_bytes(const Tmpl *T, int n, int flags) { return n * seg_part(T, flags, 0); }
+int seg_len(const Tmpl *T) { return T->C < 8 ? T->C : 8; }
+
+void seg_enable(Tmpl *T, Lanes *ln, int off, int n, int flags)
+{
+	ln->seg_off = off;
+	ln->seg_n = n;
+	ln->seg_flags = flags;
+	ln->seg_step = seg_part(T, flags, 0);
+}
+
+static void quad_bar(Tmpl *T, Lanes *ln)
+{
+	Irb *I = &T->I;
+	if (T->cur_threads == 128)
+		bar_sync(I);
+	else
+		bar_named(I, iadd(I, ln->quad, ci32(I, 1)), 128);
+}
+
+static LLVMValueRef seg_base(Tmpl *T, Lanes *ln)
+{
+	Irb *I = &T->I;
+	return iadd(I, ci32(I, ln->seg_off), imul(I, ln->quad, ci32(I, ln->seg_n * ln->seg_step)));
+}
+
+void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
+{
+	Irb *I = &T->I;
+	int n = ln->seg_n;
+	LLVMValueRef tq = LLVMBuildAnd(I->b, ln->tid, ci32(I, 127), "");
+	LLVMValueRef row = LLVMBuildLShr(I->b, tq, ci32(I, 3), "");
+	LLVMValueRef c16 = LLVMBuildAnd(I->b, tq, ci32(I, 7), "");
+	LLVMTypeRef v4 = LLVMVectorType(I->i32, 4);
+	LLVMValueRef xv[8], dv[8], tv[8];
+	CHECK(n <= 8);
+	/* token rows: thread tq < 16 * nz loads (row tq / nz, value tq % nz) */
+	LLVMValueRef trow = T->nz ? LLVMBuildUDiv(I->b, tq, ci32(I, T->nz), "") : NULL;
+	LLVMValueRef tz = T->nz ? LLVMBuildURem(I->b, tq, ci32(I, T->nz), "") : NULL;
+	LLVMValueRef tl = T->nz ? ilt(I, tq, ci32(I, 16 * T->nz)) : NULL;
+	for (int k = 0; k < n; k++) {
+		LLVMValueRef t = iadd(I, gb, iadd(I, imul(I, row, ci32(I, T->C)), iadd(I, i0, ci32(I, k))));
+		LLVMValueRef valid = ilt(I, t, ln->L);
+		LLVMValueRef rowi = iadd(I, imul(I, ln->b, ln->L), t);
+		LLVMValueRef e = iadd(I, imul(I, sext64(I, rowi), sext64(I, ln->D)),
+		                      sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), imul(I, c16, ci32(I, 8)))));
+		e = LLVMBuildSelect(I->b, valid, e, ci64(I, 0), "");
+		if (ln->seg_flags & SEG_X)
+			xv[k] = LLVMBuildSelect(I->b, valid, ld(I, v4, LLVMBuildInBoundsGEP2(I->b, I->bf16, ln->x, &e, 1, ""), 16), LLVMConstNull(v4), "");
+		if (ln->seg_flags & SEG_DY)
+			dv[k] = LLVMBuildSelect(I->b, valid, ld(I, v4, LLVMBuildInBoundsGEP2(I->b, I->bf16, ln->dy, &e, 1, ""), 16), LLVMConstNull(v4), "");
+		if (T->nz) {
+			LLVMValueRef tt = iadd(I, gb, iadd(I, imul(I, trow, ci32(I, T->C)), iadd(I, i0, ci32(I, k))));
+			LLVMValueRef tvalid = land(I, tl, ilt(I, tt, ln->L));
+			LLVMValueRef ti = iadd(I, imul(I, sext64(I, LLVMBuildSelect(I->b, tvalid, iadd(I, imul(I, ln->b, ln->L), tt), ci32(I, 0), "")),
+			                            ci64(I, T->nz)), sext64(I, tz));
+			tv[k] = fsel(I, tvalid, ld(I, I->f32, gep_f32(I, ln->tok, ti), 4), cf32(I, 0.0));
+		}
+	}
+	/* the previous segment's readers are done before it is overwritten */
+	quad_bar(T, ln);
+	LLVMValueRef base = seg_base(T, ln);
+	for (int k = 0; k < n; k++) {
+		LLVMValueRef sb = iadd(I, base, ci32(I, k * ln->seg_step));
+		LLVMValueRef o = iadd(I, imul(I, row, ci32(I, XS_ROW)), imul(I, c16, ci32(I, 16)));
+		if (ln->seg_flags & SEG_X)
+			st(I, xv[k], smem_ptr(I, iadd(I, sb, o)), 16);
+		if (ln->seg_flags & SEG_DY)
+			st(I, dv[k], smem_ptr(I, iadd(I, iadd(I, sb, ci32(I, seg_part(T, ln->seg_flags, SEG_DY))), o)), 16);
+		if (T->nz) {
+			IfBlk f;
+			if_begin(I, &f, tl, "tokst");
+			st(I, tv[k], smem_ptr(I, iadd(I, iadd(I, sb, ci32(I, seg_part(T, ln->seg_flags, SEG_TOK))), imul(I, tq, ci32(I, 4)))), 4);
+			if_end(I, &f);
+		}
+	}
+	quad_bar(T, ln);
+	ln->seg_i0 = i0;
+}
+
+/* for i in [0, C): segments of seg_n steps staged at once (one burst of
+ * loads per segment); returns i inside the inner loop */
+LLVMValueRef seg_loop_begin(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L, LLVMValueRef gb, int end)
+{
+	Irb *I = &T->I;
+	if (ln->seg_off < 0) {
+		loop_begin(I, L, ci32(I, 0), ci32(I, end), ci32(I, 1), "i");
+		L->unroll = 2;
+		return loop_i(I, L);
+	}
+	CHECK(end % ln->seg_n == 0);
+	loop_begin(I, Ls, ci32(I, 0), ci32(I, end), ci32(I, ln->seg_n), "seg");
+	LLVMValueRef i0 = loop_i(I, Ls);
+	seg_stage(T, ln, gb, i0);
+	loop_begin(I, L, ci32(I, 0), ci32(I, ln->seg_n), ci32(I, 1), "i");
+	L->unroll = 2;
+	return iadd(I, i0, loop_i(I, L));
+}
+
+void seg_loop_end(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L)
+{
+	loop_end(&T->I, L);
+	if (ln->seg_off >= 0)
+		loop_end(&T->I, Ls);
+}
+
+/* shared byte offset of step i's staged rows */
+static LLVMValueRef seg_step_at(Tmpl *T, Lanes *ln, LLVMValueRef i)
+{
+	Irb *I = &T->I;
+	return iadd(I, seg_base(T, ln), imul(I, isub(I, i, ln->seg_i0), ci32(I, ln->seg_step)));
+}
+
+void load_dy(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef dy[TM_SLOTS])
+{
+	Irb *I = &T->I;
+	for (int r = 0; r < 2; r++)
+		for (int nt = 0; nt < 2; nt++) {
+			int s0 = r * 4 + 2 * nt;
+			LLVMValueRef v;
+			if (st_->seg && (ln->seg_flags & SEG_DY)) {
+				v = xs_pair(T, iadd(I, st_->seg, ci32(I, seg_part(T, ln->seg_flags, SEG_DY))), iadd(I, ln->g, ci32(I, 8 * r)), ln->ch[2 * nt]);
+			} else {
+				LLVMValueRef k = LLVMBuildSelect(I->b, st_->valid[r], slot_index(T, ln, st_, s0), ci64(I, 0), "");
+				LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->bf16, ln->dy, &k, 1, "");
+				v = LLVMBuildSelect(I->b, st_->valid[r], ld(I, I->i32, p, 4), ci32(I, 0), "");
+			}
+			dy[s0] = unpack_bf16_lo(I, v);
+			dy[s0 + 1] = unpack_bf16_hi(I, v);
+		}
+}
+
 void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj)
 {
 	Irb *I = &T->I;
 	const Mixer *mx = T->mx;
 	step_rows(T, ln, st, gb, i);
-	st->xs = ln->xs_off >= 0 ? stage_x(T, ln, gb, i) : NULL;
+	st->seg = NULL;
+	if (ln->seg_off >= 0) {
+		st->seg = seg_step_at(T, ln, i);
+		st->xs = ln->seg_flags & SEG_X ? st->seg : NULL;
+	} else {
+		st->xs = ln->xs_off >= 0 ? stage_x(T, ln, gb, i) : NULL;
+	}
 	for (int s = 0; s < TM_SLOTS; s++) {
 		LLVMValueRef t = st->t[slot_r(s)];
 		st->first[s] = b2f(I, ieq(I, t, ci32(I, 0)));
+	}
+	/* the row's per-token values: the q lanes of a row read the same words */
+	if (T->nz > 0 && st->seg) {
+		LLVMValueRef tb = iadd(I, st->seg, ci32(I, seg_part(T, ln->seg_flags, SEG_TOK)));
+		for (int r = 0; r < 2; r++)
+			for (int k = 0; k < T->nz; k++) {
+				LLVMValueRef o = imul(I, iadd(I, imul(I, iadd(I, ln->g, ci32(I, 8 * r)), ci32(I, T->nz)), ci32(I, k)), ci32(I, 4));
+				st->tok[r][k] = ld(I, I->f32, smem_ptr(I, iadd(I, tb, o)), 4);
+			}
+	} else if (T->nz > 0) {
+		CHECK(ln->tok);
+		for (int r = 0; r < 2; r++) {
+			LLVMValueRef row = LLVMBuildSelect(I->b, st->valid[r], iadd(I, imul(I, ln->b, ln->L), st->t[r]), ci32(I, 0), "");
+			LLVMValueRef base = imul(I, sext64(I, row), ci64(I, T->nz));
+			for (int k = 0; k < T->nz; k++)
+				st->tok[r][k] = ld(I, I->f32, gep_f32(I, ln->tok, iadd(I, base, ci64(I, k))), 4);
+		}
 	}
 	/* the slot's own x: pairs (c, c+1) are adjacent channels */
 	for (int r = 0; r < 2; r++)
@@ -247,7 +422,7 @@ void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, i
 			st->x[r * 4 + 2 * nt] = unpack_bf16_lo(I, pr);
 			st->x[r * 4 + 2 * nt + 1] = unpack_bf16_hi(I, pr);
 		}
-	int fused = T->v->fused || need_proj;
+	int fused = gates_inline(T) || need_proj;
 	if (fused && T->nbd > 0) {
 		/* A fragments of 16 rows x 64 input channels, four k-steps */
 		LLVMValueRef A[4][4];
@@ -286,11 +461,12 @@ void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, i
 			LLVMValueRef pv[MX_MAXPARAM] = { 0 };
 			for (int p = 0; p < mx->nparam; p++)
 				pv[p] = mx->param[p].kind == PK_CHANNEL ? ln->chan[p][slot_c(s)] : ln->scal[p];
-			EmitEnv env = { .x = st->x[s], .first = st->first[s], .param = pv, .proj = st->proj[s] };
+			EmitEnv env = { .x = st->x[s], .first = st->first[s], .param = pv, .proj = st->proj[s],
+			                .tok = st->tok[slot_r(s)] };
 			LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
 			CHECK(memo);
-			st->log_a[s] = emit_expr(I, &mx->g, mx->log_a, &env, memo);
-			st->bb[s] = emit_expr(I, &mx->g, mx->b, &env, memo);
+			st->log_a[s] = emit_expr(I, &mx->g, T->e_log_a, &env, memo);
+			st->bb[s] = emit_expr(I, &mx->g, T->e_b, &env, memo);
 			free(memo);
 		} else {
 			LLVMValueRef idx = LLVMBuildSelect(I->b, valid, slot_index(T, ln, st, s), ci64(I, 0), "");

@@ -28,21 +28,6 @@ static LLVMValueRef *param_vals(Tmpl *T, Lanes *ln, int s, LLVMValueRef *pv)
 	return pv;
 }
 
-/* dy of the 8 slots (bf16 pairs of adjacent channels) */
-static void load_dy(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef dy[TM_SLOTS])
-{
-	Irb *I = &T->I;
-	for (int r = 0; r < 2; r++)
-		for (int nt = 0; nt < 2; nt++) {
-			int s0 = r * 4 + 2 * nt;
-			LLVMValueRef k = LLVMBuildSelect(I->b, st_->valid[r], slot_index(T, ln, st_, s0), ci64(I, 0), "");
-			LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->bf16, ln->dy, &k, 1, "");
-			LLVMValueRef v = LLVMBuildSelect(I->b, st_->valid[r], ld(I, I->i32, p, 4), ci32(I, 0), "");
-			dy[s0] = unpack_bf16_lo(I, v);
-			dy[s0 + 1] = unpack_bf16_hi(I, v);
-		}
-}
-
 /* gy = dy * dy/dh, from the derived graph with seeds (0, 0, dy) */
 static LLVMValueRef eval_gy(Tmpl *T, Lanes *ln, Step *st_, int s, LLVMValueRef hnew, LLVMValueRef dy)
 {
@@ -50,7 +35,8 @@ static LLVMValueRef eval_gy(Tmpl *T, Lanes *ln, Step *st_, int s, LLVMValueRef h
 	Mixer *mx = (Mixer *)T->mx;
 	LLVMValueRef pv[MX_MAXPARAM], seeds[3] = { cf32(I, 0.0), cf32(I, 0.0), dy };
 	EmitEnv env = { .x = st_->x[s], .h = hnew, .first = st_->first[s],
-	                .param = param_vals(T, ln, s, pv), .proj = st_->proj[s], .seed = seeds };
+	                .param = param_vals(T, ln, s, pv), .proj = st_->proj[s], .seed = seeds,
+	                .tok = st_->tok[slot_r(s)] };
 	LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
 	CHECK(memo);
 	LLVMValueRef v = emit_expr(I, &mx->g, T->g_h, &env, memo);
@@ -80,12 +66,18 @@ void tmpl_bwd_reduce(Tmpl *T)
 {
 	Irb *I = &T->I;
 	char sm[32];
-	snprintf(sm, sizeof sm, "%d", T->TW * 64 * 8 + T->TW * XS_QUAD);
+	/* the adjoint maps need a and dy/dh only: x is read when they use it */
+	const ExGraph *eg = &T->mx->g;
+	int segf = SEG_DY;
+	if (T->nbd > 0 || ex_depends(eg, T->e_log_a, EX_X, -1) || ex_depends(eg, T->g_h, EX_X, -1))
+		segf |= SEG_X;
+	snprintf(sm, sizeof sm, "%d", T->TW * 64 * 8 + T->TW * seg_bytes(T, seg_len(T), segf));
 	Launch *l = tmpl_launch(T, 0, "bwd_reduce", "NT", "H", "B", 128 * T->TW, sm);
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_add(T, &l->sig, "dy", I->gptr);
 	ksig_params(T, &l->sig);
-	if (!T->v->fused) {
+	ksig_tok(T, &l->sig);
+	if (!gates_inline(T)) {
 		ksig_add(T, &l->sig, "ws:log_a", I->gptr);
 		ksig_add(T, &l->sig, "ws:b", I->gptr);
 	}
@@ -94,8 +86,8 @@ void tmpl_bwd_reduce(Tmpl *T)
 	ksig_shape(T, &l->sig);
 	tmpl_open(T, l);
 	Lanes ln;
-	lanes_init(T, &ln, &l->sig, T->v->fused);
-	xs_enable(T, &ln, T->TW * 64 * 8);
+	lanes_init(T, &ln, &l->sig, gates_inline(T));
+	seg_enable(T, &ln, T->TW * 64 * 8, seg_len(T), segf);
 	LLVMValueRef tile = ctaid(I, 0);
 	LLVMValueRef qbase = iadd(I, imul(I, tile, ci32(I, T->C * T->P)), imul(I, ln.quad, ci32(I, T->GQ * 16 * T->C)));
 	Var qA[4], qB[4];
@@ -107,11 +99,10 @@ void tmpl_bwd_reduce(Tmpl *T)
 		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->C));
 		Maps m;
 		maps_init(T, &m, "r");
-		Loop L;
-		loop_begin(I, &L, ci32(I, 0), ci32(I, T->C), ci32(I, 1), "i");
-		L.unroll = 2;
+		Loop Ls, L;
+		LLVMValueRef i = seg_loop_begin(T, &ln, &Ls, &L, gb, T->C);
 		Step stp;
-		step_gates(T, &ln, &stp, gb, loop_i(I, &L), 0);
+		step_gates(T, &ln, &stp, gb, i, 0);
 		LLVMValueRef dy[TM_SLOTS];
 		load_dy(T, &ln, &stp, dy);
 		for (int s = 0; s < TM_SLOTS; s++) {
@@ -119,7 +110,7 @@ void tmpl_bwd_reduce(Tmpl *T)
 			LLVMValueRef gy = eval_gy(T, &ln, &stp, s, cf32(I, 0.0), dy[s]);
 			maps_push_bwd(T, &m, s, stp.a_eff[s], gy);
 		}
-		loop_end(I, &L);
+		seg_loop_end(T, &ln, &Ls, &L);
 		LLVMValueRef tA[4], tB[4];
 		warp_scan_bwd(T, &ln, &m, tA, tB);
 		for (int c = 0; c < 4; c++) {   /* Q := Q o G_j */
@@ -172,7 +163,7 @@ typedef struct { int hprev, dpa, scal, wfrag, wt, dW, xs, total; } BwdSmem;
 
 static BwdSmem bwd_smem(Tmpl *T, const PartMap *pm)
 {
-	int nbd = T->nbd ? T->nbd : 1;
+	int nbd = T->nbd;
 	BwdSmem s;
 	s.hprev = 0;                                        /* h before each step of a segment */
 	s.dpa = s.hprev + T->S * TM_SLOTS * 128 * 4;        /* dproj, bf16 [2 buffers][proj][warp][16 t][16 j] */
@@ -181,7 +172,7 @@ static BwdSmem bwd_smem(Tmpl *T, const PartMap *pm)
 	s.wt = s.wfrag + nbd * 16 * 128 * 4;               /* dx B fragments */
 	s.dW = s.wt + nbd * 16 * 128 * 4;                  /* dW^T accumulators, v4 [proj][kt][thread] */
 	s.xs = s.dW + nbd * 8 * 128 * 16;                  /* staged x rows */
-	s.total = s.xs + XS_QUAD;
+	s.total = s.xs + (T->nbd ? XS_QUAD : seg_bytes(T, T->S, SEG_X | SEG_DY));
 	return s;
 }
 
@@ -204,7 +195,35 @@ typedef struct {
 	Var cacc[MX_MAXPARAM][4];               /* channel partials per lane channel */
 	Var sacc[MX_MAXPARAM];                  /* scalar partials per lane */
 	LLVMValueRef gb;
+	LLVMValueRef dtokp;                     /* per-(token, warp) adjoints of the per-token values */
 } Bwd;
+
+/* Adjoints of the per-token values, summed over the warp's 16 channels in a
+ * fixed order and written per (token, warp): tok_bwd adds the D/16 partials
+ * of a token in a fixed order, so the sums are the same bits on every run. */
+static void tok_partials(Bwd *bw, Step *stp, LLVMValueRef gz[TM_SLOTS][TM_MAXZ])
+{
+	Tmpl *T = bw->T;
+	Irb *I = &T->I;
+	Lanes *ln = bw->ln;
+	for (int r = 0; r < 2; r++) {
+		LLVMValueRef v[TM_MAXZ];
+		for (int k = 0; k < T->nz; k++) {
+			v[k] = fadd(I, fadd(I, gz[r * 4][k], gz[r * 4 + 1][k]), fadd(I, gz[r * 4 + 2][k], gz[r * 4 + 3][k]));
+			v[k] = fadd(I, v[k], shfl_xor_f(I, v[k], 1));
+			v[k] = fadd(I, v[k], shfl_xor_f(I, v[k], 2));
+		}
+		IfBlk f;
+		if_begin(I, &f, land(I, stp->valid[r], ieq(I, ln->q, ci32(I, 0))), "dz");
+		LLVMValueRef row = iadd(I, imul(I, ln->b, ln->L), stp->t[r]);
+		LLVMValueRef nw = LLVMBuildLShr(I->b, ln->D, ci32(I, 4), "");
+		LLVMValueRef col = iadd(I, imul(I, ln->head, ci32(I, 4)), ln->w);
+		LLVMValueRef base = imul(I, iadd(I, imul(I, sext64(I, row), sext64(I, nw)), sext64(I, col)), ci64(I, T->nz));
+		for (int k = 0; k < T->nz; k++)
+			st(I, v[k], gep_f32(I, bw->dtokp, iadd(I, base, ci64(I, k))), 4);
+		if_end(I, &f);
+	}
+}
 
 /* one backward step at row offset i of the group: gradients of the 8 slots,
  * dx through the transposed projection, dW accumulation */
@@ -218,7 +237,7 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 	step_gates(T, ln, &stp, bw->gb, i, 1);
 	LLVMValueRef dy[TM_SLOTS];
 	load_dy(T, ln, &stp, dy);
-	LLVMValueRef gx[TM_SLOTS], gp[TM_SLOTS][MX_MAXPROJ];
+	LLVMValueRef gx[TM_SLOTS], gp[TM_SLOTS][MX_MAXPROJ], gz[TM_SLOTS][TM_MAXZ];
 	for (int s = 0; s < TM_SLOTS; s++) {
 		LLVMValueRef valid = stp.valid[slot_r(s)];
 		LLVMValueRef off = imul(I, iadd(I, imul(I, iadd(I, imul(I, si, ci32(I, TM_SLOTS)), ci32(I, s)), ci32(I, 128)), ln->tid), ci32(I, 4));
@@ -233,16 +252,23 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 		LLVMValueRef s2 = fsel(I, valid, dy[s], cf32(I, 0.0));
 		LLVMValueRef pv[MX_MAXPARAM], seeds[3] = { s0, s1, s2 };
 		EmitEnv env = { .x = stp.x[s], .h = hn, .first = stp.first[s],
-		                .param = param_vals(T, ln, s, pv), .proj = stp.proj[s], .seed = seeds };
+		                .param = param_vals(T, ln, s, pv), .proj = stp.proj[s], .seed = seeds,
+		                .tok = stp.tok[slot_r(s)] };
 		LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
 		CHECK(memo);
 		LLVMValueRef zero = cf32(I, 0.0);
 		gx[s] = fsel(I, valid, emit_expr(I, &mx->g, T->g_x, &env, memo), zero);
+		for (int k = 0; k < T->nz; k++)
+			gz[s][k] = fsel(I, valid, emit_expr(I, &mx->g, T->g_tok[k], &env, memo), zero);
 		for (int j = 0; j < T->nbd; j++)
 			gp[s][j] = fsel(I, valid, emit_expr(I, &mx->g, T->g_proj[T->bd[j]], &env, memo), zero);
 		for (int p = 0; p < mx->nparam; p++) {
 			LLVMValueRef v = NULL;
-			if (bw->pm->cidx[p] >= 0 || bw->pm->sidx[p] >= 0)
+			/* a gradient the element stage never produces keeps no accumulator
+			 * (x + 0.0 is not x for x = -0, so the compiler would keep it) */
+			const ExNode *gn = &mx->g.n[T->g_param[p]];
+			int nil = gn->op == EX_CONST && gn->k == 0.0;
+			if ((bw->pm->cidx[p] >= 0 || bw->pm->sidx[p] >= 0) && !nil)
 				v = fsel(I, valid, emit_expr(I, &mx->g, T->g_param[p], &env, memo), zero);
 			for (int j = 0; j < T->nbd; j++)   /* a projection's bias collects its adjoint */
 				if (mx->proj[T->bd[j]].bias == p)
@@ -256,8 +282,11 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 		}
 		free(memo);
 	}
+	if (T->nz > 0)
+		tok_partials(bw, &stp, gz);
 	if (T->nbd == 0) {
-		/* no projection: dx is the direct term alone */
+		/* no projection: dx here is the direct term; a token stage adds its
+		 * term in tok_dx once the adjoints are summed over every channel */
 		for (int r = 0; r < 2; r++)
 			for (int nt = 0; nt < 2; nt++) {
 				int s0 = r * 4 + 2 * nt;
@@ -364,10 +393,14 @@ void tmpl_bwd_apply(Tmpl *T)
 	char sm[32];
 	snprintf(sm, sizeof sm, "%d", bw.sm.total);
 	Launch *l = tmpl_launch(T, 0, "bwd_apply", "G", "H", "B", 128, sm);
+	l->minblocks = 1;
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_add(T, &l->sig, "dy", I->gptr);
 	ksig_add(T, &l->sig, "dx", I->gptr);
 	ksig_params(T, &l->sig);
+	ksig_tok(T, &l->sig);
+	if (T->nz > 0)
+		ksig_add(T, &l->sig, "ws:dtokp", I->gptr);
 	ksig_add(T, &l->sig, "ws:ckpt", I->gptr);
 	ksig_add(T, &l->sig, "ws:ucarry", I->gptr);
 	char a[64];
@@ -385,11 +418,18 @@ void tmpl_bwd_apply(Tmpl *T)
 	/* this kernel always recomputes the projections: it needs their adjoints */
 	Variant fv = *T->v;
 	const Variant *saved = T->v;
-	fv.fused = true;
+	fv.materialized = false;
 	T->v = &fv;
 	lanes_init(T, &ln, &l->sig, 1);
-	xs_enable(T, &ln, bw.sm.xs);
+	/* segment staging where shared memory allows; with projections the
+	 * weight fragments and dW accumulators use it, and x is staged per step */
+	if (T->nbd)
+		xs_enable(T, &ln, bw.sm.xs);
+	else
+		seg_enable(T, &ln, bw.sm.xs, T->S, SEG_X | SEG_DY);
 	bw.ln = &ln;
+	if (T->nz > 0)
+		bw.dtokp = irb_arg(I, ksig_find(&l->sig, "ws:dtokp"));
 	LLVMValueRef NT = irb_arg(I, ksig_find(&l->sig, "i32:NT"));
 	LLVMValueRef Bn = irb_arg(I, ksig_find(&l->sig, "i32:B"));
 	LLVMValueRef H = nctaid(I, 1);
@@ -453,17 +493,18 @@ void tmpl_bwd_apply(Tmpl *T)
 	maps_init(T, &fm, "f");
 	maps_init(T, &rm, "r");
 	{
-		Loop L;
-		loop_begin(I, &L, ci32(I, 0), ci32(I, T->C), ci32(I, 1), "i");
+		Loop Ls, L;
+		LLVMValueRef i = seg_loop_begin(T, &ln, &Ls, &L, gb, T->C);
+		L.unroll = 0;
 		Step stp;
-		step_gates(T, &ln, &stp, gb, loop_i(I, &L), 0);
+		step_gates(T, &ln, &stp, gb, i, 0);
 		LLVMValueRef dy[TM_SLOTS];
 		load_dy(T, &ln, &stp, dy);
 		for (int s = 0; s < TM_SLOTS; s++) {
 			maps_push_fwd(T, &fm, s, stp.a_eff[s], stp.b_eff[s]);
 			maps_push_bwd(T, &rm, s, stp.a_eff[s], eval_gy(T, &ln, &stp, s, cf32(I, 0.0), dy[s]));
 		}
-		loop_end(I, &L);
+		seg_loop_end(T, &ln, &Ls, &L);
 	}
 	LLVMValueRef fA[4], fB[4], rA[4], rB[4];
 	warp_scan_fwd(T, &ln, &fm, fA, fB);
@@ -483,14 +524,18 @@ void tmpl_bwd_apply(Tmpl *T)
 		for (int s = 0; s < TM_SLOTS; s++)
 			var_set(I, h[s], var_get(I, h0[s]));
 		if (s0 > 0) {
-			Loop L;
-			loop_begin(I, &L, ci32(I, 0), ci32(I, s0), ci32(I, 1), "i");
+			Loop Ls, L;
+			LLVMValueRef i = seg_loop_begin(T, &ln, &Ls, &L, gb, s0);
+			L.unroll = 0;
 			Step stp;
-			step_gates(T, &ln, &stp, gb, loop_i(I, &L), 0);
+			step_gates(T, &ln, &stp, gb, i, 0);
 			for (int s = 0; s < TM_SLOTS; s++)
 				var_set(I, h[s], fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]));
-			loop_end(I, &L);
+			seg_loop_end(T, &ln, &Ls, &L);
 		}
+		/* the segment's own steps, staged once for both of its sweeps */
+		if (ln.seg_off >= 0)
+			seg_stage(T, &ln, gb, ci32(I, s0));
 		{
 			Loop L;
 			loop_begin(I, &L, ci32(I, 0), ci32(I, T->S), ci32(I, 1), "si");
@@ -584,6 +629,43 @@ void tmpl_bwd_apply(Tmpl *T)
 
 /* Sums the per-block partials of every parameter gradient in a fixed order.
  * blockIdx.y selects the parameter; threads cover its elements. */
+/* A scalar's partials (every block and head of bwd_apply, every warp of
+ * tok_bwd) summed by the 256 threads of block 0: strided sums, then a tree
+ * in shared memory -- an order fixed by the shape. */
+static void scalar_reduce(Tmpl *T, const KSig *sig, const PartMap *pm, int p, LLVMValueRef out, LLVMValueRef nslot)
+{
+	Irb *I = &T->I;
+	LLVMValueRef tid = tid_x(I);
+	IfBlk f;
+	if_begin(I, &f, land(I, ieq(I, ctaid(I, 1), ci32(I, p)), ieq(I, ctaid(I, 0), ci32(I, 0))), "scal");
+	Var acc = var_init(I, cf32(I, 0.0), "acc");
+	for (int src = 0; src < 1 + (T->nz > 0); src++) {
+		LLVMValueRef base = irb_arg(I, ksig_find(sig, src ? "ws:part_tscal" : "ws:part_scal"));
+		LLVMValueRef n = src ? irb_arg(I, ksig_find(sig, "i32:NTB*8")) : nslot;
+		Loop L;
+		loop_begin(I, &L, tid, n, ci32(I, 256), "s");
+		LLVMValueRef k = iadd(I, imul(I, sext64(I, loop_i(I, &L)), ci64(I, pm->nscal)), ci64(I, pm->sidx[p]));
+		var_set(I, acc, fadd(I, var_get(I, acc), ld(I, I->f32, gep_f32(I, base, k), 4)));
+		loop_end(I, &L);
+	}
+	LLVMValueRef me = smem_ptr(I, imul(I, tid, ci32(I, 4)));
+	st(I, var_get(I, acc), me, 4);
+	bar_sync(I);
+	for (int w = 128; w >= 1; w >>= 1) {
+		IfBlk g;
+		if_begin(I, &g, ilt(I, tid, ci32(I, w)), "tree");
+		LLVMValueRef o = ld(I, I->f32, smem_ptr(I, imul(I, iadd(I, tid, ci32(I, w)), ci32(I, 4))), 4);
+		st(I, fadd(I, ld(I, I->f32, me, 4), o), me, 4);
+		if_end(I, &g);
+		bar_sync(I);
+	}
+	IfBlk g;
+	if_begin(I, &g, ieq(I, tid, ci32(I, 0)), "out");
+	st(I, ld(I, I->f32, me, 4), out, 4);
+	if_end(I, &g);
+	if_end(I, &f);
+}
+
 void tmpl_param_reduce(Tmpl *T)
 {
 	Irb *I = &T->I;
@@ -592,7 +674,7 @@ void tmpl_param_reduce(Tmpl *T)
 	part_map(T, &pm);
 	char g1[16];
 	snprintf(g1, sizeof g1, "%d", mx->nparam);
-	Launch *l = tmpl_launch(T, 0, "param_reduce", "cdiv(D*64,256)", g1, "1", 256, "0");
+	Launch *l = tmpl_launch(T, 0, "param_reduce", "cdiv(D*64,256)", g1, "1", 256, "1024");
 	char a[64];
 	for (int p = 0; p < mx->nparam; p++) {
 		snprintf(a, sizeof a, "grad:%s", mx->param[p].name);
@@ -604,6 +686,12 @@ void tmpl_param_reduce(Tmpl *T)
 	}
 	ksig_add(T, &l->sig, "ws:part_chan", I->gptr);
 	ksig_add(T, &l->sig, "ws:part_scal", I->gptr);
+	if (T->nz > 0) {
+		ksig_add(T, &l->sig, "ws:part_tchan", I->gptr);
+		ksig_add(T, &l->sig, "ws:part_tscal", I->gptr);
+		ksig_add(T, &l->sig, "i32:NXB", I->i32);
+		ksig_add(T, &l->sig, "i32:NTB*8", I->i32);
+	}
 	ksig_add(T, &l->sig, "i32:G", I->i32);
 	ksig_add(T, &l->sig, "i32:B", I->i32);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
@@ -617,8 +705,11 @@ void tmpl_param_reduce(Tmpl *T)
 	LLVMValueRef nslot = imul(I, G, Bn);
 	for (int p = 0; p < mx->nparam; p++) {
 		LLVMValueRef out = irb_arg(I, ksig_find(&l->sig, (snprintf(a, sizeof a, "grad:%s", mx->param[p].name), a)));
+		if (mx->param[p].kind == PK_SCALAR) {
+			scalar_reduce(T, &l->sig, &pm, p, out, imul(I, nslot, H));
+			continue;
+		}
 		LLVMValueRef src = NULL, n = NULL, stride = NULL, off = NULL;
-		int inner = 1;   /* scalars also sum over heads */
 		if (mx->param[p].kind == PK_BLOCKDIAG) {
 			int j = -1;
 			for (int k = 0; k < T->nbd; k++)
@@ -631,17 +722,11 @@ void tmpl_param_reduce(Tmpl *T)
 			n = imul(I, H, ci32(I, 4096));
 			stride = n;
 			off = ci32(I, 0);
-		} else if (mx->param[p].kind == PK_CHANNEL) {
+		} else {
 			src = irb_arg(I, ksig_find(&l->sig, "ws:part_chan"));
 			n = D;
 			stride = imul(I, D, ci32(I, pm.nchan));
 			off = imul(I, D, ci32(I, pm.cidx[p]));
-		} else {
-			src = irb_arg(I, ksig_find(&l->sig, "ws:part_scal"));
-			n = ci32(I, 1);
-			stride = imul(I, H, ci32(I, pm.nscal));
-			off = ci32(I, pm.sidx[p]);
-			inner = 0;
 		}
 		IfBlk f;
 		if_begin(I, &f, land(I, ieq(I, py, ci32(I, p)), ilt(I, e, n)), "p");
@@ -649,17 +734,24 @@ void tmpl_param_reduce(Tmpl *T)
 		Loop L;
 		loop_begin(I, &L, ci32(I, 0), nslot, ci32(I, 1), "s");
 		LLVMValueRef sbase = iadd(I, imul(I, sext64(I, loop_i(I, &L)), sext64(I, stride)), sext64(I, off));
-		if (inner) {
-			LLVMValueRef v = ld(I, I->f32, gep_f32(I, src, iadd(I, sbase, sext64(I, e))), 4);
-			var_set(I, acc, fadd(I, var_get(I, acc), v));
-		} else {
-			Loop Lh;
-			loop_begin(I, &Lh, ci32(I, 0), H, ci32(I, 1), "h");
-			LLVMValueRef k = iadd(I, sbase, sext64(I, imul(I, loop_i(I, &Lh), ci32(I, pm.nscal))));
-			var_set(I, acc, fadd(I, var_get(I, acc), ld(I, I->f32, gep_f32(I, src, k), 4)));
-			loop_end(I, &Lh);
-		}
+		var_set(I, acc, fadd(I, var_get(I, acc), ld(I, I->f32, gep_f32(I, src, iadd(I, sbase, sext64(I, e))), 4)));
 		loop_end(I, &L);
+		if (T->nz > 0) {
+			/* a token projection's weight: tok_dx's partials */
+			int j = -1;
+			for (int k = 0; k < T->ntp; k++)
+				if (mx->proj[T->tp[k]].weight == p)
+					j = k;
+			if (mx->param[p].kind == PK_CHANNEL && j >= 0) {
+				LLVMValueRef tsrc = irb_arg(I, ksig_find(&l->sig, "ws:part_tchan"));
+				Loop Lq;
+				loop_begin(I, &Lq, ci32(I, 0), irb_arg(I, ksig_find(&l->sig, "i32:NXB")), ci32(I, 1), "ts");
+				LLVMValueRef row = iadd(I, imul(I, loop_i(I, &Lq), ci32(I, T->ntp)), ci32(I, j));
+				LLVMValueRef k = iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, e));
+				var_set(I, acc, fadd(I, var_get(I, acc), ld(I, I->f32, gep_f32(I, tsrc, k), 4)));
+				loop_end(I, &Lq);
+			}
+		}
 		st(I, var_get(I, acc), gep_f32(I, out, sext64(I, e)), 4);
 		if_end(I, &f);
 	}

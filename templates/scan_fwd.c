@@ -19,7 +19,8 @@ static void sig_inputs(Tmpl *T, KSig *s)
 {
 	ksig_add(T, s, "x", T->I.gptr);
 	ksig_params(T, s);
-	if (!T->v->fused) {
+	ksig_tok(T, s);
+	if (!gates_inline(T)) {
 		ksig_add(T, s, "ws:log_a", T->I.gptr);
 		ksig_add(T, s, "ws:b", T->I.gptr);
 	}
@@ -38,14 +39,13 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 	for (int j = 0; j < T->GQ; j++) {
 		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->C));
 		maps_init(T, &ex[j], "m");
-		Loop L;
-		loop_begin(I, &L, ci32(I, 0), ci32(I, T->C), ci32(I, 1), "i");
-		L.unroll = 2;
+		Loop Ls, L;
+		LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, T->C);
 		Step st;
-		step_gates(T, ln, &st, gb, loop_i(I, &L), 0);
+		step_gates(T, ln, &st, gb, i, 0);
 		for (int s = 0; s < TM_SLOTS; s++)
 			maps_push_fwd(T, &ex[j], s, st.a_eff[s], st.b_eff[s]);
-		loop_end(I, &L);
+		seg_loop_end(T, ln, &Ls, &L);
 		warp_scan_fwd(T, ln, &ex[j], totA[j], totB[j]);
 		for (int c = 0; c < 4; c++) {
 			LLVMValueRef A = var_get(I, qA[c]);
@@ -74,12 +74,16 @@ static LLVMValueRef quad_base(Tmpl *T, Lanes *ln)
 	return iadd(I, tb, imul(I, ln->quad, ci32(I, T->GQ * 16 * T->C)));
 }
 
-/* shared memory: quad maps [quad][64][2] floats, then the x staging buffers */
+/* shared memory: quad maps [quad][64][2] floats, then the segment buffers */
 static int xs_at(Tmpl *T) { return T->TW * 64 * 8; }
+
+/* apply keeps every group's chunk maps live: with four groups per quad a
+ * shorter segment leaves registers for them */
+static int apply_seg(Tmpl *T) { return T->GQ >= 4 && seg_len(T) > 4 ? 4 : seg_len(T); }
 
 static char *smem_quads(Tmpl *T, char *buf, size_t n)
 {
-	snprintf(buf, n, "%d", xs_at(T) + T->TW * XS_QUAD);
+	snprintf(buf, n, "%d", xs_at(T) + T->TW * seg_bytes(T, seg_len(T), SEG_X));
 	return buf;
 }
 
@@ -94,8 +98,8 @@ void tmpl_fwd_reduce(Tmpl *T)
 	ksig_shape(T, &l->sig);
 	tmpl_open(T, l);
 	Lanes ln;
-	lanes_init(T, &ln, &l->sig, T->v->fused);
-	xs_enable(T, &ln, xs_at(T));
+	lanes_init(T, &ln, &l->sig, gates_inline(T));
+	seg_enable(T, &ln, xs_at(T), seg_len(T), SEG_X);
 	Maps ex[4];
 	LLVMValueRef tA[4][4], tB[4][4];
 	Var qA[4], qB[4];
@@ -147,8 +151,8 @@ void tmpl_fwd_apply(Tmpl *T)
 	ksig_shape(T, &l->sig);
 	tmpl_open(T, l);
 	Lanes ln;
-	lanes_init(T, &ln, &l->sig, T->v->fused);
-	xs_enable(T, &ln, xs_at(T));
+	lanes_init(T, &ln, &l->sig, gates_inline(T));
+	seg_enable(T, &ln, xs_at(T), apply_seg(T), SEG_X);
 	Maps ex[4];
 	LLVMValueRef tA[4][4], tB[4][4];
 	Var qA[4], qB[4];
@@ -190,25 +194,25 @@ void tmpl_fwd_apply(Tmpl *T)
 			LLVMValueRef hgc = var_get(I, hg[slot_c(s)]);
 			h[s] = var_init(I, fadd(I, fmul(I, var_get(I, ex[j].A[s]), hgc), var_get(I, ex[j].B[s])), "h");
 		}
-		Loop L;
-		loop_begin(I, &L, ci32(I, 0), ci32(I, T->C), ci32(I, 1), "i");
-		L.unroll = 2;
+		Loop Ls, L;
+		LLVMValueRef i = seg_loop_begin(T, &ln, &Ls, &L, gb, T->C);
 		Step stp;
-		step_gates(T, &ln, &stp, gb, loop_i(I, &L), 0);
+		step_gates(T, &ln, &stp, gb, i, 0);
 		for (int s = 0; s < TM_SLOTS; s++) {
 			LLVMValueRef hn = fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]);
 			var_set(I, h[s], hn);
 			LLVMValueRef pv[MX_MAXPARAM] = { 0 };
 			for (int p = 0; p < mx->nparam; p++)
 				pv[p] = mx->param[p].kind == PK_CHANNEL ? ln.chan[p][slot_c(s)] : ln.scal[p];
-			EmitEnv env = { .x = stp.x[s], .h = hn, .first = stp.first[s], .param = pv, .proj = stp.proj[s] };
+			EmitEnv env = { .x = stp.x[s], .h = hn, .first = stp.first[s], .param = pv, .proj = stp.proj[s],
+			                .tok = stp.tok[slot_r(s)] };
 			LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
 			CHECK(memo);
-			ytmp[s] = emit_expr(I, &mx->g, mx->y, &env, memo);
+			ytmp[s] = emit_expr(I, &mx->g, T->e_y, &env, memo);
 			free(memo);
 		}
 		store_outputs(T, &ln, &stp, ln.y, ytmp);
-		loop_end(I, &L);
+		seg_loop_end(T, &ln, &Ls, &L);
 		for (int c = 0; c < 4; c++) {
 			LLVMValueRef hgc = var_get(I, hg[c]);
 			var_set(I, hg[c], fadd(I, fmul(I, tA[j][c], hgc), tB[j][c]));
@@ -225,6 +229,7 @@ void tmpl_fwd_gates(Tmpl *T)
 	Launch *l = tmpl_launch(T, 1, "fwd_gates", "NT", "H", "B", 128 * T->TW, sm);
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_params(T, &l->sig);
+	ksig_tok(T, &l->sig);
 	ksig_add(T, &l->sig, "ws:log_a", I->gptr);
 	ksig_add(T, &l->sig, "ws:b", I->gptr);
 	ksig_shape(T, &l->sig);

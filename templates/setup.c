@@ -6,6 +6,7 @@
 #include "tmpl.h"
 #include "diag.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v)
@@ -25,16 +26,94 @@ void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v)
 	for (int j = 0; j < mx->nproj; j++)
 		if (mx->proj[j].kind == PJ_BLOCKDIAG)
 			T->bd[T->nbd++] = j;
+		else
+			T->tp[T->ntp++] = j;
 	snprintf(T->prefix, sizeof T->prefix, "%s", mx->name);
+}
+
+/* Which leaves a node depends on: bit 0 a token projection, bit 1 anything
+ * per element (x, h, the reset flag, a channel parameter, a block-diagonal
+ * projection). Scalar parameters and constants set neither. */
+enum { DEP_TOK = 1, DEP_ELEM = 2 };
+
+static int deps(const Tmpl *T, const ExGraph *g, int node, signed char *memo)
+{
+	if (memo[node] >= 0)
+		return memo[node];
+	const ExNode *n = &g->n[node];
+	int d = 0;
+	switch (n->op) {
+	case EX_CONST: break;
+	case EX_X: case EX_H: case EX_FIRST: d = DEP_ELEM; break;
+	case EX_PARAM: d = T->mx->param[n->idx].kind == PK_SCALAR ? 0 : DEP_ELEM; break;
+	case EX_PROJ: d = T->mx->proj[n->idx].kind == PJ_TOKEN ? DEP_TOK : DEP_ELEM; break;
+	default:
+		if (n->a >= 0) d |= deps(T, g, n->a, memo);
+		if (n->b >= 0) d |= deps(T, g, n->b, memo);
+		if (n->c >= 0) d |= deps(T, g, n->c, memo);
+	}
+	memo[node] = (signed char)d;
+	return d;
+}
+
+static int tok_leaf(Tmpl *T, ExGraph *g, int node)
+{
+	for (int k = 0; k < T->nz; k++)
+		if (T->z[k] == node)
+			return ex_leaf(g, EX_TOK, k);
+	if (T->nz == TM_MAXZ)
+		DIE("mixer %s: more than %d per-token values", T->mx->name, TM_MAXZ);
+	T->z[T->nz] = node;
+	return ex_leaf(g, EX_TOK, T->nz++);
+}
+
+/* the element-stage copy of node: token-only parts become EX_TOK leaves */
+static int split(Tmpl *T, ExGraph *g, int node, signed char *dep, int *memo)
+{
+	if (memo[node] >= 0)
+		return memo[node];
+	int d = deps(T, g, node, dep);
+	ExNode n = g->n[node];
+	int r;
+	if (d == DEP_TOK && (T->v->shared_sfu || n.op == EX_PROJ)) {
+		r = tok_leaf(T, g, node);
+	} else {
+		int a = n.a >= 0 ? split(T, g, n.a, dep, memo) : -1;
+		int b = n.b >= 0 ? split(T, g, n.b, dep, memo) : -1;
+		int c = n.c >= 0 ? split(T, g, n.c, dep, memo) : -1;
+		r = ex_rebuild(g, node, a, b, c);
+		CHECK(r >= 0);
+	}
+	memo[node] = r;
+	return r;
+}
+
+static void split_stages(Tmpl *T, ExGraph *g)
+{
+	int len = g->len;
+	signed char *dep = malloc((size_t)len);
+	int *memo = malloc((size_t)len * sizeof *memo);
+	CHECK(dep && memo);
+	memset(dep, -1, (size_t)len);
+	for (int i = 0; i < len; i++)
+		memo[i] = -1;
+	/* split only nodes that existed before (new nodes are appended past len) */
+	T->e_log_a = split(T, g, T->mx->log_a, dep, memo);
+	T->e_b = split(T, g, T->mx->b, dep, memo);
+	T->e_y = split(T, g, T->mx->y, dep, memo);
+	free(dep);
+	free(memo);
 }
 
 /* The adjoints the backward needs, derived once per variant from the
  * mixer's own expressions: seeds are d(loss)/d(log_a), d(loss)/d(b) at the
- * recurrence and d(loss)/d(y) at the output. */
+ * recurrence and d(loss)/d(y) at the output; the token stage's seeds are
+ * the adjoints of its values z[k], summed over the channels of a token. */
 static void derive(Tmpl *T, ExGraph *g)
 {
 	const Mixer *mx = T->mx;
-	int leaves[2 + MX_MAXPROJ + MX_MAXPARAM], grads[2 + MX_MAXPROJ + MX_MAXPARAM];
+	split_stages(T, g);
+	int leaves[2 + MX_MAXPROJ + MX_MAXPARAM + TM_MAXZ], grads[2 + MX_MAXPROJ + MX_MAXPARAM + TM_MAXZ];
 	int n = 0;
 	leaves[n++] = ex_leaf(g, EX_X, 0);
 	leaves[n++] = ex_leaf(g, EX_H, 0);
@@ -42,9 +121,11 @@ static void derive(Tmpl *T, ExGraph *g)
 		leaves[n++] = ex_leaf(g, EX_PROJ, j);
 	for (int p = 0; p < mx->nparam; p++)
 		leaves[n++] = ex_leaf(g, EX_PARAM, p);
+	for (int k = 0; k < T->nz; k++)
+		leaves[n++] = ex_leaf(g, EX_TOK, k);
 	for (int k = 0; k < 3; k++)
 		T->seed[k] = ex_leaf(g, EX_SEED, k);
-	int outs[3] = { mx->log_a, mx->b, mx->y };
+	int outs[3] = { T->e_log_a, T->e_b, T->e_y };
 	ex_grad(g, 3, outs, T->seed, n, leaves, grads);
 	n = 0;
 	T->g_x = grads[n++];
@@ -53,6 +134,25 @@ static void derive(Tmpl *T, ExGraph *g)
 		T->g_proj[j] = grads[n++];
 	for (int p = 0; p < mx->nparam; p++)
 		T->g_param[p] = grads[n++];
+	for (int k = 0; k < T->nz; k++)
+		T->g_tok[k] = grads[n++];
+	if (T->nz == 0)
+		return;
+	/* token stage: z[k] over the token projections and scalar parameters */
+	int tseed[TM_MAXZ];
+	n = 0;
+	for (int j = 0; j < T->ntp; j++)
+		leaves[n++] = ex_leaf(g, EX_PROJ, T->tp[j]);
+	for (int p = 0; p < mx->nparam; p++)
+		leaves[n++] = ex_leaf(g, EX_PARAM, p);
+	for (int k = 0; k < T->nz; k++)
+		tseed[k] = ex_leaf(g, EX_SEED, 3 + k);
+	ex_grad(g, T->nz, T->z, tseed, n, leaves, grads);
+	n = 0;
+	for (int j = 0; j < T->ntp; j++)
+		T->tg_proj[j] = grads[n++];
+	for (int p = 0; p < mx->nparam; p++)
+		T->tg_param[p] = grads[n++];
 }
 
 static void add_ws(Tmpl *T, const char *name, const char *bytes, const char *life, int zero)
@@ -74,7 +174,7 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 	add_ws(T, "aggB", "B*NT*D*4", "forward", 0);
 	add_ws(T, "carry", "B*NT*D*4", "forward", 0);
 	add_ws(T, "ckpt", "B*NG*D*4", "saved", 0);
-	if (!T->v->fused) {
+	if (!gates_inline(T)) {
 		add_ws(T, "log_a", "B*L*D*4", "saved", 0);
 		add_ws(T, "b", "B*L*D*4", "saved", 0);
 	}
@@ -88,8 +188,24 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 	}
 	add_ws(T, "part_chan", "G*B*NCP*D*4", "backward", 0);
 	add_ws(T, "part_scal", "G*B*H*NSP*4", "backward", 0);
+	if (T->nz > 0) {
+		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->nz);
+		add_ws(T, "tok", buf, "saved", 0);
+		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntp);
+		add_ws(T, "tproj", buf, "saved", 0);
+		snprintf(buf, sizeof buf, "B*L*(D/16)*%d", 4 * T->nz);
+		add_ws(T, "dtokp", buf, "backward", 0);
+		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntp);
+		add_ws(T, "dtok", buf, "backward", 0);
+		add_ws(T, "part_tscal", "NTB*8*NSP*4", "backward", 0);
+		snprintf(buf, sizeof buf, "NXB*D*%d", 4 * T->ntp);
+		add_ws(T, "part_tchan", buf, "backward", 0);
+	}
 
-	if (!T->v->fused)
+	if (T->nz > 0)
+		tmpl_tok_fwd(T);
+
+	if (!gates_inline(T))
 		tmpl_fwd_gates(T);
 	tmpl_fwd_reduce(T);
 	tmpl_carry(T, 0);
@@ -97,6 +213,10 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 	tmpl_bwd_reduce(T);
 	tmpl_carry(T, 1);
 	tmpl_bwd_apply(T);
+	if (T->nz > 0) {
+		tmpl_tok_bwd(T);
+		tmpl_tok_dx(T);
+	}
 	tmpl_param_reduce(T);
 	irb_dispose(&T->I);
 }

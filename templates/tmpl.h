@@ -30,6 +30,7 @@
 
 #define TM_MAXARG 48
 #define TM_SLOTS 8
+#define TM_MAXZ 8       /* per-token values of a mixer */
 
 /* A kernel signature: LLVM parameter types beside the manifest's arg strings. */
 typedef struct {
@@ -43,6 +44,7 @@ typedef struct {
 	char kernel[96];
 	char grid[3][64];
 	int block;
+	int minblocks;        /* blocks per SM ptxas must fit (registers), 0 = 1 */
 	char smem[64];
 	KSig sig;
 } Launch;
@@ -62,6 +64,18 @@ typedef struct {
 	int C, P, TW, GQ, S, G;   /* chunk, prefix, quads, groups per quad, bwd segment, bwd block groups */
 	int nbd;                  /* block-diagonal projections */
 	int bd[MX_MAXPROJ];       /* their projection indices */
+	/* Token stage (mixers with per-token projections): the values z[k] of the
+	 * token stage (nodes over token projections and scalar parameters) are
+	 * computed once per token by the controller pass; the element stage sees
+	 * them as EX_TOK leaves. With shared_sfu the z are the largest token-only
+	 * subexpressions (softplus(u), sigmoid(v), ...), otherwise the raw
+	 * projections, and every element recomputes the special functions. */
+	int ntp, tp[MX_MAXPROJ];  /* token projections */
+	int nz, z[TM_MAXZ];
+	int e_log_a, e_b, e_y;    /* element-stage roots */
+	int g_tok[TM_MAXZ];       /* element adjoints of the z */
+	int tg_proj[MX_MAXPROJ];  /* token stage: adjoint of projection tp[j] for seeds EX_SEED(3 + k) on z[k] */
+	int tg_param[MX_MAXPARAM];
 	/* derivative graph: adjoints of leaves for seeds (dlog_a, db, dy) */
 	int seed[3];
 	int g_x, g_h;
@@ -88,9 +102,13 @@ typedef struct {
 	LLVMValueRef bias[MX_MAXPROJ][4];          /* bias per lane channel */
 	LLVMValueRef ch[4];                        /* channel within the head for c = 0..3 */
 	LLVMValueRef la_ws, b_ws;                  /* materialised log_a / b (unfused) */
+	LLVMValueRef tok;                          /* per-token values [B*L][nz] */
 	int wfrag_smem;                            /* >= 0: gate fragments live in shared memory at this offset */
 	int xs_off;                                /* >= 0: x rows of each step are staged in shared memory here */
 	Var xs_phase;                              /* which of the two staging buffers the next step uses */
+	int seg_off;                               /* >= 0: segment staging (seg_stage) at this offset */
+	int seg_n, seg_flags, seg_step;            /* steps per segment, what is staged (SEG_*), bytes per step */
+	LLVMValueRef seg_i0;                       /* first step of the staged segment */
 } Lanes;
 
 /* Values of one gate step for the 8 slots. */
@@ -103,6 +121,8 @@ typedef struct {
 	LLVMValueRef log_a[TM_SLOTS], bb[TM_SLOTS], a[TM_SLOTS];
 	LLVMValueRef a_eff[TM_SLOTS], b_eff[TM_SLOTS];   /* identity when invalid, a=0 at a reset */
 	LLVMValueRef xs;            /* staged x tile of this step (shared byte offset), when staged */
+	LLVMValueRef tok[2][TM_MAXZ];   /* per-token values of row r */
+	LLVMValueRef seg;           /* the step's staged segment entry, when staged */
 } Step;
 
 /* x staging: per quad two buffers of 16 rows x 64 bf16, rows padded to
@@ -111,6 +131,25 @@ typedef struct {
 #define XS_BUF (16 * XS_ROW)
 #define XS_QUAD (2 * XS_BUF)
 void xs_enable(Tmpl *T, Lanes *ln, int off);
+
+/* Segment staging: every input a step reads from memory (x rows, dy rows,
+ * per-token values) for n consecutive steps is loaded by one burst of
+ * independent loads per thread, then read from shared memory: one memory
+ * latency per n steps instead of one per step. Per quad, per step: x rows,
+ * [dy rows], [16 x nz floats]. */
+enum { SEG_X = 1, SEG_DY = 2, SEG_TOK = 4 };   /* token values are staged whenever the mixer has them */
+int seg_bytes(const Tmpl *T, int n, int flags);   /* per quad */
+int seg_len(const Tmpl *T);                       /* steps per segment: min(C, 8) */
+void seg_enable(Tmpl *T, Lanes *ln, int off, int n, int flags);
+/* for i in [0, end) of the group at gb, segment by segment when staging is
+ * on (a plain loop otherwise): returns i inside the inner loop; the
+ * caller's body goes between begin and end */
+LLVMValueRef seg_loop_begin(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L, LLVMValueRef gb, int end);
+void seg_loop_end(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L);
+/* stages steps i0 .. i0+n-1 of the group starting at row gb (quad barriers on both sides) */
+void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0);
+/* dy of the 8 slots (staged when the segment holds dy) */
+void load_dy(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef dy[TM_SLOTS]);
 
 /* an affine map per slot: h -> A h + B (forward) or u -> A u + B (adjoint) */
 typedef struct { Var A[TM_SLOTS], B[TM_SLOTS]; } Maps;
@@ -151,6 +190,10 @@ void warp_scan_bwd(Tmpl *T, Lanes *ln, Maps *m, LLVMValueRef totA[4], LLVMValueR
 static inline int slot_c(int s) { return s & 3; }
 static inline int slot_r(int s) { return s >> 2; }
 
+/* gates are computed in the scan kernels (not read from a materialised tensor) */
+static inline int gates_inline(const Tmpl *T) { return !T->v->materialized; }
+void ksig_tok(Tmpl *T, KSig *s);             /* "ws:tok" when the mixer has a token stage */
+
 /* the templates */
 void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v);
 void tmpl_fwd_gates(Tmpl *T);      /* unfused: log_a, b to memory */
@@ -160,6 +203,9 @@ void tmpl_carry(Tmpl *T, int backward);
 void tmpl_bwd_reduce(Tmpl *T);
 void tmpl_bwd_apply(Tmpl *T);
 void tmpl_param_reduce(Tmpl *T);
+void tmpl_tok_fwd(Tmpl *T);        /* controller pass: token projections and the z */
+void tmpl_tok_bwd(Tmpl *T);        /* z adjoints summed over channels -> projection adjoints */
+void tmpl_tok_dx(Tmpl *T);         /* dx += w * dproj, weight-gradient partials */
 /* all kernels of the variant into the module, and the plan */
 void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod);
 

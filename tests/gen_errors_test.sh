@@ -34,6 +34,24 @@ grep -q '^.version 8.0' "$work/out"/rglru.fused_grouped_prefix32_hierarchical_ch
 grep -q '^.entry\|\.entry rglru_bwd_apply' "$work/out"/rglru.fused_grouped_prefix32_hierarchical_chunk16.ptx; check $? "kernels are .entry (launchable)"
 "$recur" gen "$src/lua/variants/rglru.lua" -o "$work/new/deeper/ptx" -q && [ -f "$work/new/deeper/ptx/manifest.json" ]
 check $? "gen creates missing parent directories"
+# what the templates cannot generate is refused at the variant grid's line
+cat > "$work/samu_fused.lua" <<'LUA'
+local R = require "recur"
+return R.variants { mixer = require "arch.samu", chunk = {8}, prefix = {32}, fused = {true},
+                    fused_output = {true} }
+LUA
+out=$("$recur" gen "$work/samu_fused.lua" -o "$work/out" -q 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -q "samu_fused.lua:2: variant .*per-token projection u .*separate fp32 pass"
+check $? "a controller fused into the scan kernel is refused at the grid's line ($out)"
+cat > "$work/samu_out.lua" <<'LUA'
+local R = require "recur"
+
+return R.variants { mixer = require "arch.samu", chunk = {8}, prefix = {32}, fused_output = {false} }
+LUA
+out=$("$recur" gen "$work/samu_out.lua" -o "$work/out" -q 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -q "samu_out.lua:3: variant .*fused_output = false"
+check $? "an output pass of its own is refused at the grid's line ($out)"
+[ -f "$work/out/manifest.json" ] && [ "$(ls "$work/out"/*.ptx | wc -l)" = 24 ]; check $? "refused grids leave the previous output whole"
 out=$("$recur" list --dir "$work/out" --shape 1x37x100 2>&1)
 echo "$out" | grep -q "illegal (shape B=1 L=37 D=100: the width must be a multiple of 64"; check $? "list explains an illegal shape"
 echo "$pass passed, $fail failed"

@@ -56,7 +56,7 @@ static double *slot(Vals *v, Leaf l)
 
 static double eval(const ExGraph *g, int node, const Vals *v)
 {
-	ExEnv env = { v->x, v->h, v->first, v->param, v->proj, v->seed };
+	ExEnv env = { v->x, v->h, v->first, v->param, v->proj, v->seed, NULL };
 	return ex_eval(g, node, &env);
 }
 

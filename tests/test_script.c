@@ -139,7 +139,7 @@ static void test_rglru(void)
 		double param[5], proj[2];
 		for (int i = 0; i < 5; i++) param[i] = urand(&rng, -2, 2);
 		for (int i = 0; i < 2; i++) proj[i] = urand(&rng, -3, 3);
-		ExEnv env = { urand(&rng, -2, 2), urand(&rng, -2, 2), t % 3 == 0, param, proj, NULL };
+		ExEnv env = { urand(&rng, -2, 2), urand(&rng, -2, 2), t % 3 == 0, param, proj, NULL, NULL };
 		double r = sigmoid(proj[0]), i = sigmoid(proj[1]);
 		double log_a = -8 * r * softplus(param[4]), a = exp(log_a);
 		double m = env.first ? 1 : sqrt(1 - a * a);
@@ -208,7 +208,7 @@ static void test_samu(const char *dir)
 		double param[7], proj[2];
 		for (int i = 0; i < 7; i++) param[i] = urand(&rng, -2, 2);
 		for (int i = 0; i < 2; i++) proj[i] = urand(&rng, -3, 3);
-		ExEnv env = { urand(&rng, -2, 2), urand(&rng, -2, 2), t % 3 == 0, param, proj, NULL };
+		ExEnv env = { urand(&rng, -2, 2), urand(&rng, -2, 2), t % 3 == 0, param, proj, NULL, NULL };
 		double sft = softplus(proj[0]), g = sigmoid(proj[1]);
 		double log_a = -exp(param[5]) * sft * softplus(param[2]), a = exp(log_a);
 		double m = env.first ? 1 : sqrt(1 - a * a);
@@ -312,7 +312,7 @@ static void test_locations(const char *dir)
 	      "a list of two sets of one mixer, tostring, numbers, x^2, controller option (%s)", rc ? err : "ok");
 	if (rc == 0) {
 		double pr[1] = { 0 };
-		ExEnv env = { 0.5, 3, 0, pr, NULL, NULL };
+		ExEnv env = { 0.5, 3, 0, pr, NULL, NULL, NULL };
 		check(ex_eval(&sets[1].mixer.g, sets[1].mixer.y, &env) == 9, "y = h^2 evaluates to 9 at h = 3");
 		script_free(sets, n);
 	}

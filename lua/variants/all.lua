@@ -6,5 +6,6 @@
 -- module and its file name), and as the last item of a table constructor
 -- both would land in the list.
 local rglru = require "variants.rglru"
+local samu = require "variants.samu"
 
-return { rglru }
+return { rglru, samu }

@@ -1,0 +1,327 @@
+/* Token-stage kernels, for mixers with per-token projections
+ * (p[t] = bias + scale * sum_c w[c] x[t,c], reducing over the whole width).
+ *
+ * The scan kernels work on one head of 64 channels, so a value that needs
+ * every channel of a token cannot be made inside them; it is made by passes
+ * over whole tokens instead:
+ *   tok_fwd  (forward, first) one warp per 4 tokens: the projections in fp32
+ *            from 16-byte loads of x, then the token stage's values z
+ *            (with shared_sfu: softplus(u), sigmoid(v), ... once per token)
+ *   tok_bwd  (backward, after bwd_apply) one warp per token: the adjoints of
+ *            the z summed over the D/16 per-warp partials of bwd_apply in a
+ *            fixed order, the token stage's derivative, the projections'
+ *            adjoints dp[t] and fixed-slot partials of scalar gradients
+ *   tok_dx   dx += sum_j scale_j w_j[c] dp_j[t] (dx of bwd_apply held the
+ *            direct term), and fixed-slot partials of scale_j sum_t dp_j x
+ * Every sum runs in an order fixed by the shape alone: the same bits on
+ * every run.
+ */
+#include "tmpl.h"
+#include "diag.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOKS_PER_WARP 4
+
+/* 1/sqrt(D) or 1, per token projection j */
+static LLVMValueRef proj_scale(Tmpl *T, int j, LLVMValueRef D)
+{
+	Irb *I = &T->I;
+	if (!T->mx->proj[T->tp[j]].scale_rsqrt_d)
+		return cf32(I, 1.0);
+	return fdiv(I, cf32(I, 1.0), f_sqrt(I, LLVMBuildSIToFP(I->b, D, I->f32, "")));
+}
+
+static LLVMValueRef arg(Tmpl *T, const KSig *s, const char *name)
+{
+	int i = ksig_find(s, name);
+	CHECK(i >= 0);
+	return irb_arg(&T->I, i);
+}
+
+static LLVMValueRef param_arg(Tmpl *T, const KSig *s, int p)
+{
+	char a[64];
+	snprintf(a, sizeof a, "param:%s", T->mx->param[p].name);
+	return arg(T, s, a);
+}
+
+/* the 8 bf16 of a 16-byte word as floats */
+static void unpack8(Irb *I, LLVMValueRef v4, LLVMValueRef out[8])
+{
+	for (int e = 0; e < 4; e++) {
+		LLVMValueRef w = LLVMBuildExtractElement(I->b, v4, ci32(I, e), "");
+		out[2 * e] = unpack_bf16_lo(I, w);
+		out[2 * e + 1] = unpack_bf16_hi(I, w);
+	}
+}
+
+static LLVMValueRef pack8(Irb *I, LLVMValueRef in[8])
+{
+	LLVMTypeRef v4 = LLVMVectorType(I->i32, 4);
+	LLVMValueRef v = LLVMGetUndef(v4);
+	for (int e = 0; e < 4; e++)
+		v = LLVMBuildInsertElement(I->b, v, pack_bf16x2(I, in[2 * e], in[2 * e + 1]), ci32(I, e), "");
+	return v;
+}
+
+static LLVMValueRef gep_bf16(Irb *I, LLVMValueRef base, LLVMValueRef idx64)
+{
+	return LLVMBuildInBoundsGEP2(I->b, I->bf16, base, &idx64, 1, "");
+}
+
+void tmpl_tok_fwd(Tmpl *T)
+{
+	Irb *I = &T->I;
+	Mixer *mx = T->mx;
+	char grid[64];
+	snprintf(grid, sizeof grid, "cdiv(B*L,%d)", 8 * TOKS_PER_WARP);
+	Launch *l = tmpl_launch(T, 1, "tok_fwd", grid, "1", "1", 256, "0");
+	ksig_add(T, &l->sig, "x", I->gptr);
+	ksig_params(T, &l->sig);
+	ksig_add(T, &l->sig, "ws:tok", I->gptr);
+	ksig_add(T, &l->sig, "ws:tproj", I->gptr);
+	ksig_add(T, &l->sig, "i32:B*L", I->i32);
+	ksig_add(T, &l->sig, "i32:D", I->i32);
+	tmpl_open(T, l);
+	LLVMValueRef BL = arg(T, &l->sig, "i32:B*L"), D = arg(T, &l->sig, "i32:D");
+	LLVMValueRef x = arg(T, &l->sig, "x");
+	LLVMValueRef tid = tid_x(I);
+	LLVMValueRef lane = LLVMBuildAnd(I->b, tid, ci32(I, 31), "lane");
+	LLVMValueRef warp = LLVMBuildLShr(I->b, tid, ci32(I, 5), "warp");
+	LLVMValueRef t0 = imul(I, iadd(I, imul(I, ctaid(I, 0), ci32(I, 8)), warp), ci32(I, TOKS_PER_WARP));
+	LLVMValueRef valid[TOKS_PER_WARP], row[TOKS_PER_WARP];
+	for (int k = 0; k < TOKS_PER_WARP; k++) {
+		LLVMValueRef t = iadd(I, t0, ci32(I, k));
+		valid[k] = ilt(I, t, BL);
+		row[k] = imul(I, sext64(I, LLVMBuildSelect(I->b, valid[k], t, ci32(I, 0), "")), sext64(I, D));
+	}
+	Var acc[MX_MAXPROJ][TOKS_PER_WARP];
+	for (int j = 0; j < T->ntp; j++)
+		for (int k = 0; k < TOKS_PER_WARP; k++)
+			acc[j][k] = var_init(I, cf32(I, 0.0), "acc");
+	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4), v4f = LLVMVectorType(I->f32, 4);
+	Loop L;
+	loop_begin(I, &L, lane, LLVMBuildLShr(I->b, D, ci32(I, 3), ""), ci32(I, 32), "c8");
+	L.unroll = 2;
+	LLVMValueRef c = imul(I, loop_i(I, &L), ci32(I, 8));
+	LLVMValueRef xv[TOKS_PER_WARP][8];
+	for (int k = 0; k < TOKS_PER_WARP; k++) {
+		LLVMValueRef v = ld(I, v4i, gep_bf16(I, x, iadd(I, row[k], sext64(I, c))), 16);
+		unpack8(I, LLVMBuildSelect(I->b, valid[k], v, LLVMConstNull(v4i), ""), xv[k]);
+	}
+	for (int j = 0; j < T->ntp; j++) {
+		LLVMValueRef w = param_arg(T, &l->sig, mx->proj[T->tp[j]].weight);
+		LLVMValueRef wv[8];
+		for (int h = 0; h < 2; h++) {
+			LLVMValueRef v = ld(I, v4f, gep_f32(I, w, sext64(I, iadd(I, c, ci32(I, 4 * h)))), 16);
+			for (int e = 0; e < 4; e++)
+				wv[4 * h + e] = LLVMBuildExtractElement(I->b, v, ci32(I, e), "");
+		}
+		for (int k = 0; k < TOKS_PER_WARP; k++) {
+			LLVMValueRef s = var_get(I, acc[j][k]);
+			for (int e = 0; e < 8; e++)
+				s = fadd(I, s, fmul(I, wv[e], xv[k][e]));
+			var_set(I, acc[j][k], s);
+		}
+	}
+	loop_end(I, &L);
+	LLVMValueRef scal[MX_MAXPARAM] = { 0 };
+	for (int p = 0; p < mx->nparam; p++)
+		if (mx->param[p].kind == PK_SCALAR)
+			scal[p] = ld(I, I->f32, param_arg(T, &l->sig, p), 4);
+	LLVMValueRef tokp = arg(T, &l->sig, "ws:tok"), tproj = arg(T, &l->sig, "ws:tproj");
+	for (int k = 0; k < TOKS_PER_WARP; k++) {
+		LLVMValueRef pv[MX_MAXPROJ] = { 0 };
+		for (int j = 0; j < T->ntp; j++) {
+			LLVMValueRef s = var_get(I, acc[j][k]);
+			for (int m = 16; m >= 1; m >>= 1)   /* butterfly: every lane holds the same sum */
+				s = fadd(I, s, shfl_xor_f(I, s, m));
+			pv[T->tp[j]] = fadd(I, scal[mx->proj[T->tp[j]].bias], fmul(I, proj_scale(T, j, D), s));
+		}
+		IfBlk f;
+		if_begin(I, &f, land(I, valid[k], ieq(I, lane, ci32(I, k))), "tokst");
+		EmitEnv env = { .param = scal, .proj = pv };
+		LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
+		CHECK(memo);
+		LLVMValueRef t = sext64(I, iadd(I, t0, ci32(I, k)));
+		for (int z = 0; z < T->nz; z++)
+			st(I, emit_expr(I, &mx->g, T->z[z], &env, memo), gep_f32(I, tokp, iadd(I, imul(I, t, ci64(I, T->nz)), ci64(I, z))), 4);
+		for (int j = 0; j < T->ntp; j++)
+			st(I, pv[T->tp[j]], gep_f32(I, tproj, iadd(I, imul(I, t, ci64(I, T->ntp)), ci64(I, j))), 4);
+		free(memo);
+		if_end(I, &f);
+	}
+	irb_ret(I);
+}
+
+void tmpl_tok_bwd(Tmpl *T)
+{
+	Irb *I = &T->I;
+	Mixer *mx = T->mx;
+	Launch *l = tmpl_launch(T, 0, "tok_bwd", "NTB", "1", "1", 256, "0");
+	ksig_params(T, &l->sig);
+	ksig_add(T, &l->sig, "ws:tproj", I->gptr);
+	ksig_add(T, &l->sig, "ws:dtokp", I->gptr);
+	ksig_add(T, &l->sig, "ws:dtok", I->gptr);
+	ksig_add(T, &l->sig, "ws:part_tscal", I->gptr);
+	ksig_add(T, &l->sig, "i32:B*L", I->i32);
+	ksig_add(T, &l->sig, "i32:D", I->i32);
+	tmpl_open(T, l);
+	LLVMValueRef BL = arg(T, &l->sig, "i32:B*L"), D = arg(T, &l->sig, "i32:D");
+	LLVMValueRef tid = tid_x(I);
+	LLVMValueRef lane = LLVMBuildAnd(I->b, tid, ci32(I, 31), "lane");
+	LLVMValueRef gw = iadd(I, imul(I, ctaid(I, 0), ci32(I, 8)), LLVMBuildLShr(I->b, tid, ci32(I, 5), ""));
+	LLVMValueRef nw = imul(I, nctaid(I, 0), ci32(I, 8));
+	LLVMValueRef scal[MX_MAXPARAM] = { 0 };
+	int nsp = 0, sidx[MX_MAXPARAM];
+	for (int p = 0; p < mx->nparam; p++) {
+		sidx[p] = -1;
+		if (mx->param[p].kind == PK_SCALAR) {
+			scal[p] = ld(I, I->f32, param_arg(T, &l->sig, p), 4);
+			sidx[p] = nsp++;
+		}
+	}
+	Var sacc[MX_MAXPARAM];
+	for (int p = 0; p < mx->nparam; p++)
+		if (sidx[p] >= 0)
+			sacc[p] = var_init(I, cf32(I, 0.0), "sacc");
+	LLVMValueRef dtokp = arg(T, &l->sig, "ws:dtokp"), dtok = arg(T, &l->sig, "ws:dtok");
+	LLVMValueRef tproj = arg(T, &l->sig, "ws:tproj");
+	/* a token's partials are contiguous: [D/16][nz] */
+	LLVMValueRef per = imul(I, LLVMBuildLShr(I->b, D, ci32(I, 4), ""), ci32(I, T->nz));
+	Loop Lt;
+	loop_begin(I, &Lt, gw, BL, nw, "t");
+	LLVMValueRef t = loop_i(I, &Lt);
+	Var acc[TM_MAXZ];
+	for (int k = 0; k < T->nz; k++)
+		acc[k] = var_init(I, cf32(I, 0.0), "dz");
+	Loop Le;
+	loop_begin(I, &Le, lane, per, ci32(I, 32), "e");
+	Le.unroll = 2;
+	LLVMValueRef e = loop_i(I, &Le);
+	LLVMValueRef v = ld(I, I->f32, gep_f32(I, dtokp, iadd(I, imul(I, sext64(I, t), sext64(I, per)), sext64(I, e))), 4);
+	LLVMValueRef kz = LLVMBuildSRem(I->b, e, ci32(I, T->nz), "");
+	for (int k = 0; k < T->nz; k++)
+		var_set(I, acc[k], fadd(I, var_get(I, acc[k]), fsel(I, ieq(I, kz, ci32(I, k)), v, cf32(I, 0.0))));
+	loop_end(I, &Le);
+	LLVMValueRef seeds[3 + TM_MAXZ] = { cf32(I, 0.0), cf32(I, 0.0), cf32(I, 0.0) };
+	for (int k = 0; k < T->nz; k++) {
+		LLVMValueRef s = var_get(I, acc[k]);
+		for (int m = 16; m >= 1; m >>= 1)
+			s = fadd(I, s, shfl_xor_f(I, s, m));
+		seeds[3 + k] = s;
+	}
+	LLVMValueRef pv[MX_MAXPROJ] = { 0 };
+	for (int j = 0; j < T->ntp; j++)
+		pv[T->tp[j]] = ld(I, I->f32, gep_f32(I, tproj, iadd(I, imul(I, sext64(I, t), ci64(I, T->ntp)), ci64(I, j))), 4);
+	EmitEnv env = { .param = scal, .proj = pv, .seed = seeds };
+	LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
+	CHECK(memo);
+	/* every lane holds the same values; lane 0 stores */
+	LLVMValueRef dp[MX_MAXPROJ];
+	for (int j = 0; j < T->ntp; j++)
+		dp[j] = emit_expr(I, &mx->g, T->tg_proj[j], &env, memo);
+	for (int p = 0; p < mx->nparam; p++) {
+		if (sidx[p] < 0)
+			continue;
+		LLVMValueRef g = emit_expr(I, &mx->g, T->tg_param[p], &env, memo);
+		for (int j = 0; j < T->ntp; j++)   /* a token projection's bias collects its adjoint */
+			if (mx->proj[T->tp[j]].bias == p)
+				g = fadd(I, g, dp[j]);
+		var_set(I, sacc[p], fadd(I, var_get(I, sacc[p]), g));
+	}
+	IfBlk f;
+	if_begin(I, &f, ieq(I, lane, ci32(I, 0)), "st");
+	for (int j = 0; j < T->ntp; j++)
+		st(I, dp[j], gep_f32(I, dtok, iadd(I, imul(I, sext64(I, t), ci64(I, T->ntp)), ci64(I, j))), 4);
+	if_end(I, &f);
+	free(memo);
+	loop_end(I, &Lt);
+	IfBlk f2;
+	if_begin(I, &f2, ieq(I, lane, ci32(I, 0)), "part");
+	LLVMValueRef ps = arg(T, &l->sig, "ws:part_tscal");
+	for (int p = 0; p < mx->nparam; p++)
+		if (sidx[p] >= 0)
+			st(I, var_get(I, sacc[p]), gep_f32(I, ps, sext64(I, iadd(I, imul(I, gw, ci32(I, nsp)), ci32(I, sidx[p])))), 4);
+	if_end(I, &f2);
+	irb_ret(I);
+}
+
+void tmpl_tok_dx(Tmpl *T)
+{
+	Irb *I = &T->I;
+	Mixer *mx = T->mx;
+	char sm[32];
+	snprintf(sm, sizeof sm, "%d", 32 * 64 * T->ntp * 4);
+	Launch *l = tmpl_launch(T, 0, "tok_dx", "NXB", "H", "1", 256, sm);
+	ksig_add(T, &l->sig, "x", I->gptr);
+	ksig_add(T, &l->sig, "dx", I->gptr);
+	ksig_params(T, &l->sig);
+	ksig_add(T, &l->sig, "ws:dtok", I->gptr);
+	ksig_add(T, &l->sig, "ws:part_tchan", I->gptr);
+	ksig_add(T, &l->sig, "i32:B*L", I->i32);
+	ksig_add(T, &l->sig, "i32:D", I->i32);
+	tmpl_open(T, l);
+	LLVMValueRef BL = arg(T, &l->sig, "i32:B*L"), D = arg(T, &l->sig, "i32:D");
+	LLVMValueRef x = arg(T, &l->sig, "x"), dx = arg(T, &l->sig, "dx"), dtok = arg(T, &l->sig, "ws:dtok");
+	LLVMValueRef tid = tid_x(I);
+	LLVMValueRef c8 = LLVMBuildAnd(I->b, tid, ci32(I, 7), "");
+	LLVMValueRef rl = LLVMBuildLShr(I->b, tid, ci32(I, 3), "");
+	LLVMValueRef col = iadd(I, imul(I, ctaid(I, 1), ci32(I, 64)), imul(I, c8, ci32(I, 8)));
+	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4), v4f = LLVMVectorType(I->f32, 4);
+	LLVMValueRef w[MX_MAXPROJ][8];
+	Var acc[MX_MAXPROJ][8];
+	for (int j = 0; j < T->ntp; j++) {
+		LLVMValueRef wp = param_arg(T, &l->sig, mx->proj[T->tp[j]].weight);
+		LLVMValueRef sc = proj_scale(T, j, D);
+		for (int h = 0; h < 2; h++) {
+			LLVMValueRef v = ld(I, v4f, gep_f32(I, wp, sext64(I, iadd(I, col, ci32(I, 4 * h)))), 16);
+			for (int e = 0; e < 4; e++)
+				w[j][4 * h + e] = fmul(I, sc, LLVMBuildExtractElement(I->b, v, ci32(I, e), ""));
+		}
+		for (int e = 0; e < 8; e++)
+			acc[j][e] = var_init(I, cf32(I, 0.0), "dw");
+	}
+	Loop L;
+	loop_begin(I, &L, iadd(I, imul(I, ctaid(I, 0), ci32(I, 32)), rl), BL, imul(I, nctaid(I, 0), ci32(I, 32)), "t");
+	L.unroll = 2;
+	LLVMValueRef t = loop_i(I, &L);
+	LLVMValueRef idx = iadd(I, imul(I, sext64(I, t), sext64(I, D)), sext64(I, col));
+	LLVMValueRef xv[8], dv[8];
+	unpack8(I, ld(I, v4i, gep_bf16(I, x, idx), 16), xv);
+	unpack8(I, ld(I, v4i, gep_bf16(I, dx, idx), 16), dv);
+	for (int j = 0; j < T->ntp; j++) {
+		LLVMValueRef dp = ld(I, I->f32, gep_f32(I, dtok, iadd(I, imul(I, sext64(I, t), ci64(I, T->ntp)), ci64(I, j))), 4);
+		for (int e = 0; e < 8; e++) {
+			dv[e] = fadd(I, dv[e], fmul(I, w[j][e], dp));
+			var_set(I, acc[j][e], fadd(I, var_get(I, acc[j][e]), fmul(I, dp, xv[e])));
+		}
+	}
+	st(I, pack8(I, dv), gep_bf16(I, dx, idx), 16);
+	loop_end(I, &L);
+	/* the 32 row lanes of each channel summed in order through shared memory */
+	for (int j = 0; j < T->ntp; j++)
+		for (int e = 0; e < 8; e++) {
+			LLVMValueRef o = imul(I, iadd(I, imul(I, iadd(I, imul(I, rl, ci32(I, T->ntp)), ci32(I, j)), ci32(I, 64)),
+			                               iadd(I, imul(I, c8, ci32(I, 8)), ci32(I, e))), ci32(I, 4));
+			st(I, var_get(I, acc[j][e]), smem_ptr(I, o), 4);
+		}
+	bar_sync(I);
+	LLVMValueRef out = arg(T, &l->sig, "ws:part_tchan");
+	for (int j = 0; j < T->ntp; j++) {
+		IfBlk f;
+		if_begin(I, &f, ilt(I, tid, ci32(I, 64)), "red");
+		LLVMValueRef s = cf32(I, 0.0);
+		for (int r = 0; r < 32; r++)
+			s = fadd(I, s, ld(I, I->f32, smem_ptr(I, imul(I, iadd(I, ci32(I, (r * T->ntp + j) * 64), tid), ci32(I, 4))), 4));
+		s = fmul(I, s, proj_scale(T, j, D));
+		/* [NXB][ntp][D] */
+		LLVMValueRef row = iadd(I, imul(I, ctaid(I, 0), ci32(I, T->ntp)), ci32(I, j));
+		LLVMValueRef o = iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, iadd(I, imul(I, ctaid(I, 1), ci32(I, 64)), tid)));
+		st(I, s, gep_f32(I, out, o), 4);
+		if_end(I, &f);
+	}
+	irb_ret(I);
+}
