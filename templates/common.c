@@ -342,7 +342,10 @@ LLVMValueRef seg_loop_begin(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L, LLVMValueRef 
 	CHECK(end % ln->seg_n == 0);
 	loop_begin(I, Ls, ci32(I, 0), ci32(I, end), ci32(I, ln->seg_n), "seg");
 	LLVMValueRef i0 = loop_i(I, Ls);
-	seg_stage(T, ln, gb, i0);
+	if (ln->seg_keep)
+		ln->seg_i0 = i0;
+	else
+		seg_stage(T, ln, gb, i0);
 	loop_begin(I, L, ci32(I, 0), ci32(I, ln->seg_n), ci32(I, 1), "i");
 	L->unroll = 2;
 	return iadd(I, i0, loop_i(I, L));

@@ -533,8 +533,11 @@ void tmpl_bwd_apply(Tmpl *T)
 				var_set(I, h[s], fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]));
 			seg_loop_end(T, &ln, &Ls, &L);
 		}
-		/* the segment's own steps, staged once for both of its sweeps */
-		if (ln.seg_off >= 0)
+		/* the segment's own steps, staged once for both of its sweeps; a
+		 * chunk of one segment is still staged from pass A */
+		if (ln.seg_off >= 0 && T->C == ln.seg_n)
+			ln.seg_i0 = ci32(I, 0);
+		else if (ln.seg_off >= 0)
 			seg_stage(T, &ln, gb, ci32(I, s0));
 		{
 			Loop L;

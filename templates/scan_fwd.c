@@ -195,6 +195,8 @@ void tmpl_fwd_apply(Tmpl *T)
 			h[s] = var_init(I, fadd(I, fmul(I, var_get(I, ex[j].A[s]), hgc), var_get(I, ex[j].B[s])), "h");
 		}
 		Loop Ls, L;
+		/* one group of one segment per quad: phase 1's staging still holds it */
+		ln.seg_keep = T->GQ == 1 && T->C == ln.seg_n;
 		LLVMValueRef i = seg_loop_begin(T, &ln, &Ls, &L, gb, T->C);
 		Step stp;
 		step_gates(T, &ln, &stp, gb, i, 0);

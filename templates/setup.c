@@ -109,9 +109,10 @@ static void split_stages(Tmpl *T, ExGraph *g)
  * mixer's own expressions: seeds are d(loss)/d(log_a), d(loss)/d(b) at the
  * recurrence and d(loss)/d(y) at the output; the token stage's seeds are
  * the adjoints of its values z[k], summed over the channels of a token. */
-static void derive(Tmpl *T, ExGraph *g)
+void tmpl_derive(Tmpl *T)
 {
 	const Mixer *mx = T->mx;
+	ExGraph *g = &T->mx->g;
 	split_stages(T, g);
 	int leaves[2 + MX_MAXPROJ + MX_MAXPARAM + TM_MAXZ], grads[2 + MX_MAXPROJ + MX_MAXPARAM + TM_MAXZ];
 	int n = 0;
@@ -169,7 +170,7 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 {
 	irb_init(&T->I, ctx, mod);
 	/* the derivative graph grows the mixer's graph: work on the caller's copy */
-	derive(T, &T->mx->g);
+	tmpl_derive(T);
 	add_ws(T, "aggA", "B*NT*D*4", "forward", 0);
 	add_ws(T, "aggB", "B*NT*D*4", "forward", 0);
 	add_ws(T, "carry", "B*NT*D*4", "forward", 0);

@@ -109,6 +109,7 @@ typedef struct {
 	int seg_off;                               /* >= 0: segment staging (seg_stage) at this offset */
 	int seg_n, seg_flags, seg_step;            /* steps per segment, what is staged (SEG_*), bytes per step */
 	LLVMValueRef seg_i0;                       /* first step of the staged segment */
+	int seg_keep;                              /* the buffer already holds the next segment: do not stage */
 } Lanes;
 
 /* Values of one gate step for the 8 slots. */
@@ -196,6 +197,8 @@ void ksig_tok(Tmpl *T, KSig *s);             /* "ws:tok" when the mixer has a to
 
 /* the templates */
 void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v);
+/* the stage split and every derivative the kernels evaluate (no IR) */
+void tmpl_derive(Tmpl *T);
 void tmpl_fwd_gates(Tmpl *T);      /* unfused: log_a, b to memory */
 void tmpl_fwd_reduce(Tmpl *T);
 void tmpl_fwd_apply(Tmpl *T);
