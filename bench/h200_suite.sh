@@ -13,8 +13,8 @@ OUT=${OUT:-/tmp/recur-out}
 BIN=${RECUR_BIN:-.carry/recur}
 mode=${1:-all}
 mkdir -p "$OUT" /tmp/recur-ptx
-[ -d /tmp/recur-ptx/ptx ] || tar xJf .carry/ptx.tar.xz -C /tmp/recur-ptx
-D=/tmp/recur-ptx/ptx
+[ -d /tmp/recur-ptx/${PTXSET:-ptx} ] || tar xJf .carry/ptx.tar.xz -C /tmp/recur-ptx
+D=/tmp/recur-ptx/${PTXSET:-ptx}   # PTXSET: which carried set (default ptx)
 SEED="1x8192x1024,1x32768x1024,1x65536x1024,1x131072x1024"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 rc=0

@@ -159,7 +159,7 @@ static void part_map(Tmpl *T, PartMap *pm)
 
 /* Shared memory of bwd_apply, byte offsets. Per-thread regions are laid
  * out [word][thread] so a warp's accesses never conflict. */
-typedef struct { int hprev, dpa, scal, wfrag, wt, dW, xs, total; } BwdSmem;
+typedef struct { int hprev, dpa, scal, wfrag, wt, dW, xs, dz, total; } BwdSmem;
 
 static BwdSmem bwd_smem(Tmpl *T, const PartMap *pm)
 {
@@ -172,7 +172,8 @@ static BwdSmem bwd_smem(Tmpl *T, const PartMap *pm)
 	s.wt = s.wfrag + nbd * 16 * 128 * 4;               /* dx B fragments */
 	s.dW = s.wt + nbd * 16 * 128 * 4;                  /* dW^T accumulators, v4 [proj][kt][thread] */
 	s.xs = s.dW + nbd * 8 * 128 * 16;                  /* staged x rows */
-	s.total = s.xs + (T->nbd ? XS_QUAD : seg_bytes(T, T->S, SEG_X | SEG_DY));
+	s.dz = s.xs + seg_bytes(T, T->S, SEG_X | SEG_DY);  /* token adjoints [S][16 rows][4 warps][nz] */
+	s.total = s.dz + T->S * 16 * 4 * T->nz * 4;
 	return s;
 }
 
@@ -195,13 +196,15 @@ typedef struct {
 	Var cacc[MX_MAXPARAM][4];               /* channel partials per lane channel */
 	Var sacc[MX_MAXPARAM];                  /* scalar partials per lane */
 	LLVMValueRef gb;
-	LLVMValueRef dtokp;                     /* per-(token, warp) adjoints of the per-token values */
+	LLVMValueRef dtokp;                     /* per-(token, head) adjoints of the per-token values */
 } Bwd;
 
-/* Adjoints of the per-token values, summed over the warp's 16 channels in a
- * fixed order and written per (token, warp): tok_bwd adds the D/16 partials
- * of a token in a fixed order, so the sums are the same bits on every run. */
-static void tok_partials(Bwd *bw, Step *stp, LLVMValueRef gz[TM_SLOTS][TM_MAXZ])
+/* Adjoints of the per-token values: summed over the warp's 16 channels by
+ * shuffles and parked per (step, row, warp) in shared memory; tok_flush
+ * adds the four warps in order once per segment and writes one partial per
+ * (token, head), which tok_bwd adds over the heads in order: the same bits
+ * on every run. */
+static void tok_partials(Bwd *bw, Step *stp, LLVMValueRef si, LLVMValueRef gz[TM_SLOTS][TM_MAXZ])
 {
 	Tmpl *T = bw->T;
 	Irb *I = &T->I;
@@ -214,15 +217,46 @@ static void tok_partials(Bwd *bw, Step *stp, LLVMValueRef gz[TM_SLOTS][TM_MAXZ])
 			v[k] = fadd(I, v[k], shfl_xor_f(I, v[k], 2));
 		}
 		IfBlk f;
-		if_begin(I, &f, land(I, stp->valid[r], ieq(I, ln->q, ci32(I, 0))), "dz");
-		LLVMValueRef row = iadd(I, imul(I, ln->b, ln->L), stp->t[r]);
-		LLVMValueRef nw = LLVMBuildLShr(I->b, ln->D, ci32(I, 4), "");
-		LLVMValueRef col = iadd(I, imul(I, ln->head, ci32(I, 4)), ln->w);
-		LLVMValueRef base = imul(I, iadd(I, imul(I, sext64(I, row), sext64(I, nw)), sext64(I, col)), ci64(I, T->nz));
-		for (int k = 0; k < T->nz; k++)
-			st(I, v[k], gep_f32(I, bw->dtokp, iadd(I, base, ci64(I, k))), 4);
+		if_begin(I, &f, ieq(I, ln->q, ci32(I, 0)), "dz");
+		LLVMValueRef row = iadd(I, ln->g, ci32(I, 8 * r));
+		LLVMValueRef cell = iadd(I, imul(I, iadd(I, imul(I, si, ci32(I, 16)), row), ci32(I, 4)), ln->w);
+		for (int k = 0; k < T->nz; k++) {
+			LLVMValueRef o = imul(I, iadd(I, imul(I, cell, ci32(I, T->nz)), ci32(I, k)), ci32(I, 4));
+			st(I, v[k], smem_ptr(I, iadd(I, ci32(I, bw->sm.dz), o)), 4);
+		}
 		if_end(I, &f);
 	}
+}
+
+/* after the reverse sweep of the segment at s0: one partial per (token, head) */
+static void tok_flush(Bwd *bw, int s0)
+{
+	Tmpl *T = bw->T;
+	Irb *I = &T->I;
+	Lanes *ln = bw->ln;
+	bar_sync(I);
+	int n = T->S * 16 * T->nz;
+	for (int base = 0; base < n; base += 128) {
+		LLVMValueRef e = iadd(I, ln->tid, ci32(I, base));
+		LLVMValueRef k = LLVMBuildURem(I->b, e, ci32(I, T->nz), "");
+		LLVMValueRef sr = LLVMBuildUDiv(I->b, e, ci32(I, T->nz), "");    /* si * 16 + row */
+		LLVMValueRef si = LLVMBuildUDiv(I->b, sr, ci32(I, 16), "");
+		LLVMValueRef row = LLVMBuildURem(I->b, sr, ci32(I, 16), "");
+		LLVMValueRef t = iadd(I, bw->gb, iadd(I, imul(I, row, ci32(I, T->C)), iadd(I, si, ci32(I, s0))));
+		IfBlk f;
+		if_begin(I, &f, land(I, ilt(I, e, ci32(I, n)), ilt(I, t, ln->L)), "flush");
+		LLVMValueRef sum = cf32(I, 0.0);
+		for (int w = 0; w < 4; w++) {
+			LLVMValueRef o = imul(I, iadd(I, imul(I, iadd(I, imul(I, sr, ci32(I, 4)), ci32(I, w)), ci32(I, T->nz)), k), ci32(I, 4));
+			sum = fadd(I, sum, ld(I, I->f32, smem_ptr(I, iadd(I, ci32(I, bw->sm.dz), o)), 4));
+		}
+		LLVMValueRef tok = iadd(I, imul(I, ln->b, ln->L), t);
+		LLVMValueRef H = LLVMBuildLShr(I->b, ln->D, ci32(I, 6), "");
+		LLVMValueRef idx = iadd(I, imul(I, iadd(I, imul(I, sext64(I, tok), sext64(I, H)), sext64(I, ln->head)), ci64(I, T->nz)), sext64(I, k));
+		st(I, sum, gep_f32(I, bw->dtokp, idx), 4);
+		if_end(I, &f);
+	}
+	bar_sync(I);
 }
 
 /* one backward step at row offset i of the group: gradients of the 8 slots,
@@ -283,7 +317,7 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 		free(memo);
 	}
 	if (T->nz > 0)
-		tok_partials(bw, &stp, gz);
+		tok_partials(bw, &stp, si, gz);
 	if (T->nbd == 0) {
 		/* no projection: dx here is the direct term; a token stage adds its
 		 * term in tok_dx once the adjoints are summed over every channel */
@@ -421,12 +455,7 @@ void tmpl_bwd_apply(Tmpl *T)
 	fv.materialized = false;
 	T->v = &fv;
 	lanes_init(T, &ln, &l->sig, 1);
-	/* segment staging where shared memory allows; with projections the
-	 * weight fragments and dW accumulators use it, and x is staged per step */
-	if (T->nbd)
-		xs_enable(T, &ln, bw.sm.xs);
-	else
-		seg_enable(T, &ln, bw.sm.xs, T->S, SEG_X | SEG_DY);
+	seg_enable(T, &ln, bw.sm.xs, T->S, SEG_X | SEG_DY);
 	bw.ln = &ln;
 	if (T->nz > 0)
 		bw.dtokp = irb_arg(I, ksig_find(&l->sig, "ws:dtokp"));
@@ -559,6 +588,8 @@ void tmpl_bwd_apply(Tmpl *T)
 			bwd_step(&bw, iadd(I, si, ci32(I, s0)), si, ue);
 			loop_end(I, &L);
 		}
+		if (T->nz > 0)
+			tok_flush(&bw, s0);
 	}
 	for (int c = 0; c < 4; c++)
 		var_set(I, uR[c], fadd(I, fmul(I, rA[c], var_get(I, uR[c])), rB[c]));

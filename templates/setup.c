@@ -21,13 +21,17 @@ void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v)
 	 * spilling; larger prefixes compose several groups per quad in order */
 	T->TW = T->P / 16 < 2 ? T->P / 16 : 2;
 	T->GQ = T->P / (16 * T->TW);
-	T->S = T->C < 8 ? T->C : 8;   /* backward segment: h of S steps kept in shared memory */
 	CHECK(T->P == 16 * T->TW * T->GQ);
 	for (int j = 0; j < mx->nproj; j++)
 		if (mx->proj[j].kind == PJ_BLOCKDIAG)
 			T->bd[T->nbd++] = j;
 		else
 			T->tp[T->ntp++] = j;
+	/* backward segment: h of S steps kept in shared memory, and the steps'
+	 * inputs staged at once; with projections the weight fragments and dW
+	 * accumulators take the room of longer segments */
+	int smax = T->nbd ? 4 : 8;
+	T->S = T->C < smax ? T->C : smax;
 	snprintf(T->prefix, sizeof T->prefix, "%s", mx->name);
 }
 
@@ -194,7 +198,7 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		add_ws(T, "tok", buf, "saved", 0);
 		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntp);
 		add_ws(T, "tproj", buf, "saved", 0);
-		snprintf(buf, sizeof buf, "B*L*(D/16)*%d", 4 * T->nz);
+		snprintf(buf, sizeof buf, "B*L*H*%d", 4 * T->nz);
 		add_ws(T, "dtokp", buf, "backward", 0);
 		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntp);
 		add_ws(T, "dtok", buf, "backward", 0);

@@ -8,7 +8,7 @@
  *            from 16-byte loads of x, then the token stage's values z
  *            (with shared_sfu: softplus(u), sigmoid(v), ... once per token)
  *   tok_bwd  (backward, after bwd_apply) one warp per token: the adjoints of
- *            the z summed over the D/16 per-warp partials of bwd_apply in a
+ *            the z summed over the H per-head partials of bwd_apply in a
  *            fixed order, the token stage's derivative, the projections'
  *            adjoints dp[t] and fixed-slot partials of scalar gradients
  *   tok_dx   dx += sum_j scale_j w_j[c] dp_j[t] (dx of bwd_apply held the
@@ -189,8 +189,8 @@ void tmpl_tok_bwd(Tmpl *T)
 			sacc[p] = var_init(I, cf32(I, 0.0), "sacc");
 	LLVMValueRef dtokp = arg(T, &l->sig, "ws:dtokp"), dtok = arg(T, &l->sig, "ws:dtok");
 	LLVMValueRef tproj = arg(T, &l->sig, "ws:tproj");
-	/* a token's partials are contiguous: [D/16][nz] */
-	LLVMValueRef per = imul(I, LLVMBuildLShr(I->b, D, ci32(I, 4), ""), ci32(I, T->nz));
+	/* a token's partials are contiguous: [H][nz] */
+	LLVMValueRef per = imul(I, LLVMBuildLShr(I->b, D, ci32(I, 6), ""), ci32(I, T->nz));
 	Loop Lt;
 	loop_begin(I, &Lt, gw, BL, nw, "t");
 	LLVMValueRef t = loop_i(I, &Lt);
