@@ -17,4 +17,10 @@ SEED="1x8192x1024,1x32768x1024,1x65536x1024,1x131072x1024"
 ./build/recur verify --dir out/ptx $(echo "$SEED" | tr ',' '\n' | sed 's/^/--shape /') --shape 3x1000x1024
 ./build/recur calibrate --dir out/ptx --shapes "$SEED" --out out/calibration.json
 ./build/recur bench --dir out/ptx --shapes "$SEED" --calibration out/calibration.json --out out/results.json
-./build/recur compare out/results.json --svg out/results.svg
+SEEDFILE=${RECUR_SEED:-../shared/seed/000_c94c45093349daa5.txt}
+if [ -f "$SEEDFILE" ]; then
+	./build/recur compare out/results.json "$SEEDFILE" --svg out/results.svg
+else
+	echo "no seed results file at $SEEDFILE: out/results.json written; compare it with"
+	echo "  ./build/recur compare out/results.json SEED_FILE --svg out/results.svg"
+fi
