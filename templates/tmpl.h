@@ -20,6 +20,15 @@
  * The backward runs the same machinery in reverse time on the maps
  * u -> a*(g + u) of the adjoint, recomputing h inside each chunk from
  * per-group checkpoints written by the forward.
+ *
+ * The inputs a step reads (x rows, dy rows, per-token values) are staged in
+ * shared memory a segment of up to 8 steps at a time, one burst of 16-byte
+ * loads per thread (seg_stage), so a chunk waits on memory once per segment.
+ *
+ * Mixers with per-token projections (reductions over the whole width) get a
+ * token stage (token.c): a controller pass before the scan, and after the
+ * backward scan a pass that sums the per-token adjoints the scan kernels
+ * left per head and adds the projections' share of dx.
  */
 #ifndef RECUR_TMPL_H
 #define RECUR_TMPL_H

@@ -47,6 +47,16 @@ static LLVMValueRef param_arg(Tmpl *T, const KSig *s, int p)
 	return arg(T, s, a);
 }
 
+/* the token count and width close every token kernel's arguments */
+static void open_tok(Tmpl *T, Launch *l, LLVMValueRef *BL, LLVMValueRef *D)
+{
+	ksig_add(T, &l->sig, "i32:B*L", T->I.i32);
+	ksig_add(T, &l->sig, "i32:D", T->I.i32);
+	tmpl_open(T, l);
+	*BL = arg(T, &l->sig, "i32:B*L");
+	*D = arg(T, &l->sig, "i32:D");
+}
+
 /* the 8 bf16 of a 16-byte word as floats */
 static void unpack8(Irb *I, LLVMValueRef v4, LLVMValueRef out[8])
 {
@@ -82,10 +92,8 @@ void tmpl_tok_fwd(Tmpl *T)
 	ksig_params(T, &l->sig);
 	ksig_add(T, &l->sig, "ws:tok", I->gptr);
 	ksig_add(T, &l->sig, "ws:tproj", I->gptr);
-	ksig_add(T, &l->sig, "i32:B*L", I->i32);
-	ksig_add(T, &l->sig, "i32:D", I->i32);
-	tmpl_open(T, l);
-	LLVMValueRef BL = arg(T, &l->sig, "i32:B*L"), D = arg(T, &l->sig, "i32:D");
+	LLVMValueRef BL, D;
+	open_tok(T, l, &BL, &D);
 	LLVMValueRef x = arg(T, &l->sig, "x");
 	LLVMValueRef tid = tid_x(I);
 	LLVMValueRef lane = LLVMBuildAnd(I->b, tid, ci32(I, 31), "lane");
@@ -166,10 +174,8 @@ void tmpl_tok_bwd(Tmpl *T)
 	ksig_add(T, &l->sig, "ws:dtokp", I->gptr);
 	ksig_add(T, &l->sig, "ws:dtok", I->gptr);
 	ksig_add(T, &l->sig, "ws:part_tscal", I->gptr);
-	ksig_add(T, &l->sig, "i32:B*L", I->i32);
-	ksig_add(T, &l->sig, "i32:D", I->i32);
-	tmpl_open(T, l);
-	LLVMValueRef BL = arg(T, &l->sig, "i32:B*L"), D = arg(T, &l->sig, "i32:D");
+	LLVMValueRef BL, D;
+	open_tok(T, l, &BL, &D);
 	LLVMValueRef tid = tid_x(I);
 	LLVMValueRef lane = LLVMBuildAnd(I->b, tid, ci32(I, 31), "lane");
 	LLVMValueRef gw = iadd(I, imul(I, ctaid(I, 0), ci32(I, 8)), LLVMBuildLShr(I->b, tid, ci32(I, 5), ""));
@@ -261,10 +267,8 @@ void tmpl_tok_dx(Tmpl *T)
 	ksig_params(T, &l->sig);
 	ksig_add(T, &l->sig, "ws:dtok", I->gptr);
 	ksig_add(T, &l->sig, "ws:part_tchan", I->gptr);
-	ksig_add(T, &l->sig, "i32:B*L", I->i32);
-	ksig_add(T, &l->sig, "i32:D", I->i32);
-	tmpl_open(T, l);
-	LLVMValueRef BL = arg(T, &l->sig, "i32:B*L"), D = arg(T, &l->sig, "i32:D");
+	LLVMValueRef BL, D;
+	open_tok(T, l, &BL, &D);
 	LLVMValueRef x = arg(T, &l->sig, "x"), dx = arg(T, &l->sig, "dx"), dtok = arg(T, &l->sig, "ws:dtok");
 	LLVMValueRef tid = tid_x(I);
 	LLVMValueRef c8 = LLVMBuildAnd(I->b, tid, ci32(I, 7), "");
