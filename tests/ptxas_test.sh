@@ -15,6 +15,26 @@ fi
 rm -rf "$work"; mkdir -p "$work"
 "$recur" gen "$src/lua/variants/all.lua" -o "$work/ptx" -q || { echo "FAIL: recur gen"; exit 1; }
 pass=0 fail=0
+# the manifest loads (every launch's arguments name a parameter, tensor or
+# workspace of its variant, every expression parses) and every variant is
+# legal at the seed's shapes
+if out=$("$recur" list --dir "$work/ptx" --shape 1x8192x1024 --shape 1x131072x1024 --shape 3x1000x1024 2>&1) &&
+   [ "$(echo "$out" | grep -c ':legal.*:legal.*:legal')" = "$(ls "$work"/ptx/*.ptx | wc -l)" ]; then
+	echo "ok   manifest loads; every variant legal at 1x8192x1024, 1x131072x1024, 3x1000x1024"; pass=$((pass+1))
+else
+	echo "FAIL manifest or shapes:"; echo "$out" | head -20; fail=$((fail+1))
+fi
+# every kernel a plan launches is an .entry of its variant's PTX
+missing=0
+for f in "$work"/ptx/*.ptx; do
+	vname=$(basename "$f" .ptx); vname=${vname#*.}
+	kernels=$(awk -v p="\"$(basename "$f")\"," '/"ptx":/ { cur = ($2 == p) } cur && /"kernel":/ { gsub(/[",]/, "", $2); print $2 }' "$work/ptx/manifest.json" | sort -u)
+	[ -n "$kernels" ] || { echo "FAIL $vname: no launches found for $(basename "$f") in the manifest"; missing=$((missing+1)); }
+	for k in $kernels; do
+		grep -q "^.visible .entry $k(" "$f" || { echo "FAIL $vname: plan launches $k, not an .entry of $(basename "$f")"; missing=$((missing+1)); }
+	done
+done
+[ $missing -eq 0 ] && { echo "ok   every launched kernel is an .entry of its variant's PTX"; pass=$((pass+1)); } || fail=$((fail+1))
 for f in "$work"/ptx/*.ptx; do
 	v=$(basename "$f" .ptx)
 	if ! "$ptxas" -arch=sm_90 -v "$f" -o /dev/null > "$work/$v.log" 2>&1; then
