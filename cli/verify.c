@@ -14,6 +14,7 @@
 #include "ref.h"
 #include "rng.h"
 #include <math.h>
+#include "vmath.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ typedef struct {
 	long pn[MAXP];
 	double *x, *dy, *p[MAXP];            /* inputs (bf16 / fp32 values) */
 	double *y, *dx, *dp[MAXP];           /* reference outputs */
+	uint16_t *xb, *dyb;                  /* x and dy as the device holds them (bf16), made once */
 	const char *pname[MAXP];
 } Case;
 
@@ -81,6 +83,7 @@ out:
 static void case_free(Case *c)
 {
 	free(c->x); free(c->dy); free(c->y); free(c->dx);
+	free(c->xb); free(c->dyb);
 	for (int i = 0; i < c->np; i++) {
 		free(c->p[i]);
 		free(c->dp[i]);
@@ -179,25 +182,6 @@ static int case_golden(const char *dir, const RefMixer *rm, Case *c, char *err, 
 	return 0;
 }
 
-static double relerr(const float *out, const double *ref, size_t n, int *bad)
-{
-	double num = 0, den = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!isfinite(out[i]))
-			(*bad)++;
-		double d = (double)out[i] - ref[i];
-		num += d * d;
-		den += ref[i] * ref[i];
-	}
-	return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
-static void bf16_dev_to_float(const uint16_t *h, float *f, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		f[i] = bf16_to_float(h[i]);
-}
-
 static int dump_case(const char *dir, const Case *c, const float *y, const float *dx, float *const *dp,
                      recur_manifest *m, int v, char *err, size_t n)
 {
@@ -244,7 +228,7 @@ static int dump_case(const char *dir, const Case *c, const float *y, const float
 #define TRY(call) do { if ((call) != 0) goto fail; } while (0)
 
 /* Runs variant v on case c; prints one table row. */
-static void run_variant(Ctx *cx, int v, const Case *c)
+static void run_variant(Ctx *cx, int v, Case *c)
 {
 	char err[8192] = "";
 	const char *vname = recur_manifest_variant_name(cx->m, v);
@@ -266,12 +250,21 @@ static void run_variant(Ctx *cx, int v, const Case *c)
 	TRY(recur_alloc(cx->rt, ne * 2, &dyp, err, sizeof err));
 	TRY(recur_alloc(cx->rt, ne * 2, &dyy, err, sizeof err));
 	TRY(recur_alloc(cx->rt, ne * 2, &ddx, err, sizeof err));
-	for (size_t i = 0; i < ne; i++)
-		hb[i] = bf16_bits((float)c->x[i]);
-	TRY(recur_memcpy_htod(cx->rt, dxp, hb, ne * 2, err, sizeof err));
-	for (size_t i = 0; i < ne; i++)
-		hb[i] = bf16_bits((float)c->dy[i]);
-	TRY(recur_memcpy_htod(cx->rt, dyp, hb, ne * 2, err, sizeof err));
+	if (!c->xb) {
+		/* the same for every variant of the case: converted once */
+		c->xb = malloc(ne * 2);
+		c->dyb = malloc(ne * 2);
+		if (!c->xb || !c->dyb) {
+			free(c->xb); free(c->dyb);
+			c->xb = c->dyb = NULL;
+			snprintf(err, sizeof err, "out of host memory");
+			goto fail;
+		}
+		vm_to_bf16(c->x, c->xb, ne);
+		vm_to_bf16(c->dy, c->dyb, ne);
+	}
+	TRY(recur_memcpy_htod(cx->rt, dxp, c->xb, ne * 2, err, sizeof err));
+	TRY(recur_memcpy_htod(cx->rt, dyp, c->dyb, ne * 2, err, sizeof err));
 	long pmax = 1;
 	for (int p = 0; p < c->np; p++)
 		pmax = c->pn[p] > pmax ? c->pn[p] : pmax;
@@ -296,14 +289,14 @@ static void run_variant(Ctx *cx, int v, const Case *c)
 	TRY(recur_backward(rv, s, &io, 0, err, sizeof err));
 	TRY(recur_sync(cx->rt, err, sizeof err));
 	TRY(recur_memcpy_dtoh(cx->rt, hb, dyy, ne * 2, err, sizeof err));
-	bf16_dev_to_float(hb, y, ne);
+	vm_from_bf16(hb, y, ne);
 	TRY(recur_memcpy_dtoh(cx->rt, hb, ddx, ne * 2, err, sizeof err));
-	bf16_dev_to_float(hb, dx, ne);
-	e[0] = relerr(y, c->y, ne, &bad);
-	e[1] = relerr(dx, c->dx, ne, &bad);
+	vm_from_bf16(hb, dx, ne);
+	e[0] = vm_relerr(y, c->y, ne, &bad);
+	e[1] = vm_relerr(dx, c->dx, ne, &bad);
 	for (int p = 0; p < c->np; p++) {
 		TRY(recur_memcpy_dtoh(cx->rt, g[p], dg[p], (size_t)c->pn[p] * 4, err, sizeof err));
-		e[2 + p] = relerr(g[p], c->dp[p], (size_t)c->pn[p], &bad);
+		e[2 + p] = vm_relerr(g[p], c->dp[p], (size_t)c->pn[p], &bad);
 	}
 	/* determinism: a second forward + backward gives the same gradient bits */
 	for (int p = 0; p < c->np; p++)
