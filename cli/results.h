@@ -35,6 +35,7 @@ enum { RES_FWD_BYTES = 4, RES_BWD_BYTES = 6, RES_FB_BYTES = 10 };
 typedef struct {
 	char kernel[64];
 	double ms;
+	double bytes;            /* compulsory DRAM bytes declared by the generator, 0 = unknown */
 	int registers, local_bytes, static_smem, max_threads;
 } ResKernel;
 

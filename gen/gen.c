@@ -76,8 +76,9 @@ static int mixer_check(const Tmpl *T, int derived, char *err, size_t errlen)
 
 static json_t *jstr_or_null(const char *s) { return s && *s ? json_string(s) : json_null(); }
 
-static json_t *launches_json(const Launch *l, int n)
+static json_t *launches_json(const Tmpl *T, const Launch *l, int n)
 {
+	char bytes[1024];
 	json_t *a = json_array();
 	for (int i = 0; i < n; i++) {
 		json_t *o = json_object();
@@ -85,6 +86,8 @@ static json_t *launches_json(const Launch *l, int n)
 		json_object_set_new(o, "grid", json_pack("[sss]", l[i].grid[0], l[i].grid[1], l[i].grid[2]));
 		json_object_set_new(o, "block", json_pack("[iii]", l[i].block, 1, 1));
 		json_object_set_new(o, "smem", json_string(l[i].smem));
+		tmpl_launch_bytes(T, &l[i], bytes, sizeof bytes);
+		json_object_set_new(o, "bytes", json_string(bytes));
 		json_t *args = json_array();
 		for (int k = 0; k < l[i].sig.n; k++)
 			json_array_append_new(args, json_string(l[i].sig.arg[k]));
@@ -169,8 +172,8 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 		json_array_append_new(ws, json_pack("{s:s,s:s,s:s,s:b}", "name", T->ws[i].name, "bytes", T->ws[i].bytes,
 		                                    "life", T->ws[i].life, "zero", T->ws[i].zero));
 	json_object_set_new(o, "workspaces", ws);
-	json_object_set_new(o, "forward", launches_json(T->fwd, T->nfwd));
-	json_object_set_new(o, "backward", launches_json(T->bwd, T->nbwd));
+	json_object_set_new(o, "forward", launches_json(T, T->fwd, T->nfwd));
+	json_object_set_new(o, "backward", launches_json(T, T->bwd, T->nbwd));
 	return o;
 }
 

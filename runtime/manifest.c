@@ -457,7 +457,8 @@ static int ld_launch(Ld *L, json_t *j, const rt_mixer *mx, const rt_vdesc *d, in
 	if (ld_object(L, j, "a launch") || ld_str(L, j, "kernel", 1, &l->kernel) ||
 	    ld_array(L, j, "grid", 1, &grid) || ld_array(L, j, "block", 1, &block) ||
 	    ld_expr(L, j, "smem", 0, "0", &l->smem) || ld_array(L, j, "args", 1, &args) ||
-	    ld_check(L, "smem", l->smem, sv))
+	    ld_check(L, "smem", l->smem, sv) || ld_expr(L, j, "bytes", 0, "0", &l->bytes) ||
+	    ld_check(L, "bytes", l->bytes, sv))
 		return -1;
 	if (!*l->kernel)
 		return ld_fail(L, "empty kernel name");
@@ -744,6 +745,29 @@ const char *recur_param_name(const recur_manifest *m, int variant, int p)
 }
 
 /* ---- shapes ---- */
+
+int recur_launch_bytes(const recur_manifest *m, int variant, int backward, int i, recur_shape s,
+                       double *bytes, char *err, size_t errlen)
+{
+	const rt_vdesc *d = vdesc(m, variant);
+	ShapeVars sv;
+	int pass = backward ? RT_BWD : RT_FWD;
+	if (i < 0 || i >= d->nlaunch[pass]) {
+		snprintf(err, errlen, "variant %s has no %s launch %d", d->name, rt_pass_name[pass], i);
+		return -1;
+	}
+	if (rt_shape_vars(m, variant, s, 0, &sv, err, errlen))
+		return -1;
+	int64_t b;
+	char e[512];
+	if (shapex_eval(d->launch[pass][i].bytes, &sv, &b, e, sizeof e)) {
+		snprintf(err, errlen, "variant %s, %s launch %d (%s): bytes: %s", d->name, rt_pass_name[pass], i,
+		         d->launch[pass][i].kernel, e);
+		return -1;
+	}
+	*bytes = (double)b;
+	return 0;
+}
 
 int rt_shape_vars(const recur_manifest *m, int variant, recur_shape s, int rules,
                   ShapeVars *v, char *why, size_t n)

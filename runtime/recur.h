@@ -129,6 +129,13 @@ int  recur_variant_trim(recur_variant *v, char *err, size_t errlen);
 /* The JIT's info log of the variant's module (registers, spills, ...). */
 const char *recur_variant_jit_log(const recur_variant *v);
 
+/* The DRAM bytes launch i of the forward (backward = 0) or backward must
+ * move at shape s, as the generator declared them ("bytes" of the launch:
+ * each tensor and workspace it touches, once); 0 when not declared. With
+ * the times of recur_variant_last_times this gives achieved bandwidth. */
+int  recur_launch_bytes(const recur_manifest *m, int variant, int backward, int i, recur_shape s,
+                        double *bytes, char *err, size_t errlen);
+
 /* Bytes held by the variant's cached workspaces. */
 size_t recur_variant_workspace_bytes(const recur_variant *v);
 

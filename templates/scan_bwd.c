@@ -73,6 +73,8 @@ void tmpl_bwd_reduce(Tmpl *T)
 		segf |= SEG_X;
 	snprintf(sm, sizeof sm, "%d", T->TW * 64 * 8 + T->TW * seg_bytes(T, seg_len(T), segf));
 	Launch *l = tmpl_launch(T, 0, "bwd_reduce", "NT", "H", "B", 128 * T->TW, sm);
+	if (!(segf & SEG_X))
+		snprintf(l->bytes_unread, sizeof l->bytes_unread, "x");
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_add(T, &l->sig, "dy", I->gptr);
 	ksig_params(T, &l->sig);

@@ -170,6 +170,30 @@ static void add_ws(Tmpl *T, const char *name, const char *bytes, const char *lif
 	w->zero = zero;
 }
 
+void tmpl_launch_bytes(const Tmpl *T, const Launch *l, char *buf, size_t n)
+{
+	size_t at = 0;
+	buf[0] = 0;
+	for (int k = 0; k < l->sig.n; k++) {
+		const char *a = l->sig.arg[k], *term = NULL;
+		if (!strcmp(a, l->bytes_unread))
+			continue;
+		if (!strcmp(a, "x") || !strcmp(a, "y") || !strcmp(a, "dy") || !strcmp(a, "dx"))
+			term = "B*L*D*2";
+		else if (!strncmp(a, "ws:", 3))
+			for (int w = 0; w < T->nws; w++)
+				if (!strcmp(T->ws[w].name, a + 3))
+					term = T->ws[w].bytes;
+		if (term && at < n)
+			at += (size_t)snprintf(buf + at, n - at, "%s(%s)", at ? "+" : "", term);
+	}
+	if (l->bytes_extra[0] && at < n)
+		at += (size_t)snprintf(buf + at, n - at, "%s(%s)", at ? "+" : "", l->bytes_extra);
+	CHECK(at < n);
+	if (!at)
+		snprintf(buf, n, "0");
+}
+
 void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 {
 	irb_init(&T->I, ctx, mod);

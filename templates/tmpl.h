@@ -55,6 +55,8 @@ typedef struct {
 	int block;
 	int minblocks;        /* blocks per SM ptxas must fit (registers), 0 = 1 */
 	char smem[64];
+	char bytes_extra[64]; /* bytes beyond one touch of each tensor and workspace argument ("" = none) */
+	char bytes_unread[16];/* an argument of the signature the kernel never touches ("" = none) */
 	KSig sig;
 } Launch;
 
@@ -218,6 +220,9 @@ void tmpl_param_reduce(Tmpl *T);
 void tmpl_tok_fwd(Tmpl *T);        /* controller pass: token projections and the z */
 void tmpl_tok_bwd(Tmpl *T);        /* z adjoints summed over channels -> projection adjoints */
 void tmpl_tok_dx(Tmpl *T);         /* dx += w * dproj, weight-gradient partials */
+/* the launch's compulsory DRAM bytes as a shape expression: every tensor
+ * (B*L*D bf16) and workspace argument once, plus bytes_extra */
+void tmpl_launch_bytes(const Tmpl *T, const Launch *l, char *buf, size_t n);
 /* all kernels of the variant into the module, and the plan */
 void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod);
 

@@ -262,6 +262,7 @@ void tmpl_tok_dx(Tmpl *T)
 	char sm[32];
 	snprintf(sm, sizeof sm, "%d", 32 * 64 * T->ntp * 4);
 	Launch *l = tmpl_launch(T, 0, "tok_dx", "NXB", "H", "1", 256, sm);
+	snprintf(l->bytes_extra, sizeof l->bytes_extra, "B*L*D*2");   /* dx is read as well as written */
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_add(T, &l->sig, "dx", I->gptr);
 	ksig_params(T, &l->sig);

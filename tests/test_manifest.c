@@ -48,6 +48,7 @@ static const char *good =
 	"       {\"name\": \"part\", \"bytes\": \"NT*D*4\", \"life\": \"backward\", \"zero\": false}],\n"
 	"     \"forward\": [\n"
 	"       {\"kernel\": \"fwd_tiles\", \"grid\": [\"NT\", \"H\", \"B\"], \"block\": [256, 1, 1], \"smem\": \"0\",\n"
+	"        \"bytes\": \"(B*L*D*2)+(B*NT*D*8)\",\n"
 	"        \"args\": [\"x\", \"param:w\", \"ws:agg\", \"ws:ckpt\", \"i32:L\", \"i32:D\"]},\n"
 	"       {\"kernel\": \"fwd_out\", \"grid\": [\"NT\", \"H\", 2], \"block\": [128, 2, 1], \"smem\": \"T*4\",\n"
 	"        \"args\": [\"x\", \"y\", \"param:W\", \"ws:agg\", \"i64:B*L*D\"]}],\n"
@@ -182,6 +183,16 @@ int main(void)
 	verdict(rc == -1 && strstr(why, "D must be >= 1"), "D=0 is refused before any rule", why);
 	why[0] = 0;
 	verdict(recur_check_shape(m, 1, bad, why, sizeof why) == 0, "v2 (no rules) accepts D=100", why);
+	/* a launch's declared bytes at a shape (achieved bandwidth in profiles) */
+	double by = -1;
+	err[0] = 0;
+	rc = recur_launch_bytes(m, 0, 0, 0, s, &by, err, sizeof err);
+	verdict(rc == 0 && by == 1.0 * 37 * 128 * 2 + 1.0 * 128 * 8, "bytes of fwd_tiles at 1x37x128 (x, and agg of one tile)", err);
+	by = -1;
+	rc = recur_launch_bytes(m, 0, 0, 1, s, &by, err, sizeof err);
+	verdict(rc == 0 && by == 0, "a launch that declares no bytes: 0", err);
+	rc = recur_launch_bytes(m, 0, 1, 5, s, &by, err, sizeof err);
+	verdict(rc == -1 && strstr(err, "no backward launch 5"), "a launch that does not exist is named", err);
 	recur_manifest_free(m);
 
 	/* the manifest file itself instead of its directory */
@@ -196,6 +207,7 @@ int main(void)
 	          "variants[0] (v1)");
 	must_fail("missing key forward in v2", "\"forward\": [{\"kernel\": \"fwd_tiles\", \"grid\": [1",
 	          "\"fwd\": [{\"kernel\": \"fwd_tiles\", \"grid\": [1", "missing key \"forward\"", "variants[1] (v2)");
+	must_fail("bad bytes expression", "\"bytes\": \"(B*L*D*2)+(B*NT*D*8)\"", "\"bytes\": \"B*Q\"", "bytes", "forward[0]");
 	must_fail("bad arg kind", "\"i64:B*L*D\"", "\"f32:1\"", "unknown arg kind \"f32:1\"", "forward[1]");
 	must_fail("unknown parameter", "\"grad:W\"", "\"grad:V\"", "grad:V", "backward[0]");
 	must_fail("unknown workspace", "\"ws:part\"", "\"ws:nope\"", "ws:nope", "backward[0]");

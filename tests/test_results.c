@@ -143,6 +143,7 @@ static int results_file(void)
 	snprintf(rows[1].prof[0][0].kernel, sizeof rows[1].prof[0][0].kernel, "scan_fwd");
 	rows[1].prof[0][0].ms = 0.25;
 	rows[1].prof[0][0].registers = 64;
+	rows[1].prof[0][0].bytes = 1e9;
 
 	char path[512], err[1024];
 	snprintf(path, sizeof path, "%s/nested/dir/results.json", tmpdir);
@@ -206,6 +207,9 @@ static int results_file(void)
 	      !json_object_get(r0, "profile") &&
 	      num(json_array_get(json_object_get(pr, "forward"), 0), "registers") == 64,
 	      "profile only where profiled, with per-kernel ms and registers", NULL);
+	json_t *k0 = pr ? json_array_get(json_object_get(pr, "forward"), 0) : NULL;
+	check(k0 && num(k0, "bytes") == 1e9 && fabs(num(k0, "gb_per_s") - 4000) < 1e-9,
+	      "profile: a kernel's bytes and achieved GB/s (1 GB in 0.25 ms = 4000 GB/s)", NULL);
 	json_t *env_o = json_object_get(ours, "environment");
 	check(!strcmp(json_string_value(json_object_get(env_o, "cuda")), "13.0") &&
 	      !strcmp(json_string_value(json_object_get(env_o, "ptx_isa")), "8.0") &&
