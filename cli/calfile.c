@@ -1,5 +1,6 @@
 /* The calibration file (see calfile.h). */
 #include "calfile.h"
+#include "results.h"
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,12 +80,9 @@ const char *cal_winner(const json_t *entry)
 
 json_t *cal_entry_new(const CalKey *k)
 {
-	json_t *o = json_object(), *sh = json_object();
+	json_t *o = json_object();
 	json_object_set_new(o, "mixer", json_string(k->mixer));
-	json_object_set_new(sh, "batch", json_integer(k->shape.B));
-	json_object_set_new(sh, "length", json_integer(k->shape.L));
-	json_object_set_new(sh, "width", json_integer(k->shape.D));
-	json_object_set_new(o, "shape", sh);
+	json_object_set_new(o, "shape", results_shape(k->shape));
 	json_object_set_new(o, "gpu", json_string(k->gpu));
 	json_object_set_new(o, "driver_version", json_string(k->driver));
 	json_object_set_new(o, "cuda_driver_api_version", json_integer(k->cuda_api));

@@ -86,13 +86,19 @@ static json_t *profile_json(const ResRow *r)
 	return o;
 }
 
+json_t *results_shape(recur_shape s)
+{
+	json_t *sh = json_object();
+	json_object_set_new(sh, "batch", json_integer(s.B));
+	json_object_set_new(sh, "length", json_integer(s.L));
+	json_object_set_new(sh, "width", json_integer(s.D));
+	return sh;
+}
+
 json_t *results_row(const ResRow *r)
 {
-	json_t *o = json_object(), *sh = json_object();
-	json_object_set_new(sh, "batch", json_integer(r->shape.B));
-	json_object_set_new(sh, "length", json_integer(r->shape.L));
-	json_object_set_new(sh, "width", json_integer(r->shape.D));
-	json_object_set_new(o, "shape", sh);
+	json_t *o = json_object();
+	json_object_set_new(o, "shape", results_shape(r->shape));
 	json_object_set_new(o, "architecture", json_string(r->architecture));
 	json_object_set_new(o, "backend", json_string(r->backend));
 	json_object_set_new(o, "controller", r->controller[0] ? json_string(r->controller) : json_null());

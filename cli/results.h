@@ -76,6 +76,8 @@ typedef struct {
 	char baseline_policy[256], samu_policy[256];
 } ResProtocol;
 
+/* {"batch": B, "length": L, "width": D}: a shape as the seed writes it */
+json_t *results_shape(recur_shape s);
 /* {"samples_ms": [...], "median_ms", "mean_ms", "std_ms", "minimum_ms", "maximum_ms"} */
 json_t *results_stats(const double *x, int n);
 /* The floor object of a row at shape s (NULL when f has no bandwidth). */
