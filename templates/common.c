@@ -368,17 +368,13 @@ static LLVMValueRef seg_step_at(Tmpl *T, Lanes *ln, LLVMValueRef i)
 void load_dy(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef dy[TM_SLOTS])
 {
 	Irb *I = &T->I;
+	/* every kernel that reads dy stages it with the step's other inputs */
+	CHECK(st_->seg && (ln->seg_flags & SEG_DY));
+	LLVMValueRef base = iadd(I, st_->seg, ci32(I, seg_part(T, ln->seg_flags, SEG_DY)));
 	for (int r = 0; r < 2; r++)
 		for (int nt = 0; nt < 2; nt++) {
 			int s0 = r * 4 + 2 * nt;
-			LLVMValueRef v;
-			if (st_->seg && (ln->seg_flags & SEG_DY)) {
-				v = xs_pair(T, iadd(I, st_->seg, ci32(I, seg_part(T, ln->seg_flags, SEG_DY))), iadd(I, ln->g, ci32(I, 8 * r)), ln->ch[2 * nt]);
-			} else {
-				LLVMValueRef k = LLVMBuildSelect(I->b, st_->valid[r], slot_index(T, ln, st_, s0), ci64(I, 0), "");
-				LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->bf16, ln->dy, &k, 1, "");
-				v = LLVMBuildSelect(I->b, st_->valid[r], ld(I, I->i32, p, 4), ci32(I, 0), "");
-			}
+			LLVMValueRef v = xs_pair(T, base, iadd(I, ln->g, ci32(I, 8 * r)), ln->ch[2 * nt]);
 			dy[s0] = unpack_bf16_lo(I, v);
 			dy[s0 + 1] = unpack_bf16_hi(I, v);
 		}

@@ -160,7 +160,7 @@ LLVMValueRef seg_loop_begin(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L, LLVMValueRef 
 void seg_loop_end(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L);
 /* stages steps i0 .. i0+n-1 of the group starting at row gb (quad barriers on both sides) */
 void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0);
-/* dy of the 8 slots (staged when the segment holds dy) */
+/* dy of the 8 slots, from the staged segment (staged with SEG_DY) */
 void load_dy(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef dy[TM_SLOTS]);
 
 /* an affine map per slot: h -> A h + B (forward) or u -> A u + B (adjoint) */
