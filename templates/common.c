@@ -334,12 +334,7 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 LLVMValueRef seg_loop_begin(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L, LLVMValueRef gb, int end)
 {
 	Irb *I = &T->I;
-	if (ln->seg_off < 0) {
-		loop_begin(I, L, ci32(I, 0), ci32(I, end), ci32(I, 1), "i");
-		L->unroll = 2;
-		return loop_i(I, L);
-	}
-	CHECK(end % ln->seg_n == 0);
+	CHECK(ln->seg_off >= 0 && end % ln->seg_n == 0);
 	loop_begin(I, Ls, ci32(I, 0), ci32(I, end), ci32(I, ln->seg_n), "seg");
 	LLVMValueRef i0 = loop_i(I, Ls);
 	if (ln->seg_keep)
@@ -351,11 +346,10 @@ LLVMValueRef seg_loop_begin(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L, LLVMValueRef 
 	return iadd(I, i0, loop_i(I, L));
 }
 
-void seg_loop_end(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L)
+void seg_loop_end(Tmpl *T, Loop *Ls, Loop *L)
 {
 	loop_end(&T->I, L);
-	if (ln->seg_off >= 0)
-		loop_end(&T->I, Ls);
+	loop_end(&T->I, Ls);
 }
 
 /* shared byte offset of step i's staged rows */

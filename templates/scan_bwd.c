@@ -112,7 +112,7 @@ void tmpl_bwd_reduce(Tmpl *T)
 			LLVMValueRef gy = eval_gy(T, &ln, &stp, s, cf32(I, 0.0), dy[s]);
 			maps_push_bwd(T, &m, s, stp.a_eff[s], gy);
 		}
-		seg_loop_end(T, &ln, &Ls, &L);
+		seg_loop_end(T, &Ls, &L);
 		LLVMValueRef tA[4], tB[4];
 		warp_scan_bwd(T, &ln, &m, tA, tB);
 		for (int c = 0; c < 4; c++) {   /* Q := Q o G_j */
@@ -535,7 +535,7 @@ void tmpl_bwd_apply(Tmpl *T)
 			maps_push_fwd(T, &fm, s, stp.a_eff[s], stp.b_eff[s]);
 			maps_push_bwd(T, &rm, s, stp.a_eff[s], eval_gy(T, &ln, &stp, s, cf32(I, 0.0), dy[s]));
 		}
-		seg_loop_end(T, &ln, &Ls, &L);
+		seg_loop_end(T, &Ls, &L);
 	}
 	LLVMValueRef fA[4], fB[4], rA[4], rB[4];
 	warp_scan_fwd(T, &ln, &fm, fA, fB);
@@ -562,13 +562,13 @@ void tmpl_bwd_apply(Tmpl *T)
 			step_gates(T, &ln, &stp, gb, i, 0);
 			for (int s = 0; s < TM_SLOTS; s++)
 				var_set(I, h[s], fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]));
-			seg_loop_end(T, &ln, &Ls, &L);
+			seg_loop_end(T, &Ls, &L);
 		}
 		/* the segment's own steps, staged once for both of its sweeps; a
 		 * chunk of one segment is still staged from pass A */
-		if (ln.seg_off >= 0 && T->C == ln.seg_n)
+		if (T->C == ln.seg_n)
 			ln.seg_i0 = ci32(I, 0);
-		else if (ln.seg_off >= 0)
+		else
 			seg_stage(T, &ln, gb, ci32(I, s0));
 		{
 			Loop L;

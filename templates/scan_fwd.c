@@ -45,7 +45,7 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 		step_gates(T, ln, &st, gb, i, 0);
 		for (int s = 0; s < TM_SLOTS; s++)
 			maps_push_fwd(T, &ex[j], s, st.a_eff[s], st.b_eff[s]);
-		seg_loop_end(T, ln, &Ls, &L);
+		seg_loop_end(T, &Ls, &L);
 		warp_scan_fwd(T, ln, &ex[j], totA[j], totB[j]);
 		for (int c = 0; c < 4; c++) {
 			LLVMValueRef A = var_get(I, qA[c]);
@@ -214,7 +214,7 @@ void tmpl_fwd_apply(Tmpl *T)
 			free(memo);
 		}
 		store_outputs(T, &ln, &stp, ln.y, ytmp);
-		seg_loop_end(T, &ln, &Ls, &L);
+		seg_loop_end(T, &Ls, &L);
 		for (int c = 0; c < 4; c++) {
 			LLVMValueRef hgc = var_get(I, hg[c]);
 			var_set(I, hg[c], fadd(I, fmul(I, tA[j][c], hgc), tB[j][c]));

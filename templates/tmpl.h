@@ -153,11 +153,11 @@ enum { SEG_X = 1, SEG_DY = 2, SEG_TOK = 4 };   /* token values are staged whenev
 int seg_bytes(const Tmpl *T, int n, int flags);   /* per quad */
 int seg_len(const Tmpl *T);                       /* steps per segment: min(C, 8) */
 void seg_enable(Tmpl *T, Lanes *ln, int off, int n, int flags);
-/* for i in [0, end) of the group at gb, segment by segment when staging is
- * on (a plain loop otherwise): returns i inside the inner loop; the
- * caller's body goes between begin and end */
+/* for i in [0, end) of the group at gb, segment by segment (staging must be
+ * on): returns i inside the inner loop; the caller's body goes between
+ * begin and end */
 LLVMValueRef seg_loop_begin(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L, LLVMValueRef gb, int end);
-void seg_loop_end(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L);
+void seg_loop_end(Tmpl *T, Loop *Ls, Loop *L);
 /* stages steps i0 .. i0+n-1 of the group starting at row gb (quad barriers on both sides) */
 void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0);
 /* dy of the 8 slots, from the staged segment (staged with SEG_DY) */
