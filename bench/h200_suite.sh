@@ -8,6 +8,10 @@
 #          bench/h200_suite.sh verify    goldens, then every variant at the
 #                                        seed's shapes, B=3 L=1000, D=512 and 2048
 #          bench/h200_suite.sh all       both
+#          bench/h200_suite.sh quick     goldens, 1x8192x1024 and 3x1000x1024 for
+#                                        every variant, then bench --profile at
+#                                        1x131072x1024 for each MIXER/VARIANT named
+#                                        in $VARIANTS (space-separated)
 set -u
 OUT=${OUT:-/tmp/recur-out}
 BIN=${RECUR_BIN:-.carry/recur}
@@ -23,6 +27,17 @@ if [ "$mode" = verify ] || [ "$mode" = all ]; then
 	"$BIN" verify --dir "$D" $(echo "$SEED" | tr ',' '\n' | sed 's/^/--shape /') --shape 3x1000x1024 \
 		> "$OUT/verify_seed.log" 2>&1 || rc=1
 	"$BIN" verify --dir "$D" --shape 1x4096x512 --shape 1x4096x2048 > "$OUT/verify_widths.log" 2>&1 || rc=1
+fi
+if [ "$mode" = quick ]; then
+	if [ -z "${NOVERIFY:-}" ]; then   # NOVERIFY=1: time only
+		"$BIN" verify --dir "$D" --goldens .carry/goldens > "$OUT/verify_goldens.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$D" --shape 1x8192x1024 --shape 3x1000x1024 > "$OUT/verify_quick.log" 2>&1 || rc=1
+	fi
+	for mv in ${VARIANTS:-}; do
+		"$BIN" bench --dir "$D" --shapes 1x131072x1024 --mixer "${mv%%/*}" --variant "${mv#*/}" --profile --rounds 1 --samples 5 \
+			>> "$OUT/bench_quick.log" 2>&1 || rc=1
+	done
+	grep -vE "^\[|^calib|^ *$" "$OUT/bench_quick.log" | head -200
 fi
 if [ "$mode" = results ] || [ "$mode" = all ]; then
 	"$BIN" calibrate --dir "$D" --shapes "$SEED" --out "$OUT/calibration_h200.json" > "$OUT/calibrate.log" 2>&1 || rc=1

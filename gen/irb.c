@@ -329,3 +329,13 @@ void mma_bf16(Irb *I, LLVMValueRef d[4], LLVMValueRef a[4], LLVMValueRef b[2], L
 	for (unsigned k = 0; k < 4; k++)
 		d[k] = LLVMBuildExtractValue(I->b, r, k, "");
 }
+
+void ldsm_x4(Irb *I, LLVMValueRef d[4], LLVMValueRef row_off32, int trans)
+{
+	LLVMValueRef p = smem_ptr(I, row_off32);
+	LLVMTypeRef pty = LLVMTypeOf(p);
+	LLVMValueRef r = call_intr(I, trans ? "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16"
+	                                    : "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16", &pty, 1, &p, 1);
+	for (unsigned k = 0; k < 4; k++)
+		d[k] = LLVMBuildExtractValue(I->b, r, k, "");
+}

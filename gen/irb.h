@@ -119,5 +119,10 @@ LLVMValueRef shfl_idx_f(Irb *I, LLVMValueRef v, LLVMValueRef lane);
 LLVMValueRef shfl_xor_f(Irb *I, LLVMValueRef v, int mask);
 /* d[4] = a[4] x b[2] + c[4], mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 */
 void mma_bf16(Irb *I, LLVMValueRef d[4], LLVMValueRef a[4], LLVMValueRef b[2], LLVMValueRef c[4]);
+/* ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: lanes 8m..8m+7 give the
+ * shared byte offsets of the 16-byte rows of matrix m; d[m] is this lane's
+ * word of matrix m (row lane/4, columns 2(lane%4), +1; transposed: column
+ * lane/4, rows 2(lane%4), +1) */
+void ldsm_x4(Irb *I, LLVMValueRef d[4], LLVMValueRef row_off32, int trans);
 
 #endif

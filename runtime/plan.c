@@ -479,6 +479,10 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 		}
 		if (!p)
 			return vfail(err, errlen, WHERE "args[%d] \"%s\" is a null device pointer", WARGS, i, a->text);
+		/* the kernels move tensors and weights with 16-byte vector accesses */
+		if (p % 16)
+			return vfail(err, errlen, WHERE "args[%d] \"%s\" = 0x%llx is not 16-byte aligned", WARGS, i,
+			             a->text, (unsigned long long)p);
 		val[i].p = p;
 	}
 	return 0;

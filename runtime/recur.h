@@ -32,7 +32,9 @@ typedef struct { int B, L, D; } recur_shape;
 
 /* Device buffers of one call. params[i] / grads[i] follow the manifest's
  * parameter order of the variant's mixer (recur_param_* below). x, dy are
- * bf16 [B][L][D]; y, dx bf16 [B][L][D]; params and grads fp32. */
+ * bf16 [B][L][D]; y, dx bf16 [B][L][D]; params and grads fp32. Every buffer
+ * starts on a 16-byte boundary (cuMemAlloc's are): the kernels use 16-byte
+ * vector accesses, and a misaligned one is refused before any launch. */
 typedef struct {
 	CUdeviceptr x, y, dy, dx;
 	const CUdeviceptr *params;

@@ -84,7 +84,7 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	Irb *I = &T->I;
 	const Mixer *mx = T->mx;
 	memset(ln, 0, sizeof *ln);
-	ln->wfrag_smem = -1;
+	ln->wmat_smem = -1;
 	ln->xs_off = -1;
 	ln->seg_off = -1;
 	ln->tid = tid_x(I);
@@ -150,20 +150,75 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	}
 }
 
-void frag_store(Tmpl *T, Lanes *ln, int off, LLVMValueRef *words, int n)
+/* W[k][j] of projection j at row k, 16-byte column chunk c: rows of 128
+ * bytes with the chunk index XOR (k mod 8), so the eight rows an ldmatrix
+ * matrix reads (same chunk, consecutive k) fall in eight different bank groups */
+static LLVMValueRef wmat_at(Lanes *ln, Irb *I, int j, LLVMValueRef k, LLVMValueRef c)
 {
-	Irb *I = &T->I;
-	for (int k = 0; k < n; k++) {
-		LLVMValueRef o = imul(I, iadd(I, ci32(I, k * 128), ln->tid), ci32(I, 4));
-		st(I, words[k], smem_ptr(I, iadd(I, o, ci32(I, off))), 4);
-	}
+	LLVMValueRef sw = LLVMBuildXor(I->b, c, LLVMBuildAnd(I->b, k, ci32(I, 7), ""), "");
+	return iadd(I, ci32(I, ln->wmat_smem + j * WMAT_BYTES), iadd(I, imul(I, k, ci32(I, 128)), imul(I, sw, ci32(I, 16))));
 }
 
-LLVMValueRef frag_load(Tmpl *T, Lanes *ln, int off, int word, int nthreads)
+void wmat_stage(Tmpl *T, Lanes *ln, int off)
 {
 	Irb *I = &T->I;
-	LLVMValueRef o = imul(I, iadd(I, ci32(I, word * nthreads), ln->tid), ci32(I, 4));
-	return ld(I, I->i32, smem_ptr(I, iadd(I, o, ci32(I, off))), 4);
+	const Mixer *mx = T->mx;
+	ln->wmat_smem = off;
+	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4), v4i = LLVMVectorType(I->i32, 4);
+	for (int j = 0; j < T->nbd; j++) {
+		LLVMValueRef W = ln->param[mx->proj[T->bd[j]].weight];
+		CHECK(W);
+		for (int it = 0; it < 512 / T->cur_threads; it++) {
+			/* chunk e of 8 weights: row k = e / 8, column chunk e % 8 */
+			LLVMValueRef e = iadd(I, ln->tid, ci32(I, it * T->cur_threads));
+			LLVMValueRef k = LLVMBuildLShr(I->b, e, ci32(I, 3), "");
+			LLVMValueRef c = LLVMBuildAnd(I->b, e, ci32(I, 7), "");
+			LLVMValueRef g = sext64(I, iadd(I, imul(I, ln->head, ci32(I, 4096)), imul(I, e, ci32(I, 8))));
+			LLVMValueRef lo = ld(I, v4f, gep_f32(I, W, g), 16);
+			LLVMValueRef hi = ld(I, v4f, gep_f32(I, W, iadd(I, g, ci64(I, 4))), 16);
+			LLVMValueRef w = LLVMGetUndef(v4i);
+			for (int p = 0; p < 4; p++) {
+				LLVMValueRef src = p < 2 ? lo : hi;
+				LLVMValueRef a = LLVMBuildExtractElement(I->b, src, ci32(I, (2 * p) & 3), "");
+				LLVMValueRef b = LLVMBuildExtractElement(I->b, src, ci32(I, (2 * p + 1) & 3), "");
+				w = LLVMBuildInsertElement(I->b, w, pack_bf16x2(I, a, b), ci32(I, p), "");
+			}
+			st(I, w, smem_ptr(I, wmat_at(ln, I, j, k, c)), 16);
+		}
+	}
+	bar_sync(I);
+}
+
+/* ldmatrix lane roles: matrix m = lane / 8, its row lane % 8 */
+static LLVMValueRef lm_m(Irb *I, Lanes *ln) { return LLVMBuildLShr(I->b, ln->lane, ci32(I, 3), ""); }
+static LLVMValueRef lm_i(Irb *I, Lanes *ln) { return LLVMBuildAnd(I->b, ln->lane, ci32(I, 7), ""); }
+
+void wmat_gate_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2])
+{
+	Irb *I = &T->I;
+	/* B[k][n] = W[k][n]: matrix m = (nt, r) = (m >> 1, m & 1) holds rows
+	 * k = 16ks + 8r.., columns n = 16w + 8nt.., transposed into (k pairs, n) */
+	LLVMValueRef m = lm_m(I, ln);
+	LLVMValueRef k = iadd(I, iadd(I, lm_i(I, ln), imul(I, LLVMBuildAnd(I->b, m, ci32(I, 1), ""), ci32(I, 8))), ci32(I, 16 * ks));
+	LLVMValueRef c = iadd(I, imul(I, ln->w, ci32(I, 2)), LLVMBuildLShr(I->b, m, ci32(I, 1), ""));
+	LLVMValueRef d[4];
+	ldsm_x4(I, d, wmat_at(ln, I, j, k, c), 1);
+	for (int e = 0; e < 4; e++)
+		b[e >> 1][e & 1] = d[e];
+}
+
+void wmat_dx_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2])
+{
+	Irb *I = &T->I;
+	/* B[jj][k] = W[k][jj] for the warp's own k: matrix m = (nt, r) holds rows
+	 * k = 16w + 8nt.., columns jj = 16ks + 8r.. */
+	LLVMValueRef m = lm_m(I, ln);
+	LLVMValueRef k = iadd(I, iadd(I, lm_i(I, ln), imul(I, LLVMBuildLShr(I->b, m, ci32(I, 1), ""), ci32(I, 8))), imul(I, ln->w, ci32(I, 16)));
+	LLVMValueRef c = iadd(I, LLVMBuildAnd(I->b, m, ci32(I, 1), ""), ci32(I, 2 * ks));
+	LLVMValueRef d[4];
+	ldsm_x4(I, d, wmat_at(ln, I, j, k, c), 0);
+	for (int e = 0; e < 4; e++)
+		b[e >> 1][e & 1] = d[e];
 }
 
 void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
@@ -352,8 +407,7 @@ void seg_loop_end(Tmpl *T, Loop *Ls, Loop *L)
 	loop_end(&T->I, Ls);
 }
 
-/* shared byte offset of step i's staged rows */
-static LLVMValueRef seg_step_at(Tmpl *T, Lanes *ln, LLVMValueRef i)
+LLVMValueRef seg_step_at(Tmpl *T, Lanes *ln, LLVMValueRef i)
 {
 	Irb *I = &T->I;
 	return iadd(I, seg_base(T, ln), imul(I, isub(I, i, ln->seg_i0), ci32(I, ln->seg_step)));
@@ -419,24 +473,35 @@ void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, i
 	if (fused && T->nbd > 0) {
 		/* A fragments of 16 rows x 64 input channels, four k-steps */
 		LLVMValueRef A[4][4];
-		for (int ks = 0; ks < 4; ks++)
-			for (int hk = 0; hk < 2; hk++)
-				for (int r = 0; r < 2; r++) {
-					LLVMValueRef k = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 16 * ks + 8 * hk));
-					A[ks][hk * 2 + r] = st->xs ? xs_pair(T, st->xs, iadd(I, ln->g, ci32(I, 8 * r)), k)
-					                           : load_pair(T, ln->x, xidx(T, ln, st->t[r], k), st->valid[r]);
-				}
+		if (st->xs) {
+			/* one ldmatrix per k-step: matrix m = rows 8(m&1).., columns 16ks + 8(m>>1).. */
+			LLVMValueRef m = LLVMBuildLShr(I->b, ln->lane, ci32(I, 3), "");
+			LLVMValueRef row = iadd(I, LLVMBuildAnd(I->b, ln->lane, ci32(I, 7), ""), imul(I, LLVMBuildAnd(I->b, m, ci32(I, 1), ""), ci32(I, 8)));
+			LLVMValueRef ro = iadd(I, st->xs, iadd(I, imul(I, row, ci32(I, XS_ROW)), imul(I, LLVMBuildLShr(I->b, m, ci32(I, 1), ""), ci32(I, 16))));
+			for (int ks = 0; ks < 4; ks++)
+				ldsm_x4(I, A[ks], iadd(I, ro, ci32(I, 32 * ks)), 0);
+		} else {
+			for (int ks = 0; ks < 4; ks++)
+				for (int hk = 0; hk < 2; hk++)
+					for (int r = 0; r < 2; r++) {
+						LLVMValueRef k = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 16 * ks + 8 * hk));
+						A[ks][hk * 2 + r] = load_pair(T, ln->x, xidx(T, ln, st->t[r], k), st->valid[r]);
+					}
+		}
 		for (int j = 0; j < T->nbd; j++) {
+			LLVMValueRef wf[4][2][2];   /* [ks][nt][r] */
+			for (int ks = 0; ks < 4; ks++)
+				if (ln->wmat_smem >= 0)
+					wmat_gate_frags(T, ln, j, ks, wf[ks]);
+				else
+					memcpy(wf[ks], ln->wfrag[j][ks], sizeof wf[ks]);
 			for (int nt = 0; nt < 2; nt++) {
 				LLVMValueRef acc[4] = {
 					ln->bias[j][2 * nt], ln->bias[j][2 * nt + 1],
 					ln->bias[j][2 * nt], ln->bias[j][2 * nt + 1] };
 				for (int ks = 0; ks < 4; ks++) {
 					LLVMValueRef d[4];
-					LLVMValueRef bfr[2] = { ln->wfrag[j][ks][nt][0], ln->wfrag[j][ks][nt][1] };
-					if (ln->wfrag_smem >= 0)
-						for (int r = 0; r < 2; r++)
-							bfr[r] = frag_load(T, ln, ln->wfrag_smem, ((j * 4 + ks) * 2 + nt) * 2 + r, 128);
+					LLVMValueRef bfr[2] = { wf[ks][nt][0], wf[ks][nt][1] };
 					mma_bf16(I, d, A[ks], bfr, acc);
 					memcpy(acc, d, sizeof acc);
 				}

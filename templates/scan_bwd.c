@@ -71,8 +71,11 @@ void tmpl_bwd_reduce(Tmpl *T)
 	int segf = SEG_DY;
 	if (T->nbd > 0 || ex_depends(eg, T->e_log_a, EX_X, -1) || ex_depends(eg, T->g_h, EX_X, -1))
 		segf |= SEG_X;
-	snprintf(sm, sizeof sm, "%d", T->TW * 64 * 8 + T->TW * seg_bytes(T, seg_len(T), segf));
+	int wm = T->TW * 64 * 8 + T->TW * seg_bytes(T, seg_len(T), segf);
+	int wmb = gates_inline(T) ? T->nbd * WMAT_BYTES : 0;
+	snprintf(sm, sizeof sm, "%d", wm + wmb);
 	Launch *l = tmpl_launch(T, 0, "bwd_reduce", "NT", "H", "B", 128 * T->TW, sm);
+	l->minblocks = reduce_minblocks(T);
 	if (!(segf & SEG_X))
 		snprintf(l->bytes_unread, sizeof l->bytes_unread, "x");
 	ksig_add(T, &l->sig, "x", I->gptr);
@@ -90,6 +93,8 @@ void tmpl_bwd_reduce(Tmpl *T)
 	Lanes ln;
 	lanes_init(T, &ln, &l->sig, gates_inline(T));
 	seg_enable(T, &ln, T->TW * 64 * 8, seg_len(T), segf);
+	if (wmb)
+		wmat_stage(T, &ln, wm);
 	LLVMValueRef tile = ctaid(I, 0);
 	LLVMValueRef qbase = iadd(I, imul(I, tile, ci32(I, T->C * T->P)), imul(I, ln.quad, ci32(I, T->GQ * 16 * T->C)));
 	Var qA[4], qB[4];
@@ -161,32 +166,22 @@ static void part_map(Tmpl *T, PartMap *pm)
 
 /* Shared memory of bwd_apply, byte offsets. Per-thread regions are laid
  * out [word][thread] so a warp's accesses never conflict. */
-typedef struct { int hprev, dpa, scal, wfrag, wt, dW, xs, dz, total; } BwdSmem;
+typedef struct { int hprev, dpa, scal, wmat, dW, xs, dz, total; } BwdSmem;
 
 static BwdSmem bwd_smem(Tmpl *T, const PartMap *pm)
 {
 	int nbd = T->nbd;
 	BwdSmem s;
 	s.hprev = 0;                                        /* h before each step of a segment */
-	s.dpa = s.hprev + T->S * TM_SLOTS * 128 * 4;        /* dproj, bf16 [2 buffers][proj][warp][16 t][16 j] */
-	s.scal = s.dpa + 2 * nbd * 4 * 512;
-	s.wfrag = s.scal + 4 * (pm->nscal ? pm->nscal : 1) * 4;   /* gate B fragments */
-	s.wt = s.wfrag + nbd * 16 * 128 * 4;               /* dx B fragments */
-	s.dW = s.wt + nbd * 16 * 128 * 4;                  /* dW^T accumulators, v4 [proj][kt][thread] */
+	s.dpa = s.hprev + T->S * TM_SLOTS * 128 * 4;        /* dproj, bf16 [step][proj][warp][16 t][16 j] */
+	s.scal = s.dpa + T->S * nbd * 4 * 512;
+	s.wmat = s.scal + 4 * (pm->nscal ? pm->nscal : 1) * 4;
+	s.wmat = (s.wmat + 15) & ~15;
+	s.dW = s.wmat + nbd * WMAT_BYTES;                  /* dW^T accumulators, v4 [proj][kt][thread] */
 	s.xs = s.dW + nbd * 8 * 128 * 16;                  /* staged x rows */
 	s.dz = s.xs + seg_bytes(T, T->S, SEG_X | SEG_DY);  /* token adjoints [S][16 rows][4 warps][nz] */
 	s.total = s.dz + T->S * 16 * 4 * T->nz * 4;
 	return s;
-}
-
-static LLVMValueRef sld_u16(Irb *I, LLVMValueRef off)
-{
-	return LLVMBuildZExt(I->b, ld(I, I->i16, smem_ptr(I, off), 2), I->i32, "");
-}
-
-static LLVMValueRef pack_u16(Irb *I, LLVMValueRef lo, LLVMValueRef hi)
-{
-	return LLVMBuildOr(I->b, lo, LLVMBuildShl(I->b, hi, ci32(I, 16), ""), "");
 }
 
 typedef struct {
@@ -194,12 +189,22 @@ typedef struct {
 	Lanes *ln;
 	const PartMap *pm;
 	BwdSmem sm;
-	/* dx B fragments (W^T) are in shared memory at sm.wt */
 	Var cacc[MX_MAXPARAM][4];               /* channel partials per lane channel */
 	Var sacc[MX_MAXPARAM];                  /* scalar partials per lane */
 	LLVMValueRef gb;
 	LLVMValueRef dtokp;                     /* per-(token, head) adjoints of the per-token values */
 } Bwd;
+
+/* dproj of step si, projection j, warp w: 16 rows t of 32 bytes (the warp's
+ * 16 j), the two 16-byte halves swapped on rows 4..7 and 12..15 so that
+ * ldmatrix rows and the fragment stores hit distinct banks */
+static LLVMValueRef dpa_at(Bwd *bw, LLVMValueRef si, int j, LLVMValueRef w, LLVMValueRef t, LLVMValueRef half)
+{
+	Irb *I = &bw->T->I;
+	LLVMValueRef blk = iadd(I, imul(I, iadd(I, imul(I, si, ci32(I, bw->T->nbd)), ci32(I, j)), ci32(I, 4)), w);
+	LLVMValueRef sw = LLVMBuildXor(I->b, half, LLVMBuildAnd(I->b, LLVMBuildLShr(I->b, t, ci32(I, 2), ""), ci32(I, 1), ""), "");
+	return iadd(I, ci32(I, bw->sm.dpa), iadd(I, imul(I, blk, ci32(I, 512)), iadd(I, imul(I, t, ci32(I, 32)), imul(I, sw, ci32(I, 16)))));
+}
 
 /* Adjoints of the per-token values: summed over the warp's 16 channels by
  * shuffles and parked per (step, row, warp) in shared memory; tok_flush
@@ -334,41 +339,33 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 			}
 		return;
 	}
-	/* stage dproj (bf16, [16 t][16 j] per warp); two buffers by step parity
-	 * so one barrier per step is enough */
-	LLVMValueRef buf = imul(I, LLVMBuildAnd(I->b, i, ci32(I, 1), ""), ci32(I, T->nbd * 4 * 512));
-	for (int j = 0; j < T->nbd; j++) {
-		LLVMValueRef base = iadd(I, iadd(I, ci32(I, bw->sm.dpa + j * 4 * 512), buf), imul(I, ln->w, ci32(I, 512)));
+	/* dproj to this step's buffer (bf16, [16 t][16 j] per warp): dx needs
+	 * every warp's, the segment's dW pass (dw_segment) this warp's own */
+	for (int j = 0; j < T->nbd; j++)
 		for (int r = 0; r < 2; r++)
 			for (int nt = 0; nt < 2; nt++) {
-				LLVMValueRef row = iadd(I, ln->g, ci32(I, 8 * r));
-				LLVMValueRef col = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 8 * nt));
-				LLVMValueRef off = iadd(I, base, imul(I, iadd(I, imul(I, row, ci32(I, 16)), col), ci32(I, 2)));
+				LLVMValueRef t = iadd(I, ln->g, ci32(I, 8 * r));
+				LLVMValueRef off = iadd(I, dpa_at(bw, si, j, ln->w, t, ci32(I, nt)), imul(I, ln->q, ci32(I, 4)));
 				st(I, pack_bf16x2(I, gp[r * 4 + 2 * nt][j], gp[r * 4 + 2 * nt + 1][j]), smem_ptr(I, off), 4);
 			}
-	}
 	bar_sync(I);
 	/* dx[t, k] = sum_j dproj[t, j] W[k][j] for the warp's own 16 k: A = dproj of
-	 * every warp (K = j, 4 k-steps, one per warp's staging), B = W^T fragments */
+	 * every warp (K = j, 4 k-steps, one per warp's buffer), B = W^T */
 	LLVMValueRef acc[2][4];
 	for (int nt = 0; nt < 2; nt++)
 		for (int e = 0; e < 4; e++)
 			acc[nt][e] = cf32(I, 0.0);
+	LLVMValueRef m = LLVMBuildLShr(I->b, ln->lane, ci32(I, 3), "");
+	LLVMValueRef mt = iadd(I, LLVMBuildAnd(I->b, ln->lane, ci32(I, 7), ""), imul(I, LLVMBuildAnd(I->b, m, ci32(I, 1), ""), ci32(I, 8)));
 	for (int j = 0; j < T->nbd; j++)
 		for (int ks = 0; ks < 4; ks++) {
-			LLVMValueRef base = iadd(I, ci32(I, bw->sm.dpa + j * 4 * 512 + ks * 512), buf);
-			LLVMValueRef A[4];
-			for (int e = 0; e < 4; e++) {
-				/* a0: (t=g, j=2q..) a1: (t=g+8, j=2q..) a2: (t=g, j=2q+8..) a3: (t=g+8, j=2q+8..) */
-				LLVMValueRef row = iadd(I, ln->g, ci32(I, 8 * (e & 1)));
-				LLVMValueRef col = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 8 * (e >> 1)));
-				A[e] = ld(I, I->i32, smem_ptr(I, iadd(I, base, imul(I, iadd(I, imul(I, row, ci32(I, 16)), col), ci32(I, 2)))), 4);
-			}
+			/* a0..a3 = (t 0-7, j 0-7), (t 8-15, j 0-7), (t 0-7, j 8-15), (t 8-15, j 8-15) */
+			LLVMValueRef A[4], bfr[2][2];
+			ldsm_x4(I, A, dpa_at(bw, si, j, ci32(I, ks), mt, LLVMBuildLShr(I->b, m, ci32(I, 1), "")), 0);
+			wmat_dx_frags(T, ln, j, ks, bfr);
 			for (int nt = 0; nt < 2; nt++) {
-				LLVMValueRef bfr[2] = { frag_load(T, ln, bw->sm.wt, ((j * 4 + ks) * 2 + nt) * 2, 128),
-				                        frag_load(T, ln, bw->sm.wt, ((j * 4 + ks) * 2 + nt) * 2 + 1, 128) };
 				LLVMValueRef d[4];
-				mma_bf16(I, d, A, bfr, acc[nt]);
+				mma_bf16(I, d, A, bfr[nt], acc[nt]);
 				memcpy(acc[nt], d, sizeof d);
 			}
 		}
@@ -383,37 +380,55 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 			st(I, pack_bf16x2(I, v0, v1), p, 4);
 			if_end(I, &f);
 		}
-	/* dW^T[j][k] += sum_t dproj[t][j] x[t][k]: A = dproj^T (own j), B = x rows
-	 * 2q, 2q+1, 2q+8, 2q+9 of the staged tile (zero past L) */
+}
+
+/* After the reverse sweep of the segment at s0: dW^T[j][k] += sum_t
+ * dproj[t][j] x[t][k] over its S steps, for the warp's own 16 j. The
+ * accumulators live in shared memory; touching them once per segment
+ * instead of once per step keeps this pass cheap. A = dproj^T of the warp
+ * (ldmatrix.trans of its own buffers), B = x rows of the staged segment
+ * (ldmatrix.trans, two 8-column tiles per load; rows past L are zero). */
+static void dw_segment(Bwd *bw, int s0)
+{
+	Tmpl *T = bw->T;
+	Irb *I = &T->I;
+	Lanes *ln = bw->ln;
+	LLVMValueRef m = LLVMBuildLShr(I->b, ln->lane, ci32(I, 3), "");
+	LLVMValueRef li = LLVMBuildAnd(I->b, ln->lane, ci32(I, 7), "");
+	CHECK(T->S <= 8);
+	/* A: a0..a3 = (j 0-7, t 0-7), (j 8-15, t 0-7), (j 0-7, t 8-15), (j 8-15, t 8-15) */
+	LLVMValueRef at = iadd(I, li, imul(I, LLVMBuildLShr(I->b, m, ci32(I, 1), ""), ci32(I, 8)));
+	LLVMValueRef ah = LLVMBuildAnd(I->b, m, ci32(I, 1), "");
+	/* B: matrix m = x rows 8(m&1).., columns of tile kt + (m>>1) */
+	LLVMValueRef xrow = iadd(I, li, imul(I, LLVMBuildAnd(I->b, m, ci32(I, 1), ""), ci32(I, 8)));
+	LLVMValueRef xo = iadd(I, imul(I, xrow, ci32(I, XS_ROW)), imul(I, LLVMBuildLShr(I->b, m, ci32(I, 1), ""), ci32(I, 16)));
 	LLVMTypeRef v4 = LLVMVectorType(I->f32, 4);
-	for (int kt = 0; kt < 8; kt++) {
-		LLVMValueRef u16[4];
-		for (int k = 0; k < 4; k++) {
-			LLVMValueRef row = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, (k & 1) + 8 * (k >> 1)));
-			LLVMValueRef col = iadd(I, ln->g, ci32(I, 8 * kt));
-			u16[k] = sld_u16(I, iadd(I, stp.xs, iadd(I, imul(I, row, ci32(I, XS_ROW)), imul(I, col, ci32(I, 2)))));
-		}
-		LLVMValueRef B[2] = { pack_u16(I, u16[0], u16[1]), pack_u16(I, u16[2], u16[3]) };
-		for (int j = 0; j < T->nbd; j++) {
-			LLVMValueRef base = iadd(I, iadd(I, ci32(I, bw->sm.dpa + j * 4 * 512), buf), imul(I, ln->w, ci32(I, 512)));
-			LLVMValueRef A[4];
-			for (int e = 0; e < 4; e++) {
-				/* a0: (j=g, t=2q..) a1: (j=g+8, t=2q..) a2: (j=g, t=2q+8..) a3: (j=g+8, t=2q+8..) */
-				LLVMValueRef jj = iadd(I, ln->g, ci32(I, 8 * (e & 1)));
-				LLVMValueRef t0 = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 8 * (e >> 1)));
-				LLVMValueRef o0 = iadd(I, base, imul(I, iadd(I, imul(I, t0, ci32(I, 16)), jj), ci32(I, 2)));
-				A[e] = pack_u16(I, sld_u16(I, o0), sld_u16(I, iadd(I, o0, ci32(I, 32))));
+	/* one projection at a time: the fragments of S steps stay within the
+	 * registers the kernel has left */
+	for (int j = 0; j < T->nbd; j++) {
+		LLVMValueRef A[8][4];
+		for (int si = 0; si < T->S; si++)
+			ldsm_x4(I, A[si], dpa_at(bw, ci32(I, si), j, ln->w, at, ah), 1);
+		for (int kp = 0; kp < 8; kp += 2) {
+			LLVMValueRef Bx[8][4];
+			for (int si = 0; si < T->S; si++)
+				ldsm_x4(I, Bx[si], iadd(I, seg_step_at(T, ln, ci32(I, s0 + si)), iadd(I, xo, ci32(I, 16 * kp))), 1);
+			for (int kt = kp; kt < kp + 2; kt++) {
+				LLVMValueRef po = smem_ptr(I, iadd(I, ci32(I, bw->sm.dW + (j * 8 + kt) * 128 * 16), imul(I, ln->tid, ci32(I, 16))));
+				LLVMValueRef cv = ld(I, v4, po, 16);
+				LLVMValueRef c[4];
+				for (int e = 0; e < 4; e++)
+					c[e] = LLVMBuildExtractElement(I->b, cv, ci32(I, e), "");
+				for (int si = 0; si < T->S; si++) {
+					LLVMValueRef B[2] = { Bx[si][2 * (kt - kp)], Bx[si][2 * (kt - kp) + 1] }, d[4];
+					mma_bf16(I, d, A[si], B, c);
+					memcpy(c, d, sizeof c);
+				}
+				LLVMValueRef dv = LLVMGetUndef(v4);
+				for (int e = 0; e < 4; e++)
+					dv = LLVMBuildInsertElement(I->b, dv, c[e], ci32(I, e), "");
+				st(I, dv, po, 16);
 			}
-			LLVMValueRef po = smem_ptr(I, iadd(I, ci32(I, bw->sm.dW + (j * 8 + kt) * 128 * 16), imul(I, ln->tid, ci32(I, 16))));
-			LLVMValueRef cv = ld(I, v4, po, 16);
-			LLVMValueRef c[4], d[4];
-			for (int e = 0; e < 4; e++)
-				c[e] = LLVMBuildExtractElement(I->b, cv, ci32(I, e), "");
-			mma_bf16(I, d, A, B, c);
-			LLVMValueRef dv = LLVMGetUndef(v4);
-			for (int e = 0; e < 4; e++)
-				dv = LLVMBuildInsertElement(I->b, dv, d[e], ci32(I, e), "");
-			st(I, dv, po, 16);
 		}
 	}
 }
@@ -464,31 +479,16 @@ void tmpl_bwd_apply(Tmpl *T)
 	LLVMValueRef NT = irb_arg(I, ksig_find(&l->sig, "i32:NT"));
 	LLVMValueRef Bn = irb_arg(I, ksig_find(&l->sig, "i32:B"));
 	LLVMValueRef H = nctaid(I, 1);
-	/* dx B fragments (K = j, N = the warp's own k): b0 = W[k = 16w + 8nt + g][j = 16ks + 2q, +1], b1 = j + 8 */
+	/* the weights once, as bf16 matrices read by ldmatrix as the gate's and
+	 * dx's B fragments: registers this kernel does not have */
 	LLVMTypeRef v4 = LLVMVectorType(I->f32, 4);
-	for (int j = 0; j < T->nbd; j++) {
-		LLVMValueRef W = ln.param[mx->proj[T->bd[j]].weight];
-		LLVMValueRef wbase = imul(I, ln.head, ci32(I, 4096));
-		for (int ks = 0; ks < 4; ks++)
-			for (int nt = 0; nt < 2; nt++)
-				for (int r = 0; r < 2; r++) {
-					LLVMValueRef k = iadd(I, iadd(I, imul(I, ln.w, ci32(I, 16)), ln.g), ci32(I, 8 * nt));
-					LLVMValueRef jj = iadd(I, imul(I, ln.q, ci32(I, 2)), ci32(I, 16 * ks + 8 * r));
-					LLVMValueRef i0 = iadd(I, wbase, iadd(I, imul(I, k, ci32(I, 64)), jj));
-					LLVMValueRef v0 = ld(I, I->f32, gep_f32(I, W, sext64(I, i0)), 4);
-					LLVMValueRef v1 = ld(I, I->f32, gep_f32(I, W, sext64(I, iadd(I, i0, ci32(I, 1)))), 4);
-					LLVMValueRef wv = pack_bf16x2(I, v0, v1);
-					frag_store(T, &ln, bw.sm.wt + (((j * 4 + ks) * 2 + nt) * 2 + r) * 128 * 4, &wv, 1);
-				}
+	for (int j = 0; j < T->nbd; j++)
 		for (int kt = 0; kt < 8; kt++) {
 			LLVMValueRef po = smem_ptr(I, iadd(I, ci32(I, bw.sm.dW + (j * 8 + kt) * 128 * 16), imul(I, ln.tid, ci32(I, 16))));
 			st(I, LLVMConstNull(v4), po, 16);
 		}
-	}
-	/* gate fragments to shared memory as well (each thread reads only its own words) */
-	for (int j = 0; j < T->nbd; j++)
-		frag_store(T, &ln, bw.sm.wfrag + j * 16 * 128 * 4, &ln.wfrag[j][0][0][0], 16);
-	ln.wfrag_smem = bw.sm.wfrag;
+	if (T->nbd > 0)
+		wmat_stage(T, &ln, bw.sm.wmat);
 	for (int p = 0; p < mx->nparam; p++) {
 		if (pm.cidx[p] >= 0)
 			for (int c = 0; c < 4; c++)
@@ -590,6 +590,8 @@ void tmpl_bwd_apply(Tmpl *T)
 			bwd_step(&bw, iadd(I, si, ci32(I, s0)), si, ue);
 			loop_end(I, &L);
 		}
+		if (T->nbd > 0)
+			dw_segment(&bw, s0);
 		if (T->nz > 0)
 			tok_flush(&bw, s0);
 	}

@@ -81,10 +81,23 @@ static int xs_at(Tmpl *T) { return T->TW * 64 * 8; }
  * shorter segment leaves registers for them */
 static int apply_seg(Tmpl *T) { return T->GQ >= 4 && seg_len(T) > 4 ? 4 : seg_len(T); }
 
+/* the projection weights after the segment buffers (wmat_stage): the 32
+ * registers of B fragments freed let two blocks share an SM */
+static int wm_at(Tmpl *T) { return xs_at(T) + T->TW * seg_bytes(T, seg_len(T), SEG_X); }
+static int wm_bytes(Tmpl *T) { return gates_inline(T) ? T->nbd * WMAT_BYTES : 0; }
+
 static char *smem_quads(Tmpl *T, char *buf, size_t n)
 {
-	snprintf(buf, n, "%d", xs_at(T) + T->TW * seg_bytes(T, seg_len(T), SEG_X));
+	snprintf(buf, n, "%d", wm_at(T) + wm_bytes(T));
 	return buf;
+}
+
+static void fwd_lanes(Tmpl *T, Lanes *ln, const KSig *sig, int segn)
+{
+	lanes_init(T, ln, sig, gates_inline(T));
+	seg_enable(T, ln, xs_at(T), segn, SEG_X);
+	if (wm_bytes(T))
+		wmat_stage(T, ln, wm_at(T));
 }
 
 void tmpl_fwd_reduce(Tmpl *T)
@@ -92,14 +105,14 @@ void tmpl_fwd_reduce(Tmpl *T)
 	Irb *I = &T->I;
 	char sm[32];
 	Launch *l = tmpl_launch(T, 1, "fwd_reduce", "NT", "H", "B", 128 * T->TW, smem_quads(T, sm, sizeof sm));
+	l->minblocks = reduce_minblocks(T);
 	sig_inputs(T, &l->sig);
 	ksig_add(T, &l->sig, "ws:aggA", I->gptr);
 	ksig_add(T, &l->sig, "ws:aggB", I->gptr);
 	ksig_shape(T, &l->sig);
 	tmpl_open(T, l);
 	Lanes ln;
-	lanes_init(T, &ln, &l->sig, gates_inline(T));
-	seg_enable(T, &ln, xs_at(T), seg_len(T), SEG_X);
+	fwd_lanes(T, &ln, &l->sig, seg_len(T));
 	Maps ex[4];
 	LLVMValueRef tA[4][4], tB[4][4];
 	Var qA[4], qB[4];
@@ -144,6 +157,7 @@ void tmpl_fwd_apply(Tmpl *T)
 	Mixer *mx = (Mixer *)T->mx;
 	char sm[32];
 	Launch *l = tmpl_launch(T, 1, "fwd_apply", "NT", "H", "B", 128 * T->TW, smem_quads(T, sm, sizeof sm));
+	l->minblocks = T->GQ == 1 ? 2 : 1;   /* more groups keep more chunk maps live: 128 registers spill */
 	sig_inputs(T, &l->sig);
 	ksig_add(T, &l->sig, "y", I->gptr);
 	ksig_add(T, &l->sig, "ws:carry", I->gptr);
@@ -151,8 +165,7 @@ void tmpl_fwd_apply(Tmpl *T)
 	ksig_shape(T, &l->sig);
 	tmpl_open(T, l);
 	Lanes ln;
-	lanes_init(T, &ln, &l->sig, gates_inline(T));
-	seg_enable(T, &ln, xs_at(T), apply_seg(T), SEG_X);
+	fwd_lanes(T, &ln, &l->sig, apply_seg(T));
 	Maps ex[4];
 	LLVMValueRef tA[4][4], tB[4][4];
 	Var qA[4], qB[4];

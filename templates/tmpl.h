@@ -114,7 +114,7 @@ typedef struct {
 	LLVMValueRef ch[4];                        /* channel within the head for c = 0..3 */
 	LLVMValueRef la_ws, b_ws;                  /* materialised log_a / b (unfused) */
 	LLVMValueRef tok;                          /* per-token values [B*L][nz] */
-	int wfrag_smem;                            /* >= 0: gate fragments live in shared memory at this offset */
+	int wmat_smem;                             /* >= 0: weights are read from shared memory (wmat_stage) here */
 	int xs_off;                                /* >= 0: x rows of each step are staged in shared memory here */
 	Var xs_phase;                              /* which of the two staging buffers the next step uses */
 	int seg_off;                               /* >= 0: segment staging (seg_stage) at this offset */
@@ -160,6 +160,8 @@ LLVMValueRef seg_loop_begin(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L, LLVMValueRef 
 void seg_loop_end(Tmpl *T, Loop *Ls, Loop *L);
 /* stages steps i0 .. i0+n-1 of the group starting at row gb (quad barriers on both sides) */
 void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0);
+/* shared byte offset of step i's staged entry (x rows first) */
+LLVMValueRef seg_step_at(Tmpl *T, Lanes *ln, LLVMValueRef i);
 /* dy of the 8 slots, from the staged segment (staged with SEG_DY) */
 void load_dy(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef dy[TM_SLOTS]);
 
@@ -176,11 +178,14 @@ void ksig_params(Tmpl *T, KSig *s);          /* every parameter, in mixer order 
 void ksig_shape(Tmpl *T, KSig *s);           /* i32:L i32:D */
 int ksig_find(const KSig *s, const char *arg);
 
-/* Fragment words kept in shared memory, one 32-bit word per thread and
- * fragment ([word][thread], conflict-free): frees the registers of weights
- * that are reused every step in kernels that need many registers. */
-void frag_store(Tmpl *T, Lanes *ln, int off, LLVMValueRef *words, int n);
-LLVMValueRef frag_load(Tmpl *T, Lanes *ln, int off, int word, int nthreads);
+/* The weights of the block-diagonal projections as bf16 matrices W[k][j]
+ * in shared memory (WMAT_BYTES each, swizzled), read as mma B fragments by
+ * ldmatrix: the gate's (B = W) and dx's (B = W^T) from one copy. For kernels
+ * that lack the registers to hold fragments; ends with a block barrier. */
+#define WMAT_BYTES (64 * 128)
+void wmat_stage(Tmpl *T, Lanes *ln, int off);
+void wmat_gate_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2]);  /* [nt][r] */
+void wmat_dx_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2]);    /* [nt][r], own 16 k */
 /* lane geometry, params and weight fragments for the kernel being built */
 void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights);
 /* timestep of row r at step i of the group starting at row gb */
@@ -205,6 +210,11 @@ static inline int slot_r(int s) { return s >> 2; }
 /* gates are computed in the scan kernels (not read from a materialised tensor) */
 static inline int gates_inline(const Tmpl *T) { return !T->v->materialized; }
 void ksig_tok(Tmpl *T, KSig *s);             /* "ws:tok" when the mixer has a token stage */
+
+/* Blocks per SM the reduce kernels ask ptxas to fit: two of 256 threads
+ * (128 registers) double the warps that hide their latency; with four
+ * groups per quad that many registers spill. */
+static inline int reduce_minblocks(const Tmpl *T) { return T->TW == 2 && T->GQ <= 2 ? 2 : 1; }
 
 /* the templates */
 void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v);

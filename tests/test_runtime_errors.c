@@ -179,6 +179,11 @@ static void gpu_part(recur_rt *rt)
 	null_y.y = 0;
 	rc = recur_forward(v, s, &null_y, 0, err, sizeof err);
 	verdict(rc != 0 && has(err, "null") && has(err, "put"), "GPU: a null buffer is refused", err);
+	recur_io odd = io;
+	odd.y = y + 8;
+	rc = recur_forward(v, s, &odd, 0, err, sizeof err);
+	verdict(rc != 0 && has(err, "16-byte aligned") && has(err, "put") && has(err, "\"y\""),
+	        "GPU: a misaligned buffer is refused, named", err);
 	unsigned char host[64];
 	recur_sync(rt, err, sizeof err);
 	recur_memcpy_dtoh(rt, host, y, 64, err, sizeof err);
