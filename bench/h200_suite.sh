@@ -20,6 +20,7 @@ mkdir -p "$OUT" /tmp/recur-ptx
 [ -d /tmp/recur-ptx/${PTXSET:-ptx} ] || tar xJf .carry/ptx.tar.xz -C /tmp/recur-ptx
 D=/tmp/recur-ptx/${PTXSET:-ptx}   # PTXSET: which carried set (default ptx)
 SEED="1x8192x1024,1x32768x1024,1x65536x1024,1x131072x1024"
+# (at most 8 files under $OUT come back from the machine: keep it to that)
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 rc=0
 if [ "$mode" = verify ] || [ "$mode" = all ]; then
@@ -31,7 +32,7 @@ fi
 if [ "$mode" = quick ]; then
 	if [ -z "${NOVERIFY:-}" ]; then   # NOVERIFY=1: time only
 		"$BIN" verify --dir "$D" --goldens .carry/goldens > "$OUT/verify_goldens.log" 2>&1 || rc=1
-		"$BIN" verify --dir "$D" --shape 1x8192x1024 --shape 3x1000x1024 > "$OUT/verify_quick.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$D" --shape 1x8192x1024 --shape 3x1000x1024 --shape 2x37x64 > "$OUT/verify_quick.log" 2>&1 || rc=1
 	fi
 	for mv in ${VARIANTS:-}; do
 		"$BIN" bench --dir "$D" --shapes 1x131072x1024 --mixer "${mv%%/*}" --variant "${mv#*/}" --profile --rounds 1 --samples 5 \
@@ -43,10 +44,15 @@ if [ "$mode" = results ] || [ "$mode" = all ]; then
 	"$BIN" calibrate --dir "$D" --shapes "$SEED" --out "$OUT/calibration_h200.json" > "$OUT/calibrate.log" 2>&1 || rc=1
 	"$BIN" bench --dir "$D" --shapes "$SEED" --calibration "$OUT/calibration_h200.json" --profile \
 		--out "$OUT/results_h200.json" > "$OUT/bench.log" 2>&1 || rc=1
-	"$BIN" compare "$OUT/results_h200.json" --svg "$OUT/results_h200.svg" > "$OUT/compare.log" 2>&1 || rc=1
+	# the seed lives beside the repository, not on the GPU machine: compare where it is
+	if [ -f "${RECUR_SEED:-../shared/seed/000_c94c45093349daa5.txt}" ]; then
+		"$BIN" compare "$OUT/results_h200.json" --svg "$OUT/results_h200.svg" > "$OUT/compare.log" 2>&1 || rc=1
+	else
+		echo "no seed file here: run recur compare results_h200.json where the seed is"
+	fi
 	tail -4 "$OUT/calibrate.log"
 	grep -A12 "^profile" "$OUT/bench.log" | head -120
-	cat "$OUT/compare.log"
+	[ -f "$OUT/compare.log" ] && cat "$OUT/compare.log"
 fi
 for f in "$OUT"/verify_*.log; do
 	[ -f "$f" ] || continue

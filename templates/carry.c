@@ -1,20 +1,33 @@
 /* Carry kernels: the top level of the hierarchical scan.
  *
- * One thread per channel walks the per-tile maps of its sequence in order
+ * Per channel, the NT per-tile maps of a sequence are walked in order
  * (forward: h entering each tile) or in reverse (backward: the adjoint
- * message entering each tile from the right). NT is small (L / tile), so a
- * sequential walk per channel is cheap next to the tile kernels, and it
- * keeps the combination order fixed: the same bits on every run.
+ * message entering each tile from the right). A block holds 32 channels
+ * and CARRY_SEGS warps; warp s owns a contiguous run of the walk:
+ *   1. each warp folds its run into one map (independent loads in flight);
+ *   2. warp 0 walks the CARRY_SEGS run maps: the value entering each run;
+ *   3. each warp walks its run again from that value, writing every tile's
+ *      carry.
+ * A single thread walking all NT tiles waited on NT dependent steps, on
+ * D / 128 blocks; this waits on about 2 NT / CARRY_SEGS + CARRY_SEGS. The
+ * order of every combination is fixed by the shape: the same bits on every
+ * run.
  */
 #include "tmpl.h"
 #include "diag.h"
 #include <stdio.h>
 #include <string.h>
 
+#define CARRY_SEGS 16
+
 void tmpl_carry(Tmpl *T, int backward)
 {
 	Irb *I = &T->I;
-	Launch *l = tmpl_launch(T, !backward, backward ? "bwd_carry" : "fwd_carry", "cdiv(D,128)", "B", "1", 128, "0");
+	char sm[16];
+	/* run maps (A, B) [seg][32] and entering values [seg][32] */
+	snprintf(sm, sizeof sm, "%d", CARRY_SEGS * 32 * 12);
+	Launch *l = tmpl_launch(T, !backward, backward ? "bwd_carry" : "fwd_carry", "cdiv(D,32)", "B", "1",
+	                        32 * CARRY_SEGS, sm);
 	ksig_add(T, &l->sig, backward ? "ws:baggA" : "ws:aggA", I->gptr);
 	ksig_add(T, &l->sig, backward ? "ws:baggB" : "ws:aggB", I->gptr);
 	ksig_add(T, &l->sig, backward ? "ws:ucarry" : "ws:carry", I->gptr);
@@ -23,21 +36,70 @@ void tmpl_carry(Tmpl *T, int backward)
 	tmpl_open(T, l);
 	LLVMValueRef A = irb_arg(I, 0), B = irb_arg(I, 1), out = irb_arg(I, 2);
 	LLVMValueRef D = irb_arg(I, 3), NT = irb_arg(I, 4);
-	LLVMValueRef c = iadd(I, imul(I, ctaid(I, 0), ci32(I, 128)), tid_x(I));
-	IfBlk f;
-	if_begin(I, &f, ilt(I, c, D), "chan");
+	LLVMValueRef tid = tid_x(I);
+	LLVMValueRef lane = LLVMBuildAnd(I->b, tid, ci32(I, 31), "");
+	LLVMValueRef seg = LLVMBuildLShr(I->b, tid, ci32(I, 5), "");
+	LLVMValueRef c = iadd(I, imul(I, ctaid(I, 0), ci32(I, 32)), lane);
+	LLVMValueRef live = ilt(I, c, D);
 	LLVMValueRef b = ctaid(I, 1);
-	Var h = var_init(I, cf32(I, 0.0), "h");
-	Loop L;
-	loop_begin(I, &L, ci32(I, 0), NT, ci32(I, 1), "k");
-	LLVMValueRef k = loop_i(I, &L);
-	LLVMValueRef tile = backward ? isub(I, isub(I, NT, ci32(I, 1)), k) : k;
-	LLVMValueRef idx = iadd(I, imul(I, sext64(I, iadd(I, imul(I, b, NT), tile)), sext64(I, D)), sext64(I, c));
-	st(I, var_get(I, h), gep_f32(I, out, idx), 4);
-	LLVMValueRef a = ld(I, I->f32, gep_f32(I, A, idx), 4);
-	LLVMValueRef bb = ld(I, I->f32, gep_f32(I, B, idx), 4);
-	var_set(I, h, fadd(I, fmul(I, a, var_get(I, h)), bb));
-	loop_end(I, &L);
-	if_end(I, &f);
+	/* run of warp s: walk positions [s n, min((s+1) n, NT)) */
+	LLVMValueRef n = idiv(I, iadd(I, NT, ci32(I, CARRY_SEGS - 1)), ci32(I, CARRY_SEGS));
+	LLVMValueRef k0 = imul(I, seg, n);
+	LLVMValueRef k1 = iadd(I, k0, n);
+	k1 = LLVMBuildSelect(I->b, ilt(I, k1, NT), k1, NT, "");
+	LLVMValueRef cs = LLVMBuildSelect(I->b, live, c, ci32(I, 0), "");
+#define TILE_IDX(k) iadd(I, imul(I, sext64(I, iadd(I, imul(I, b, NT), \
+	backward ? isub(I, isub(I, NT, ci32(I, 1)), (k)) : (k))), sext64(I, D)), sext64(I, cs))
+	LLVMValueRef cell = imul(I, iadd(I, imul(I, seg, ci32(I, 32)), lane), ci32(I, 4));
+	LLVMValueRef offA = cell;
+	LLVMValueRef offB = iadd(I, cell, ci32(I, CARRY_SEGS * 32 * 4));
+	LLVMValueRef offH = iadd(I, cell, ci32(I, CARRY_SEGS * 32 * 8));
+
+	/* 1: the run's map, h -> RA h + RB */
+	Var RA = var_init(I, cf32(I, 1.0), "RA"), RB = var_init(I, cf32(I, 0.0), "RB");
+	{
+		Loop L;
+		loop_begin(I, &L, k0, k1, ci32(I, 1), "k");
+		L.unroll = 4;
+		LLVMValueRef idx = TILE_IDX(loop_i(I, &L));
+		LLVMValueRef a = ld(I, I->f32, gep_f32(I, A, idx), 4);
+		LLVMValueRef bb = ld(I, I->f32, gep_f32(I, B, idx), 4);
+		var_set(I, RB, fadd(I, fmul(I, var_get(I, RB), a), bb));
+		var_set(I, RA, fmul(I, var_get(I, RA), a));
+		loop_end(I, &L);
+	}
+	st(I, var_get(I, RA), smem_ptr(I, offA), 4);
+	st(I, var_get(I, RB), smem_ptr(I, offB), 4);
+	bar_sync(I);
+	/* 2: warp 0 walks the runs; the sequence starts from 0 */
+	IfBlk f0;
+	if_begin(I, &f0, ieq(I, seg, ci32(I, 0)), "runs");
+	LLVMValueRef h = cf32(I, 0.0);
+	for (int s = 0; s < CARRY_SEGS; s++) {
+		LLVMValueRef o = iadd(I, imul(I, lane, ci32(I, 4)), ci32(I, s * 32 * 4));
+		st(I, h, smem_ptr(I, iadd(I, o, ci32(I, CARRY_SEGS * 32 * 8))), 4);
+		LLVMValueRef ra = ld(I, I->f32, smem_ptr(I, o), 4);
+		LLVMValueRef rb = ld(I, I->f32, smem_ptr(I, iadd(I, o, ci32(I, CARRY_SEGS * 32 * 4))), 4);
+		h = fadd(I, fmul(I, ra, h), rb);
+	}
+	if_end(I, &f0);
+	bar_sync(I);
+	/* 3: every tile's entering value */
+	IfBlk f1;
+	if_begin(I, &f1, live, "chan");
+	Var hv = var_init(I, ld(I, I->f32, smem_ptr(I, offH), 4), "h");
+	{
+		Loop L;
+		loop_begin(I, &L, k0, k1, ci32(I, 1), "k");
+		L.unroll = 4;
+		LLVMValueRef idx = TILE_IDX(loop_i(I, &L));
+		st(I, var_get(I, hv), gep_f32(I, out, idx), 4);
+		LLVMValueRef a = ld(I, I->f32, gep_f32(I, A, idx), 4);
+		LLVMValueRef bb = ld(I, I->f32, gep_f32(I, B, idx), 4);
+		var_set(I, hv, fadd(I, fmul(I, a, var_get(I, hv)), bb));
+		loop_end(I, &L);
+	}
+	if_end(I, &f1);
+#undef TILE_IDX
 	irb_ret(I);
 }

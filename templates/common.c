@@ -85,7 +85,6 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	const Mixer *mx = T->mx;
 	memset(ln, 0, sizeof *ln);
 	ln->wmat_smem = -1;
-	ln->xs_off = -1;
 	ln->seg_off = -1;
 	ln->tid = tid_x(I);
 	ln->warp = LLVMBuildLShr(I->b, ln->tid, ci32(I, 5), "warp");
@@ -248,43 +247,6 @@ static LLVMValueRef xidx(Tmpl *T, Lanes *ln, LLVMValueRef t, LLVMValueRef k)
 	            sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), k)));
 }
 
-void xs_enable(Tmpl *T, Lanes *ln, int off)
-{
-	ln->xs_off = off;
-	ln->xs_phase = var_init(&T->I, ci32(&T->I, 0), "xs_phase");
-}
-
-/* The quad loads the 16 rows of the step once, 16 bytes per thread, and
- * every warp reads its fragments from shared memory: one global load per
- * thread per step instead of twenty, and rows shared by the quad's warps. */
-static LLVMValueRef stage_x(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i)
-{
-	Irb *I = &T->I;
-	LLVMValueRef tq = LLVMBuildAnd(I->b, ln->tid, ci32(I, 127), "");
-	LLVMValueRef row = LLVMBuildLShr(I->b, tq, ci32(I, 3), "");
-	LLVMValueRef c16 = LLVMBuildAnd(I->b, tq, ci32(I, 7), "");
-	LLVMValueRef t = iadd(I, gb, iadd(I, imul(I, row, ci32(I, T->C)), i));
-	LLVMValueRef valid = ilt(I, t, ln->L);
-	LLVMValueRef rowi = iadd(I, imul(I, ln->b, ln->L), t);
-	LLVMValueRef e = iadd(I, imul(I, sext64(I, rowi), sext64(I, ln->D)),
-	                      sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), imul(I, c16, ci32(I, 8)))));
-	e = LLVMBuildSelect(I->b, valid, e, ci64(I, 0), "");
-	LLVMTypeRef v4 = LLVMVectorType(I->i32, 4);
-	LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->bf16, ln->x, &e, 1, "");
-	LLVMValueRef v = LLVMBuildSelect(I->b, valid, ld(I, v4, p, 16), LLVMConstNull(v4), "");
-	LLVMValueRef phase = var_get(I, ln->xs_phase);
-	LLVMValueRef base = iadd(I, ci32(I, ln->xs_off), iadd(I, imul(I, ln->quad, ci32(I, XS_QUAD)), imul(I, phase, ci32(I, XS_BUF))));
-	st(I, v, smem_ptr(I, iadd(I, base, iadd(I, imul(I, row, ci32(I, XS_ROW)), imul(I, c16, ci32(I, 16))))), 16);
-	var_set(I, ln->xs_phase, LLVMBuildXor(I->b, phase, ci32(I, 1), ""));
-	/* alternating buffers: one barrier per step orders the reads of step n
-	 * before the writes of step n + 2 */
-	if (T->cur_threads == 128)
-		bar_sync(I);
-	else
-		bar_named(I, iadd(I, ln->quad, ci32(I, 1)), 128);
-	return base;
-}
-
 static LLVMValueRef xs_pair(Tmpl *T, LLVMValueRef base, LLVMValueRef row, LLVMValueRef col)
 {
 	Irb *I = &T->I;
@@ -434,11 +396,10 @@ void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, i
 	const Mixer *mx = T->mx;
 	step_rows(T, ln, st, gb, i);
 	st->seg = NULL;
+	st->xs = NULL;
 	if (ln->seg_off >= 0) {
 		st->seg = seg_step_at(T, ln, i);
 		st->xs = ln->seg_flags & SEG_X ? st->seg : NULL;
-	} else {
-		st->xs = ln->xs_off >= 0 ? stage_x(T, ln, gb, i) : NULL;
 	}
 	for (int s = 0; s < TM_SLOTS; s++) {
 		LLVMValueRef t = st->t[slot_r(s)];
@@ -472,22 +433,15 @@ void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, i
 	int fused = gates_inline(T) || need_proj;
 	if (fused && T->nbd > 0) {
 		/* A fragments of 16 rows x 64 input channels, four k-steps */
+		/* every kernel that runs the projections stages x */
+		CHECK(st->xs);
 		LLVMValueRef A[4][4];
-		if (st->xs) {
-			/* one ldmatrix per k-step: matrix m = rows 8(m&1).., columns 16ks + 8(m>>1).. */
-			LLVMValueRef m = LLVMBuildLShr(I->b, ln->lane, ci32(I, 3), "");
-			LLVMValueRef row = iadd(I, LLVMBuildAnd(I->b, ln->lane, ci32(I, 7), ""), imul(I, LLVMBuildAnd(I->b, m, ci32(I, 1), ""), ci32(I, 8)));
-			LLVMValueRef ro = iadd(I, st->xs, iadd(I, imul(I, row, ci32(I, XS_ROW)), imul(I, LLVMBuildLShr(I->b, m, ci32(I, 1), ""), ci32(I, 16))));
-			for (int ks = 0; ks < 4; ks++)
-				ldsm_x4(I, A[ks], iadd(I, ro, ci32(I, 32 * ks)), 0);
-		} else {
-			for (int ks = 0; ks < 4; ks++)
-				for (int hk = 0; hk < 2; hk++)
-					for (int r = 0; r < 2; r++) {
-						LLVMValueRef k = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 16 * ks + 8 * hk));
-						A[ks][hk * 2 + r] = load_pair(T, ln->x, xidx(T, ln, st->t[r], k), st->valid[r]);
-					}
-		}
+		/* one ldmatrix per k-step: matrix m = rows 8(m&1).., columns 16ks + 8(m>>1).. */
+		LLVMValueRef m = LLVMBuildLShr(I->b, ln->lane, ci32(I, 3), "");
+		LLVMValueRef row = iadd(I, LLVMBuildAnd(I->b, ln->lane, ci32(I, 7), ""), imul(I, LLVMBuildAnd(I->b, m, ci32(I, 1), ""), ci32(I, 8)));
+		LLVMValueRef ro = iadd(I, st->xs, iadd(I, imul(I, row, ci32(I, XS_ROW)), imul(I, LLVMBuildLShr(I->b, m, ci32(I, 1), ""), ci32(I, 16))));
+		for (int ks = 0; ks < 4; ks++)
+			ldsm_x4(I, A[ks], iadd(I, ro, ci32(I, 32 * ks)), 0);
 		for (int j = 0; j < T->nbd; j++) {
 			LLVMValueRef wf[4][2][2];   /* [ks][nt][r] */
 			for (int ks = 0; ks < 4; ks++)

@@ -240,7 +240,7 @@ void tmpl_fwd_gates(Tmpl *T)
 {
 	Irb *I = &T->I;
 	char sm[32];
-	snprintf(sm, sizeof sm, "%d", T->TW * XS_QUAD);
+	snprintf(sm, sizeof sm, "%d", T->TW * seg_bytes(T, seg_len(T), SEG_X));
 	Launch *l = tmpl_launch(T, 1, "fwd_gates", "NT", "H", "B", 128 * T->TW, sm);
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_params(T, &l->sig);
@@ -251,18 +251,17 @@ void tmpl_fwd_gates(Tmpl *T)
 	tmpl_open(T, l);
 	Lanes ln;
 	lanes_init(T, &ln, &l->sig, 1);
-	xs_enable(T, &ln, 0);
+	seg_enable(T, &ln, 0, seg_len(T), SEG_X);
 	LLVMValueRef la = ln.la_ws, bw = ln.b_ws;
 	ln.la_ws = ln.b_ws = NULL;
 	LLVMValueRef qbase = quad_base(T, &ln);
 	for (int j = 0; j < T->GQ; j++) {
 		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->C));
-		Loop L;
-		loop_begin(I, &L, ci32(I, 0), ci32(I, T->C), ci32(I, 1), "i");
-		L.unroll = 2;
+		Loop Ls, L;
+		LLVMValueRef i = seg_loop_begin(T, &ln, &Ls, &L, gb, T->C);
 		Step stp;
 		/* need_proj forces the fused path: this kernel is where gates are made */
-		step_gates(T, &ln, &stp, gb, loop_i(I, &L), 1);
+		step_gates(T, &ln, &stp, gb, i, 1);
 		for (int s = 0; s < TM_SLOTS; s++) {
 			IfBlk f;
 			if_begin(I, &f, stp.valid[slot_r(s)], "st");
@@ -271,7 +270,7 @@ void tmpl_fwd_gates(Tmpl *T)
 			st(I, stp.bb[s], gep_f32(I, bw, idx), 4);
 			if_end(I, &f);
 		}
-		loop_end(I, &L);
+		seg_loop_end(T, &Ls, &L);
 	}
 	irb_ret(I);
 }

@@ -115,8 +115,6 @@ typedef struct {
 	LLVMValueRef la_ws, b_ws;                  /* materialised log_a / b (unfused) */
 	LLVMValueRef tok;                          /* per-token values [B*L][nz] */
 	int wmat_smem;                             /* >= 0: weights are read from shared memory (wmat_stage) here */
-	int xs_off;                                /* >= 0: x rows of each step are staged in shared memory here */
-	Var xs_phase;                              /* which of the two staging buffers the next step uses */
 	int seg_off;                               /* >= 0: segment staging (seg_stage) at this offset */
 	int seg_n, seg_flags, seg_step;            /* steps per segment, what is staged (SEG_*), bytes per step */
 	LLVMValueRef seg_i0;                       /* first step of the staged segment */
@@ -137,12 +135,11 @@ typedef struct {
 	LLVMValueRef seg;           /* the step's staged segment entry, when staged */
 } Step;
 
-/* x staging: per quad two buffers of 16 rows x 64 bf16, rows padded to
- * 144 bytes so the mma fragment reads of a warp hit 32 distinct banks */
+/* A staged step's 16 rows x 64 bf16 (x or dy), rows padded to 144 bytes
+ * so that the eight rows an ldmatrix or a fragment load reads hit distinct
+ * banks */
 #define XS_ROW 144
 #define XS_BUF (16 * XS_ROW)
-#define XS_QUAD (2 * XS_BUF)
-void xs_enable(Tmpl *T, Lanes *ln, int off);
 
 /* Segment staging: every input a step reads from memory (x rows, dy rows,
  * per-token values) for n consecutive steps is loaded by one burst of
