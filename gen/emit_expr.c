@@ -2,7 +2,9 @@
  *
  * Special functions use the SFU approximations (ex2, lg2, rcp, sqrt, rsqrt):
  * their relative errors (~1e-7) are far below the bf16 rounding of every
- * kernel output (~4e-3), so the fast path costs no accuracy that matters. */
+ * kernel output (~4e-3), so the fast path costs no accuracy that matters.
+ * Per element, sigmoid and tanh take tanh.approx (one op, ~2.5e-4); per
+ * token they are computed to ~1e-7 (see sigmoid_precise). */
 #include "emit_expr.h"
 #include "diag.h"
 
@@ -11,6 +13,36 @@ static LLVMValueRef sigmoid(Irb *I, LLVMValueRef z)
 {
 	LLVMValueRef t = f_tanh(I, fmul(I, z, cf32(I, 0.5)));
 	return fadd(I, cf32(I, 0.5), fmul(I, cf32(I, 0.5), t));
+}
+
+/* sigmoid and tanh from exp(-|z|) and a division: relative error ~1e-7
+ * for two ops and a divide. Per-token values need it: a token's error is
+ * shared by all its elements, and sums over tokens (a bias gradient) can
+ * cancel down to where an error of 2.5e-4 per token shows. */
+static LLVMValueRef sigmoid_precise(Irb *I, LLVMValueRef z)
+{
+	LLVMValueRef e = f_exp(I, fneg(I, fabs_(I, z)));
+	LLVMValueRef r = fdiv(I, cf32(I, 1.0), fadd(I, cf32(I, 1.0), e));
+	return fsel(I, fgt(I, cf32(I, 0.0), z), fmul(I, e, r), r);
+}
+
+static LLVMValueRef tanh_precise(Irb *I, LLVMValueRef z)
+{
+	/* tanh(z) = 2 sigmoid(2z) - 1, and for |z| < 2^-4 its series to z^5 */
+	LLVMValueRef big = fsub(I, fmul(I, cf32(I, 2.0), sigmoid_precise(I, fmul(I, z, cf32(I, 2.0)))), cf32(I, 1.0));
+	LLVMValueRef z2 = fmul(I, z, z);
+	LLVMValueRef poly = fmul(I, z, fadd(I, cf32(I, 1.0), fmul(I, z2, fadd(I, cf32(I, -1.0 / 3.0), fmul(I, z2, cf32(I, 2.0 / 15.0))))));
+	return fsel(I, fgt(I, cf32(I, 0.0625), fabs_(I, z)), poly, big);
+}
+
+/* a value per token (or per channel): no element leaf below it */
+static int token_level(const ExGraph *g, int node)
+{
+	static const ExOp elem[] = { EX_X, EX_H, EX_FIRST, EX_PROJ, EX_SEED };
+	for (size_t k = 0; k < sizeof elem / sizeof elem[0]; k++)
+		if (ex_depends(g, node, elem[k], -1))
+			return 0;
+	return 1;
 }
 
 /* softplus(z) = max(z, 0) + log(1 + exp(-|z|)): never overflows */
@@ -62,12 +94,12 @@ LLVMValueRef emit_expr(Irb *I, const ExGraph *g, int node, const EmitEnv *env, L
 		break;
 	}
 	case EX_LOG: r = f_log(I, a); break;
-	case EX_SIGMOID: r = sigmoid(I, a); break;
+	case EX_SIGMOID: r = env->precise || token_level(g, n->a) ? sigmoid_precise(I, a) : sigmoid(I, a); break;
 	case EX_SOFTPLUS: r = softplus(I, a); break;
 	case EX_SQRT:
 	case EX_SQRTB: r = f_sqrt(I, fmaxf_(I, a, cf32(I, 0.0))); break;
 	case EX_SQRTB_GRAD: r = f_rsqrt(I, fmaxf_(I, fmul(I, a, cf32(I, 4.0)), cf32(I, 1e-6))); break;
-	case EX_TANH: r = f_tanh(I, a); break;
+	case EX_TANH: r = env->precise || token_level(g, n->a) ? tanh_precise(I, a) : f_tanh(I, a); break;
 	case EX_RECIP: r = f_rcp(I, a); break;
 	case EX_RSQRT: r = f_rsqrt(I, a); break;
 	case EX_ADD: r = fadd(I, a, b); break;

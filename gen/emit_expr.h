@@ -12,6 +12,7 @@ typedef struct {
 	LLVMValueRef *proj;    /* indexed by projection idx */
 	LLVMValueRef *seed;    /* indexed by seed idx */
 	LLVMValueRef *tok;     /* indexed by per-token value idx */
+	int precise;           /* a per-token site: sigmoid and tanh without the one-op approximation */
 } EmitEnv;
 
 /* memo: g->len entries, zeroed by the caller for each evaluation site, so a

@@ -150,7 +150,7 @@ void tmpl_tok_fwd(Tmpl *T)
 		}
 		IfBlk f;
 		if_begin(I, &f, land(I, valid[k], ieq(I, lane, ci32(I, k))), "tokst");
-		EmitEnv env = { .param = scal, .proj = pv };
+		EmitEnv env = { .param = scal, .proj = pv, .precise = 1 };
 		LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
 		CHECK(memo);
 		LLVMValueRef t = sext64(I, iadd(I, t0, ci32(I, k)));
@@ -222,7 +222,7 @@ void tmpl_tok_bwd(Tmpl *T)
 	LLVMValueRef pv[MX_MAXPROJ] = { 0 };
 	for (int j = 0; j < T->ntp; j++)
 		pv[T->tp[j]] = ld(I, I->f32, gep_f32(I, tproj, iadd(I, imul(I, sext64(I, t), ci64(I, T->ntp)), ci64(I, j))), 4);
-	EmitEnv env = { .param = scal, .proj = pv, .seed = seeds };
+	EmitEnv env = { .param = scal, .proj = pv, .seed = seeds, .precise = 1 };
 	LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
 	CHECK(memo);
 	/* every lane holds the same values; lane 0 stores */
