@@ -353,6 +353,13 @@ static int mix_profile(Bench *bn, Mix *mx, char *err, size_t n)
 			snprintf(K->kernel, sizeof K->kernel, "%s", names[i]);
 			K->ms = ms[i];
 			kernel_info(mx->v, names[i], K);
+			recur_launch_info li;
+			if (recur_variant_last_launch(mx->v, i, &li) == 0) {
+				memcpy(K->grid, li.grid, sizeof K->grid);
+				K->block = li.block;
+				K->dyn_smem = li.dyn_smem;
+				K->blocks_per_sm = li.blocks_per_sm;
+			}
 			K->bytes = 0;
 			if (vi >= 0 && recur_launch_bytes(bn->m, vi, p, i, r->shape, &K->bytes, err, n) != 0) {
 				recur_set_profiling(mx->v, 0);
@@ -362,16 +369,18 @@ static int mix_profile(Bench *bn, Mix *mx, char *err, size_t n)
 	}
 	recur_set_profiling(mx->v, 0);
 	r->has_profile = 1;
-	printf("profile %s %s %dx%dx%d\n  %-9s %-44s %9s %5s %6s %6s %9s %7s\n", r->architecture, r->backend, r->shape.B,
-	       r->shape.L, r->shape.D, "pass", "kernel", "ms", "regs", "local", "smem", "MB", "GB/s");
+	printf("profile %s %s %dx%dx%d\n  %-9s %-32s %9s %5s %6s %7s %6s %6s %9s %7s\n", r->architecture, r->backend,
+	       r->shape.B, r->shape.L, r->shape.D, "pass", "kernel", "ms", "regs", "local", "smem KB", "thr", "blk/SM",
+	       "MB", "GB/s");
 	for (int p = 0; p < 2; p++)
 		for (int i = 0; i < r->nprof[p]; i++) {
 			const ResKernel *K = &r->prof[p][i];
-			printf("  %-9s %-44s %9.4f %5d %6d %6d %9.1f %7.0f\n", p ? "backward" : "forward", K->kernel, K->ms,
-			       K->registers, K->local_bytes, K->static_smem, K->bytes * 1e-6,
-			       K->ms > 0 ? K->bytes / K->ms * 1e-6 : 0.0);
+			printf("  %-9s %-32s %9.4f %5d %6d %7.1f %6d %6d %9.1f %7.0f\n", p ? "backward" : "forward", K->kernel,
+			       K->ms, K->registers, K->local_bytes, (K->static_smem + K->dyn_smem) / 1024.0, K->block,
+			       K->blocks_per_sm, K->bytes * 1e-6, K->ms > 0 ? K->bytes / K->ms * 1e-6 : 0.0);
 		}
-	printf("  (MB: what each kernel must move, every tensor and workspace it touches once; GB/s: that over its time)\n");
+	printf("  (smem: static + dynamic per block; blk/SM: blocks that fit an SM; MB: what each kernel must move,\n"
+	       "   every tensor and workspace it touches once; GB/s: that over its time)\n");
 	return 0;
 }
 

@@ -79,6 +79,15 @@ static json_t *profile_json(const ResRow *r)
 			json_object_set_new(e, "local_bytes", json_integer(k->local_bytes));
 			json_object_set_new(e, "static_smem_bytes", json_integer(k->static_smem));
 			json_object_set_new(e, "max_threads_per_block", json_integer(k->max_threads));
+			if (k->block > 0) {
+				json_t *g = json_array();
+				for (int d = 0; d < 3; d++)
+					json_array_append_new(g, json_integer(k->grid[d]));
+				json_object_set_new(e, "grid", g);
+				json_object_set_new(e, "block", json_integer(k->block));
+				json_object_set_new(e, "dynamic_smem_bytes", json_integer(k->dyn_smem));
+				json_object_set_new(e, "blocks_per_sm", json_integer(k->blocks_per_sm));
+			}
 			json_array_append_new(a, e);
 		}
 		json_object_set_new(o, pass[p], a);

@@ -37,6 +37,8 @@ typedef struct {
 	double ms;
 	double bytes;            /* compulsory DRAM bytes declared by the generator, 0 = unknown */
 	int registers, local_bytes, static_smem, max_threads;
+	unsigned grid[3], dyn_smem;
+	int block, blocks_per_sm;   /* as launched; 0 = unknown */
 } ResKernel;
 
 typedef struct {

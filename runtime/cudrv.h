@@ -37,6 +37,7 @@
 	X(ModuleGetFunction,       (CUfunction *fn, CUmodule mod, const char *name)) \
 	X(FuncGetAttribute,        (int *value, CUfunction_attribute attr, CUfunction fn)) \
 	X(FuncSetAttribute,        (CUfunction fn, CUfunction_attribute attr, int value)) \
+	X(OccupancyMaxActiveBlocksPerMultiprocessor, (int *blocks, CUfunction fn, int block, size_t smem)) \
 	X(LaunchKernel,            (CUfunction fn, unsigned gx, unsigned gy, unsigned gz, \
 	                            unsigned bx, unsigned by, unsigned bz, unsigned smem, \
 	                            CUstream st, void **params, void **extra)) \

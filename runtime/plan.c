@@ -36,7 +36,7 @@ typedef struct { CUdeviceptr p; size_t cap, need; } rt_wsbuf;   /* need: bytes o
 typedef union { CUdeviceptr p; int32_t i32; int64_t i64; } rt_argval;
 
 /* one launch's evaluated geometry */
-typedef struct { unsigned grid[3]; unsigned smem; } rt_geom;
+typedef struct { unsigned grid[3]; unsigned smem; int block, occupancy; } rt_geom;
 
 struct recur_variant {
 	recur_rt *rt;
@@ -60,6 +60,7 @@ struct recur_variant {
 	int nlast;                   /* launches timed in the last call */
 	const char **last_name;
 	float *last_ms;
+	rt_geom *last_geom;          /* geometry and occupancy of each timed launch */
 };
 
 static int vfail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -241,8 +242,9 @@ int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, 
 	v->geom = calloc(v->maxlaunch + 1, sizeof *v->geom);
 	v->last_name = calloc(v->maxlaunch + 1, sizeof *v->last_name);
 	v->last_ms = calloc(v->maxlaunch + 1, sizeof *v->last_ms);
+	v->last_geom = calloc(v->maxlaunch + 1, sizeof *v->last_geom);
 	if (!v->kernel || !v->kidx[RT_FWD] || !v->argoff[RT_FWD] || !v->ws || !v->val || !v->argp ||
-	    !v->geom || !v->last_name || !v->last_ms) {
+	    !v->geom || !v->last_name || !v->last_ms || !v->last_geom) {
 		recur_variant_free(v);
 		return vfail(err, errlen, "variant %s: out of host memory", name);
 	}
@@ -317,6 +319,7 @@ void recur_variant_free(recur_variant *v)
 	free(v->ev);
 	free(v->last_name);
 	free(v->last_ms);
+	free(v->last_geom);
 	free(v);
 }
 
@@ -358,6 +361,17 @@ int recur_variant_trim(recur_variant *v, char *err, size_t errlen)
 int recur_set_profiling(recur_variant *v, int on)
 {
 	v->profiling = on != 0;
+	return 0;
+}
+
+int recur_variant_last_launch(const recur_variant *v, int i, recur_launch_info *info)
+{
+	if (i < 0 || i >= v->nlast)
+		return -1;
+	const rt_geom *g = &v->last_geom[i];
+	*info = (recur_launch_info){ .kernel = v->last_name[i], .ms = v->last_ms[i], .block = g->block,
+	                             .dyn_smem = g->smem, .blocks_per_sm = g->occupancy };
+	memcpy(info->grid, g->grid, sizeof info->grid);
 	return 0;
 }
 
@@ -565,8 +579,16 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CU
 		if (recur_event_record(v->rt, v->ev[n], st, err, errlen))
 			return -1;
 		for (int i = 0; i < n; i++) {
-			v->last_name[i] = d->launch[pass][i].kernel;
+			const rt_launch *l = &d->launch[pass][i];
+			rt_geom *g = &v->last_geom[i];
+			v->last_name[i] = l->kernel;
 			if (recur_event_elapsed_ms(v->rt, v->ev[i], v->ev[i + 1], &v->last_ms[i], err, errlen))
+				return -1;
+			*g = v->geom[i];
+			g->block = l->block[0] * l->block[1] * l->block[2];
+			if (RT_CU(cu, OccupancyMaxActiveBlocksPerMultiprocessor,
+			          (&g->occupancy, v->kernel[v->kidx[pass][i]].fn, g->block, g->smem), err, errlen,
+			          "occupancy of kernel %s (%s[%d]) of variant %s", l->kernel, rt_pass_name[pass], i, d->name))
 				return -1;
 		}
 		v->nlast = n;

@@ -124,6 +124,21 @@ const char *recur_manifest_info(const recur_manifest *m, const char *key);
  * (fills at most max), 0 when nothing was profiled. */
 int  recur_variant_last_times(const recur_variant *v, const char **names, float *ms, int max);
 
+/* With profiling on: launch i of the last forward or backward, as it ran:
+ * kernel, milliseconds, grid, block, dynamic shared memory and the blocks
+ * per SM that fit (cuOccupancyMaxActiveBlocksPerMultiprocessor: registers,
+ * shared memory and threads together). Returns 0, or -1 when i is out of
+ * range. */
+typedef struct {
+	const char *kernel;
+	float ms;
+	unsigned grid[3];
+	int block;
+	unsigned dyn_smem;
+	int blocks_per_sm;
+} recur_launch_info;
+int  recur_variant_last_launch(const recur_variant *v, int i, recur_launch_info *info);
+
 /* Frees the variant's cached workspaces (after synchronising the context);
  * the next forward allocates them again. A backward needs a new forward. */
 int  recur_variant_trim(recur_variant *v, char *err, size_t errlen);

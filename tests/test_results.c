@@ -144,6 +144,12 @@ static int results_file(void)
 	rows[1].prof[0][0].ms = 0.25;
 	rows[1].prof[0][0].registers = 64;
 	rows[1].prof[0][0].bytes = 1e9;
+	rows[1].prof[0][0].grid[0] = 512;
+	rows[1].prof[0][0].grid[1] = 16;
+	rows[1].prof[0][0].grid[2] = 1;
+	rows[1].prof[0][0].block = 256;
+	rows[1].prof[0][0].dyn_smem = 54272;
+	rows[1].prof[0][0].blocks_per_sm = 2;
 
 	char path[512], err[1024];
 	snprintf(path, sizeof path, "%s/nested/dir/results.json", tmpdir);
@@ -210,6 +216,11 @@ static int results_file(void)
 	json_t *k0 = pr ? json_array_get(json_object_get(pr, "forward"), 0) : NULL;
 	check(k0 && num(k0, "bytes") == 1e9 && fabs(num(k0, "gb_per_s") - 4000) < 1e-9,
 	      "profile: a kernel's bytes and achieved GB/s (1 GB in 0.25 ms = 4000 GB/s)", NULL);
+	json_t *gr = k0 ? json_object_get(k0, "grid") : NULL;
+	check(gr && json_array_size(gr) == 3 && json_integer_value(json_array_get(gr, 0)) == 512 &&
+	      json_integer_value(json_array_get(gr, 1)) == 16 && num(k0, "block") == 256 &&
+	      num(k0, "dynamic_smem_bytes") == 54272 && num(k0, "blocks_per_sm") == 2,
+	      "profile: a kernel's launch geometry, dynamic shared memory and blocks per SM", NULL);
 	json_t *env_o = json_object_get(ours, "environment");
 	check(!strcmp(json_string_value(json_object_get(env_o, "cuda")), "13.0") &&
 	      !strcmp(json_string_value(json_object_get(env_o, "ptx_isa")), "8.0") &&

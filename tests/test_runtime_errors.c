@@ -211,6 +211,13 @@ static void gpu_part(recur_rt *rt)
 	int n = recur_variant_last_times(v, names, ms, 4);
 	snprintf(info, sizeof info, "%d launches, first %s %.4f ms", n, n > 0 ? names[0] : "-", n > 0 ? ms[0] : -1.0);
 	verdict(n == 1 && !strcmp(names[0], "put") && ms[0] >= 0, "GPU: profiling times each launch", info);
+	recur_launch_info li = {0};
+	rc = recur_variant_last_launch(v, 0, &li);
+	snprintf(info, sizeof info, "%s grid %u,%u,%u block %d smem %u, %d blocks/SM", li.kernel ? li.kernel : "-",
+	         li.grid[0], li.grid[1], li.grid[2], li.block, li.dyn_smem, li.blocks_per_sm);
+	verdict(rc == 0 && li.kernel && !strcmp(li.kernel, "put") && li.block >= 1 && li.grid[0] >= 1 &&
+	        li.blocks_per_sm >= 1 && recur_variant_last_launch(v, 1, &li) == -1,
+	        "GPU: the profiled launch's geometry and occupancy; an index past the last is refused", info);
 	verdict(recur_mem_current(rt) == base + 64 && recur_variant_workspace_bytes(v) == 64,
 	        "GPU: the workspace is counted", "");
 
