@@ -10,8 +10,9 @@
  *           group checkpoints) and chunk-end messages u, then per chunk,
  *           segment by segment from the end: recompute h forward into shared
  *           memory, walk the segment backward, evaluate the derived adjoint
- *           expressions, project them back to dx on tensor cores and
- *           accumulate the weight gradient x^T dproj on tensor cores.
+ *           expressions, project them back to dx on tensor cores, and
+ *           once per segment accumulate the weight gradient x^T dproj on
+ *           tensor cores.
  * Parameter gradients leave each block as fp32 partials in a fixed slot;
  * param_reduce sums them in a fixed order, so every run gives the same bits.
  */
@@ -441,6 +442,9 @@ void tmpl_bwd_apply(Tmpl *T)
 	part_map(T, &pm);
 	Bwd bw = { .T = T, .pm = &pm };
 	bw.sm = bwd_smem(T, &pm);
+	/* dproj buffers: step si - 1 writes while slower warps may still read
+	 * step si's, so a segment needs at least two (chunks are >= 8) */
+	CHECK(T->nbd == 0 || T->S >= 2);
 	char sm[32];
 	snprintf(sm, sizeof sm, "%d", bw.sm.total);
 	Launch *l = tmpl_launch(T, 0, "bwd_apply", "G", "H", "B", 128, sm);

@@ -28,8 +28,8 @@ void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v)
 		else
 			T->tp[T->ntp++] = j;
 	/* backward segment: h of S steps kept in shared memory, and the steps'
-	 * inputs staged at once; with projections the weight fragments and dW
-	 * accumulators take the room of longer segments */
+	 * inputs staged at once; with projections the weights, dproj of every
+	 * step and the dW accumulators take the room of longer segments */
 	int smax = T->nbd ? 4 : 8;
 	T->S = T->C < smax ? T->C : smax;
 	snprintf(T->prefix, sizeof T->prefix, "%s", mx->name);
