@@ -1,6 +1,6 @@
 /* recur: the command-line front door.
  *
- *   recur gen [SCRIPT] [-o DIR] [--sm sm_90] [--ptx 8.0] [--dump-ir] [--dump-ptx] [--only VARIANT]
+ *   recur gen [SCRIPT] [-o DIR] [--sm sm_90] [--ptx 8.0] [--dump-ir] [--dump-ptx] [--only VARIANT] [-j N]
  *   recur list [--dir DIR] [--shape BxLxD]
  *   recur verify [--dir DIR] [--variant NAME]... [--mixer NAME] [--shape BxLxD]... [--seed N]
  *                [--dump DIR] [--goldens DIR] [--time N]
@@ -25,6 +25,7 @@ static void usage(FILE *f)
 	      "  gen [SCRIPT] [-o DIR]     generate PTX + manifest.json for every variant of SCRIPT\n"
 	      "                            (default lua/variants/all.lua, out/ptx); --sm sm_90 --ptx 8.0\n"
 	      "                            --dump-ir --dump-ptx [--only VARIANT] -q\n"
+	      "                            -j N: variants built at once (default: one per CPU)\n"
 	      "  list [--dir DIR]          variants and their legality per shape (--shape BxLxD)\n"
 	      "  verify [--dir DIR]        run variants on the GPU against the float64 reference\n"
 	      "         [--variant NAME]... [--mixer NAME] [--shape BxLxD]... [--seed N]\n"
@@ -77,6 +78,15 @@ static int cmd_gen(int argc, char **argv)
 		else if (!strcmp(a, "--dump-ir")) o.dump_ir = 1;
 		else if (!strcmp(a, "--dump-ptx")) o.dump_ptx = 1;
 		else if (!strcmp(a, "-q")) o.verbose = 0;
+		else if (!strcmp(a, "-j") && i + 1 < argc) {
+			char *end;
+			long n = strtol(argv[++i], &end, 10);
+			if (*end || n < 1 || n > 256) {
+				fprintf(stderr, "recur gen: -j %s: give a number of threads from 1 to 256\n", argv[i]);
+				return 2;
+			}
+			o.jobs = (int)n;
+		}
 		else if (a[0] != '-' && !script) script = a;
 		else {
 			fprintf(stderr, "recur gen: unknown option %s\n", a);

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <pthread.h>
 
 static int write_file(const char *path, const char *data, size_t n, char *err, size_t errlen)
 {
@@ -178,23 +179,24 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 }
 
 /* builds and emits one variant; *ptx is malloc'd */
+/* IR, O3 and PTX of one derived variant. Reads the mixer's graph, never
+ * grows it: variants build concurrently. */
 static int gen_variant(Tmpl *T, Target *tg, const GenOpts *o, char **ptx, char *err, size_t errlen)
 {
 	LLVMContextRef ctx = LLVMContextCreate();
 	char modname[200];
 	snprintf(modname, sizeof modname, "%s.%s", T->mx->name, T->v->name);
 	LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(modname, ctx);
-	int rc = mixer_check(T, 0, err, errlen);
-	if (rc == 0) {
-		tmpl_build(T, ctx, mod);
-		rc = mixer_check(T, 1, err, errlen);
-	}
-	if (rc == 0 && o->dump_ir && (!o->only || !strcmp(o->only, T->v->name))) {
+	tmpl_build(T, ctx, mod);
+	int rc = 0;
+	if (o->dump_ir && (!o->only || !strcmp(o->only, T->v->name))) {
 		char *s = LLVMPrintModuleToString(mod);
+		flockfile(stdout);
 		fprintf(stdout, "; ---- IR of %s (before O3)\n%s", modname, s);
+		funlockfile(stdout);
 		LLVMDisposeMessage(s);
 	}
-	if (rc == 0 && target_emit(tg, mod, 1, ptx, err, errlen) != 0) {
+	if (target_emit(tg, mod, 1, ptx, err, errlen) != 0) {
 		char e2[1024];
 		snprintf(e2, sizeof e2, "variant %s: %s", modname, err);
 		snprintf(err, errlen, "%s", e2);
@@ -205,20 +207,110 @@ static int gen_variant(Tmpl *T, Target *tg, const GenOpts *o, char **ptx, char *
 	return rc;
 }
 
+/* One variant through the pipeline. */
+typedef struct {
+	Tmpl *T;
+	const VariantSet *vs;
+	char *ptx;
+	int rc;
+	char err[2048];
+} Job;
+
+typedef struct {
+	Job *job;
+	int njob;
+	int next;                  /* next job to take (under lock) */
+	pthread_mutex_t lock;
+	const GenOpts *o;
+} Pool;
+
+typedef struct {
+	Pool *pool;
+	Target tg;
+} Worker;
+
+/* Jobs are taken in order; each writes only its own slot, so the output
+ * does not depend on the number of workers. */
+static void *worker_main(void *arg)
+{
+	Worker *w = arg;
+	Pool *p = w->pool;
+	for (;;) {
+		pthread_mutex_lock(&p->lock);
+		int i = p->next < p->njob ? p->next++ : -1;
+		pthread_mutex_unlock(&p->lock);
+		if (i < 0)
+			return NULL;
+		Job *j = &p->job[i];
+		j->rc = gen_variant(j->T, &w->tg, p->o, &j->ptx, j->err, sizeof j->err);
+	}
+}
+
+static int ncpu(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+/* Builds every job on up to o->jobs threads (0: one per CPU). Targets are
+ * made here, serially: LLVM's target registration is not thread-safe. */
+static int build_all(Job *job, int njob, const GenOpts *o, char *err, size_t errlen)
+{
+	int nw = o->jobs > 0 ? o->jobs : ncpu();
+	if (nw > njob)
+		nw = njob;
+	if (nw < 1)
+		return 0;
+	Worker *w = calloc((size_t)nw, sizeof *w);
+	pthread_t *th = calloc((size_t)nw, sizeof *th);
+	Pool pool = { .job = job, .njob = njob, .o = o };
+	if (!w || !th) {
+		free(w);
+		free(th);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	pthread_mutex_init(&pool.lock, NULL);
+	int made = 0, started = 0, rc = 0;
+	for (; made < nw; made++) {
+		w[made].pool = &pool;
+		if (target_init(&w[made].tg, o->sm, o->ptx, err, errlen) != 0) {
+			rc = -1;
+			break;
+		}
+	}
+	for (; rc == 0 && started < made; started++) {
+		int e = started == 0 ? 0 : pthread_create(&th[started], NULL, worker_main, &w[started]);
+		if (e != 0)
+			break;   /* fewer workers: the ones running take the jobs */
+	}
+	if (rc == 0)
+		worker_main(&w[0]);   /* the calling thread is worker 0 */
+	for (int i = 1; i < started; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < made; i++)
+		target_free(&w[i].tg);
+	pthread_mutex_destroy(&pool.lock);
+	free(w);
+	free(th);
+	return rc;
+}
+
 int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 {
 	VariantSet *sets = NULL;
 	int nsets = 0;
 	if (script_run(script, o->lua_root, &sets, &nsets, err, errlen) != 0)
 		return -1;
+	/* the target's options are checked before anything is written */
 	Target tg;
 	if (target_init(&tg, o->sm, o->ptx, err, errlen) != 0) {
 		script_free(sets, nsets);
 		return -1;
 	}
+	target_free(&tg);
 	char tmp[4096];
 	if (fs_mkdirs_for(o->outdir, err, errlen) != 0) {
-		target_free(&tg);
 		script_free(sets, nsets);
 		return -1;
 	}
@@ -226,7 +318,6 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 	rm_tree(tmp);
 	if (mkdir(tmp, 0755) != 0) {
 		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
-		target_free(&tg);
 		script_free(sets, nsets);
 		return -1;
 	}
@@ -239,34 +330,58 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 	json_object_set_new(man, "target", json_string(o->sm));
 	json_object_set_new(man, "ptx_isa", json_string(o->ptx));
 	json_t *mixers = json_object(), *variants = json_array();
-	int rc = 0, count = 0, total = 0;
+	int rc = 0, total = 0;
 	for (int si = 0; si < nsets; si++)
 		total += sets[si].nvar;
+	Job *job = calloc((size_t)total + 1, sizeof *job);
+	CHECK(job);
+	/* 1. derive, in script order: the derivations grow each mixer's graph
+	 * (hash-consed, operands ordered by node id), so the order is fixed
+	 * here, once, whatever the number of workers */
+	int nj = 0;
 	for (int si = 0; si < nsets && rc == 0; si++) {
 		VariantSet *vs = &sets[si];
 		json_object_set_new(mixers, vs->mixer.name, mixer_json(&vs->mixer));
 		for (int vi = 0; vi < vs->nvar && rc == 0; vi++) {
-			Tmpl *T = calloc(1, sizeof *T);
-			CHECK(T);
-			tmpl_setup(T, &vs->mixer, &vs->var[vi]);
-			char *ptx = NULL;
-			rc = gen_variant(T, &tg, o, &ptx, err, errlen);
+			Job *j = &job[nj++];
+			j->vs = vs;
+			j->T = calloc(1, sizeof *j->T);
+			CHECK(j->T);
+			tmpl_setup(j->T, &vs->mixer, &vs->var[vi]);
+			rc = mixer_check(j->T, 0, err, errlen);
 			if (rc == 0) {
-				char file[256], path[4400];
-				snprintf(file, sizeof file, "%s.%s.ptx", vs->mixer.name, vs->var[vi].name);
-				snprintf(path, sizeof path, "%s/%s", tmp, file);
-				rc = write_file(path, ptx, strlen(ptx), err, errlen);
-				if (rc == 0 && o->dump_ptx && (!o->only || !strcmp(o->only, vs->var[vi].name)))
-					fputs(ptx, stdout);
-				json_array_append_new(variants, variant_json(T, vs, file));
-				count++;
-				if (o->verbose)
-					fprintf(stderr, "[%d/%d] %s %s\n", count, total, vs->mixer.name, vs->var[vi].name);
+				tmpl_derive(j->T);
+				rc = mixer_check(j->T, 1, err, errlen);
 			}
-			free(ptx);
-			free(T);
 		}
 	}
+	/* 2. IR, O3 and PTX, variants in parallel */
+	if (rc == 0)
+		rc = build_all(job, nj, o, err, errlen);
+	/* 3. files and manifest, in script order; the first failure is reported */
+	for (int i = 0; i < nj && rc == 0; i++) {
+		Job *j = &job[i];
+		if (j->rc != 0) {
+			snprintf(err, errlen, "%s", j->err);
+			rc = -1;
+			break;
+		}
+		char file[256], path[4400];
+		snprintf(file, sizeof file, "%s.%s.ptx", j->vs->mixer.name, j->T->v->name);
+		snprintf(path, sizeof path, "%s/%s", tmp, file);
+		rc = write_file(path, j->ptx, strlen(j->ptx), err, errlen);
+		if (rc == 0 && o->dump_ptx && (!o->only || !strcmp(o->only, j->T->v->name)))
+			fputs(j->ptx, stdout);
+		json_array_append_new(variants, variant_json(j->T, j->vs, file));
+		if (o->verbose)
+			fprintf(stderr, "[%d/%d] %s %s\n", i + 1, total, j->vs->mixer.name, j->T->v->name);
+	}
+	for (int i = 0; i < nj; i++) {
+		free(job[i].ptx);
+		free(job[i].T);
+	}
+	free(job);
+	int count = rc == 0 ? nj : 0;
 	json_object_set_new(man, "mixers", mixers);
 	json_object_set_new(man, "variants", variants);
 	if (rc == 0) {
@@ -278,7 +393,6 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 		}
 	}
 	json_decref(man);
-	target_free(&tg);
 	script_free(sets, nsets);
 	if (rc != 0) {
 		rm_tree(tmp);

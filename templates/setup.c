@@ -117,6 +117,7 @@ void tmpl_derive(Tmpl *T)
 {
 	const Mixer *mx = T->mx;
 	ExGraph *g = &T->mx->g;
+	T->derived = 1;
 	split_stages(T, g);
 	int leaves[2 + MX_MAXPROJ + MX_MAXPARAM + TM_MAXZ], grads[2 + MX_MAXPROJ + MX_MAXPARAM + TM_MAXZ];
 	int n = 0;
@@ -197,8 +198,9 @@ void tmpl_launch_bytes(const Tmpl *T, const Launch *l, char *buf, size_t n)
 void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 {
 	irb_init(&T->I, ctx, mod);
-	/* the derivative graph grows the mixer's graph: work on the caller's copy */
-	tmpl_derive(T);
+	/* tmpl_derive ran before: it grows the mixer's graph, which from here
+	 * on is only read (variants build concurrently) */
+	CHECK(T->derived);
 	add_ws(T, "aggA", "B*NT*D*4", "forward", 0);
 	add_ws(T, "aggB", "B*NT*D*4", "forward", 0);
 	add_ws(T, "carry", "B*NT*D*4", "forward", 0);

@@ -92,6 +92,7 @@ typedef struct {
 	int g_x, g_h;
 	int g_proj[MX_MAXPROJ];
 	int g_param[MX_MAXPARAM];
+	int derived;              /* tmpl_derive has run */
 	/* plan */
 	Launch fwd[8], bwd[8];
 	int nfwd, nbwd;
@@ -230,7 +231,7 @@ void tmpl_tok_dx(Tmpl *T);         /* dx += w * dproj, weight-gradient partials 
 /* the launch's compulsory DRAM bytes as a shape expression: every tensor
  * (B*L*D bf16) and workspace argument once, plus bytes_extra */
 void tmpl_launch_bytes(const Tmpl *T, const Launch *l, char *buf, size_t n);
-/* all kernels of the variant into the module, and the plan */
+/* all kernels of the variant into the module, and the plan (after tmpl_derive) */
 void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod);
 
 #endif

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# recur gen builds variants on several threads: the PTX and manifest must not
+# depend on how many. A SAMU grid with and without shared_sfu is the case
+# that matters (the variants of a mixer share its derivative graph, whose
+# node order the earlier ones fix).
+#   usage: gen_jobs_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
+set -u
+recur=$1 src=$2 work=$3
+rm -rf "$work"; mkdir -p "$work"
+pass=0 fail=0
+check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+cat > "$work/grid.lua" <<'LUA'
+local R = require "recur"
+return R.variants {
+  mixer = require "arch.samu", chunk = { 8, 16 }, prefix = { 32 }, fused = { false },
+  shared_sfu = { true, false }, fused_output = { true }, fused_write = { true },
+  rules = { { "D % 64 == 0", "heads of 64" } },
+}
+LUA
+"$recur" gen "$work/grid.lua" --lua "$src/lua" -o "$work/j1" -q -j 1; check $? "gen -j 1"
+"$recur" gen "$work/grid.lua" --lua "$src/lua" -o "$work/j3" -q -j 3; check $? "gen -j 3"
+n=$(ls "$work/j1"/*.ptx 2>/dev/null | wc -l)
+[ "$n" -ge 4 ]; check $? "the grid has at least 4 variants ($n)"
+diff -r "$work/j1" "$work/j3" > "$work/diff.txt"; check $? "-j 1 and -j 3 write the same bytes ($(head -c 300 "$work/diff.txt"))"
+out=$("$recur" gen "$work/grid.lua" --lua "$src/lua" -o "$work/j0" -q -j 0 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -q -- "-j 0"; check $? "-j 0 refused ($out)"
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
