@@ -178,9 +178,8 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	return o;
 }
 
-/* builds and emits one variant; *ptx is malloc'd */
-/* IR, O3 and PTX of one derived variant. Reads the mixer's graph, never
- * grows it: variants build concurrently. */
+/* IR, O3 and PTX of one derived variant (*ptx malloc'd). Reads the mixer's
+ * graph, never grows it: variants build concurrently. */
 static int gen_variant(Tmpl *T, Target *tg, const GenOpts *o, char **ptx, char *err, size_t errlen)
 {
 	LLVMContextRef ctx = LLVMContextCreate();
@@ -191,9 +190,7 @@ static int gen_variant(Tmpl *T, Target *tg, const GenOpts *o, char **ptx, char *
 	int rc = 0;
 	if (o->dump_ir && (!o->only || !strcmp(o->only, T->v->name))) {
 		char *s = LLVMPrintModuleToString(mod);
-		flockfile(stdout);
 		fprintf(stdout, "; ---- IR of %s (before O3)\n%s", modname, s);
-		funlockfile(stdout);
 		LLVMDisposeMessage(s);
 	}
 	if (target_emit(tg, mod, 1, ptx, err, errlen) != 0) {
@@ -256,7 +253,8 @@ static int ncpu(void)
  * made here, serially: LLVM's target registration is not thread-safe. */
 static int build_all(Job *job, int njob, const GenOpts *o, char *err, size_t errlen)
 {
-	int nw = o->jobs > 0 ? o->jobs : ncpu();
+	/* IR dumps come out of the workers: one worker keeps them in script order */
+	int nw = o->dump_ir ? 1 : o->jobs > 0 ? o->jobs : ncpu();
 	if (nw > njob)
 		nw = njob;
 	if (nw < 1)
