@@ -35,6 +35,22 @@ for f in "$work"/ptx/*.ptx; do
 	done
 done
 [ $missing -eq 0 ] && { echo "ok   every launched kernel is an .entry of its variant's PTX"; pass=$((pass+1)); } || fail=$((fail+1))
+# per-token sigmoid/tanh are computed to ~1e-7, not with tanh.approx
+# (sums over tokens cancel); per element the one-op approximation stays
+body() { awk -v k="$2" '$0 ~ "^.visible .entry "k"\\(" { on = 1 } on { print } on && /^}/ { exit }' "$1"; }
+tokbad=0 tokn=0
+for f in "$work"/ptx/samu.*.ptx; do
+	for k in samu_tok_fwd samu_tok_bwd; do
+		b=$(body "$f" "$k"); tokn=$((tokn+1))
+		{ [ -n "$b" ] && ! echo "$b" | grep -q "tanh.approx"; } || { echo "FAIL $(basename "$f") $k: tanh.approx in a per-token kernel (or no such kernel)"; tokbad=$((tokbad+1)); }
+	done
+done
+r=$(body "$work/ptx/rglru.fused_grouped_prefix32_hierarchical_chunk8.ptx" rglru_fwd_reduce | grep -c "tanh.approx")
+if [ "$tokbad" -eq 0 ] && [ "$tokn" -gt 0 ] && [ "$r" -gt 0 ]; then
+	echo "ok   no tanh.approx in the $tokn per-token kernels; RG-LRU's per-element gates use it ($r in fwd_reduce)"; pass=$((pass+1))
+else
+	echo "FAIL per-token precision: $tokbad of $tokn token kernels use tanh.approx; rglru fwd_reduce has $r"; fail=$((fail+1))
+fi
 # ptxas on every core, then the reports in order
 one() { v=$(basename "$2" .ptx); "$1" -arch=sm_90 -v "$2" -o /dev/null > "$3/$v.log" 2>&1; echo $? > "$3/$v.rc"; }
 export -f one
