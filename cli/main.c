@@ -81,8 +81,8 @@ static int cmd_gen(int argc, char **argv)
 		else if (!strcmp(a, "-j") && i + 1 < argc) {
 			char *end;
 			long n = strtol(argv[++i], &end, 10);
-			if (*end || n < 1 || n > 256) {
-				fprintf(stderr, "recur gen: -j %s: give a number of threads from 1 to 256\n", argv[i]);
+			if (*end || n < 1 || n > 64) {
+				fprintf(stderr, "recur gen: -j %s: give a number of threads from 1 to 64\n", argv[i]);
 				return 2;
 			}
 			o.jobs = (int)n;

@@ -8,6 +8,7 @@
 #include "tmpl.h"
 #include "diag.h"
 #include "fsutil.h"
+#include "par.h"
 #include <errno.h>
 #include <math.h>
 #include <jansson.h>
@@ -18,7 +19,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <dirent.h>
-#include <pthread.h>
 
 static int write_file(const char *path, const char *data, size_t n, char *err, size_t errlen)
 {
@@ -204,10 +204,12 @@ static int gen_variant(Tmpl *T, Target *tg, const GenOpts *o, char **ptx, char *
 	return rc;
 }
 
-/* One variant through the pipeline. */
+/* One variant through the pipeline: each writes only its own job, so the
+ * output does not depend on the number of threads. */
 typedef struct {
 	Tmpl *T;
 	const VariantSet *vs;
+	Target tg;                 /* its own: a target machine is not shared across threads */
 	char *ptx;
 	int rc;
 	char err[2048];
@@ -215,82 +217,29 @@ typedef struct {
 
 typedef struct {
 	Job *job;
-	int njob;
-	int next;                  /* next job to take (under lock) */
-	pthread_mutex_t lock;
 	const GenOpts *o;
-} Pool;
+} Build;
 
-typedef struct {
-	Pool *pool;
-	Target tg;
-} Worker;
-
-/* Jobs are taken in order; each writes only its own slot, so the output
- * does not depend on the number of workers. */
-static void *worker_main(void *arg)
+static void build_one(void *ctx, int i)
 {
-	Worker *w = arg;
-	Pool *p = w->pool;
-	for (;;) {
-		pthread_mutex_lock(&p->lock);
-		int i = p->next < p->njob ? p->next++ : -1;
-		pthread_mutex_unlock(&p->lock);
-		if (i < 0)
-			return NULL;
-		Job *j = &p->job[i];
-		j->rc = gen_variant(j->T, &w->tg, p->o, &j->ptx, j->err, sizeof j->err);
-	}
-}
-
-static int ncpu(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+	Build *b = ctx;
+	Job *j = &b->job[i];
+	j->rc = gen_variant(j->T, &j->tg, b->o, &j->ptx, j->err, sizeof j->err);
 }
 
 /* Builds every job on up to o->jobs threads (0: one per CPU). Targets are
  * made here, serially: LLVM's target registration is not thread-safe. */
 static int build_all(Job *job, int njob, const GenOpts *o, char *err, size_t errlen)
 {
-	/* IR dumps come out of the workers: one worker keeps them in script order */
-	int nw = o->dump_ir ? 1 : o->jobs > 0 ? o->jobs : ncpu();
-	if (nw > njob)
-		nw = njob;
-	if (nw < 1)
-		return 0;
-	Worker *w = calloc((size_t)nw, sizeof *w);
-	pthread_t *th = calloc((size_t)nw, sizeof *th);
-	Pool pool = { .job = job, .njob = njob, .o = o };
-	if (!w || !th) {
-		free(w);
-		free(th);
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	pthread_mutex_init(&pool.lock, NULL);
-	int made = 0, started = 0, rc = 0;
-	for (; made < nw; made++) {
-		w[made].pool = &pool;
-		if (target_init(&w[made].tg, o->sm, o->ptx, err, errlen) != 0) {
-			rc = -1;
-			break;
-		}
-	}
-	for (; rc == 0 && started < made; started++) {
-		int e = started == 0 ? 0 : pthread_create(&th[started], NULL, worker_main, &w[started]);
-		if (e != 0)
-			break;   /* fewer workers: the ones running take the jobs */
-	}
+	int made = 0, rc = 0;
+	for (; made < njob && rc == 0; made++)
+		rc = target_init(&job[made].tg, o->sm, o->ptx, err, errlen);
+	/* IR dumps come out of the builds: one thread keeps them in script order */
+	Build b = { .job = job, .o = o };
 	if (rc == 0)
-		worker_main(&w[0]);   /* the calling thread is worker 0 */
-	for (int i = 1; i < started; i++)
-		pthread_join(th[i], NULL);
+		ref_parallel_n(njob, o->dump_ir ? 1 : o->jobs, build_one, &b);
 	for (int i = 0; i < made; i++)
-		target_free(&w[i].tg);
-	pthread_mutex_destroy(&pool.lock);
-	free(w);
-	free(th);
+		target_free(&job[i].tg);
 	return rc;
 }
 

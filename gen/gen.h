@@ -10,7 +10,7 @@ typedef struct {
 	const char *ptx;       /* PTX ISA version, "8.0" */
 	const char *only;      /* restrict dumps to this variant */
 	int dump_ir, dump_ptx, verbose;
-	int jobs;              /* variants built at once; 0 = one per CPU */
+	int jobs;              /* variants built at once; 0 = one per CPU (at most 64) */
 } GenOpts;
 
 /* 0, or -1 with a located message; on failure outdir is left as it was. */

@@ -1,44 +1,45 @@
-/* See par.h. Items are dealt round-robin: thread k runs k, k + T, ... */
+/* See par.h. Items are taken in order from a shared counter: a thread that
+ * draws cheap items takes more of them. */
 #include "par.h"
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 typedef struct {
-	int n, nt, k;
+	int n;
+	atomic_int next;
 	void (*fn)(void *, int);
 	void *ctx;
-} Worker;
+} Pool;
 
 static void *work(void *arg)
 {
-	Worker *w = arg;
-	for (int i = w->k; i < w->n; i += w->nt)
-		w->fn(w->ctx, i);
+	Pool *p = arg;
+	for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;)
+		p->fn(p->ctx, i);
 	return NULL;
 }
 
 void ref_parallel(int n, void (*fn)(void *ctx, int i), void *ctx)
 {
-	enum { MAXT = 64 };
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	ref_parallel_n(n, 0, fn, ctx);
+}
+
+void ref_parallel_n(int n, int maxthreads, void (*fn)(void *ctx, int i), void *ctx)
+{
+	enum { MAXT = REF_MAXTHREADS };
+	long cores = maxthreads > 0 ? maxthreads : sysconf(_SC_NPROCESSORS_ONLN);
 	int nt = cores < 1 ? 1 : cores > MAXT ? MAXT : (int)cores;
 	if (nt > n)
 		nt = n;
-	Worker w[MAXT];
+	Pool p = { .n = n, .fn = fn, .ctx = ctx };
+	atomic_init(&p.next, 0);
 	pthread_t th[MAXT];
-	int started[MAXT] = { 0 };
-	for (int k = 0; k < nt; k++) {
-		w[k] = (Worker){ n, nt, k, fn, ctx };
-		if (k > 0)
-			started[k] = pthread_create(&th[k], NULL, work, &w[k]) == 0;
-	}
-	if (nt > 0)
-		work(&w[0]);
-	/* a thread that could not start has its items run here */
-	for (int k = 1; k < nt; k++) {
-		if (started[k])
-			pthread_join(th[k], NULL);
-		else
-			work(&w[k]);
-	}
+	int started = 1;
+	for (; started < nt; started++)
+		if (pthread_create(&th[started], NULL, work, &p) != 0)
+			break;   /* fewer threads: the running ones take every item */
+	work(&p);
+	for (int k = 1; k < started; k++)
+		pthread_join(th[k], NULL);
 }
