@@ -250,12 +250,10 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 	if (script_run(script, o->lua_root, &sets, &nsets, err, errlen) != 0)
 		return -1;
 	/* the target's options are checked before anything is written */
-	Target tg;
-	if (target_init(&tg, o->sm, o->ptx, err, errlen) != 0) {
+	if (target_check(o->sm, o->ptx, err, errlen) != 0) {
 		script_free(sets, nsets);
 		return -1;
 	}
-	target_free(&tg);
 	char tmp[4096];
 	if (fs_mkdirs_for(o->outdir, err, errlen) != 0) {
 		script_free(sets, nsets);

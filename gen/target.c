@@ -11,9 +11,8 @@
 
 static const char *const ptx_ok[] = { "7.8", "8.0", "8.1", "8.2", "8.3", "8.4", "8.5" };
 
-int target_init(Target *t, const char *sm, const char *ptx, char *err, size_t errlen)
+int target_check(const char *sm, const char *ptx, char *err, size_t errlen)
 {
-	memset(t, 0, sizeof *t);
 	int cc = 0;
 	if (strncmp(sm, "sm_", 3) != 0 || sscanf(sm + 3, "%d", &cc) != 1 || cc < 80) {
 		snprintf(err, errlen, "target %s: recur needs sm_80 or newer (mma.sync bf16)", sm);
@@ -26,6 +25,14 @@ int target_init(Target *t, const char *sm, const char *ptx, char *err, size_t er
 		snprintf(err, errlen, "PTX ISA %s: choose one of 7.8 .. 8.5 (LLVM 19's NVPTX emits at most 8.5)", ptx);
 		return -1;
 	}
+	return 0;
+}
+
+int target_init(Target *t, const char *sm, const char *ptx, char *err, size_t errlen)
+{
+	memset(t, 0, sizeof *t);
+	if (target_check(sm, ptx, err, errlen) != 0)
+		return -1;
 	LLVMInitializeNVPTXTargetInfo();
 	LLVMInitializeNVPTXTarget();
 	LLVMInitializeNVPTXTargetMC();

@@ -14,6 +14,8 @@ typedef struct {
 /* sm: "sm_80" .. "sm_90a"; ptx: PTX ISA version "7.8", "8.0", "8.5" (chosen
  * explicitly: a .version newer than the driver knows is refused at load). */
 int target_init(Target *t, const char *sm, const char *ptx, char *err, size_t errlen);
+/* the checks of target_init on sm and ptx alone, without a target machine */
+int target_check(const char *sm, const char *ptx, char *err, size_t errlen);
 void target_free(Target *t);
 /* Verifies, optimises with default<O3>, verifies again, emits PTX text
  * (malloc'd, NUL-terminated) into *out. */
