@@ -188,19 +188,30 @@ void wmat_stage(Tmpl *T, Lanes *ln, int off)
 	bar_sync(I);
 }
 
-/* ldmatrix lane roles: matrix m = lane / 8, its row lane % 8 */
-static LLVMValueRef lm_m(Irb *I, Lanes *ln) { return LLVMBuildLShr(I->b, ln->lane, ci32(I, 3), ""); }
-static LLVMValueRef lm_i(Irb *I, Lanes *ln) { return LLVMBuildAnd(I->b, ln->lane, ci32(I, 7), ""); }
+void ldsm_lane(Irb *I, const Lanes *ln, int swap, LLVMValueRef *row, LLVMValueRef *blk)
+{
+	LLVMValueRef m = LLVMBuildLShr(I->b, ln->lane, ci32(I, 3), "");
+	LLVMValueRef hi = LLVMBuildAnd(I->b, m, ci32(I, 1), ""), lo = LLVMBuildLShr(I->b, m, ci32(I, 1), "");
+	*row = iadd(I, LLVMBuildAnd(I->b, ln->lane, ci32(I, 7), ""), imul(I, swap ? lo : hi, ci32(I, 8)));
+	*blk = swap ? hi : lo;
+}
+
+LLVMValueRef xs_ldsm_off(Irb *I, const Lanes *ln)
+{
+	LLVMValueRef row, blk;
+	ldsm_lane(I, ln, 0, &row, &blk);
+	return iadd(I, imul(I, row, ci32(I, XS_ROW)), imul(I, blk, ci32(I, 16)));
+}
 
 void wmat_gate_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2])
 {
 	Irb *I = &T->I;
 	/* B[k][n] = W[k][n]: matrix m = (nt, r) = (m >> 1, m & 1) holds rows
 	 * k = 16ks + 8r.., columns n = 16w + 8nt.., transposed into (k pairs, n) */
-	LLVMValueRef m = lm_m(I, ln);
-	LLVMValueRef k = iadd(I, iadd(I, lm_i(I, ln), imul(I, LLVMBuildAnd(I->b, m, ci32(I, 1), ""), ci32(I, 8))), ci32(I, 16 * ks));
-	LLVMValueRef c = iadd(I, imul(I, ln->w, ci32(I, 2)), LLVMBuildLShr(I->b, m, ci32(I, 1), ""));
-	LLVMValueRef d[4];
+	LLVMValueRef r, blk, d[4];
+	ldsm_lane(I, ln, 0, &r, &blk);
+	LLVMValueRef k = iadd(I, r, ci32(I, 16 * ks));
+	LLVMValueRef c = iadd(I, imul(I, ln->w, ci32(I, 2)), blk);
 	ldsm_x4(I, d, wmat_at(ln, I, j, k, c), 1);
 	for (int e = 0; e < 4; e++)
 		b[e >> 1][e & 1] = d[e];
@@ -211,10 +222,10 @@ void wmat_dx_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2])
 	Irb *I = &T->I;
 	/* B[jj][k] = W[k][jj] for the warp's own k: matrix m = (nt, r) holds rows
 	 * k = 16w + 8nt.., columns jj = 16ks + 8r.. */
-	LLVMValueRef m = lm_m(I, ln);
-	LLVMValueRef k = iadd(I, iadd(I, lm_i(I, ln), imul(I, LLVMBuildLShr(I->b, m, ci32(I, 1), ""), ci32(I, 8))), imul(I, ln->w, ci32(I, 16)));
-	LLVMValueRef c = iadd(I, LLVMBuildAnd(I->b, m, ci32(I, 1), ""), ci32(I, 2 * ks));
-	LLVMValueRef d[4];
+	LLVMValueRef r, blk, d[4];
+	ldsm_lane(I, ln, 1, &r, &blk);
+	LLVMValueRef k = iadd(I, r, imul(I, ln->w, ci32(I, 16)));
+	LLVMValueRef c = iadd(I, blk, ci32(I, 2 * ks));
 	ldsm_x4(I, d, wmat_at(ln, I, j, k, c), 0);
 	for (int e = 0; e < 4; e++)
 		b[e >> 1][e & 1] = d[e];
@@ -437,9 +448,7 @@ void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, i
 		CHECK(st->xs);
 		LLVMValueRef A[4][4];
 		/* one ldmatrix per k-step: matrix m = rows 8(m&1).., columns 16ks + 8(m>>1).. */
-		LLVMValueRef m = LLVMBuildLShr(I->b, ln->lane, ci32(I, 3), "");
-		LLVMValueRef row = iadd(I, LLVMBuildAnd(I->b, ln->lane, ci32(I, 7), ""), imul(I, LLVMBuildAnd(I->b, m, ci32(I, 1), ""), ci32(I, 8)));
-		LLVMValueRef ro = iadd(I, st->xs, iadd(I, imul(I, row, ci32(I, XS_ROW)), imul(I, LLVMBuildLShr(I->b, m, ci32(I, 1), ""), ci32(I, 16))));
+		LLVMValueRef ro = iadd(I, st->xs, xs_ldsm_off(I, ln));
 		for (int ks = 0; ks < 4; ks++)
 			ldsm_x4(I, A[ks], iadd(I, ro, ci32(I, 32 * ks)), 0);
 		for (int j = 0; j < T->nbd; j++) {

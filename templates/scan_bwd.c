@@ -73,7 +73,7 @@ void tmpl_bwd_reduce(Tmpl *T)
 	if (T->nbd > 0 || ex_depends(eg, T->e_log_a, EX_X, -1) || ex_depends(eg, T->g_h, EX_X, -1))
 		segf |= SEG_X;
 	int wm = T->TW * 64 * 8 + T->TW * seg_bytes(T, seg_len(T), segf);
-	int wmb = gates_inline(T) ? T->nbd * WMAT_BYTES : 0;
+	int wmb = wmat_bytes(T);
 	snprintf(sm, sizeof sm, "%d", wm + wmb);
 	Launch *l = tmpl_launch(T, 0, "bwd_reduce", "NT", "H", "B", 128 * T->TW, sm);
 	l->minblocks = reduce_minblocks(T);
@@ -195,6 +195,13 @@ typedef struct {
 	LLVMValueRef gb;
 	LLVMValueRef dtokp;                     /* per-(token, head) adjoints of the per-token values */
 } Bwd;
+
+/* word e of this thread's dW^T accumulator fragment of projection j, tile kt */
+static LLVMValueRef dw_acc(Bwd *bw, int j, int kt, int e)
+{
+	Irb *I = &bw->T->I;
+	return iadd(I, ci32(I, bw->sm.dW + (j * 8 + kt) * 128 * 16 + e * 4), imul(I, bw->ln->tid, ci32(I, 16)));
+}
 
 /* dproj of step si, projection j, warp w: 16 rows t of 32 bytes (the warp's
  * 16 j), the two 16-byte halves swapped on rows 4..7 and 12..15 so that
@@ -356,13 +363,13 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 	for (int nt = 0; nt < 2; nt++)
 		for (int e = 0; e < 4; e++)
 			acc[nt][e] = cf32(I, 0.0);
-	LLVMValueRef m = LLVMBuildLShr(I->b, ln->lane, ci32(I, 3), "");
-	LLVMValueRef mt = iadd(I, LLVMBuildAnd(I->b, ln->lane, ci32(I, 7), ""), imul(I, LLVMBuildAnd(I->b, m, ci32(I, 1), ""), ci32(I, 8)));
+	LLVMValueRef mt, mh;
+	ldsm_lane(I, ln, 0, &mt, &mh);
 	for (int j = 0; j < T->nbd; j++)
 		for (int ks = 0; ks < 4; ks++) {
 			/* a0..a3 = (t 0-7, j 0-7), (t 8-15, j 0-7), (t 0-7, j 8-15), (t 8-15, j 8-15) */
 			LLVMValueRef A[4], bfr[2][2];
-			ldsm_x4(I, A, dpa_at(bw, si, j, ci32(I, ks), mt, LLVMBuildLShr(I->b, m, ci32(I, 1), "")), 0);
+			ldsm_x4(I, A, dpa_at(bw, si, j, ci32(I, ks), mt, mh), 0);
 			wmat_dx_frags(T, ln, j, ks, bfr);
 			for (int nt = 0; nt < 2; nt++) {
 				LLVMValueRef d[4];
@@ -394,15 +401,12 @@ static void dw_segment(Bwd *bw, int s0)
 	Tmpl *T = bw->T;
 	Irb *I = &T->I;
 	Lanes *ln = bw->ln;
-	LLVMValueRef m = LLVMBuildLShr(I->b, ln->lane, ci32(I, 3), "");
-	LLVMValueRef li = LLVMBuildAnd(I->b, ln->lane, ci32(I, 7), "");
 	CHECK(T->S <= 8);
 	/* A: a0..a3 = (j 0-7, t 0-7), (j 8-15, t 0-7), (j 0-7, t 8-15), (j 8-15, t 8-15) */
-	LLVMValueRef at = iadd(I, li, imul(I, LLVMBuildLShr(I->b, m, ci32(I, 1), ""), ci32(I, 8)));
-	LLVMValueRef ah = LLVMBuildAnd(I->b, m, ci32(I, 1), "");
+	LLVMValueRef at, ah;
+	ldsm_lane(I, ln, 1, &at, &ah);
 	/* B: matrix m = x rows 8(m&1).., columns of tile kt + (m>>1) */
-	LLVMValueRef xrow = iadd(I, li, imul(I, LLVMBuildAnd(I->b, m, ci32(I, 1), ""), ci32(I, 8)));
-	LLVMValueRef xo = iadd(I, imul(I, xrow, ci32(I, XS_ROW)), imul(I, LLVMBuildLShr(I->b, m, ci32(I, 1), ""), ci32(I, 16)));
+	LLVMValueRef xo = xs_ldsm_off(I, ln);
 	LLVMTypeRef v4 = LLVMVectorType(I->f32, 4);
 	/* one projection at a time: the fragments of S steps stay within the
 	 * registers the kernel has left */
@@ -415,7 +419,7 @@ static void dw_segment(Bwd *bw, int s0)
 			for (int si = 0; si < T->S; si++)
 				ldsm_x4(I, Bx[si], iadd(I, seg_step_at(T, ln, ci32(I, s0 + si)), iadd(I, xo, ci32(I, 16 * kp))), 1);
 			for (int kt = kp; kt < kp + 2; kt++) {
-				LLVMValueRef po = smem_ptr(I, iadd(I, ci32(I, bw->sm.dW + (j * 8 + kt) * 128 * 16), imul(I, ln->tid, ci32(I, 16))));
+				LLVMValueRef po = smem_ptr(I, dw_acc(bw, j, kt, 0));
 				LLVMValueRef cv = ld(I, v4, po, 16);
 				LLVMValueRef c[4];
 				for (int e = 0; e < 4; e++)
@@ -483,14 +487,13 @@ void tmpl_bwd_apply(Tmpl *T)
 	LLVMValueRef NT = irb_arg(I, ksig_find(&l->sig, "i32:NT"));
 	LLVMValueRef Bn = irb_arg(I, ksig_find(&l->sig, "i32:B"));
 	LLVMValueRef H = nctaid(I, 1);
-	/* the weights once, as bf16 matrices read by ldmatrix as the gate's and
-	 * dx's B fragments: registers this kernel does not have */
+	/* dW accumulators from zero */
 	LLVMTypeRef v4 = LLVMVectorType(I->f32, 4);
 	for (int j = 0; j < T->nbd; j++)
-		for (int kt = 0; kt < 8; kt++) {
-			LLVMValueRef po = smem_ptr(I, iadd(I, ci32(I, bw.sm.dW + (j * 8 + kt) * 128 * 16), imul(I, ln.tid, ci32(I, 16))));
-			st(I, LLVMConstNull(v4), po, 16);
-		}
+		for (int kt = 0; kt < 8; kt++)
+			st(I, LLVMConstNull(v4), smem_ptr(I, dw_acc(&bw, j, kt, 0)), 16);
+	/* the weights once, as bf16 matrices read by ldmatrix as the gate's and
+	 * dx's B fragments: registers this kernel does not have */
 	if (T->nbd > 0)
 		wmat_stage(T, &ln, bw.sm.wmat);
 	for (int p = 0; p < mx->nparam; p++) {
@@ -617,7 +620,7 @@ void tmpl_bwd_apply(Tmpl *T)
 				LLVMValueRef jj = iadd(I, iadd(I, imul(I, ln.w, ci32(I, 16)), ln.g), ci32(I, 8 * (e >> 1)));
 				LLVMValueRef k = iadd(I, imul(I, ln.q, ci32(I, 2)), ci32(I, 8 * kt + (e & 1)));
 				LLVMValueRef idx = iadd(I, base, iadd(I, imul(I, k, ci32(I, 64)), jj));
-				LLVMValueRef po = smem_ptr(I, iadd(I, ci32(I, bw.sm.dW + (j * 8 + kt) * 128 * 16 + e * 4), imul(I, ln.tid, ci32(I, 16))));
+				LLVMValueRef po = smem_ptr(I, dw_acc(&bw, j, kt, e));
 				st(I, ld(I, I->f32, po, 4), gep_f32(I, out, sext64(I, idx)), 4);
 			}
 	}

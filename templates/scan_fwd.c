@@ -84,11 +84,10 @@ static int apply_seg(Tmpl *T) { return T->GQ >= 4 && seg_len(T) > 4 ? 4 : seg_le
 /* the projection weights after the segment buffers (wmat_stage): the 32
  * registers of B fragments freed let two blocks share an SM */
 static int wm_at(Tmpl *T) { return xs_at(T) + T->TW * seg_bytes(T, seg_len(T), SEG_X); }
-static int wm_bytes(Tmpl *T) { return gates_inline(T) ? T->nbd * WMAT_BYTES : 0; }
 
 static char *smem_quads(Tmpl *T, char *buf, size_t n)
 {
-	snprintf(buf, n, "%d", wm_at(T) + wm_bytes(T));
+	snprintf(buf, n, "%d", wm_at(T) + wmat_bytes(T));
 	return buf;
 }
 
@@ -96,7 +95,7 @@ static void fwd_lanes(Tmpl *T, Lanes *ln, const KSig *sig, int segn)
 {
 	lanes_init(T, ln, sig, gates_inline(T));
 	seg_enable(T, ln, xs_at(T), segn, SEG_X);
-	if (wm_bytes(T))
+	if (wmat_bytes(T))
 		wmat_stage(T, ln, wm_at(T));
 }
 

@@ -176,6 +176,14 @@ void ksig_params(Tmpl *T, KSig *s);          /* every parameter, in mixer order 
 void ksig_shape(Tmpl *T, KSig *s);           /* i32:L i32:D */
 int ksig_find(const KSig *s, const char *arg);
 
+/* ldmatrix .x4 over a 16 x 16 tile of 16-bit values: this lane's row
+ * address is row (0..15) and 16-byte column block blk (0, 1). Matrix m =
+ * lane / 8 covers rows 8(m&1).. and block m>>1, the order of an mma A
+ * fragment; swap: rows 8(m>>1).., block m&1. */
+void ldsm_lane(Irb *I, const Lanes *ln, int swap, LLVMValueRef *row, LLVMValueRef *blk);
+/* the lane's ldmatrix offset in a staged step's x rows (XS_ROW apart) */
+LLVMValueRef xs_ldsm_off(Irb *I, const Lanes *ln);
+
 /* The weights of the block-diagonal projections as bf16 matrices W[k][j]
  * in shared memory (WMAT_BYTES each, swizzled), read as mma B fragments by
  * ldmatrix: the gate's (B = W) and dx's (B = W^T) from one copy. For kernels
@@ -207,6 +215,8 @@ static inline int slot_r(int s) { return s >> 2; }
 
 /* gates are computed in the scan kernels (not read from a materialised tensor) */
 static inline int gates_inline(const Tmpl *T) { return !T->v->materialized; }
+/* shared memory for the weights of a scan kernel that computes the gates (wmat_stage) */
+static inline int wmat_bytes(const Tmpl *T) { return gates_inline(T) ? T->nbd * WMAT_BYTES : 0; }
 void ksig_tok(Tmpl *T, KSig *s);             /* "ws:tok" when the mixer has a token stage */
 
 /* Blocks per SM the reduce kernels ask ptxas to fit: two of 256 threads
