@@ -76,16 +76,6 @@ static void usage(FILE *f)
 	      "                   [--profile] [--seed N]\n", f);
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (*s == 0 || *end != 0 || v < lo || v > hi)
-		return -1;
-	*out = (int)v;
-	return 0;
-}
-
 static int parse(int argc, char **argv, BenchOpts *o)
 {
 	char err[256];
@@ -115,7 +105,7 @@ static int parse(int argc, char **argv, BenchOpts *o)
 		} else if (!strcmp(a, "--rounds") || !strcmp(a, "--samples") || !strcmp(a, "--warmup")) {
 			int *dst = a[2] == 'r' ? &o->rounds : a[2] == 's' ? &o->samples : &o->warmup;
 			int hi = a[2] == 'r' ? RES_MAXROUNDS : a[2] == 's' ? RES_MAXSAMPLES : 1000;
-			if (parse_int(v, a[2] == 'w' ? 0 : 1, hi, dst)) {
+			if (cli_parse_int(v, a[2] == 'w' ? 0 : 1, hi, dst)) {
 				fprintf(stderr, "recur bench: %s %s: want an integer in %d..%d\n", a, v, a[2] == 'w' ? 0 : 1, hi);
 				return -1;
 			}
@@ -334,8 +324,6 @@ static int mix_profile(Bench *bn, Mix *mx, char *err, size_t n)
 	recur_io io = { .x = mx->b.x, .y = mx->b.y, .dy = mx->b.dy, .dx = mx->b.dx, .params = mx->b.p, .grads = mx->b.g };
 	recur_set_profiling(mx->v, 1);
 	for (int p = 0; p < 2; p++) {
-		const char *names[RES_MAXPROF];
-		float ms[RES_MAXPROF];
 		int rc = harness_flush(&bn->h, err, n) ||
 		         (p == 0 ? recur_forward(mx->v, r->shape, &io, 0, err, n) : recur_backward(mx->v, r->shape, &io, 0, err, n));
 		if (rc) {
@@ -345,21 +333,18 @@ static int mix_profile(Bench *bn, Mix *mx, char *err, size_t n)
 			snprintf(err, n, "%s", t);
 			return -1;
 		}
-		int k = recur_variant_last_times(mx->v, names, ms, RES_MAXPROF);
-		r->nprof[p] = k < RES_MAXPROF ? k : RES_MAXPROF;
 		int vi = recur_manifest_find(bn->m, r->backend);
-		for (int i = 0; i < r->nprof[p]; i++) {
-			ResKernel *K = &r->prof[p][i];
-			snprintf(K->kernel, sizeof K->kernel, "%s", names[i]);
-			K->ms = ms[i];
-			kernel_info(mx->v, names[i], K);
-			recur_launch_info li;
-			if (recur_variant_last_launch(mx->v, i, &li) == 0) {
-				memcpy(K->grid, li.grid, sizeof K->grid);
-				K->block = li.block;
-				K->dyn_smem = li.dyn_smem;
-				K->blocks_per_sm = li.blocks_per_sm;
-			}
+		recur_launch_info li;
+		r->nprof[p] = 0;
+		for (int i = 0; i < RES_MAXPROF && recur_variant_last_launch(mx->v, i, &li) == 0; i++) {
+			ResKernel *K = &r->prof[p][r->nprof[p]++];
+			snprintf(K->kernel, sizeof K->kernel, "%s", li.kernel);
+			K->ms = li.ms;
+			kernel_info(mx->v, li.kernel, K);
+			memcpy(K->grid, li.grid, sizeof K->grid);
+			K->block = li.block;
+			K->dyn_smem = li.dyn_smem;
+			K->blocks_per_sm = li.blocks_per_sm;
 			K->bytes = 0;
 			if (vi >= 0 && recur_launch_bytes(bn->m, vi, p, i, r->shape, &K->bytes, err, n) != 0) {
 				recur_set_profiling(mx->v, 0);

@@ -69,7 +69,6 @@ static int parse(int argc, char **argv, CalOpts *o)
 			return -1;
 		}
 		i++;
-		char *end;
 		if (!strcmp(a, "--dir")) o->dir = v;
 		else if (!strcmp(a, "--out")) o->out = v;
 		else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
@@ -81,13 +80,11 @@ static int parse(int argc, char **argv, CalOpts *o)
 				return -1;
 			}
 		} else if (!strcmp(a, "--samples") || !strcmp(a, "--warmup")) {
-			long x = strtol(v, &end, 10);
 			int lo = a[2] == 's' ? 1 : 0, hi = 1000;
-			if (*v == 0 || *end || x < lo || x > hi) {
+			if (cli_parse_int(v, lo, hi, a[2] == 's' ? &o->samples : &o->warmup)) {
 				fprintf(stderr, "recur calibrate: %s %s: want an integer in %d..%d\n", a, v, lo, hi);
 				return -1;
 			}
-			*(a[2] == 's' ? &o->samples : &o->warmup) = (int)x;
 		} else {
 			fprintf(stderr, "recur calibrate: unknown option %s\n", a);
 			usage(stderr);

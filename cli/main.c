@@ -52,6 +52,16 @@ const char *cli_lua_root(void)
 	return "lua";
 }
 
+int cli_parse_int(const char *s, int lo, int hi, int *out)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (*s == 0 || *end != 0 || v < lo || v > hi)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
 int cli_parse_shape(const char *s, recur_shape *sh)
 {
 	int B, L, D;
@@ -79,13 +89,10 @@ static int cmd_gen(int argc, char **argv)
 		else if (!strcmp(a, "--dump-ptx")) o.dump_ptx = 1;
 		else if (!strcmp(a, "-q")) o.verbose = 0;
 		else if (!strcmp(a, "-j") && i + 1 < argc) {
-			char *end;
-			long n = strtol(argv[++i], &end, 10);
-			if (*end || n < 1 || n > 64) {
+			if (cli_parse_int(argv[++i], 1, 64, &o.jobs)) {
 				fprintf(stderr, "recur gen: -j %s: give a number of threads from 1 to 64\n", argv[i]);
 				return 2;
 			}
-			o.jobs = (int)n;
 		}
 		else if (a[0] != '-' && !script) script = a;
 		else {
