@@ -188,6 +188,20 @@ void wmat_stage(Tmpl *T, Lanes *ln, int off)
 	bar_sync(I);
 }
 
+/* quad maps [quad][64][2] floats, the segment buffers, then the weights */
+static int quad_seg_at(const Tmpl *T) { return T->TW * 64 * 8; }
+static int quad_wmat_at(const Tmpl *T, int flags) { return quad_seg_at(T) + T->TW * seg_bytes(T, seg_len(T), flags); }
+
+int quad_smem(const Tmpl *T, int flags) { return quad_wmat_at(T, flags) + wmat_bytes(T); }
+
+void quad_lanes(Tmpl *T, Lanes *ln, const KSig *sig, int segn, int flags)
+{
+	lanes_init(T, ln, sig, gates_inline(T));
+	seg_enable(T, ln, quad_seg_at(T), segn, flags);
+	if (wmat_bytes(T))
+		wmat_stage(T, ln, quad_wmat_at(T, flags));
+}
+
 void ldsm_lane(Irb *I, const Lanes *ln, int swap, LLVMValueRef *row, LLVMValueRef *blk)
 {
 	LLVMValueRef m = LLVMBuildLShr(I->b, ln->lane, ci32(I, 3), "");

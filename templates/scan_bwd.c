@@ -72,9 +72,7 @@ void tmpl_bwd_reduce(Tmpl *T)
 	int segf = SEG_DY;
 	if (T->nbd > 0 || ex_depends(eg, T->e_log_a, EX_X, -1) || ex_depends(eg, T->g_h, EX_X, -1))
 		segf |= SEG_X;
-	int wm = T->TW * 64 * 8 + T->TW * seg_bytes(T, seg_len(T), segf);
-	int wmb = wmat_bytes(T);
-	snprintf(sm, sizeof sm, "%d", wm + wmb);
+	snprintf(sm, sizeof sm, "%d", quad_smem(T, segf));
 	Launch *l = tmpl_launch(T, 0, "bwd_reduce", "NT", "H", "B", 128 * T->TW, sm);
 	l->minblocks = reduce_minblocks(T);
 	if (!(segf & SEG_X))
@@ -92,10 +90,7 @@ void tmpl_bwd_reduce(Tmpl *T)
 	ksig_shape(T, &l->sig);
 	tmpl_open(T, l);
 	Lanes ln;
-	lanes_init(T, &ln, &l->sig, gates_inline(T));
-	seg_enable(T, &ln, T->TW * 64 * 8, seg_len(T), segf);
-	if (wmb)
-		wmat_stage(T, &ln, wm);
+	quad_lanes(T, &ln, &l->sig, seg_len(T), segf);
 	LLVMValueRef tile = ctaid(I, 0);
 	LLVMValueRef qbase = iadd(I, imul(I, tile, ci32(I, T->C * T->P)), imul(I, ln.quad, ci32(I, T->GQ * 16 * T->C)));
 	Var qA[4], qB[4];

@@ -74,29 +74,14 @@ static LLVMValueRef quad_base(Tmpl *T, Lanes *ln)
 	return iadd(I, tb, imul(I, ln->quad, ci32(I, T->GQ * 16 * T->C)));
 }
 
-/* shared memory: quad maps [quad][64][2] floats, then the segment buffers */
-static int xs_at(Tmpl *T) { return T->TW * 64 * 8; }
-
 /* apply keeps every group's chunk maps live: with four groups per quad a
  * shorter segment leaves registers for them */
 static int apply_seg(Tmpl *T) { return T->GQ >= 4 && seg_len(T) > 4 ? 4 : seg_len(T); }
 
-/* the projection weights after the segment buffers (wmat_stage): the 32
- * registers of B fragments freed let two blocks share an SM */
-static int wm_at(Tmpl *T) { return xs_at(T) + T->TW * seg_bytes(T, seg_len(T), SEG_X); }
-
 static char *smem_quads(Tmpl *T, char *buf, size_t n)
 {
-	snprintf(buf, n, "%d", wm_at(T) + wmat_bytes(T));
+	snprintf(buf, n, "%d", quad_smem(T, SEG_X));
 	return buf;
-}
-
-static void fwd_lanes(Tmpl *T, Lanes *ln, const KSig *sig, int segn)
-{
-	lanes_init(T, ln, sig, gates_inline(T));
-	seg_enable(T, ln, xs_at(T), segn, SEG_X);
-	if (wmat_bytes(T))
-		wmat_stage(T, ln, wm_at(T));
 }
 
 void tmpl_fwd_reduce(Tmpl *T)
@@ -111,7 +96,7 @@ void tmpl_fwd_reduce(Tmpl *T)
 	ksig_shape(T, &l->sig);
 	tmpl_open(T, l);
 	Lanes ln;
-	fwd_lanes(T, &ln, &l->sig, seg_len(T));
+	quad_lanes(T, &ln, &l->sig, seg_len(T), SEG_X);
 	Maps ex[4];
 	LLVMValueRef tA[4][4], tB[4][4];
 	Var qA[4], qB[4];
@@ -164,7 +149,7 @@ void tmpl_fwd_apply(Tmpl *T)
 	ksig_shape(T, &l->sig);
 	tmpl_open(T, l);
 	Lanes ln;
-	fwd_lanes(T, &ln, &l->sig, apply_seg(T));
+	quad_lanes(T, &ln, &l->sig, apply_seg(T), SEG_X);
 	Maps ex[4];
 	LLVMValueRef tA[4][4], tB[4][4];
 	Var qA[4], qB[4];

@@ -176,6 +176,14 @@ void ksig_params(Tmpl *T, KSig *s);          /* every parameter, in mixer order 
 void ksig_shape(Tmpl *T, KSig *s);           /* i32:L i32:D */
 int ksig_find(const KSig *s, const char *arg);
 
+/* The reduce and apply kernels' shared memory: the quads' maps
+ * [quad][64][2] floats, segment buffers of seg_len steps staging flags, and
+ * the weights when the kernel computes the gates (their 32 registers of B
+ * fragments freed let two blocks share an SM). quad_lanes sets a kernel up
+ * on it: lanes, segment staging of segn steps, the weights staged. */
+int quad_smem(const Tmpl *T, int flags);
+void quad_lanes(Tmpl *T, Lanes *ln, const KSig *sig, int segn, int flags);
+
 /* ldmatrix .x4 over a 16 x 16 tile of 16-bit values: this lane's row
  * address is row (0..15) and 16-byte column block blk (0, 1). Matrix m =
  * lane / 8 covers rows 8(m&1).. and block m>>1, the order of an mma A
