@@ -42,6 +42,13 @@ int ksig_find(const KSig *s, const char *arg)
 	return -1;
 }
 
+LLVMValueRef ksig_arg(Tmpl *T, const KSig *s, const char *arg)
+{
+	int i = ksig_find(s, arg);
+	CHECK(i >= 0);
+	return irb_arg(&T->I, i);
+}
+
 void ksig_params(Tmpl *T, KSig *s)
 {
 	char a[64];

@@ -134,8 +134,8 @@ void tmpl_bwd_reduce(Tmpl *T)
 		A = fmul(I, A, a);
 	}
 	LLVMValueRef idx = tile_chan(T, &ln, tile, nctaid(I, 0), ln.tid);
-	st(I, A, gep_f32(I, irb_arg(I, ksig_find(&l->sig, "ws:baggA")), idx), 4);
-	st(I, B, gep_f32(I, irb_arg(I, ksig_find(&l->sig, "ws:baggB")), idx), 4);
+	st(I, A, gep_f32(I, ksig_arg(T, &l->sig, "ws:baggA"), idx), 4);
+	st(I, B, gep_f32(I, ksig_arg(T, &l->sig, "ws:baggB"), idx), 4);
 	if_end(I, &f2);
 	irb_ret(I);
 }
@@ -478,9 +478,9 @@ void tmpl_bwd_apply(Tmpl *T)
 	seg_enable(T, &ln, bw.sm.xs, T->S, SEG_X | SEG_DY);
 	bw.ln = &ln;
 	if (T->nz > 0)
-		bw.dtokp = irb_arg(I, ksig_find(&l->sig, "ws:dtokp"));
-	LLVMValueRef NT = irb_arg(I, ksig_find(&l->sig, "i32:NT"));
-	LLVMValueRef Bn = irb_arg(I, ksig_find(&l->sig, "i32:B"));
+		bw.dtokp = ksig_arg(T, &l->sig, "ws:dtokp");
+	LLVMValueRef NT = ksig_arg(T, &l->sig, "i32:NT");
+	LLVMValueRef Bn = ksig_arg(T, &l->sig, "i32:B");
 	LLVMValueRef H = nctaid(I, 1);
 	/* dW accumulators from zero */
 	LLVMTypeRef v4 = LLVMVectorType(I->f32, 4);
@@ -498,8 +498,8 @@ void tmpl_bwd_apply(Tmpl *T)
 		if (pm.sidx[p] >= 0)
 			bw.sacc[p] = var_init(I, cf32(I, 0.0), "ds");
 	}
-	LLVMValueRef ckpt = irb_arg(I, ksig_find(&l->sig, "ws:ckpt"));
-	LLVMValueRef ucarry = irb_arg(I, ksig_find(&l->sig, "ws:ucarry"));
+	LLVMValueRef ckpt = ksig_arg(T, &l->sig, "ws:ckpt");
+	LLVMValueRef ucarry = ksig_arg(T, &l->sig, "ws:ucarry");
 	LLVMValueRef NG = idiv(I, iadd(I, ln.L, ci32(I, 16 * T->C - 1)), ci32(I, 16 * T->C));
 
 	Loop Lt;
@@ -607,7 +607,7 @@ void tmpl_bwd_apply(Tmpl *T)
 	LLVMValueRef slot = iadd(I, imul(I, ctaid(I, 0), Bn), ln.b);
 	for (int j = 0; j < T->nbd; j++) {
 		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bd[j]].weight].name);
-		LLVMValueRef out = irb_arg(I, ksig_find(&l->sig, a));
+		LLVMValueRef out = ksig_arg(T, &l->sig, a);
 		LLVMValueRef base = imul(I, iadd(I, imul(I, slot, H), ln.head), ci32(I, 4096));
 		for (int kt = 0; kt < 8; kt++)
 			for (int e = 0; e < 4; e++) {
@@ -619,7 +619,7 @@ void tmpl_bwd_apply(Tmpl *T)
 				st(I, ld(I, I->f32, po, 4), gep_f32(I, out, sext64(I, idx)), 4);
 			}
 	}
-	LLVMValueRef pc = irb_arg(I, ksig_find(&l->sig, "ws:part_chan"));
+	LLVMValueRef pc = ksig_arg(T, &l->sig, "ws:part_chan");
 	for (int p = 0; p < mx->nparam; p++) {
 		if (pm.cidx[p] < 0)
 			continue;
@@ -637,7 +637,7 @@ void tmpl_bwd_apply(Tmpl *T)
 		}
 	}
 	if (pm.nscal > 0) {
-		LLVMValueRef ps = irb_arg(I, ksig_find(&l->sig, "ws:part_scal"));
+		LLVMValueRef ps = ksig_arg(T, &l->sig, "ws:part_scal");
 		for (int p = 0; p < mx->nparam; p++) {
 			if (pm.sidx[p] < 0)
 				continue;
@@ -680,8 +680,8 @@ static void scalar_reduce(Tmpl *T, const KSig *sig, const PartMap *pm, int p, LL
 	if_begin(I, &f, land(I, ieq(I, ctaid(I, 1), ci32(I, p)), ieq(I, ctaid(I, 0), ci32(I, 0))), "scal");
 	Var acc = var_init(I, cf32(I, 0.0), "acc");
 	for (int src = 0; src < 1 + (T->nz > 0); src++) {
-		LLVMValueRef base = irb_arg(I, ksig_find(sig, src ? "ws:part_tscal" : "ws:part_scal"));
-		LLVMValueRef n = src ? irb_arg(I, ksig_find(sig, "i32:NTB*8")) : nslot;
+		LLVMValueRef base = ksig_arg(T, sig, src ? "ws:part_tscal" : "ws:part_scal");
+		LLVMValueRef n = src ? ksig_arg(T, sig, "i32:NTB*8") : nslot;
 		Loop L;
 		loop_begin(I, &L, tid, n, ci32(I, 256), "s");
 		LLVMValueRef k = iadd(I, imul(I, sext64(I, loop_i(I, &L)), ci64(I, pm->nscal)), ci64(I, pm->sidx[p]));
@@ -736,15 +736,15 @@ void tmpl_param_reduce(Tmpl *T)
 	ksig_add(T, &l->sig, "i32:B", I->i32);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
 	tmpl_open(T, l);
-	LLVMValueRef G = irb_arg(I, ksig_find(&l->sig, "i32:G"));
-	LLVMValueRef Bn = irb_arg(I, ksig_find(&l->sig, "i32:B"));
-	LLVMValueRef D = irb_arg(I, ksig_find(&l->sig, "i32:D"));
+	LLVMValueRef G = ksig_arg(T, &l->sig, "i32:G");
+	LLVMValueRef Bn = ksig_arg(T, &l->sig, "i32:B");
+	LLVMValueRef D = ksig_arg(T, &l->sig, "i32:D");
 	LLVMValueRef H = idiv(I, D, ci32(I, 64));
 	LLVMValueRef e = iadd(I, imul(I, ctaid(I, 0), ci32(I, 256)), tid_x(I));
 	LLVMValueRef py = ctaid(I, 1);
 	LLVMValueRef nslot = imul(I, G, Bn);
 	for (int p = 0; p < mx->nparam; p++) {
-		LLVMValueRef out = irb_arg(I, ksig_find(&l->sig, (snprintf(a, sizeof a, "grad:%s", mx->param[p].name), a)));
+		LLVMValueRef out = ksig_arg(T, &l->sig, (snprintf(a, sizeof a, "grad:%s", mx->param[p].name), a));
 		if (mx->param[p].kind == PK_SCALAR) {
 			scalar_reduce(T, &l->sig, &pm, p, out, imul(I, nslot, H));
 			continue;
@@ -758,12 +758,12 @@ void tmpl_param_reduce(Tmpl *T)
 			if (j < 0)
 				continue;   /* a weight no projection uses has no gradient path */
 			snprintf(a, sizeof a, "ws:part_%s", mx->param[p].name);
-			src = irb_arg(I, ksig_find(&l->sig, a));
+			src = ksig_arg(T, &l->sig, a);
 			n = imul(I, H, ci32(I, 4096));
 			stride = n;
 			off = ci32(I, 0);
 		} else {
-			src = irb_arg(I, ksig_find(&l->sig, "ws:part_chan"));
+			src = ksig_arg(T, &l->sig, "ws:part_chan");
 			n = D;
 			stride = imul(I, D, ci32(I, pm.nchan));
 			off = imul(I, D, ci32(I, pm.cidx[p]));
@@ -783,9 +783,9 @@ void tmpl_param_reduce(Tmpl *T)
 				if (mx->proj[T->tp[k]].weight == p)
 					j = k;
 			if (mx->param[p].kind == PK_CHANNEL && j >= 0) {
-				LLVMValueRef tsrc = irb_arg(I, ksig_find(&l->sig, "ws:part_tchan"));
+				LLVMValueRef tsrc = ksig_arg(T, &l->sig, "ws:part_tchan");
 				Loop Lq;
-				loop_begin(I, &Lq, ci32(I, 0), irb_arg(I, ksig_find(&l->sig, "i32:NXB")), ci32(I, 1), "ts");
+				loop_begin(I, &Lq, ci32(I, 0), ksig_arg(T, &l->sig, "i32:NXB"), ci32(I, 1), "ts");
 				LLVMValueRef row = iadd(I, imul(I, loop_i(I, &Lq), ci32(I, T->ntp)), ci32(I, j));
 				LLVMValueRef k = iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, e));
 				var_set(I, acc, fadd(I, var_get(I, acc), ld(I, I->f32, gep_f32(I, tsrc, k), 4)));

@@ -114,8 +114,8 @@ void tmpl_fwd_reduce(Tmpl *T)
 		A = fmul(I, A, a);
 	}
 	LLVMValueRef idx = tile_chan_index(T, &ln, ln.tid);
-	st(I, A, gep_f32(I, irb_arg(I, ksig_find(&l->sig, "ws:aggA")), idx), 4);
-	st(I, B, gep_f32(I, irb_arg(I, ksig_find(&l->sig, "ws:aggB")), idx), 4);
+	st(I, A, gep_f32(I, ksig_arg(T, &l->sig, "ws:aggA"), idx), 4);
+	st(I, B, gep_f32(I, ksig_arg(T, &l->sig, "ws:aggB"), idx), 4);
 	if_end(I, &f);
 	irb_ret(I);
 }
@@ -157,8 +157,8 @@ void tmpl_fwd_apply(Tmpl *T)
 	quad_fold(T, &ln, qbase, ex, tA, tB, qA, qB);
 	quad_publish(T, &ln, qA, qB);
 	/* the quad's start: the tile carry through the earlier quads */
-	LLVMValueRef carry = irb_arg(I, ksig_find(&l->sig, "ws:carry"));
-	LLVMValueRef ckpt = irb_arg(I, ksig_find(&l->sig, "ws:ckpt"));
+	LLVMValueRef carry = ksig_arg(T, &l->sig, "ws:carry");
+	LLVMValueRef ckpt = ksig_arg(T, &l->sig, "ws:ckpt");
 	Var hg[4];
 	for (int c = 0; c < 4; c++) {
 		LLVMValueRef h = ld(I, I->f32, gep_f32(I, carry, tile_chan_index(T, &ln, ln.ch[c])), 4);

@@ -175,6 +175,7 @@ void ksig_add(Tmpl *T, KSig *s, const char *arg, LLVMTypeRef ty);
 void ksig_params(Tmpl *T, KSig *s);          /* every parameter, in mixer order */
 void ksig_shape(Tmpl *T, KSig *s);           /* i32:L i32:D */
 int ksig_find(const KSig *s, const char *arg);
+LLVMValueRef ksig_arg(Tmpl *T, const KSig *s, const char *arg);   /* the kernel's argument; it must be there */
 
 /* The reduce and apply kernels' shared memory: the quads' maps
  * [quad][64][2] floats, segment buffers of seg_len steps staging flags, and

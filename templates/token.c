@@ -33,18 +33,11 @@ static LLVMValueRef proj_scale(Tmpl *T, int j, LLVMValueRef D)
 	return fdiv(I, cf32(I, 1.0), f_sqrt(I, LLVMBuildSIToFP(I->b, D, I->f32, "")));
 }
 
-static LLVMValueRef arg(Tmpl *T, const KSig *s, const char *name)
-{
-	int i = ksig_find(s, name);
-	CHECK(i >= 0);
-	return irb_arg(&T->I, i);
-}
-
 static LLVMValueRef param_arg(Tmpl *T, const KSig *s, int p)
 {
 	char a[64];
 	snprintf(a, sizeof a, "param:%s", T->mx->param[p].name);
-	return arg(T, s, a);
+	return ksig_arg(T, s, a);
 }
 
 /* the token count and width close every token kernel's arguments */
@@ -53,8 +46,8 @@ static void open_tok(Tmpl *T, Launch *l, LLVMValueRef *BL, LLVMValueRef *D)
 	ksig_add(T, &l->sig, "i32:B*L", T->I.i32);
 	ksig_add(T, &l->sig, "i32:D", T->I.i32);
 	tmpl_open(T, l);
-	*BL = arg(T, &l->sig, "i32:B*L");
-	*D = arg(T, &l->sig, "i32:D");
+	*BL = ksig_arg(T, &l->sig, "i32:B*L");
+	*D = ksig_arg(T, &l->sig, "i32:D");
 }
 
 /* the 8 bf16 of a 16-byte word as floats */
@@ -94,7 +87,7 @@ void tmpl_tok_fwd(Tmpl *T)
 	ksig_add(T, &l->sig, "ws:tproj", I->gptr);
 	LLVMValueRef BL, D;
 	open_tok(T, l, &BL, &D);
-	LLVMValueRef x = arg(T, &l->sig, "x");
+	LLVMValueRef x = ksig_arg(T, &l->sig, "x");
 	LLVMValueRef tid = tid_x(I);
 	LLVMValueRef lane = LLVMBuildAnd(I->b, tid, ci32(I, 31), "lane");
 	LLVMValueRef warp = LLVMBuildLShr(I->b, tid, ci32(I, 5), "warp");
@@ -139,7 +132,7 @@ void tmpl_tok_fwd(Tmpl *T)
 	for (int p = 0; p < mx->nparam; p++)
 		if (mx->param[p].kind == PK_SCALAR)
 			scal[p] = ld(I, I->f32, param_arg(T, &l->sig, p), 4);
-	LLVMValueRef tokp = arg(T, &l->sig, "ws:tok"), tproj = arg(T, &l->sig, "ws:tproj");
+	LLVMValueRef tokp = ksig_arg(T, &l->sig, "ws:tok"), tproj = ksig_arg(T, &l->sig, "ws:tproj");
 	for (int k = 0; k < TOKS_PER_WARP; k++) {
 		LLVMValueRef pv[MX_MAXPROJ] = { 0 };
 		for (int j = 0; j < T->ntp; j++) {
@@ -193,8 +186,8 @@ void tmpl_tok_bwd(Tmpl *T)
 	for (int p = 0; p < mx->nparam; p++)
 		if (sidx[p] >= 0)
 			sacc[p] = var_init(I, cf32(I, 0.0), "sacc");
-	LLVMValueRef dtokp = arg(T, &l->sig, "ws:dtokp"), dtok = arg(T, &l->sig, "ws:dtok");
-	LLVMValueRef tproj = arg(T, &l->sig, "ws:tproj");
+	LLVMValueRef dtokp = ksig_arg(T, &l->sig, "ws:dtokp"), dtok = ksig_arg(T, &l->sig, "ws:dtok");
+	LLVMValueRef tproj = ksig_arg(T, &l->sig, "ws:tproj");
 	/* a token's partials are contiguous: [H][nz] */
 	LLVMValueRef per = imul(I, LLVMBuildLShr(I->b, D, ci32(I, 6), ""), ci32(I, T->nz));
 	Loop Lt;
@@ -247,7 +240,7 @@ void tmpl_tok_bwd(Tmpl *T)
 	loop_end(I, &Lt);
 	IfBlk f2;
 	if_begin(I, &f2, ieq(I, lane, ci32(I, 0)), "part");
-	LLVMValueRef ps = arg(T, &l->sig, "ws:part_tscal");
+	LLVMValueRef ps = ksig_arg(T, &l->sig, "ws:part_tscal");
 	for (int p = 0; p < mx->nparam; p++)
 		if (sidx[p] >= 0)
 			st(I, var_get(I, sacc[p]), gep_f32(I, ps, sext64(I, iadd(I, imul(I, gw, ci32(I, nsp)), ci32(I, sidx[p])))), 4);
@@ -270,7 +263,7 @@ void tmpl_tok_dx(Tmpl *T)
 	ksig_add(T, &l->sig, "ws:part_tchan", I->gptr);
 	LLVMValueRef BL, D;
 	open_tok(T, l, &BL, &D);
-	LLVMValueRef x = arg(T, &l->sig, "x"), dx = arg(T, &l->sig, "dx"), dtok = arg(T, &l->sig, "ws:dtok");
+	LLVMValueRef x = ksig_arg(T, &l->sig, "x"), dx = ksig_arg(T, &l->sig, "dx"), dtok = ksig_arg(T, &l->sig, "ws:dtok");
 	LLVMValueRef tid = tid_x(I);
 	LLVMValueRef c8 = LLVMBuildAnd(I->b, tid, ci32(I, 7), "");
 	LLVMValueRef rl = LLVMBuildLShr(I->b, tid, ci32(I, 3), "");
@@ -314,7 +307,7 @@ void tmpl_tok_dx(Tmpl *T)
 			st(I, var_get(I, acc[j][e]), smem_ptr(I, o), 4);
 		}
 	bar_sync(I);
-	LLVMValueRef out = arg(T, &l->sig, "ws:part_tchan");
+	LLVMValueRef out = ksig_arg(T, &l->sig, "ws:part_tchan");
 	for (int j = 0; j < T->ntp; j++) {
 		IfBlk f;
 		if_begin(I, &f, ilt(I, tid, ci32(I, 64)), "red");
