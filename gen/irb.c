@@ -248,6 +248,11 @@ LLVMValueRef gep_f32(Irb *I, LLVMValueRef base, LLVMValueRef idx64)
 	return LLVMBuildInBoundsGEP2(I->b, I->f32, base, &idx64, 1, "");
 }
 
+LLVMValueRef gep_bf16(Irb *I, LLVMValueRef base, LLVMValueRef idx64)
+{
+	return LLVMBuildInBoundsGEP2(I->b, I->bf16, base, &idx64, 1, "");
+}
+
 LLVMValueRef ld(Irb *I, LLVMTypeRef ty, LLVMValueRef p, int align)
 {
 	LLVMValueRef v = LLVMBuildLoad2(I->b, ty, p, "");

@@ -96,6 +96,7 @@ LLVMValueRef f_tanh(Irb *I, LLVMValueRef a);
 
 /* memory */
 LLVMValueRef gep_f32(Irb *I, LLVMValueRef base, LLVMValueRef idx64);   /* global float* + idx */
+LLVMValueRef gep_bf16(Irb *I, LLVMValueRef base, LLVMValueRef idx64);  /* global bf16* + idx */
 LLVMValueRef ld(Irb *I, LLVMTypeRef ty, LLVMValueRef p, int align);
 void st(Irb *I, LLVMValueRef v, LLVMValueRef p, int align);
 LLVMValueRef smem_ptr(Irb *I, LLVMValueRef byte_off32);              /* shared i8* */

@@ -81,7 +81,7 @@ static LLVMValueRef load_pair(Tmpl *T, LLVMValueRef base, LLVMValueRef idx64, LL
 {
 	Irb *I = &T->I;
 	LLVMValueRef k = LLVMBuildSelect(I->b, valid, idx64, ci64(I, 0), "");
-	LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->bf16, base, &k, 1, "");
+	LLVMValueRef p = gep_bf16(I, base, k);
 	LLVMValueRef v = ld(I, I->i32, p, 4);
 	return LLVMBuildSelect(I->b, valid, v, ci32(I, 0), "");
 }
@@ -270,6 +270,25 @@ LLVMValueRef slot_index(Tmpl *T, Lanes *ln, Step *st, int s)
 	return iadd(I, imul(I, sext64(I, rowi), sext64(I, ln->D)), sext64(I, col));
 }
 
+void store_slots(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef out, LLVMValueRef v[TM_SLOTS], LLVMValueRef acc[2][4])
+{
+	Irb *I = &T->I;
+	for (int r = 0; r < 2; r++)
+		for (int nt = 0; nt < 2; nt++) {
+			int s0 = r * 4 + 2 * nt;
+			LLVMValueRef v0 = v[s0], v1 = v[s0 + 1];
+			if (acc) {
+				v0 = fadd(I, v0, acc[nt][2 * r]);
+				v1 = fadd(I, v1, acc[nt][2 * r + 1]);
+			}
+			IfBlk f;
+			if_begin(I, &f, st_->valid[r], "store");
+			LLVMValueRef p = gep_bf16(I, out, slot_index(T, ln, st_, s0));
+			st(I, pack_bf16x2(I, v0, v1), p, 4);
+			if_end(I, &f);
+		}
+}
+
 /* index of x[b][t][head*64 + k] */
 static LLVMValueRef xidx(Tmpl *T, Lanes *ln, LLVMValueRef t, LLVMValueRef k)
 {
@@ -346,9 +365,9 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 		                      sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), imul(I, c16, ci32(I, 8)))));
 		e = LLVMBuildSelect(I->b, valid, e, ci64(I, 0), "");
 		if (ln->seg_flags & SEG_X)
-			xv[k] = LLVMBuildSelect(I->b, valid, ld(I, v4, LLVMBuildInBoundsGEP2(I->b, I->bf16, ln->x, &e, 1, ""), 16), LLVMConstNull(v4), "");
+			xv[k] = LLVMBuildSelect(I->b, valid, ld(I, v4, gep_bf16(I, ln->x, e), 16), LLVMConstNull(v4), "");
 		if (ln->seg_flags & SEG_DY)
-			dv[k] = LLVMBuildSelect(I->b, valid, ld(I, v4, LLVMBuildInBoundsGEP2(I->b, I->bf16, ln->dy, &e, 1, ""), 16), LLVMConstNull(v4), "");
+			dv[k] = LLVMBuildSelect(I->b, valid, ld(I, v4, gep_bf16(I, ln->dy, e), 16), LLVMConstNull(v4), "");
 		if (T->nz) {
 			LLVMValueRef tt = iadd(I, gb, iadd(I, imul(I, trow, ci32(I, T->C)), iadd(I, i0, ci32(I, k))));
 			LLVMValueRef tvalid = land(I, tl, ilt(I, tt, ln->L));

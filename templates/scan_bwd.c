@@ -331,15 +331,7 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 	if (T->nbd == 0) {
 		/* no projection: dx here is the direct term; a token stage adds its
 		 * term in tok_dx once the adjoints are summed over every channel */
-		for (int r = 0; r < 2; r++)
-			for (int nt = 0; nt < 2; nt++) {
-				int s0 = r * 4 + 2 * nt;
-				IfBlk f;
-				if_begin(I, &f, stp.valid[r], "dx");
-				LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->bf16, ln->dx, (LLVMValueRef[]){ slot_index(T, ln, &stp, s0) }, 1, "");
-				st(I, pack_bf16x2(I, gx[s0], gx[s0 + 1]), p, 4);
-				if_end(I, &f);
-			}
+		store_slots(T, ln, &stp, ln->dx, gx, NULL);
 		return;
 	}
 	/* dproj to this step's buffer (bf16, [16 t][16 j] per warp): dx needs
@@ -372,17 +364,7 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 				memcpy(acc[nt], d, sizeof d);
 			}
 		}
-	for (int r = 0; r < 2; r++)
-		for (int nt = 0; nt < 2; nt++) {
-			int s0 = r * 4 + 2 * nt;
-			LLVMValueRef v0 = fadd(I, gx[s0], acc[nt][2 * r]);
-			LLVMValueRef v1 = fadd(I, gx[s0 + 1], acc[nt][2 * r + 1]);
-			IfBlk f;
-			if_begin(I, &f, stp.valid[r], "dx");
-			LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->bf16, ln->dx, (LLVMValueRef[]){ slot_index(T, ln, &stp, s0) }, 1, "");
-			st(I, pack_bf16x2(I, v0, v1), p, 4);
-			if_end(I, &f);
-		}
+	store_slots(T, ln, &stp, ln->dx, gx, acc);
 }
 
 /* After the reverse sweep of the segment at s0: dW^T[j][k] += sum_t

@@ -120,21 +120,6 @@ void tmpl_fwd_reduce(Tmpl *T)
 	irb_ret(I);
 }
 
-/* y for the 8 slots of a step, stored as bf16 pairs of adjacent channels */
-static void store_outputs(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef out, LLVMValueRef v[TM_SLOTS])
-{
-	Irb *I = &T->I;
-	for (int r = 0; r < 2; r++)
-		for (int nt = 0; nt < 2; nt++) {
-			int s0 = r * 4 + 2 * nt;
-			IfBlk f;
-			if_begin(I, &f, st_->valid[r], "store");
-			LLVMValueRef p = LLVMBuildInBoundsGEP2(I->b, I->bf16, out, (LLVMValueRef[]){ slot_index(T, ln, st_, s0) }, 1, "");
-			st(I, pack_bf16x2(I, v[s0], v[s0 + 1]), p, 4);
-			if_end(I, &f);
-		}
-}
-
 void tmpl_fwd_apply(Tmpl *T)
 {
 	Irb *I = &T->I;
@@ -210,7 +195,7 @@ void tmpl_fwd_apply(Tmpl *T)
 			ytmp[s] = emit_expr(I, &mx->g, T->e_y, &env, memo);
 			free(memo);
 		}
-		store_outputs(T, &ln, &stp, ln.y, ytmp);
+		store_slots(T, &ln, &stp, ln.y, ytmp, NULL);
 		seg_loop_end(T, &Ls, &L);
 		for (int c = 0; c < 4; c++) {
 			LLVMValueRef hgc = var_get(I, hg[c]);

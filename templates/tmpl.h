@@ -209,6 +209,10 @@ void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
 void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj);
 /* element index of slot s in [B][L][D] (i64) */
 LLVMValueRef slot_index(Tmpl *T, Lanes *ln, Step *st, int s);
+/* v of the 8 slots of a step (plus the matching elements of the two mma
+ * accumulator tiles acc, when given) into the bf16 tensor out ([B][L][D]),
+ * as pairs of adjacent channels; rows past L are skipped */
+void store_slots(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef out, LLVMValueRef v[TM_SLOTS], LLVMValueRef acc[2][4]);
 
 void maps_init(Tmpl *T, Maps *m, const char *name);
 void quad_publish(Tmpl *T, Lanes *ln, Var qA[4], Var qB[4]);

@@ -69,11 +69,6 @@ static LLVMValueRef pack8(Irb *I, LLVMValueRef in[8])
 	return v;
 }
 
-static LLVMValueRef gep_bf16(Irb *I, LLVMValueRef base, LLVMValueRef idx64)
-{
-	return LLVMBuildInBoundsGEP2(I->b, I->bf16, base, &idx64, 1, "");
-}
-
 void tmpl_tok_fwd(Tmpl *T)
 {
 	Irb *I = &T->I;
