@@ -262,6 +262,13 @@ void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 	}
 }
 
+LLVMValueRef *param_vals(Tmpl *T, Lanes *ln, int s, LLVMValueRef *pv)
+{
+	for (int p = 0; p < T->mx->nparam; p++)
+		pv[p] = T->mx->param[p].kind == PK_CHANNEL ? ln->chan[p][slot_c(s)] : ln->scal[p];
+	return pv;
+}
+
 LLVMValueRef slot_index(Tmpl *T, Lanes *ln, Step *st, int s)
 {
 	Irb *I = &T->I;
@@ -520,9 +527,7 @@ void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, i
 		LLVMValueRef valid = st->valid[slot_r(s)];
 		if (fused) {
 			LLVMValueRef pv[MX_MAXPARAM] = { 0 };
-			for (int p = 0; p < mx->nparam; p++)
-				pv[p] = mx->param[p].kind == PK_CHANNEL ? ln->chan[p][slot_c(s)] : ln->scal[p];
-			EmitEnv env = { .x = st->x[s], .first = st->first[s], .param = pv, .proj = st->proj[s],
+			EmitEnv env = { .x = st->x[s], .first = st->first[s], .param = param_vals(T, ln, s, pv), .proj = st->proj[s],
 			                .tok = st->tok[slot_r(s)] };
 			LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
 			CHECK(memo);

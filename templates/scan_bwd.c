@@ -22,13 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static LLVMValueRef *param_vals(Tmpl *T, Lanes *ln, int s, LLVMValueRef *pv)
-{
-	for (int p = 0; p < T->mx->nparam; p++)
-		pv[p] = T->mx->param[p].kind == PK_CHANNEL ? ln->chan[p][slot_c(s)] : ln->scal[p];
-	return pv;
-}
-
 /* gy = dy * dy/dh, from the derived graph with seeds (0, 0, dy) */
 static LLVMValueRef eval_gy(Tmpl *T, Lanes *ln, Step *st_, int s, LLVMValueRef hnew, LLVMValueRef dy)
 {

@@ -186,9 +186,7 @@ void tmpl_fwd_apply(Tmpl *T)
 			LLVMValueRef hn = fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]);
 			var_set(I, h[s], hn);
 			LLVMValueRef pv[MX_MAXPARAM] = { 0 };
-			for (int p = 0; p < mx->nparam; p++)
-				pv[p] = mx->param[p].kind == PK_CHANNEL ? ln.chan[p][slot_c(s)] : ln.scal[p];
-			EmitEnv env = { .x = stp.x[s], .h = hn, .first = stp.first[s], .param = pv, .proj = stp.proj[s],
+			EmitEnv env = { .x = stp.x[s], .h = hn, .first = stp.first[s], .param = param_vals(T, &ln, s, pv), .proj = stp.proj[s],
 			                .tok = stp.tok[slot_r(s)] };
 			LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
 			CHECK(memo);

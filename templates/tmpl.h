@@ -207,6 +207,8 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights);
 void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
 /* gate step: projections (mma) and log_a, b for each slot; fused or loaded */
 void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj);
+/* the parameters as slot s sees them (its channel's value, or the scalar), into pv */
+LLVMValueRef *param_vals(Tmpl *T, Lanes *ln, int s, LLVMValueRef *pv);
 /* element index of slot s in [B][L][D] (i64) */
 LLVMValueRef slot_index(Tmpl *T, Lanes *ln, Step *st, int s);
 /* v of the 8 slots of a step (plus the matching elements of the two mma
