@@ -8,9 +8,12 @@
  *   (carry) per channel: the message entering each tile from the right
  *   apply   per tile, groups in reverse: chunk starts h (from the forward's
  *           group checkpoints) and chunk-end messages u, then per chunk,
- *           segment by segment from the end: recompute h forward into shared
- *           memory, walk the segment backward, evaluate the derived adjoint
- *           expressions, project them back to dx on tensor cores, and
+ *           segment by segment from the end: h at the segment start (from
+ *           the partial map pass A kept at that boundary, or by sweeping
+ *           the gates from the chunk start where the maps do not fit),
+ *           recompute h forward into shared memory, walk the segment
+ *           backward, evaluate the derived adjoint expressions, project
+ *           them back to dx on tensor cores, and
  *           once per segment accumulate the weight gradient x^T dproj on
  *           tensor cores.
  * Parameter gradients leave each block as fp32 partials in a fixed slot;
@@ -155,7 +158,11 @@ static void part_map(Tmpl *T, PartMap *pm)
 
 /* Shared memory of bwd_apply, byte offsets. Per-thread regions are laid
  * out [word][thread] so a warp's accesses never conflict. */
-typedef struct { int hprev, dpa, scal, wmat, dW, xs, dz, total; } BwdSmem;
+typedef struct { int hprev, dpa, scal, wmat, dW, xs, dz, bmap, nbm, total; } BwdSmem;
+
+/* Two blocks per SM (4 warps each) are what hides this kernel's latency:
+ * the shared memory one block may take and still let two fit */
+#define BWD_SMEM_2BLK (113 * 1024)
 
 static BwdSmem bwd_smem(Tmpl *T, const PartMap *pm)
 {
@@ -170,8 +177,17 @@ static BwdSmem bwd_smem(Tmpl *T, const PartMap *pm)
 	s.xs = s.dW + nbd * 8 * 128 * 16;                  /* staged x rows */
 	s.dz = s.xs + seg_bytes(T, T->S, SEG_X | SEG_DY);  /* token adjoints [S][16 rows][4 warps][nz] */
 	s.total = s.dz + T->S * 16 * 4 * T->nz * 4;
+	/* pass A's partial forward maps at the chunk's inner segment
+	 * boundaries, [boundary][slot][A, B][thread]: h at a segment start
+	 * without sweeping the gates from the chunk start again, where they fit */
+	s.bmap = s.total;
+	s.nbm = T->C / T->S - 1;
+	if (s.bmap + s.nbm * TM_SLOTS * 2 * 128 * 4 > BWD_SMEM_2BLK)
+		s.nbm = 0;
+	s.total = s.bmap + s.nbm * TM_SLOTS * 2 * 128 * 4;
 	return s;
 }
+
 
 typedef struct {
 	Tmpl *T;
@@ -183,6 +199,14 @@ typedef struct {
 	LLVMValueRef gb;
 	LLVMValueRef dtokp;                     /* per-(token, head) adjoints of the per-token values */
 } Bwd;
+
+/* word ab (0 = A, 1 = B) of slot s's map at inner boundary k (the start of segment k + 1) */
+static LLVMValueRef bmap_at(Bwd *bw, LLVMValueRef k, int s, int ab)
+{
+	Irb *I = &bw->T->I;
+	LLVMValueRef w = iadd(I, imul(I, k, ci32(I, TM_SLOTS * 2)), ci32(I, s * 2 + ab));
+	return iadd(I, ci32(I, bw->sm.bmap), imul(I, iadd(I, imul(I, w, ci32(I, 128)), bw->ln->tid), ci32(I, 4)));
+}
 
 /* word e of this thread's dW^T accumulator fragment of projection j, tile kt */
 static LLVMValueRef dw_acc(Bwd *bw, int j, int kt, int e)
@@ -512,7 +536,19 @@ void tmpl_bwd_apply(Tmpl *T)
 			maps_push_fwd(T, &fm, s, stp.a_eff[s], stp.b_eff[s]);
 			maps_push_bwd(T, &rm, s, stp.a_eff[s], eval_gy(T, &ln, &stp, s, cf32(I, 0.0), dy[s]));
 		}
-		seg_loop_end(T, &Ls, &L);
+		loop_end(I, &L);
+		if (bw.sm.nbm > 0) {
+			/* the chunk's map so far, at every segment end but the last */
+			LLVMValueRef k = idiv(I, loop_i(I, &Ls), ci32(I, T->S));
+			IfBlk f;
+			if_begin(I, &f, ilt(I, k, ci32(I, bw.sm.nbm)), "bmap");
+			for (int s = 0; s < TM_SLOTS; s++) {
+				st(I, var_get(I, fm.A[s]), smem_ptr(I, bmap_at(&bw, k, s, 0)), 4);
+				st(I, var_get(I, fm.B[s]), smem_ptr(I, bmap_at(&bw, k, s, 1)), 4);
+			}
+			if_end(I, &f);
+		}
+		loop_end(I, &Ls);
 	}
 	LLVMValueRef fA[4], fB[4], rA[4], rB[4];
 	warp_scan_fwd(T, &ln, &fm, fA, fB);
@@ -531,7 +567,14 @@ void tmpl_bwd_apply(Tmpl *T)
 		int s0 = sg * T->S;
 		for (int s = 0; s < TM_SLOTS; s++)
 			var_set(I, h[s], var_get(I, h0[s]));
-		if (s0 > 0) {
+		if (s0 > 0 && bw.sm.nbm > 0) {
+			for (int s = 0; s < TM_SLOTS; s++) {
+				LLVMValueRef k = ci32(I, sg - 1);
+				LLVMValueRef A = ld(I, I->f32, smem_ptr(I, bmap_at(&bw, k, s, 0)), 4);
+				LLVMValueRef B = ld(I, I->f32, smem_ptr(I, bmap_at(&bw, k, s, 1)), 4);
+				var_set(I, h[s], fadd(I, fmul(I, A, var_get(I, h0[s])), B));
+			}
+		} else if (s0 > 0) {
 			Loop Ls, L;
 			LLVMValueRef i = seg_loop_begin(T, &ln, &Ls, &L, gb, s0);
 			L.unroll = 0;
