@@ -6,7 +6,7 @@
 #   usage: bench/h200_suite.sh results   calibrate every variant at the seed's
 #                                        shapes, bench (the protocol), compare
 #          bench/h200_suite.sh verify    goldens, then every variant at the
-#                                        seed's shapes, B=3 L=1000, D=512 and 2048
+#                                        seed's shapes, B=3 L=1000, D=512 and 2048, B=8
 #          bench/h200_suite.sh all       both
 #          bench/h200_suite.sh quick     goldens, 1x8192x1024 and 3x1000x1024 for
 #                                        every variant, then bench --profile at
@@ -27,7 +27,7 @@ if [ "$mode" = verify ] || [ "$mode" = all ]; then
 	"$BIN" verify --dir "$D" --goldens .carry/goldens > "$OUT/verify_goldens.log" 2>&1 || rc=1
 	"$BIN" verify --dir "$D" $(echo "$SEED" | tr ',' '\n' | sed 's/^/--shape /') --shape 3x1000x1024 \
 		> "$OUT/verify_seed.log" 2>&1 || rc=1
-	"$BIN" verify --dir "$D" --shape 1x4096x512 --shape 1x4096x2048 > "$OUT/verify_widths.log" 2>&1 || rc=1
+	"$BIN" verify --dir "$D" --shape 1x4096x512 --shape 1x4096x2048 --shape 8x4096x1024 > "$OUT/verify_widths.log" 2>&1 || rc=1
 fi
 if [ "$mode" = quick ]; then
 	if [ -z "${NOVERIFY:-}" ]; then   # NOVERIFY=1: time only

@@ -68,6 +68,25 @@ void ex_free(ExGraph *g)
 	memset(g, 0, sizeof *g);
 }
 
+int ex_copy(ExGraph *dst, const ExGraph *src)
+{
+	ex_init(dst);
+	if (!src->len)
+		return 0;
+	dst->n = malloc((size_t)src->cap * sizeof *dst->n);
+	dst->hash = malloc((size_t)src->hcap * sizeof *dst->hash);
+	if (!dst->n || !dst->hash) {
+		ex_free(dst);
+		return -1;
+	}
+	memcpy(dst->n, src->n, (size_t)src->len * sizeof *dst->n);
+	memcpy(dst->hash, src->hash, (size_t)src->hcap * sizeof *dst->hash);
+	dst->len = src->len;
+	dst->cap = src->cap;
+	dst->hcap = src->hcap;
+	return 0;
+}
+
 static uint64_t ex_hash(const ExNode *n)
 {
 	uint64_t kb;

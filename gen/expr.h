@@ -64,6 +64,7 @@ typedef struct {
 
 void ex_init(ExGraph *g);
 void ex_free(ExGraph *g);
+int ex_copy(ExGraph *dst, const ExGraph *src);   /* a deep copy; -1 out of memory (dst left empty) */
 
 int ex_const(ExGraph *g, double k);
 int ex_leaf(ExGraph *g, ExOp op, int idx);   /* EX_X, EX_H, EX_FIRST (idx 0), EX_PARAM, EX_PROJ, EX_SEED, EX_TOK */

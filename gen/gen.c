@@ -149,10 +149,10 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	snprintf(buf, sizeof buf, "cdiv(L,%d)", 16 * v->chunk);
 	json_array_append_new(vars, json_pack("[ss]", "NG", buf));
 	/* blocks per (sequence, head) of the backward apply: bounds the
-	 * parameter-gradient partials whatever the length (32 slots where a
-	 * slot holds a head's 64x64 weight gradients, 128 otherwise, for
-	 * enough blocks to fill the GPU) */
-	json_array_append_new(vars, json_pack("[ss]", "G", T->nbd ? "min(NT,32)" : "min(NT,128)"));
+	 * parameter-gradient partials whatever the length and batch (G x B
+	 * slots: 32 where a slot holds a head's 64x64 weight gradients, 128
+	 * otherwise, for enough blocks to fill the GPU) */
+	json_array_append_new(vars, json_pack("[ss]", "G", T->nbd ? "min(NT,cdiv(32,B))" : "min(NT,cdiv(128,B))"));
 	snprintf(buf, sizeof buf, "%d", ncp);
 	json_array_append_new(vars, json_pack("[ss]", "NCP", buf));
 	snprintf(buf, sizeof buf, "%d", nsp);
@@ -209,6 +209,7 @@ static int gen_variant(Tmpl *T, Target *tg, const GenOpts *o, char **ptx, char *
 typedef struct {
 	Tmpl *T;
 	const VariantSet *vs;
+	Mixer mx;                  /* its own copy: derivation grows the graph */
 	Target tg;                 /* its own: a target machine is not shared across threads */
 	char *ptx;
 	int rc;
@@ -280,9 +281,10 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 		total += sets[si].nvar;
 	Job *job = calloc((size_t)total + 1, sizeof *job);
 	CHECK(job);
-	/* 1. derive, in script order: the derivations grow each mixer's graph
-	 * (hash-consed, operands ordered by node id), so the order is fixed
-	 * here, once, whatever the number of workers */
+	/* 1. derive: each variant on its own copy of its mixer, since
+	 * derivation grows the graph (hash-consed, commutative operands
+	 * ordered by node id) and a shared graph would make a variant's PTX
+	 * depend on the variants derived before it */
 	int nj = 0;
 	for (int si = 0; si < nsets && rc == 0; si++) {
 		VariantSet *vs = &sets[si];
@@ -292,7 +294,9 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 			j->vs = vs;
 			j->T = calloc(1, sizeof *j->T);
 			CHECK(j->T);
-			tmpl_setup(j->T, &vs->mixer, &vs->var[vi]);
+			j->mx = vs->mixer;
+			CHECK(ex_copy(&j->mx.g, &vs->mixer.g) == 0);
+			tmpl_setup(j->T, &j->mx, &vs->var[vi]);
 			rc = mixer_check(j->T, 0, err, errlen);
 			if (rc == 0) {
 				tmpl_derive(j->T);
@@ -324,6 +328,7 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 	for (int i = 0; i < nj; i++) {
 		free(job[i].ptx);
 		free(job[i].T);
+		ex_free(&job[i].mx.g);
 	}
 	free(job);
 	int count = rc == 0 ? nj : 0;

@@ -361,20 +361,6 @@ static int sc_enum(lua_State *L, int t, const char *key, const char *const *name
 	return luaL_error(L, "field '%s' has unknown value '%s'", key, s);
 }
 
-static void sc_copy_graph(lua_State *L, ExGraph *dst, const ExGraph *src)
-{
-	ex_init(dst);
-	if (!src->len) return;
-	dst->n = malloc((size_t)src->cap * sizeof *dst->n);
-	dst->hash = malloc((size_t)src->hcap * sizeof *dst->hash);
-	if (!dst->n || !dst->hash) { ex_free(dst); luaL_error(L, "out of memory"); }
-	memcpy(dst->n, src->n, (size_t)src->len * sizeof *dst->n);
-	memcpy(dst->hash, src->hash, (size_t)src->hcap * sizeof *dst->hash);
-	dst->len = src->len;
-	dst->cap = src->cap;
-	dst->hcap = src->hcap;
-}
-
 static void sc_read_mixer(lua_State *L, int t, Mixer *mx)
 {
 	static const char *const pkinds[] = { "channel", "blockdiag", "scalar", NULL };
@@ -397,7 +383,8 @@ static void sc_read_mixer(lua_State *L, int t, Mixer *mx)
 	lua_getfield(L, t, "graph");
 	const ExGraph *g = luaL_testudata(L, -1, SC_GRAPH);
 	if (!g) luaL_error(L, "malformed variant set: mixer has no graph");
-	sc_copy_graph(L, &mx->g, g);
+	if (ex_copy(&mx->g, g))
+		luaL_error(L, "out of memory");
 	lua_pop(L, 1);
 	mx->log_a = sc_int(L, t, "log_a", 0, mx->g.len - 1);
 	mx->b = sc_int(L, t, "b", 0, mx->g.len - 1);
