@@ -139,6 +139,7 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	json_object_set_new(o, "fused_output", json_boolean(v->fused_output));
 	json_object_set_new(o, "fused_write", json_boolean(v->fused_write));
 	json_object_set_new(o, "materialized", json_boolean(v->materialized));
+	json_object_set_new(o, "scan", json_string(v->lookback ? "lookback" : "hierarchical"));
 	json_object_set_new(o, "controller", jstr_or_null(v->controller));
 	json_t *vars = json_array();
 	json_array_append_new(vars, json_pack("[ss]", "K", "64"));

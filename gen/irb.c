@@ -260,6 +260,20 @@ LLVMValueRef ld(Irb *I, LLVMTypeRef ty, LLVMValueRef p, int align)
 	return v;
 }
 
+LLVMValueRef ld_volatile(Irb *I, LLVMTypeRef ty, LLVMValueRef p, int align)
+{
+	LLVMValueRef v = ld(I, ty, p, align);
+	LLVMSetVolatile(v, 1);
+	return v;
+}
+
+void st_volatile(Irb *I, LLVMValueRef v, LLVMValueRef p, int align)
+{
+	LLVMValueRef s = LLVMBuildStore(I->b, v, p);
+	LLVMSetAlignment(s, (unsigned)align);
+	LLVMSetVolatile(s, 1);
+}
+
 void st(Irb *I, LLVMValueRef v, LLVMValueRef p, int align)
 {
 	LLVMValueRef s = LLVMBuildStore(I->b, v, p);
@@ -308,6 +322,11 @@ LLVMValueRef nctaid(Irb *I, int dim)
 }
 
 void bar_sync(Irb *I) { call_intr(I, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); }
+
+LLVMValueRef atom_add_u32(Irb *I, LLVMValueRef gp, LLVMValueRef v)
+{
+	return LLVMBuildAtomicRMW(I->b, LLVMAtomicRMWBinOpAdd, gp, v, LLVMAtomicOrderingMonotonic, 0);
+}
 
 void bar_named(Irb *I, LLVMValueRef id, int n)
 {

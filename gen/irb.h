@@ -100,6 +100,12 @@ LLVMValueRef gep_bf16(Irb *I, LLVMValueRef base, LLVMValueRef idx64);  /* global
 LLVMValueRef ld(Irb *I, LLVMTypeRef ty, LLVMValueRef p, int align);
 void st(Irb *I, LLVMValueRef v, LLVMValueRef p, int align);
 LLVMValueRef smem_ptr(Irb *I, LLVMValueRef byte_off32);              /* shared i8* */
+/* Cross-block communication through global memory (look-back): volatile
+ * accesses go to L2 every time, never a stale L1 line or a load hoisted
+ * out of a spin loop. */
+LLVMValueRef ld_volatile(Irb *I, LLVMTypeRef ty, LLVMValueRef p, int align);
+void st_volatile(Irb *I, LLVMValueRef v, LLVMValueRef p, int align);
+LLVMValueRef atom_add_u32(Irb *I, LLVMValueRef gp, LLVMValueRef v);   /* old value, relaxed */
 /* bf16 pairs */
 LLVMValueRef bf16_to_f32(Irb *I, LLVMValueRef bf);
 LLVMValueRef f32_to_bf16(Irb *I, LLVMValueRef f);

@@ -56,16 +56,22 @@ FILE:LINE, and the generator then writes nothing.
       chunk = { 8, 16, 32, 64 },           required, subset of 8 16 32 64
       prefix = { 32, 64, 128 },            required, subset of 32 64 128
       fused = { true, false },             lists of booleans, default { false }
+      scan = { "hierarchical", "lookback" },   default { "hierarchical" }
       shared_sfu = { false }, fused_output = { false }, fused_write = { false },
       controller = "name",                 default: the mixer's controller
       rules = { { "D % 64 == 0", "message" }, ... },   shape rules (runtime/shapex.h)
     }
     The grid is the cartesian product (at most 64 variants); each variant is
-    named [fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_hierarchical_chunk{C}
+    named [fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_{SCAN}_chunk{C}
     and is "materialized" (gates written to memory) when not fused. For a
     mixer with token projections, fused = false means the controller runs in
     a separate pass and the gates stay inside the scan kernels (the only
     form these templates generate). shared_sfu needs a token projection.
+    scan selects the forward's carry across time tiles: "hierarchical"
+    (reduce, carry and apply kernels: three launches, three sweeps of the
+    gates) or "lookback" (one kernel: each tile publishes its map, then
+    folds the maps of the 15 tiles before it onto the end state of the
+    16th; two sweeps; the same bits on every run).
     A script returns one R.variants{...} or a list of them.
 
 Errors are raised as located error objects (metatable "recur.error", with
@@ -80,7 +86,7 @@ local core = require "recur.core"
 local R = {}
 
 local MAXPARAM, MAXPROJ, MAXVAR, MAXRULE, MAXNAME = 16, 8, 64, 8, 47   -- gen/mixer.h
-local CHUNKS, PREFIXES = { 8, 16, 32, 64 }, { 32, 64, 128 }
+local CHUNKS, PREFIXES, SCANS = { 8, 16, 32, 64 }, { 32, 64, 128 }, { "hierarchical", "lookback" }
 
 local Expr = { __name = "recur.expr" }
 local Weight = { __name = "recur.weight" }
@@ -519,7 +525,7 @@ local function rule_list(v)
   return out
 end
 
-local OPTIONS = { mixer = true, chunk = true, prefix = true, fused = true, shared_sfu = true,
+local OPTIONS = { mixer = true, chunk = true, prefix = true, fused = true, shared_sfu = true, scan = true,
                   fused_output = true, fused_write = true, controller = true, rules = true }
 
 function R.variants(o)
@@ -538,6 +544,7 @@ function R.variants(o)
   local sfu = bool_list(o.shared_sfu, "shared_sfu")
   local fout = bool_list(o.fused_output, "fused_output")
   local fwrite = bool_list(o.fused_write, "fused_write")
+  local scans = o.scan == nil and { "hierarchical" } or int_list(o.scan, "scan", SCANS)
   local ctl = o.controller
   if ctl ~= nil and (type(ctl) ~= "string" or ctl == "" or #ctl > MAXNAME) then
     fail("controller must be a non-empty string of at most %d characters, got %s", MAXNAME, describe(ctl))
@@ -554,10 +561,10 @@ function R.variants(o)
       fail("shared_sfu needs per-token shared expressions; mixer %s has none", st.name)
     end
   end
-  local total = #chunks * #prefixes * #fused * #sfu * #fout * #fwrite
+  local total = #chunks * #prefixes * #fused * #sfu * #fout * #fwrite * #scans
   if total > MAXVAR then
-    fail("the grid has %d variants (chunk %d x prefix %d x fused %d x shared_sfu %d x fused_output %d x fused_write %d); at most %d per R.variants",
-         total, #chunks, #prefixes, #fused, #sfu, #fout, #fwrite, MAXVAR)
+    fail("the grid has %d variants (chunk %d x prefix %d x fused %d x shared_sfu %d x fused_output %d x fused_write %d x scan %d); at most %d per R.variants",
+         total, #chunks, #prefixes, #fused, #sfu, #fout, #fwrite, #scans, MAXVAR)
   end
 
   local file, line = site()
@@ -566,16 +573,18 @@ function R.variants(o)
     for _, fw in ipairs(fwrite) do
       for _, sf in ipairs(sfu) do
         for _, fu in ipairs(fused) do
-          for _, p in ipairs(prefixes) do
-            for _, c in ipairs(chunks) do
-              local name = (fo and "fused_output_" or "") .. (fw and "fused_write_" or "") ..
-                           (sf and "shared_sfu_" or "") .. (fu and "fused_" or "") ..
-                           string.format("grouped_prefix%d_hierarchical_chunk%d", p, c)
-              vars[#vars + 1] = {
-                name = name, chunk = c, prefix = p, fused = fu, shared_sfu = sf,
-                fused_output = fo, fused_write = fw, materialized = (not fu) and ntoken == 0,
-                controller = ctl, file = file, line = line,
-              }
+          for _, sc in ipairs(scans) do
+            for _, p in ipairs(prefixes) do
+              for _, c in ipairs(chunks) do
+                local name = (fo and "fused_output_" or "") .. (fw and "fused_write_" or "") ..
+                             (sf and "shared_sfu_" or "") .. (fu and "fused_" or "") ..
+                             string.format("grouped_prefix%d_%s_chunk%d", p, sc, c)
+                vars[#vars + 1] = {
+                  name = name, chunk = c, prefix = p, fused = fu, shared_sfu = sf,
+                  fused_output = fo, fused_write = fw, materialized = (not fu) and ntoken == 0,
+                  scan = sc, controller = ctl, file = file, line = line,
+                }
+              end
             end
           end
         end

@@ -100,8 +100,9 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	ln->q = LLVMBuildAnd(I->b, ln->lane, ci32(I, 3), "q");
 	ln->quad = LLVMBuildLShr(I->b, ln->warp, ci32(I, 2), "quad");
 	ln->w = LLVMBuildAnd(I->b, ln->warp, ci32(I, 3), "w");
-	ln->head = ctaid(I, 1);
-	ln->b = ctaid(I, 2);
+	ln->tile = T->lb_thb[0];   /* NULL: the block index, read where used (lane_tile) */
+	ln->head = T->lb_thb[1] ? T->lb_thb[1] : ctaid(I, 1);
+	ln->b = T->lb_thb[2] ? T->lb_thb[2] : ctaid(I, 2);
 	ln->L = argv_of(T, s, "i32:L");
 	ln->D = argv_of(T, s, "i32:D");
 	ln->x = argv_of(T, s, "x");
@@ -562,6 +563,20 @@ void quad_publish(Tmpl *T, Lanes *ln, Var qA[4], Var qB[4])
 	}
 	if_end(I, &f);
 	bar_sync(I);
+}
+
+void quads_tile_map(Tmpl *T, LLVMValueRef ch, LLVMValueRef *A, LLVMValueRef *B)
+{
+	Irb *I = &T->I;
+	*A = cf32(I, 1.0);
+	*B = cf32(I, 0.0);
+	for (int qd = 0; qd < T->TW; qd++) {
+		LLVMValueRef off = imul(I, iadd(I, ci32(I, qd * 64), ch), ci32(I, 8));
+		LLVMValueRef a = ld(I, I->f32, smem_ptr(I, off), 4);
+		LLVMValueRef b = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, 4))), 4);
+		*B = fadd(I, fmul(I, *B, a), b);
+		*A = fmul(I, *A, a);
+	}
 }
 
 void maps_init(Tmpl *T, Maps *m, const char *name)

@@ -6,6 +6,9 @@
  *           every step; writes h at every group start as the backward's
  *           checkpoint (one float per 16*chunk steps and channel)
  * The carry kernel (carry.c) turns the reduce output into tile carries.
+ * With scan "lookback" apply runs alone (as fwd_scan): its first sweep's
+ * tile map is published and the carry comes from the tiles before it
+ * (lookback.c), so the forward is one launch and two sweeps instead of three.
  * Projections are recomputed in apply rather than stored: reading x twice
  * costs 2 bytes per element, storing gates would cost 8.
  */
@@ -56,13 +59,11 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 }
 
 
-static LLVMValueRef tile_of(Tmpl *T) { return ctaid(&T->I, 0); }
-
 static LLVMValueRef tile_chan_index(Tmpl *T, Lanes *ln, LLVMValueRef ch)
 {
 	Irb *I = &T->I;
 	/* [(b * NT + tile) * D + head*64 + ch] with NT = nctaid.x */
-	LLVMValueRef row = iadd(I, imul(I, ln->b, nctaid(I, 0)), tile_of(T));
+	LLVMValueRef row = iadd(I, imul(I, ln->b, nctaid(I, 0)), lane_tile(I, ln));
 	return iadd(I, imul(I, sext64(I, row), sext64(I, ln->D)),
 	            sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), ch)));
 }
@@ -70,7 +71,7 @@ static LLVMValueRef tile_chan_index(Tmpl *T, Lanes *ln, LLVMValueRef ch)
 static LLVMValueRef quad_base(Tmpl *T, Lanes *ln)
 {
 	Irb *I = &T->I;
-	LLVMValueRef tb = imul(I, tile_of(T), ci32(I, T->C * T->P));
+	LLVMValueRef tb = imul(I, lane_tile(I, ln), ci32(I, T->C * T->P));
 	return iadd(I, tb, imul(I, ln->quad, ci32(I, T->GQ * 16 * T->C)));
 }
 
@@ -105,14 +106,8 @@ void tmpl_fwd_reduce(Tmpl *T)
 	/* threads 0..63 compose the quads of their channel in time order */
 	IfBlk f;
 	if_begin(I, &f, ilt(I, ln.tid, ci32(I, 64)), "tile");
-	LLVMValueRef A = cf32(I, 1.0), B = cf32(I, 0.0);
-	for (int qd = 0; qd < T->TW; qd++) {
-		LLVMValueRef off = imul(I, iadd(I, ci32(I, qd * 64), ln.tid), ci32(I, 8));
-		LLVMValueRef a = ld(I, I->f32, smem_ptr(I, off), 4);
-		LLVMValueRef b = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, 4))), 4);
-		B = fadd(I, fmul(I, B, a), b);
-		A = fmul(I, A, a);
-	}
+	LLVMValueRef A, B;
+	quads_tile_map(T, ln.tid, &A, &B);
 	LLVMValueRef idx = tile_chan_index(T, &ln, ln.tid);
 	st(I, A, gep_f32(I, ksig_arg(T, &l->sig, "ws:aggA"), idx), 4);
 	st(I, B, gep_f32(I, ksig_arg(T, &l->sig, "ws:aggB"), idx), 4);
@@ -124,29 +119,44 @@ void tmpl_fwd_apply(Tmpl *T)
 {
 	Irb *I = &T->I;
 	Mixer *mx = (Mixer *)T->mx;
+	int lb = T->v->lookback;
+	int lbo = quad_smem(T, SEG_X);      /* look-back's ticket and carries after the quads' memory */
 	char sm[32];
-	Launch *l = tmpl_launch(T, 1, "fwd_apply", "NT", "H", "B", 128 * T->TW, smem_quads(T, sm, sizeof sm));
+	snprintf(sm, sizeof sm, "%d", lbo + (lb ? LB_SMEM : 0));
+	Launch *l = tmpl_launch(T, 1, lb ? "fwd_scan" : "fwd_apply", "NT", "H", "B", 128 * T->TW, sm);
 	l->minblocks = T->GQ == 1 ? 2 : 1;   /* more groups keep more chunk maps live: 128 registers spill */
 	sig_inputs(T, &l->sig);
 	ksig_add(T, &l->sig, "y", I->gptr);
-	ksig_add(T, &l->sig, "ws:carry", I->gptr);
+	if (lb) {
+		ksig_add(T, &l->sig, "ws:ticket", I->gptr);
+		ksig_add(T, &l->sig, "ws:aggA", I->gptr);
+		ksig_add(T, &l->sig, "ws:aggB", I->gptr);
+		ksig_add(T, &l->sig, "ws:hend", I->gptr);
+	} else {
+		ksig_add(T, &l->sig, "ws:carry", I->gptr);
+	}
 	ksig_add(T, &l->sig, "ws:ckpt", I->gptr);
 	ksig_shape(T, &l->sig);
 	tmpl_open(T, l);
+	if (lb)
+		lb_ticket(T, ksig_arg(T, &l->sig, "ws:ticket"), lbo);
 	Lanes ln;
 	quad_lanes(T, &ln, &l->sig, apply_seg(T), SEG_X);
+	memset(T->lb_thb, 0, sizeof T->lb_thb);
 	Maps ex[4];
 	LLVMValueRef tA[4][4], tB[4][4];
 	Var qA[4], qB[4];
 	LLVMValueRef qbase = quad_base(T, &ln);
 	quad_fold(T, &ln, qbase, ex, tA, tB, qA, qB);
 	quad_publish(T, &ln, qA, qB);
+	if (lb)
+		lb_carry(T, &ln, &l->sig, lbo);
 	/* the quad's start: the tile carry through the earlier quads */
-	LLVMValueRef carry = ksig_arg(T, &l->sig, "ws:carry");
 	LLVMValueRef ckpt = ksig_arg(T, &l->sig, "ws:ckpt");
 	Var hg[4];
 	for (int c = 0; c < 4; c++) {
-		LLVMValueRef h = ld(I, I->f32, gep_f32(I, carry, tile_chan_index(T, &ln, ln.ch[c])), 4);
+		LLVMValueRef h = lb ? ld(I, I->f32, smem_ptr(I, iadd(I, ci32(I, lbo + 16), imul(I, ln.ch[c], ci32(I, 4)))), 4)
+		                    : ld(I, I->f32, gep_f32(I, ksig_arg(T, &l->sig, "ws:carry"), tile_chan_index(T, &ln, ln.ch[c])), 4);
 		for (int qd = 0; qd < T->TW - 1; qd++) {
 			LLVMValueRef off = imul(I, iadd(I, ci32(I, qd * 64), ln.ch[c]), ci32(I, 8));
 			LLVMValueRef a = ld(I, I->f32, smem_ptr(I, off), 4);

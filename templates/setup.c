@@ -201,9 +201,16 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 	/* tmpl_derive ran before: it grows the mixer's graph, which from here
 	 * on is only read (variants build concurrently) */
 	CHECK(T->derived);
-	add_ws(T, "aggA", "B*NT*D*4", "forward", 0);
-	add_ws(T, "aggB", "B*NT*D*4", "forward", 0);
-	add_ws(T, "carry", "B*NT*D*4", "forward", 0);
+	/* the look-back's words announce themselves by being non-zero */
+	int lb = T->v->lookback;
+	add_ws(T, "aggA", "B*NT*D*4", "forward", lb);
+	add_ws(T, "aggB", "B*NT*D*4", "forward", lb);
+	if (lb) {
+		add_ws(T, "hend", "B*NT*D*4", "forward", 1);
+		add_ws(T, "ticket", "16", "forward", 1);
+	} else {
+		add_ws(T, "carry", "B*NT*D*4", "forward", 0);
+	}
 	add_ws(T, "ckpt", "B*NG*D*4", "saved", 0);
 	if (!gates_inline(T)) {
 		add_ws(T, "log_a", "B*L*D*4", "saved", 0);
@@ -238,8 +245,10 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 
 	if (!gates_inline(T))
 		tmpl_fwd_gates(T);
-	tmpl_fwd_reduce(T);
-	tmpl_carry(T, 0);
+	if (!T->v->lookback) {
+		tmpl_fwd_reduce(T);
+		tmpl_carry(T, 0);
+	}
 	tmpl_fwd_apply(T);
 	tmpl_bwd_reduce(T);
 	tmpl_carry(T, 1);

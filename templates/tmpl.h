@@ -100,12 +100,13 @@ typedef struct {
 	int nws;
 	char prefix[64];          /* kernel name prefix: mixer name */
 	int cur_threads;          /* block size of the kernel being built */
+	LLVMValueRef lb_thb[3];   /* kernel being built takes tile, head, b from a ticket (lb_ticket), else NULL */
 } Tmpl;
 
 /* Per-kernel lane geometry and loaded parameters. */
 typedef struct {
 	LLVMValueRef tid, warp, lane, g, q, quad, w;
-	LLVMValueRef b, head, L, D;
+	LLVMValueRef tile, b, head, L, D;         /* the block's time tile (lane_tile), sequence and head */
 	LLVMValueRef x, y, dy, dx;                 /* tensors (global ptrs), NULL if not an arg */
 	LLVMValueRef param[MX_MAXPARAM];           /* global ptrs */
 	LLVMValueRef chan[MX_MAXPARAM][4];         /* per-channel params for the lane's 4 channels */
@@ -218,12 +219,16 @@ void store_slots(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef out, LLVMValueRef v[
 
 void maps_init(Tmpl *T, Maps *m, const char *name);
 void quad_publish(Tmpl *T, Lanes *ln, Var qA[4], Var qB[4]);
+/* after quad_publish: the tile's forward map of channel ch, the quads composed in time order */
+void quads_tile_map(Tmpl *T, LLVMValueRef ch, LLVMValueRef *A, LLVMValueRef *B);
 /* forward composition: m := (a, b) after m */
 void maps_push_fwd(Tmpl *T, Maps *m, int s, LLVMValueRef a, LLVMValueRef b);
 /* warp level: exclusive prefixes of the 16 chunk maps (in place) and the group total */
 void warp_scan_fwd(Tmpl *T, Lanes *ln, Maps *m, LLVMValueRef totA[4], LLVMValueRef totB[4]);
 /* adjoint maps: exclusive suffixes (maps of the chunks after each chunk) and the group total */
 void warp_scan_bwd(Tmpl *T, Lanes *ln, Maps *m, LLVMValueRef totA[4], LLVMValueRef totB[4]);
+/* the block's time tile: the ticket's, else the block index */
+static inline LLVMValueRef lane_tile(Irb *I, const Lanes *ln) { return ln->tile ? ln->tile : ctaid(I, 0); }
 /* channel c of slot s */
 static inline int slot_c(int s) { return s & 3; }
 static inline int slot_r(int s) { return s >> 2; }
@@ -238,6 +243,22 @@ void ksig_tok(Tmpl *T, KSig *s);             /* "ws:tok" when the mixer has a to
  * (128 registers) double the warps that hide their latency; with four
  * groups per quad that many registers spill. */
 static inline int reduce_minblocks(const Tmpl *T) { return T->TW == 2 && T->GQ <= 2 ? 2 : 1; }
+
+/* Single-pass forward (scan "lookback", lookback.c). A block takes its
+ * (tile, head, b) from an atomic ticket in tile-major order, so every tile
+ * it waits for belongs to a block that already runs. It publishes its tile
+ * map (A, B) per channel, then folds the maps of the LB_WIN - 1 tiles
+ * before it onto the end state h of tile - LB_WIN (0 before the sequence),
+ * and publishes its own end state. The fold order depends on the tile
+ * alone: every run gives the same bits. */
+#define LB_WIN 16
+#define LB_MAXPARTS 4          /* threads / 64 of a look-back kernel */
+#define LB_SMEM (16 + 64 * 4 + LB_MAXPARTS * 64 * 8)   /* ticket, the tile's start h per channel, the parts' maps */
+/* before lanes_init: the ticket into T->lb_thb (ticket = the "ws:ticket" argument) */
+void lb_ticket(Tmpl *T, LLVMValueRef ticket, int smem_off);
+/* after quad_publish: the tile's start h of channel ch at smem_off + 16 + 4 ch,
+ * visible to the block on return (ws:aggA, aggB, hend zeroed before the launch) */
+void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off);
 
 /* the templates */
 void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v);

@@ -51,6 +51,28 @@ if [ "$tokbad" -eq 0 ] && [ "$tokn" -gt 0 ] && [ "$r" -gt 0 ]; then
 else
 	echo "FAIL per-token precision: $tokbad of $tokn token kernels use tanh.approx; rglru fwd_reduce has $r"; fail=$((fail+1))
 fi
+# the single-pass forward: one kernel takes a ticket and spins on its
+# predecessors' words; its plan has no reduce or carry kernel in the
+# forward, and the hierarchical plans take no ticket
+lbbad=0 lbn=0
+for f in "$work"/ptx/*.ptx; do
+	v=$(basename "$f" .ptx); m=${v%%.*}
+	case "$v" in
+	*_lookback_*)
+		lbn=$((lbn+1))
+		b=$(body "$f" "${m}_fwd_scan")
+		{ echo "$b" | grep -q "atom.global.add.u32" && echo "$b" | grep -q "ld.volatile.global" &&
+		  ! grep -q "^.visible .entry ${m}_fwd_reduce(" "$f" && ! grep -q "^.visible .entry ${m}_fwd_carry(" "$f"; } ||
+			{ echo "FAIL $v: no ticketed fwd_scan, or a reduce/carry kernel in the forward"; lbbad=$((lbbad+1)); } ;;
+	*)
+		! grep -q "atom.global" "$f" || { echo "FAIL $v: a hierarchical plan takes a ticket"; lbbad=$((lbbad+1)); } ;;
+	esac
+done
+if [ "$lbbad" -eq 0 ] && [ "$lbn" -gt 0 ]; then
+	echo "ok   $lbn look-back variants: one ticketed fwd_scan, no reduce or carry; hierarchical ones take no ticket"; pass=$((pass+1))
+else
+	echo "FAIL look-back plans: $lbbad wrong of $lbn"; fail=$((fail+1))
+fi
 # ptxas on every core, then the reports in order
 one() { v=$(basename "$2" .ptx); "$1" -arch=sm_90 -v "$2" -o /dev/null > "$3/$v.log" 2>&1; echo $? > "$3/$v.rc"; }
 export -f one

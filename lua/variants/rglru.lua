@@ -1,14 +1,28 @@
 -- The RG-LRU variant grid: chunk x prefix group x fusion, 4 x 3 x 2 = 24
 -- variants, named like the seed's rows. Unfused variants compute the gates
--- in a separate pass and materialise a and b ([B, L, D] each).
+-- in a separate pass and materialise a and b ([B, L, D] each). The
+-- single-pass forward (scan = "lookback") is offered where the
+-- hierarchical forward is fastest: fused gates, short chunks, prefix 32 or 64.
 local R = require "recur"
+local rglru = require "arch.rglru"
+local rules = {
+  { "D % 64 == 0", "the width must be a multiple of 64 (heads of 64 channels)" },
+}
 
-return R.variants {
-  mixer  = require "arch.rglru",
-  chunk  = { 8, 16, 32, 64 },
-  prefix = { 32, 64, 128 },
-  fused  = { true, false },
-  rules  = {
-    { "D % 64 == 0", "the width must be a multiple of 64 (heads of 64 channels)" },
+return {
+  R.variants {
+    mixer  = rglru,
+    chunk  = { 8, 16, 32, 64 },
+    prefix = { 32, 64, 128 },
+    fused  = { true, false },
+    rules  = rules,
+  },
+  R.variants {
+    mixer  = rglru,
+    chunk  = { 8, 16 },
+    prefix = { 32, 64 },
+    fused  = { true },
+    scan   = { "lookback" },
+    rules  = rules,
   },
 }

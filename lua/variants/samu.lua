@@ -4,17 +4,34 @@
 -- the output y = h + omega*x is applied in the scan kernel (fused_output),
 -- which also writes the backward's checkpoints (fused_write). shared_sfu
 -- evaluates softplus(u) and sigmoid(v) once per token instead of per element.
+-- The single-pass forward (scan = "lookback") is offered with shared_sfu,
+-- short chunks and prefix 32 or 64, where the hierarchical one is fastest.
 local R = require "recur"
+local samu = require "arch.samu"
+local rules = {
+  { "D % 64 == 0", "the width must be a multiple of 64 (heads of 64 channels)" },
+}
 
-return R.variants {
-  mixer        = require "arch.samu",
-  chunk        = { 8, 16, 32, 64 },
-  prefix       = { 32, 64, 128 },
-  fused        = { false },
-  shared_sfu   = { true, false },
-  fused_output = { true },
-  fused_write  = { true },
-  rules  = {
-    { "D % 64 == 0", "the width must be a multiple of 64 (heads of 64 channels)" },
+return {
+  R.variants {
+    mixer        = samu,
+    chunk        = { 8, 16, 32, 64 },
+    prefix       = { 32, 64, 128 },
+    fused        = { false },
+    shared_sfu   = { true, false },
+    fused_output = { true },
+    fused_write  = { true },
+    rules        = rules,
+  },
+  R.variants {
+    mixer        = samu,
+    chunk        = { 8, 16 },
+    prefix       = { 32, 64 },
+    fused        = { false },
+    shared_sfu   = { true },
+    fused_output = { true },
+    fused_write  = { true },
+    scan         = { "lookback" },
+    rules        = rules,
   },
 }

@@ -1,0 +1,137 @@
+/* Single-pass forward carry: decoupled look-back over a fixed window.
+ *
+ * The hierarchical forward reads x three times (reduce, then apply's two
+ * sweeps) and launches three kernels. Here apply publishes the tile map its
+ * first sweep already computes, takes the state entering the tile from the
+ * tiles before it, and goes on. The classic look-back stops at the first
+ * predecessor that has its inclusive state, which makes the rounding depend
+ * on timing; this one always folds the same window: the state at the end
+ * of tile t - LB_WIN, then the maps of the LB_WIN - 1 tiles after it.
+ *
+ * No flags and no fences: every published word announces itself. The
+ * workspaces are zeroed before the launch and a word is stored as the
+ * complement of its float's bits, which is never 0 (the one float whose
+ * complement is 0, the NaN 0xffffffff, is stored as the canonical NaN). A
+ * 32-bit access is single-copy atomic, so a reader sees 0 or the whole
+ * value, and spins on its own words until none is 0: one memory round
+ * trip when the tiles before it are done.
+ */
+#include "tmpl.h"
+#include "diag.h"
+
+void lb_ticket(Tmpl *T, LLVMValueRef ticket, int smem_off)
+{
+	Irb *I = &T->I;
+	LLVMValueRef tid = tid_x(I), slot = smem_ptr(I, ci32(I, smem_off));
+	IfBlk f;
+	if_begin(I, &f, ieq(I, tid, ci32(I, 0)), "ticket");
+	st(I, atom_add_u32(I, ticket, ci32(I, 1)), slot, 4);
+	if_end(I, &f);
+	bar_sync(I);
+	LLVMValueRef t = ld(I, I->i32, slot, 4);
+	LLVMValueRef H = nctaid(I, 1), HB = imul(I, H, nctaid(I, 2));
+	LLVMValueRef r = LLVMBuildURem(I->b, t, HB, "");
+	T->lb_thb[0] = LLVMBuildUDiv(I->b, t, HB, "lb_tile");
+	T->lb_thb[1] = LLVMBuildURem(I->b, r, H, "lb_head");
+	T->lb_thb[2] = LLVMBuildUDiv(I->b, r, H, "lb_b");
+}
+
+/* element (b, tile p, channel ch) of a [B][NT][D] workspace of 32-bit words */
+static LLVMValueRef tile_elem(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRef p, LLVMValueRef ch)
+{
+	Irb *I = &T->I;
+	LLVMValueRef row = iadd(I, imul(I, ln->b, nctaid(I, 0)), p);
+	return gep_f32(I, base, iadd(I, imul(I, sext64(I, row), sext64(I, ln->D)),
+	                             sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), ch))));
+}
+
+static LLVMValueRef enc(Irb *I, LLVMValueRef v)
+{
+	LLVMValueRef w = LLVMBuildBitCast(I->b, v, I->i32, "");
+	w = LLVMBuildSelect(I->b, ieq(I, w, ci32(I, -1)), ci32(I, 0x7fffffff), w, "");
+	return LLVMBuildXor(I->b, w, ci32(I, -1), "");
+}
+
+static LLVMValueRef dec(Irb *I, LLVMValueRef w)
+{
+	return LLVMBuildBitCast(I->b, LLVMBuildXor(I->b, w, ci32(I, -1), ""), I->f32, "");
+}
+
+void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
+{
+	Irb *I = &T->I;
+	/* the window is split among the block's threads: part j (threads
+	 * 64j .. 64j + 63, one per channel) folds entries m j .. m j + m - 1 */
+	int nparts = T->cur_threads / 64, m = LB_WIN / nparts;
+	CHECK(nparts >= 1 && LB_WIN % nparts == 0 && nparts <= LB_MAXPARTS);
+	LLVMValueRef aggA = ksig_arg(T, sig, "ws:aggA"), aggB = ksig_arg(T, sig, "ws:aggB");
+	LLVMValueRef hend = ksig_arg(T, sig, "ws:hend");
+	LLVMValueRef tid = ln->tid, tile = lane_tile(I, ln);
+	LLVMValueRef c = LLVMBuildAnd(I->b, tid, ci32(I, 63), ""), j = LLVMBuildLShr(I->b, tid, ci32(I, 6), "");
+	LLVMValueRef first = ieq(I, j, ci32(I, 0));
+	Var A = var_init(I, cf32(I, 1.0), "tA"), B = var_init(I, cf32(I, 0.0), "tB");
+	IfBlk f;
+	if_begin(I, &f, first, "agg");
+	/* the tile's map, published at once */
+	LLVMValueRef ta, tb;
+	quads_tile_map(T, c, &ta, &tb);
+	var_set(I, A, ta);
+	var_set(I, B, tb);
+	st_volatile(I, enc(I, ta), tile_elem(T, ln, aggA, tile, c), 4);
+	st_volatile(I, enc(I, tb), tile_elem(T, ln, aggB, tile, c), 4);
+	if_end(I, &f);
+
+	/* entry k of the window is tile t - LB_WIN + k: for k = 0 its end state,
+	 * as the map (0, h), otherwise its map; tiles before 0 are (0, 0) at k
+	 * = 0 (h = 0 before the sequence) and the identity after. Every load at
+	 * once, again until all have arrived. */
+	LLVMValueRef k0 = imul(I, j, ci32(I, m));
+	LLVMValueRef in[LB_WIN], pc[LB_WIN], st0[LB_WIN];
+	for (int e = 0; e < m; e++) {
+		LLVMValueRef p = iadd(I, isub(I, tile, ci32(I, LB_WIN)), iadd(I, k0, ci32(I, e)));
+		in[e] = ige(I, p, ci32(I, 0));
+		pc[e] = LLVMBuildSelect(I->b, in[e], p, tile, "");
+		st0[e] = e == 0 ? first : LLVMConstInt(I->i1, 0, 0);   /* the end-state entry */
+	}
+	LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "lb_spin");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "lb_done");
+	LLVMBuildBr(I->b, spin);
+	LLVMPositionBuilderAtEnd(I->b, spin);
+	LLVMValueRef wa[LB_WIN], wb[LB_WIN], zero = ci32(I, 0), ready = LLVMConstInt(I->i1, 1, 0);
+	for (int e = 0; e < m; e++) {
+		LLVMValueRef pa = e == 0 ? LLVMBuildSelect(I->b, first, tile_elem(T, ln, hend, pc[e], c),
+		                                           tile_elem(T, ln, aggA, pc[e], c), "")
+		                         : tile_elem(T, ln, aggA, pc[e], c);
+		wa[e] = ld_volatile(I, I->i32, pa, 4);
+		wb[e] = ld_volatile(I, I->i32, tile_elem(T, ln, aggB, pc[e], c), 4);
+		LLVMValueRef got = land(I, LLVMBuildICmp(I->b, LLVMIntNE, wa[e], zero, ""),
+		                        LLVMBuildOr(I->b, st0[e], LLVMBuildICmp(I->b, LLVMIntNE, wb[e], zero, ""), ""));
+		ready = land(I, ready, LLVMBuildOr(I->b, LLVMBuildNot(I->b, in[e], ""), got, ""));
+	}
+	LLVMBuildCondBr(I->b, ready, done, spin);
+	LLVMPositionBuilderAtEnd(I->b, done);
+	LLVMValueRef MA = cf32(I, 1.0), MB = cf32(I, 0.0);
+	for (int e = 0; e < m; e++) {
+		LLVMValueRef a = fsel(I, st0[e], cf32(I, 0.0), fsel(I, in[e], dec(I, wa[e]), cf32(I, 1.0)));
+		LLVMValueRef b = fsel(I, in[e], fsel(I, st0[e], dec(I, wa[e]), dec(I, wb[e])), cf32(I, 0.0));
+		MB = fadd(I, fmul(I, MB, a), b);
+		MA = fmul(I, MA, a);
+	}
+	LLVMValueRef po = iadd(I, ci32(I, smem_off + 16 + 64 * 4), imul(I, tid, ci32(I, 8)));
+	st(I, MA, smem_ptr(I, po), 4);
+	st(I, MB, smem_ptr(I, iadd(I, po, ci32(I, 4))), 4);
+	bar_sync(I);
+	/* the parts in order: part 0's map is constant (its first A is 0) */
+	if_begin(I, &f, first, "fold");
+	LLVMValueRef h = cf32(I, 0.0);
+	for (int q = 0; q < nparts; q++) {
+		LLVMValueRef o = iadd(I, ci32(I, smem_off + 16 + 64 * 4 + q * 64 * 8), imul(I, c, ci32(I, 8)));
+		LLVMValueRef a = ld(I, I->f32, smem_ptr(I, o), 4);
+		LLVMValueRef b = ld(I, I->f32, smem_ptr(I, iadd(I, o, ci32(I, 4))), 4);
+		h = fadd(I, fmul(I, a, h), b);
+	}
+	st(I, h, smem_ptr(I, iadd(I, ci32(I, smem_off + 16), imul(I, c, ci32(I, 4)))), 4);
+	st_volatile(I, enc(I, fadd(I, fmul(I, var_get(I, A), h), var_get(I, B))), tile_elem(T, ln, hend, tile, c), 4);
+	if_end(I, &f);
+	bar_sync(I);
+}

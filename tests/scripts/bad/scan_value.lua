@@ -1,0 +1,8 @@
+-- expect: scan "blelloch" is not one of hierarchical, lookback
+local R = require "recur"
+return R.variants { -- here
+  mixer = require "arch.rglru",
+  chunk = { 8 },
+  prefix = { 32 },
+  scan = { "lookback", "blelloch" },
+}
