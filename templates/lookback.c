@@ -117,7 +117,7 @@ void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
 		MB = fadd(I, fmul(I, MB, a), b);
 		MA = fmul(I, MA, a);
 	}
-	LLVMValueRef po = iadd(I, ci32(I, smem_off + 16 + 64 * 4), imul(I, tid, ci32(I, 8)));
+	LLVMValueRef po = iadd(I, ci32(I, lb_carry_at(smem_off) + 64 * 4), imul(I, tid, ci32(I, 8)));
 	st(I, MA, smem_ptr(I, po), 4);
 	st(I, MB, smem_ptr(I, iadd(I, po, ci32(I, 4))), 4);
 	bar_sync(I);
@@ -125,12 +125,12 @@ void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
 	if_begin(I, &f, first, "fold");
 	LLVMValueRef h = cf32(I, 0.0);
 	for (int q = 0; q < nparts; q++) {
-		LLVMValueRef o = iadd(I, ci32(I, smem_off + 16 + 64 * 4 + q * 64 * 8), imul(I, c, ci32(I, 8)));
+		LLVMValueRef o = iadd(I, ci32(I, lb_carry_at(smem_off) + 64 * 4 + q * 64 * 8), imul(I, c, ci32(I, 8)));
 		LLVMValueRef a = ld(I, I->f32, smem_ptr(I, o), 4);
 		LLVMValueRef b = ld(I, I->f32, smem_ptr(I, iadd(I, o, ci32(I, 4))), 4);
 		h = fadd(I, fmul(I, a, h), b);
 	}
-	st(I, h, smem_ptr(I, iadd(I, ci32(I, smem_off + 16), imul(I, c, ci32(I, 4)))), 4);
+	st(I, h, smem_ptr(I, iadd(I, ci32(I, lb_carry_at(smem_off)), imul(I, c, ci32(I, 4)))), 4);
 	st_volatile(I, enc(I, fadd(I, fmul(I, var_get(I, A), h), var_get(I, B))), tile_elem(T, ln, hend, tile, c), 4);
 	if_end(I, &f);
 	bar_sync(I);

@@ -155,7 +155,7 @@ void tmpl_fwd_apply(Tmpl *T)
 	LLVMValueRef ckpt = ksig_arg(T, &l->sig, "ws:ckpt");
 	Var hg[4];
 	for (int c = 0; c < 4; c++) {
-		LLVMValueRef h = lb ? ld(I, I->f32, smem_ptr(I, iadd(I, ci32(I, lbo + 16), imul(I, ln.ch[c], ci32(I, 4)))), 4)
+		LLVMValueRef h = lb ? ld(I, I->f32, smem_ptr(I, iadd(I, ci32(I, lb_carry_at(lbo)), imul(I, ln.ch[c], ci32(I, 4)))), 4)
 		                    : ld(I, I->f32, gep_f32(I, ksig_arg(T, &l->sig, "ws:carry"), tile_chan_index(T, &ln, ln.ch[c])), 4);
 		for (int qd = 0; qd < T->TW - 1; qd++) {
 			LLVMValueRef off = imul(I, iadd(I, ci32(I, qd * 64), ln.ch[c]), ci32(I, 8));

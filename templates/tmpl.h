@@ -256,9 +256,10 @@ static inline int reduce_minblocks(const Tmpl *T) { return T->TW == 2 && T->GQ <
 #define LB_SMEM (16 + 64 * 4 + LB_MAXPARTS * 64 * 8)   /* ticket, the tile's start h per channel, the parts' maps */
 /* before lanes_init: the ticket into T->lb_thb (ticket = the "ws:ticket" argument) */
 void lb_ticket(Tmpl *T, LLVMValueRef ticket, int smem_off);
-/* after quad_publish: the tile's start h of channel ch at smem_off + 16 + 4 ch,
+/* after quad_publish: the tile's start h of channel ch at lb_carry_at(smem_off) + 4 ch,
  * visible to the block on return (ws:aggA, aggB, hend zeroed before the launch) */
 void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off);
+static inline int lb_carry_at(int smem_off) { return smem_off + 16; }
 
 /* the templates */
 void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v);
