@@ -94,7 +94,12 @@ static int parse(int argc, char **argv, BenchOpts *o)
 		if (!strcmp(a, "--dir")) o->dir = v;
 		else if (!strcmp(a, "--calibration")) o->calpath = v;
 		else if (!strcmp(a, "--out")) o->out = v;
-		else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
+		else if (!strcmp(a, "--seed")) {
+			if (cli_parse_seed(v, &o->seed)) {
+				fprintf(stderr, "recur bench: --seed %s: want a whole number from 0 to 2^64-1\n", v);
+				return -1;
+			}
+		}
 		else if (!strcmp(a, "--variant") && o->nover < B_MAXMIX) o->over[o->nover++] = v;
 		else if (!strcmp(a, "--mixer") && o->nonly < B_MAXMIX) o->only[o->nonly++] = v;
 		else if (!strcmp(a, "--shapes")) {

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "gen.h"
 #include "recur.h"
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,17 @@ int cli_parse_int(const char *s, int lo, int hi, int *out)
 	if (*s == 0 || *end != 0 || v < lo || v > hi)
 		return -1;
 	*out = (int)v;
+	return 0;
+}
+
+int cli_parse_seed(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end != 0 || errno == ERANGE)
+		return -1;
+	*out = (uint64_t)v;
 	return 0;
 }
 

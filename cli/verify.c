@@ -417,10 +417,20 @@ int cli_verify(int argc, char **argv)
 		if (!strcmp(a, "--dir") && i + 1 < argc) dir = argv[++i];
 		else if (!strcmp(a, "--variant") && i + 1 < argc && nnames < 256) names[nnames++] = argv[++i];
 		else if (!strcmp(a, "--mixer") && i + 1 < argc) mixer = argv[++i];
-		else if (!strcmp(a, "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(a, "--seed") && i + 1 < argc) {
+			if (cli_parse_seed(argv[++i], &seed)) {
+				fprintf(stderr, "recur verify: --seed %s: want a whole number from 0 to 2^64-1\n", argv[i]);
+				return 2;
+			}
+		}
 		else if (!strcmp(a, "--dump") && i + 1 < argc) cx.dump = argv[++i];
 		else if (!strcmp(a, "--goldens") && i + 1 < argc) goldens = argv[++i];
-		else if (!strcmp(a, "--time") && i + 1 < argc) cx.time_reps = atoi(argv[++i]);
+		else if (!strcmp(a, "--time") && i + 1 < argc) {
+			if (cli_parse_int(argv[++i], 1, 100000, &cx.time_reps)) {
+				fprintf(stderr, "recur verify: --time %s: want a number of repetitions in 1..100000\n", argv[i]);
+				return 2;
+			}
+		}
 		else if (!strcmp(a, "--shape") && i + 1 < argc && nsh < 32) {
 			if (cli_parse_shape(argv[++i], &sh[nsh]) != 0) {
 				fprintf(stderr, "recur verify: bad shape %s (want BxLxD, e.g. 1x8192x1024)\n", argv[i]);
