@@ -565,6 +565,14 @@ void quad_publish(Tmpl *T, Lanes *ln, Var qA[4], Var qB[4])
 	bar_sync(I);
 }
 
+LLVMValueRef tile_chan(Tmpl *T, const Lanes *ln, LLVMValueRef r, LLVMValueRef n, LLVMValueRef ch)
+{
+	Irb *I = &T->I;
+	LLVMValueRef row = iadd(I, imul(I, ln->b, n), r);
+	return iadd(I, imul(I, sext64(I, row), sext64(I, ln->D)),
+	            sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), ch)));
+}
+
 void quads_tile_map(Tmpl *T, LLVMValueRef ch, LLVMValueRef *A, LLVMValueRef *B)
 {
 	Irb *I = &T->I;

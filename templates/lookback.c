@@ -36,13 +36,10 @@ void lb_ticket(Tmpl *T, LLVMValueRef ticket, int smem_off)
 	T->lb_thb[2] = LLVMBuildUDiv(I->b, r, H, "lb_b");
 }
 
-/* element (b, tile p, channel ch) of a [B][NT][D] workspace of 32-bit words */
+/* word (b, tile p, channel ch) of a [B][NT][D] workspace of 32-bit words */
 static LLVMValueRef tile_elem(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRef p, LLVMValueRef ch)
 {
-	Irb *I = &T->I;
-	LLVMValueRef row = iadd(I, imul(I, ln->b, nctaid(I, 0)), p);
-	return gep_f32(I, base, iadd(I, imul(I, sext64(I, row), sext64(I, ln->D)),
-	                             sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), ch))));
+	return gep_f32(&T->I, base, tile_chan(T, ln, p, nctaid(&T->I, 0), ch));
 }
 
 static LLVMValueRef enc(Irb *I, LLVMValueRef v)

@@ -13,9 +13,8 @@
  *           the gates from the chunk start where the maps do not fit),
  *           recompute h forward into shared memory, walk the segment
  *           backward, evaluate the derived adjoint expressions, project
- *           them back to dx on tensor cores, and
- *           once per segment accumulate the weight gradient x^T dproj on
- *           tensor cores.
+ *           them back to dx on tensor cores, and once per segment
+ *           accumulate the weight gradient x^T dproj on tensor cores.
  * Parameter gradients leave each block as fp32 partials in a fixed slot;
  * param_reduce sums them in a fixed order, so every run gives the same bits.
  */
@@ -49,14 +48,6 @@ static void maps_push_bwd(Tmpl *T, Maps *m, int s, LLVMValueRef a, LLVMValueRef 
 	LLVMValueRef Ma = fmul(I, var_get(I, m->A[s]), a);
 	var_set(I, m->B[s], fadd(I, fmul(I, Ma, gy), var_get(I, m->B[s])));
 	var_set(I, m->A[s], Ma);
-}
-
-static LLVMValueRef tile_chan(Tmpl *T, Lanes *ln, LLVMValueRef tile, LLVMValueRef NT, LLVMValueRef ch)
-{
-	Irb *I = &T->I;
-	LLVMValueRef row = iadd(I, imul(I, ln->b, NT), tile);
-	return iadd(I, imul(I, sext64(I, row), sext64(I, ln->D)),
-	            sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), ch)));
 }
 
 void tmpl_bwd_reduce(Tmpl *T)
@@ -187,7 +178,6 @@ static BwdSmem bwd_smem(Tmpl *T, const PartMap *pm)
 	s.total = s.bmap + s.nbm * TM_SLOTS * 2 * 128 * 4;
 	return s;
 }
-
 
 typedef struct {
 	Tmpl *T;
@@ -568,8 +558,8 @@ void tmpl_bwd_apply(Tmpl *T)
 		for (int s = 0; s < TM_SLOTS; s++)
 			var_set(I, h[s], var_get(I, h0[s]));
 		if (s0 > 0 && bw.sm.nbm > 0) {
+			LLVMValueRef k = ci32(I, sg - 1);   /* the boundary before this segment */
 			for (int s = 0; s < TM_SLOTS; s++) {
-				LLVMValueRef k = ci32(I, sg - 1);
 				LLVMValueRef A = ld(I, I->f32, smem_ptr(I, bmap_at(&bw, k, s, 0)), 4);
 				LLVMValueRef B = ld(I, I->f32, smem_ptr(I, bmap_at(&bw, k, s, 1)), 4);
 				var_set(I, h[s], fadd(I, fmul(I, A, var_get(I, h0[s])), B));

@@ -59,13 +59,10 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 }
 
 
+/* channel ch of the block's tile in a [B][NT][D] array (NT = nctaid.x) */
 static LLVMValueRef tile_chan_index(Tmpl *T, Lanes *ln, LLVMValueRef ch)
 {
-	Irb *I = &T->I;
-	/* [(b * NT + tile) * D + head*64 + ch] with NT = nctaid.x */
-	LLVMValueRef row = iadd(I, imul(I, ln->b, nctaid(I, 0)), lane_tile(I, ln));
-	return iadd(I, imul(I, sext64(I, row), sext64(I, ln->D)),
-	            sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), ch)));
+	return tile_chan(T, ln, lane_tile(&T->I, ln), nctaid(&T->I, 0), ch);
 }
 
 static LLVMValueRef quad_base(Tmpl *T, Lanes *ln)
@@ -175,10 +172,7 @@ void tmpl_fwd_apply(Tmpl *T)
 		LLVMValueRef gi = idiv(I, gb, ci32(I, 16 * T->C));
 		LLVMValueRef ng = idiv(I, iadd(I, ln.L, ci32(I, 16 * T->C - 1)), ci32(I, 16 * T->C));
 		for (int c = 0; c < 4; c++) {
-			LLVMValueRef row = iadd(I, imul(I, ln.b, ng), gi);
-			LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, ln.D)),
-			                        sext64(I, iadd(I, imul(I, ln.head, ci32(I, 64)), ln.ch[c])));
-			st(I, var_get(I, hg[c]), gep_f32(I, ckpt, idx), 4);
+			st(I, var_get(I, hg[c]), gep_f32(I, ckpt, tile_chan(T, &ln, gi, ng, ln.ch[c])), 4);
 		}
 		if_end(I, &f);
 		Var h[TM_SLOTS];

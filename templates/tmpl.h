@@ -210,6 +210,9 @@ void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
 void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj);
 /* the parameters as slot s sees them (its channel's value, or the scalar), into pv */
 LLVMValueRef *param_vals(Tmpl *T, Lanes *ln, int s, LLVMValueRef *pv);
+/* element index (i64) of row r and channel ch of the lane's head in a
+ * per-channel array [B][n][D]: tile maps and carries (n = NT), checkpoints (n = NG) */
+LLVMValueRef tile_chan(Tmpl *T, const Lanes *ln, LLVMValueRef r, LLVMValueRef n, LLVMValueRef ch);
 /* element index of slot s in [B][L][D] (i64) */
 LLVMValueRef slot_index(Tmpl *T, Lanes *ln, Step *st, int s);
 /* v of the 8 slots of a step (plus the matching elements of the two mma
