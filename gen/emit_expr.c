@@ -60,10 +60,49 @@ static LLVMValueRef leaf(Irb *I, LLVMValueRef v, const char *what, int idx)
 	return v;
 }
 
+/* emits fn(node) at the end of the hoist block, cached in env->inv */
+static LLVMValueRef hoisted(Irb *I, const ExGraph *g, int node, const EmitEnv *env)
+{
+	if (!env->inv[node]) {
+		LLVMBasicBlockRef cur = LLVMGetInsertBlock(I->b);
+		LLVMPositionBuilderBefore(I->b, LLVMGetBasicBlockTerminator(env->hoist));
+		EmitEnv e = *env;
+		e.inv = NULL;   /* below here every node is invariant: env->inv is the memo */
+		emit_expr(I, g, node, &e, env->inv);
+		LLVMPositionBuilderAtEnd(I->b, cur);
+	}
+	return env->inv[node];
+}
+
+LLVMValueRef emit_exp(Irb *I, const ExGraph *g, int node, const EmitEnv *env, LLVMValueRef *memo)
+{
+	const ExNode *n = &g->n[node];
+	if (env->inv_node && n->op == EX_MUL && env->inv_node[n->a] != env->inv_node[n->b]) {
+		int k = env->inv_node[n->a] ? n->a : n->b, v = k == n->a ? n->b : n->a;
+		LLVMValueRef kl;
+		if (env->inv) {
+			if (!env->inv_l2e[k]) {
+				LLVMValueRef kv = hoisted(I, g, k, env);
+				LLVMBasicBlockRef cur = LLVMGetInsertBlock(I->b);
+				LLVMPositionBuilderBefore(I->b, LLVMGetBasicBlockTerminator(env->hoist));
+				env->inv_l2e[k] = fmul(I, kv, cf32(I, 1.4426950408889634));
+				LLVMPositionBuilderAtEnd(I->b, cur);
+			}
+			kl = env->inv_l2e[k];
+		} else {
+			kl = fmul(I, emit_expr(I, g, k, env, memo), cf32(I, 1.4426950408889634));
+		}
+		return f_exp2(I, fmul(I, emit_expr(I, g, v, env, memo), kl));
+	}
+	return f_exp(I, emit_expr(I, g, node, env, memo));
+}
+
 LLVMValueRef emit_expr(Irb *I, const ExGraph *g, int node, const EmitEnv *env, LLVMValueRef *memo)
 {
 	if (memo[node])
 		return memo[node];
+	if (env->inv && env->inv_node[node])
+		return memo[node] = hoisted(I, g, node, env);
 	const ExNode *n = &g->n[node];
 	LLVMValueRef a = n->a >= 0 ? emit_expr(I, g, n->a, env, memo) : NULL;
 	LLVMValueRef b = n->b >= 0 ? emit_expr(I, g, n->b, env, memo) : NULL;
@@ -86,10 +125,10 @@ LLVMValueRef emit_expr(Irb *I, const ExGraph *g, int node, const EmitEnv *env, L
 		if (m->op == EX_MUL && ((g->n[m->a].op == EX_CONST && g->n[m->a].k == 2.0) ||
 		                        (g->n[m->b].op == EX_CONST && g->n[m->b].k == 2.0))) {
 			int u = g->n[m->a].op == EX_CONST && g->n[m->a].k == 2.0 ? m->b : m->a;
-			LLVMValueRef e = f_exp(I, emit_expr(I, g, u, env, memo));
+			LLVMValueRef e = emit_exp(I, g, u, env, memo);
 			r = fmul(I, e, e);
 		} else {
-			r = f_exp(I, a);
+			r = emit_exp(I, g, n->a, env, memo);
 		}
 		break;
 	}

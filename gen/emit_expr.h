@@ -13,10 +13,22 @@ typedef struct {
 	LLVMValueRef *seed;    /* indexed by seed idx */
 	LLVMValueRef *tok;     /* indexed by per-token value idx */
 	int precise;           /* a per-token site: sigmoid and tanh without the one-op approximation */
+	/* Lane-invariant nodes (over parameters and constants only; inv_node[id]
+	 * != 0) are emitted once, at the end of hoist (irb_hoist_block), into
+	 * inv (g->len entries, zeroed once per kernel and site channel), and
+	 * inv_l2e caches their products with log2(e) for exp (emit_exp). All
+	 * NULL: every node is emitted at the site. */
+	const unsigned char *inv_node;
+	LLVMValueRef *inv, *inv_l2e;
+	LLVMBasicBlockRef hoist;
 } EmitEnv;
 
 /* memo: g->len entries, zeroed by the caller for each evaluation site, so a
  * node shared by several roots is computed once per site. */
 LLVMValueRef emit_expr(Irb *I, const ExGraph *g, int node, const EmitEnv *env, LLVMValueRef *memo);
+/* exp of node's value: ex2(v * (k log2 e)) with k log2 e hoisted when node
+ * is v * k for a lane-invariant k, else ex2(value * log2 e). Sites that ask
+ * for the same exp get the same instructions (one ex2 after CSE). */
+LLVMValueRef emit_exp(Irb *I, const ExGraph *g, int node, const EmitEnv *env, LLVMValueRef *memo);
 
 #endif

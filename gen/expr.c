@@ -490,6 +490,125 @@ int ex_depends(const ExGraph *g, int node, ExOp op, int idx)
 	return found;
 }
 
+/* ---- lane-invariant products ------------------------------------------- */
+
+unsigned char *ex_invariants(const ExGraph *g)
+{
+	unsigned char *inv = calloc((size_t)g->len + 1, 1);
+	if (!inv) EX_DIE("out of memory");
+	/* operands come before their users: one pass in id order */
+	for (int id = 0; id < g->len; id++) {
+		const ExNode *n = &g->n[id];
+		if (ex_arity(n->op) == 0)
+			inv[id] = n->op == EX_CONST || n->op == EX_PARAM;
+		else
+			inv[id] = (n->a < 0 || inv[n->a]) && (n->b < 0 || inv[n->b]) && (n->c < 0 || inv[n->c]);
+	}
+	return inv;
+}
+
+typedef struct {
+	ExGraph *g;
+	int n0;             /* nodes before the rewrite: only these are rewritten */
+	int *uses, *memo;
+	unsigned char *inv; /* of the nodes before the rewrite */
+} ExGroup;
+
+/* invariance of any node, new ones included (they are built from old ones) */
+static int grp_inv(ExGroup *x, int id)
+{
+	if (id < x->n0) return x->inv[id];
+	const ExNode *n = &x->g->n[id];
+	if (ex_arity(n->op) == 0) return n->op == EX_CONST || n->op == EX_PARAM;
+	return (n->a < 0 || grp_inv(x, n->a)) && (n->b < 0 || grp_inv(x, n->b)) && (n->c < 0 || grp_inv(x, n->c));
+}
+
+static int grp_rewrite(ExGroup *x, int id);
+
+/* factors of a product, through the products only it uses */
+static void grp_factors(ExGroup *x, int id, int *f, int *nf, int max)
+{
+	const ExNode n = x->g->n[id];
+	int ops[2] = { n.a, n.b };
+	for (int k = 0; k < 2; k++) {
+		int o = ops[k];
+		if (x->g->n[o].op == EX_MUL && x->uses[o] == 1) {
+			grp_factors(x, o, f, nf, max);
+		} else {
+			if (*nf == max) EX_DIE("a product of more than 32 factors");
+			f[(*nf)++] = grp_rewrite(x, o);
+		}
+	}
+}
+
+static int grp_rewrite(ExGroup *x, int id)
+{
+	if (x->memo[id] >= 0) return x->memo[id];
+	ExNode n = x->g->n[id];
+	int r = id;
+	if (n.op == EX_MUL) {
+		int f[32], nf = 0, nv = 0, nk = 0, v = -1, k = -1;
+		grp_factors(x, id, f, &nf, 32);
+		for (int i = 0; i < nf; i++)
+			if (grp_inv(x, f[i])) nk++; else nv++;
+		if (nv > 0 && nk > 0) {
+			for (int i = 0; i < nf; i++) {
+				if (grp_inv(x, f[i])) continue;
+				v = v < 0 ? f[i] : ex_bin(x->g, EX_MUL, v, f[i]);
+			}
+			/* invariant factors in id order: equal groups are one node */
+			for (int pass = 0; pass < nf; pass++) {
+				int lo = -1;
+				for (int i = 0; i < nf; i++)
+					if (f[i] >= 0 && grp_inv(x, f[i]) && (lo < 0 || f[i] < f[lo])) lo = i;
+				if (lo < 0) break;
+				k = k < 0 ? f[lo] : ex_bin(x->g, EX_MUL, k, f[lo]);
+				f[lo] = -1;
+			}
+			r = ex_bin(x->g, EX_MUL, v, k);
+		} else {
+			r = ex_bin(x->g, EX_MUL, grp_rewrite(x, n.a), grp_rewrite(x, n.b));
+		}
+	} else if (ex_arity(n.op) > 0) {
+		int a = n.a >= 0 ? grp_rewrite(x, n.a) : -1;
+		int b = n.b >= 0 ? grp_rewrite(x, n.b) : -1;
+		int c = n.c >= 0 ? grp_rewrite(x, n.c) : -1;
+		r = ex_rebuild(x->g, id, a, b, c);
+	}
+	if (r < 0) EX_DIE("out of memory");
+	x->memo[id] = r;
+	return r;
+}
+
+void ex_group_invariant(ExGraph *g, int *roots, int n)
+{
+	ExGroup x = { .g = g, .n0 = g->len };
+	x.uses = calloc((size_t)g->len + 1, sizeof *x.uses);
+	x.memo = malloc(((size_t)g->len + 1) * sizeof *x.memo);
+	char *mark = calloc((size_t)g->len + 1, 1);
+	if (!x.uses || !x.memo || !mark) EX_DIE("out of memory");
+	x.inv = ex_invariants(g);
+	for (int i = 0; i < n; i++)
+		if (ex_valid(g, roots[i])) ex_reach(g, roots[i], mark);
+	for (int id = 0; id < g->len; id++) {
+		x.memo[id] = -1;
+		if (!mark[id]) continue;
+		const ExNode *nd = &g->n[id];
+		int ops[3] = { nd->a, nd->b, nd->c };
+		for (int k = 0; k < 3; k++)
+			if (ops[k] >= 0) x.uses[ops[k]]++;
+	}
+	/* a root is used by whoever asked for it: never folded into a user */
+	for (int i = 0; i < n; i++)
+		if (ex_valid(g, roots[i])) x.uses[roots[i]]++;
+	for (int i = 0; i < n; i++)
+		if (ex_valid(g, roots[i])) roots[i] = grp_rewrite(&x, roots[i]);
+	free(x.uses);
+	free(x.memo);
+	free(x.inv);
+	free(mark);
+}
+
 /* ---- printing ---------------------------------------------------------- */
 
 typedef struct {

@@ -86,6 +86,18 @@ double ex_eval(const ExGraph *g, int node, const ExEnv *env);
 /* 1 when node depends on a leaf of kind op (any idx when idx < 0). */
 int ex_depends(const ExGraph *g, int node, ExOp op, int idx);
 
+/* 1 for each node over constants and parameters only (g->len entries,
+ * malloc'd): the same value at every element of a channel, so a kernel
+ * computes it once per lane. */
+unsigned char *ex_invariants(const ExGraph *g);
+/* Rewrites roots[0..n) in place so that each product groups its invariant
+ * factors: a product tree over factors f_i (through the products nothing
+ * else uses) becomes (product of the varying f_i) * (product of the
+ * invariant f_i), whose second factor is one value per lane. -C * r *
+ * softplus(lam) becomes r * (-C * softplus(lam)): one multiply per element
+ * and, under exp, one ex2 of r times a hoisted constant (emit_exp). */
+void ex_group_invariant(ExGraph *g, int *roots, int n);
+
 const char *ex_opname(ExOp op);
 /* Writes a readable infix form of node into buf (truncated to n). */
 void ex_print(const ExGraph *g, int node, char *buf, size_t n);

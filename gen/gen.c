@@ -328,7 +328,7 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 	}
 	for (int i = 0; i < nj; i++) {
 		free(job[i].ptx);
-		free(job[i].T);
+		tmpl_free(job[i].T);
 		ex_free(&job[i].mx.g);
 	}
 	free(job);

@@ -81,6 +81,17 @@ LLVMValueRef irb_kernel(Irb *I, const char *name, LLVMTypeRef *types, int nargs,
 LLVMValueRef irb_arg(Irb *I, int i) { return LLVMGetParam(I->fn, (unsigned)i); }
 void irb_ret(Irb *I) { LLVMBuildRetVoid(I->b); }
 
+LLVMBasicBlockRef irb_hoist_block(Irb *I)
+{
+	LLVMBasicBlockRef h = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "hoist");
+	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "body");
+	LLVMBuildBr(I->b, h);
+	LLVMPositionBuilderAtEnd(I->b, h);
+	LLVMBuildBr(I->b, body);
+	LLVMPositionBuilderAtEnd(I->b, body);
+	return h;
+}
+
 LLVMValueRef ci32(Irb *I, int64_t v) { return LLVMConstInt(I->i32, (unsigned long long)v, 1); }
 LLVMValueRef ci64(Irb *I, int64_t v) { return LLVMConstInt(I->i64, (unsigned long long)v, 1); }
 LLVMValueRef cf32(Irb *I, double v) { return LLVMConstReal(I->f32, v); }
@@ -207,8 +218,12 @@ LLVMValueRef fabs_(Irb *I, LLVMValueRef a)
  * spec's 1e-2 and below bf16 rounding of the outputs. */
 LLVMValueRef f_exp(Irb *I, LLVMValueRef a)
 {
-	LLVMValueRef s = fmul(I, a, cf32(I, 1.4426950408889634));
-	return call_intr(I, "llvm.nvvm.ex2.approx.ftz.f", NULL, 0, &s, 1);
+	return f_exp2(I, fmul(I, a, cf32(I, 1.4426950408889634)));
+}
+
+LLVMValueRef f_exp2(Irb *I, LLVMValueRef a)
+{
+	return call_intr(I, "llvm.nvvm.ex2.approx.ftz.f", NULL, 0, &a, 1);
 }
 
 LLVMValueRef f_log(Irb *I, LLVMValueRef a)
@@ -289,11 +304,18 @@ LLVMValueRef smem_ptr(Irb *I, LLVMValueRef off32)
 LLVMValueRef bf16_to_f32(Irb *I, LLVMValueRef bf) { return LLVMBuildFPExt(I->b, bf, I->f32, ""); }
 LLVMValueRef f32_to_bf16(Irb *I, LLVMValueRef f) { return LLVMBuildFPTrunc(I->b, f, I->bf16, ""); }
 
+/* One cvt.rn.bf16x2.f32 instead of two converts, two widenings, a shift
+ * and an or (a <2 x bfloat> truncation is split by the backend). The same
+ * round-to-nearest-even as fptrunc: the bits do not change. */
 LLVMValueRef pack_bf16x2(Irb *I, LLVMValueRef lo, LLVMValueRef hi)
 {
-	LLVMValueRef l = LLVMBuildZExt(I->b, LLVMBuildBitCast(I->b, f32_to_bf16(I, lo), I->i16, ""), I->i32, "");
-	LLVMValueRef h = LLVMBuildZExt(I->b, LLVMBuildBitCast(I->b, f32_to_bf16(I, hi), I->i16, ""), I->i32, "");
-	return LLVMBuildOr(I->b, l, LLVMBuildShl(I->b, h, ci32(I, 16), ""), "");
+	LLVMTypeRef in[2] = { I->f32, I->f32 };
+	LLVMTypeRef fty = LLVMFunctionType(I->i32, in, 2, 0);
+	const char *as = "cvt.rn.bf16x2.f32 $0, $1, $2;", *cons = "=r,f,f";
+	LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)as, strlen(as), (char *)cons, strlen(cons), 0, 0,
+	                                   LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef args[2] = { hi, lo };   /* d.hi = first source */
+	return LLVMBuildCall2(I->b, fty, fn, args, 2, "");
 }
 
 /* A bf16 is the top half of an fp32: unpacking is a shift or a mask. */

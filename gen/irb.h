@@ -43,6 +43,10 @@ void irb_dispose(Irb *I);
 LLVMValueRef irb_kernel(Irb *I, const char *name, LLVMTypeRef *types, int nargs, int maxntid, int minctasm);
 LLVMValueRef irb_arg(Irb *I, int i);
 void irb_ret(Irb *I);
+/* A block on the kernel's straight path, entered here and left for a new
+ * block the builder continues in: values emitted later before its
+ * terminator dominate everything built after this call (hoisting) */
+LLVMBasicBlockRef irb_hoist_block(Irb *I);
 
 /* constants */
 LLVMValueRef ci32(Irb *I, int64_t v);
@@ -88,6 +92,7 @@ LLVMValueRef b2f(Irb *I, LLVMValueRef i1v);                     /* bool -> 0.0 /
 
 /* fast special functions (ex2/lg2/rcp/sqrt approximations of the SFU) */
 LLVMValueRef f_exp(Irb *I, LLVMValueRef a);
+LLVMValueRef f_exp2(Irb *I, LLVMValueRef a);   /* 2^a, one SFU op */
 LLVMValueRef f_log(Irb *I, LLVMValueRef a);
 LLVMValueRef f_rcp(Irb *I, LLVMValueRef a);
 LLVMValueRef f_sqrt(Irb *I, LLVMValueRef a);

@@ -131,6 +131,15 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 		else if (mx->param[p].kind == PK_SCALAR)
 			ln->scal[p] = ld(I, I->f32, ln->param[p], 4);
 	}
+	/* values over parameters alone, once per kernel (slot_env), in a block
+	 * every loop below comes after */
+	CHECK(T->inv_node);
+	size_t ninv = 8 * (size_t)mx->g.len;
+	if (!T->inv_memo)
+		T->inv_memo = malloc(ninv * sizeof *T->inv_memo);
+	CHECK(T->inv_memo);
+	memset(T->inv_memo, 0, ninv * sizeof *T->inv_memo);
+	ln->hoist = irb_hoist_block(I);
 	if (!load_weights)
 		return;
 	/* gate B fragments: b0 = (k = 16ks + 2q, 2q+1 ; n = 16w + 8nt + g), b1 = k + 8 */
@@ -268,6 +277,20 @@ LLVMValueRef *param_vals(Tmpl *T, Lanes *ln, int s, LLVMValueRef *pv)
 	for (int p = 0; p < T->mx->nparam; p++)
 		pv[p] = T->mx->param[p].kind == PK_CHANNEL ? ln->chan[p][slot_c(s)] : ln->scal[p];
 	return pv;
+}
+
+EmitEnv slot_env(Tmpl *T, Lanes *ln, const Step *st, int s, LLVMValueRef *pv)
+{
+	EmitEnv e = { .x = st->x[s], .first = st->first[s], .param = param_vals(T, ln, s, pv),
+	              .proj = (LLVMValueRef *)st->proj[s], .tok = (LLVMValueRef *)st->tok[slot_r(s)] };
+	if (ln->hoist) {
+		size_t n = (size_t)T->mx->g.len;
+		e.inv_node = T->inv_node;
+		e.inv = T->inv_memo + (size_t)slot_c(s) * n;
+		e.inv_l2e = T->inv_memo + (size_t)(4 + slot_c(s)) * n;
+		e.hoist = ln->hoist;
+	}
+	return e;
 }
 
 LLVMValueRef slot_index(Tmpl *T, Lanes *ln, Step *st, int s)
@@ -528,19 +551,20 @@ void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, i
 		LLVMValueRef valid = st->valid[slot_r(s)];
 		if (fused) {
 			LLVMValueRef pv[MX_MAXPARAM] = { 0 };
-			EmitEnv env = { .x = st->x[s], .first = st->first[s], .param = param_vals(T, ln, s, pv), .proj = st->proj[s],
-			                .tok = st->tok[slot_r(s)] };
+			EmitEnv env = slot_env(T, ln, st, s, pv);
 			LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
 			CHECK(memo);
 			st->log_a[s] = emit_expr(I, &mx->g, T->e_log_a, &env, memo);
 			st->bb[s] = emit_expr(I, &mx->g, T->e_b, &env, memo);
+			/* the exp m = sqrtb(1 - exp(2 log_a)) took: one ex2 */
+			st->a[s] = emit_exp(I, &mx->g, T->e_log_a, &env, memo);
 			free(memo);
 		} else {
 			LLVMValueRef idx = LLVMBuildSelect(I->b, valid, slot_index(T, ln, st, s), ci64(I, 0), "");
 			st->log_a[s] = ld(I, I->f32, gep_f32(I, ln->la_ws, idx), 4);
 			st->bb[s] = ld(I, I->f32, gep_f32(I, ln->b_ws, idx), 4);
+			st->a[s] = f_exp(I, st->log_a[s]);
 		}
-		st->a[s] = f_exp(I, st->log_a[s]);
 		/* a reset cuts the carry (a*h_prev dropped); rows past L are identities */
 		LLVMValueRef isfirst = LLVMBuildFCmp(I->b, LLVMRealONE, st->first[s], cf32(I, 0.0), "");
 		LLVMValueRef ae = fsel(I, isfirst, cf32(I, 0.0), st->a[s]);

@@ -30,9 +30,9 @@ static LLVMValueRef eval_gy(Tmpl *T, Lanes *ln, Step *st_, int s, LLVMValueRef h
 	Irb *I = &T->I;
 	Mixer *mx = (Mixer *)T->mx;
 	LLVMValueRef pv[MX_MAXPARAM], seeds[3] = { cf32(I, 0.0), cf32(I, 0.0), dy };
-	EmitEnv env = { .x = st_->x[s], .h = hnew, .first = st_->first[s],
-	                .param = param_vals(T, ln, s, pv), .proj = st_->proj[s], .seed = seeds,
-	                .tok = st_->tok[slot_r(s)] };
+	EmitEnv env = slot_env(T, ln, st_, s, pv);
+	env.h = hnew;
+	env.seed = seeds;
 	LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
 	CHECK(memo);
 	LLVMValueRef v = emit_expr(I, &mx->g, T->g_h, &env, memo);
@@ -302,9 +302,9 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 		LLVMValueRef s1 = fsel(I, valid, dh, cf32(I, 0.0));
 		LLVMValueRef s2 = fsel(I, valid, dy[s], cf32(I, 0.0));
 		LLVMValueRef pv[MX_MAXPARAM], seeds[3] = { s0, s1, s2 };
-		EmitEnv env = { .x = stp.x[s], .h = hn, .first = stp.first[s],
-		                .param = param_vals(T, ln, s, pv), .proj = stp.proj[s], .seed = seeds,
-		                .tok = stp.tok[slot_r(s)] };
+		EmitEnv env = slot_env(T, ln, &stp, s, pv);
+		env.h = hn;
+		env.seed = seeds;
 		LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
 		CHECK(memo);
 		LLVMValueRef zero = cf32(I, 0.0);

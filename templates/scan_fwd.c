@@ -190,8 +190,8 @@ void tmpl_fwd_apply(Tmpl *T)
 			LLVMValueRef hn = fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]);
 			var_set(I, h[s], hn);
 			LLVMValueRef pv[MX_MAXPARAM] = { 0 };
-			EmitEnv env = { .x = stp.x[s], .h = hn, .first = stp.first[s], .param = param_vals(T, &ln, s, pv), .proj = stp.proj[s],
-			                .tok = stp.tok[slot_r(s)] };
+			EmitEnv env = slot_env(T, &ln, &stp, s, pv);
+			env.h = hn;
 			LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
 			CHECK(memo);
 			ytmp[s] = emit_expr(I, &mx->g, T->e_y, &env, memo);

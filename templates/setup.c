@@ -119,6 +119,14 @@ void tmpl_derive(Tmpl *T)
 	ExGraph *g = &T->mx->g;
 	T->derived = 1;
 	split_stages(T, g);
+	/* -C * r * softplus(lam) as r * (-C * softplus(lam)): the kernels
+	 * compute the second factor once per lane (before the derivative, so
+	 * the adjoints are grouped the same way) */
+	int fr[3] = { T->e_log_a, T->e_b, T->e_y };
+	ex_group_invariant(g, fr, 3);
+	T->e_log_a = fr[0];
+	T->e_b = fr[1];
+	T->e_y = fr[2];
 	int leaves[2 + MX_MAXPROJ + MX_MAXPARAM + TM_MAXZ], grads[2 + MX_MAXPROJ + MX_MAXPARAM + TM_MAXZ];
 	int n = 0;
 	leaves[n++] = ex_leaf(g, EX_X, 0);
@@ -142,8 +150,31 @@ void tmpl_derive(Tmpl *T)
 		T->g_param[p] = grads[n++];
 	for (int k = 0; k < T->nz; k++)
 		T->g_tok[k] = grads[n++];
-	if (T->nz == 0)
+	/* the element stage's adjoints grouped the same way */
+	int er[3 + MX_MAXPROJ + MX_MAXPARAM + TM_MAXZ];
+	n = 0;
+	er[n++] = T->g_x;
+	er[n++] = T->g_h;
+	for (int j = 0; j < mx->nproj; j++)
+		er[n++] = T->g_proj[j];
+	for (int p = 0; p < mx->nparam; p++)
+		er[n++] = T->g_param[p];
+	for (int k = 0; k < T->nz; k++)
+		er[n++] = T->g_tok[k];
+	ex_group_invariant(g, er, n);
+	n = 0;
+	T->g_x = er[n++];
+	T->g_h = er[n++];
+	for (int j = 0; j < mx->nproj; j++)
+		T->g_proj[j] = er[n++];
+	for (int p = 0; p < mx->nparam; p++)
+		T->g_param[p] = er[n++];
+	for (int k = 0; k < T->nz; k++)
+		T->g_tok[k] = er[n++];
+	if (T->nz == 0) {
+		T->inv_node = ex_invariants(g);
 		return;
+	}
 	/* token stage: z[k] over the token projections and scalar parameters */
 	int tseed[TM_MAXZ];
 	n = 0;
@@ -159,6 +190,16 @@ void tmpl_derive(Tmpl *T)
 		T->tg_proj[j] = grads[n++];
 	for (int p = 0; p < mx->nparam; p++)
 		T->tg_param[p] = grads[n++];
+	T->inv_node = ex_invariants(g);
+}
+
+void tmpl_free(Tmpl *T)
+{
+	if (!T)
+		return;
+	free(T->inv_node);
+	free(T->inv_memo);
+	free(T);
 }
 
 static void add_ws(Tmpl *T, const char *name, const char *bytes, const char *life, int zero)

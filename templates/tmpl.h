@@ -93,6 +93,8 @@ typedef struct {
 	int g_proj[MX_MAXPROJ];
 	int g_param[MX_MAXPARAM];
 	int derived;              /* tmpl_derive has run */
+	unsigned char *inv_node;  /* lane-invariant nodes of the graph (ex_invariants), set by tmpl_derive */
+	LLVMValueRef *inv_memo;   /* 8 x graph length: the hoisted values of the kernel being built (lanes_init) */
 	/* plan */
 	Launch fwd[8], bwd[8];
 	int nfwd, nbwd;
@@ -121,6 +123,7 @@ typedef struct {
 	int seg_n, seg_flags, seg_step;            /* steps per segment, what is staged (SEG_*), bytes per step */
 	LLVMValueRef seg_i0;                       /* first step of the staged segment */
 	int seg_keep;                              /* the buffer already holds the next segment: do not stage */
+	LLVMBasicBlockRef hoist;                   /* lane-invariant values are emitted here (slot_env) */
 } Lanes;
 
 /* Values of one gate step for the 8 slots. */
@@ -210,6 +213,9 @@ void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
 void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj);
 /* the parameters as slot s sees them (its channel's value, or the scalar), into pv */
 LLVMValueRef *param_vals(Tmpl *T, Lanes *ln, int s, LLVMValueRef *pv);
+/* the leaves of slot s at step st (x, the reset flag, parameters, projections,
+ * per-token values; h and seeds are the caller's) and the lane's hoisting */
+EmitEnv slot_env(Tmpl *T, Lanes *ln, const Step *st, int s, LLVMValueRef *pv);
 /* element index (i64) of row r and channel ch of the lane's head in a
  * per-channel array [B][n][D]: tile maps and carries (n = NT), checkpoints (n = NG) */
 LLVMValueRef tile_chan(Tmpl *T, const Lanes *ln, LLVMValueRef r, LLVMValueRef n, LLVMValueRef ch);
@@ -268,6 +274,7 @@ static inline int lb_carry_at(int smem_off) { return smem_off + 16; }
 void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v);
 /* the stage split and every derivative the kernels evaluate (no IR) */
 void tmpl_derive(Tmpl *T);
+void tmpl_free(Tmpl *T);           /* a calloc'd Tmpl and what derivation allocated */
 void tmpl_fwd_gates(Tmpl *T);      /* unfused: log_a, b to memory */
 void tmpl_fwd_reduce(Tmpl *T);
 void tmpl_fwd_apply(Tmpl *T);

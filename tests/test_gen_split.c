@@ -60,16 +60,21 @@ static void check_variant(VariantSet *vs, int vi)
 	ex_grad(g, 3, outs, seeds, n, leaves, full);
 	/* (mx's copy of the graph header may be stale now; only g is used below) */
 
-	if (T->ntp == 0) {
-		check(T->nz == 0 && T->e_log_a == mx.log_a && T->e_b == mx.b && T->e_y == mx.y, what,
-		      "no token projection: no token stage, element stage = the mixer's own roots");
-		free(T);
-		return;
-	}
+	/* grouping: log_a is (varying) * (one invariant factor), -C * softplus(lam)
+	 * for RG-LRU and -exp(theta) * softplus(lam) for SAMU */
+	const ExNode *la = &g->n[T->e_log_a];
+	int grouped = la->op == EX_MUL && T->inv_node[la->a] != T->inv_node[la->b];
+	int var = grouped ? (T->inv_node[la->a] ? la->b : la->a) : -1;
+	check(grouped && g->n[var].op != EX_MUL, what, "log_a = (one varying factor) * (its invariant factors as one node) (varying op %s)",
+	      var >= 0 ? ex_opname(g->n[var].op) : "-");
+	if (T->ntp == 0)
+		check(T->nz == 0, what, "no token projection: no token stage (%d values)", T->nz);
 	int bare = 0;
 	for (int k = 0; k < T->nz; k++)
 		bare += g->n[T->z[k]].op == EX_PROJ;
-	if (v->shared_sfu)
+	if (T->ntp == 0)
+		;
+	else if (v->shared_sfu)
 		check(T->nz == 2 && bare == 0, what, "shared_sfu: %d token values, %d bare projections (want 2, 0)", T->nz, bare);
 	else
 		check(T->nz == T->ntp && bare == T->nz, what, "per element: the token values are the %d projections (got %d, %d bare)",
@@ -110,13 +115,13 @@ static void check_variant(VariantSet *vs, int vi)
 				worst_grad = fmax(worst_grad, relerr(ex_eval(g, full[n], &whole), ex_eval(g, T->tg_proj[t], &back)));
 		}
 		for (int p = 0; p < mx.nparam; p++, n++) {
-			double split = ex_eval(g, T->g_param[p], &elem) + ex_eval(g, T->tg_param[p], &back);
+			double split = ex_eval(g, T->g_param[p], &elem) + (T->nz ? ex_eval(g, T->tg_param[p], &back) : 0.0);
 			worst_grad = fmax(worst_grad, relerr(ex_eval(g, full[n], &whole), split));
 		}
 	}
 	check(worst_fwd < 1e-12, what, "element stage over the token values = log_a, b, y (max rel err %.1e)", worst_fwd);
 	check(worst_grad < 1e-10, what, "dx, d/du, d/dv and every parameter gradient through the split (max rel err %.1e)", worst_grad);
-	free(T);
+	tmpl_free(T);
 }
 
 int main(void)
