@@ -8,6 +8,10 @@
 #          bench/h200_suite.sh verify    goldens, then every variant at the
 #                                        seed's shapes, B=3 L=1000, D=512 and 2048, B=8
 #          bench/h200_suite.sh all       both
+#          bench/h200_suite.sh others    $RGLRU_V and $SAMU_V (the L=131072 winners)
+#                                        at 8x16384x1024 and 1x65536x4096, and
+#                                        the look-back variants verified at
+#                                        16x2048x1024, 1x262144x1024, 2x65536x2048
 #          bench/h200_suite.sh quick     goldens, 1x8192x1024 and 3x1000x1024 for
 #                                        every variant, then bench --profile at
 #                                        1x131072x1024 for each MIXER/VARIANT named
@@ -39,6 +43,20 @@ if [ "$mode" = quick ]; then
 			>> "$OUT/bench_quick.log" 2>&1 || rc=1
 	done
 	grep -vE "^\[|^calib|^ *$" "$OUT/bench_quick.log" | head -200
+fi
+if [ "$mode" = others ]; then
+	# RGLRU_V, SAMU_V: the variants to time (the calibrated L=131072 winners)
+	for mv in "rglru ${RGLRU_V:-}" "samu ${SAMU_V:-}"; do
+		set -- $mv
+		[ $# -eq 2 ] || { echo "others: no variant given for $1 (RGLRU_V / SAMU_V)"; rc=1; continue; }
+		"$BIN" bench --dir "$D" --shapes 8x16384x1024,1x65536x4096 --mixer "$1" --variant "$2" --rounds 1 --samples 5 \
+			--out "$OUT/other_shapes_$1_h200.json" > "$OUT/other_shapes_$1.log" 2>&1 || rc=1
+		tail -6 "$OUT/other_shapes_$1.log"
+	done
+	lbv=""
+	for f in "$D"/*_lookback_*.ptx; do b=$(basename "$f" .ptx); lbv="$lbv --variant ${b#*.}"; done
+	"$BIN" verify --dir "$D" $lbv --shape 16x2048x1024 --shape 1x262144x1024 --shape 2x65536x2048 \
+		> "$OUT/verify_lookback_stress.log" 2>&1 || rc=1
 fi
 if [ "$mode" = results ] || [ "$mode" = all ]; then
 	"$BIN" calibrate --dir "$D" --shapes "$SEED" --out "$OUT/calibration_h200.json" > "$OUT/calibrate.log" 2>&1 || rc=1
