@@ -243,6 +243,8 @@ void tmpl_tok_bwd(Tmpl *T)
 	irb_ret(I);
 }
 
+#define TOKDX_ROWS 4
+
 void tmpl_tok_dx(Tmpl *T)
 {
 	Irb *I = &T->I;
@@ -277,22 +279,41 @@ void tmpl_tok_dx(Tmpl *T)
 		for (int e = 0; e < 8; e++)
 			acc[j][e] = var_init(I, cf32(I, 0.0), "dw");
 	}
+	/* TOKDX_ROWS rows per trip, every load issued before the first store:
+	 * dx is read and written through one pointer, so the compiler cannot
+	 * move a later row's loads above an earlier row's store, and one row
+	 * in flight per thread leaves the memory system a quarter idle */
+	LLVMValueRef stride = imul(I, nctaid(I, 0), ci32(I, 32));
 	Loop L;
-	loop_begin(I, &L, iadd(I, imul(I, ctaid(I, 0), ci32(I, 32)), rl), BL, imul(I, nctaid(I, 0), ci32(I, 32)), "t");
-	L.unroll = 2;
-	LLVMValueRef t = loop_i(I, &L);
-	LLVMValueRef idx = iadd(I, imul(I, sext64(I, t), sext64(I, D)), sext64(I, col));
-	LLVMValueRef xv[8], dv[8];
-	unpack8(I, ld(I, v4i, gep_bf16(I, x, idx), 16), xv);
-	unpack8(I, ld(I, v4i, gep_bf16(I, dx, idx), 16), dv);
-	for (int j = 0; j < T->ntp; j++) {
-		LLVMValueRef dp = ld(I, I->f32, gep_f32(I, dtok, iadd(I, imul(I, sext64(I, t), ci64(I, T->ntp)), ci64(I, j))), 4);
-		for (int e = 0; e < 8; e++) {
-			dv[e] = fadd(I, dv[e], fmul(I, w[j][e], dp));
-			var_set(I, acc[j][e], fadd(I, var_get(I, acc[j][e]), fmul(I, dp, xv[e])));
+	loop_begin(I, &L, iadd(I, imul(I, ctaid(I, 0), ci32(I, 32)), rl), BL, imul(I, stride, ci32(I, TOKDX_ROWS)), "t");
+	L.unroll = 0;
+	LLVMValueRef t0 = loop_i(I, &L);
+	LLVMValueRef valid[TOKDX_ROWS], idx[TOKDX_ROWS], xv[TOKDX_ROWS][8], dv[TOKDX_ROWS][8], dp[TOKDX_ROWS][MX_MAXPROJ];
+	for (int k = 0; k < TOKDX_ROWS; k++) {
+		LLVMValueRef t = iadd(I, t0, imul(I, stride, ci32(I, k)));
+		valid[k] = ilt(I, t, BL);
+		t = LLVMBuildSelect(I->b, valid[k], t, ci32(I, 0), "");   /* row 0 stands in: read, never written */
+		idx[k] = iadd(I, imul(I, sext64(I, t), sext64(I, D)), sext64(I, col));
+		unpack8(I, ld(I, v4i, gep_bf16(I, x, idx[k]), 16), xv[k]);
+		unpack8(I, ld(I, v4i, gep_bf16(I, dx, idx[k]), 16), dv[k]);
+		for (int j = 0; j < T->ntp; j++)
+			dp[k][j] = ld(I, I->f32, gep_f32(I, dtok, iadd(I, imul(I, sext64(I, t), ci64(I, T->ntp)), ci64(I, j))), 4);
+	}
+	for (int k = 0; k < TOKDX_ROWS; k++) {
+		for (int j = 0; j < T->ntp; j++) {
+			LLVMValueRef d = fsel(I, valid[k], dp[k][j], cf32(I, 0.0));
+			for (int e = 0; e < 8; e++) {
+				dv[k][e] = fadd(I, dv[k][e], fmul(I, w[j][e], d));
+				var_set(I, acc[j][e], fadd(I, var_get(I, acc[j][e]), fmul(I, d, xv[k][e])));
+			}
 		}
 	}
-	st(I, pack8(I, dv), gep_bf16(I, dx, idx), 16);
+	for (int k = 0; k < TOKDX_ROWS; k++) {
+		IfBlk f;
+		if_begin(I, &f, valid[k], "st");
+		st(I, pack8(I, dv[k]), gep_bf16(I, dx, idx[k]), 16);
+		if_end(I, &f);
+	}
 	loop_end(I, &L);
 	/* the 32 row lanes of each channel summed in order through shared memory */
 	for (int j = 0; j < T->ntp; j++)
