@@ -141,6 +141,7 @@ void tmpl_derive(Tmpl *T)
 		T->seed[k] = ex_leaf(g, EX_SEED, k);
 	int outs[3] = { T->e_log_a, T->e_b, T->e_y };
 	ex_grad(g, 3, outs, T->seed, n, leaves, grads);
+	ex_group_invariant(g, grads, n);   /* the adjoints grouped as the forward is */
 	n = 0;
 	T->g_x = grads[n++];
 	T->g_h = grads[n++];
@@ -150,27 +151,6 @@ void tmpl_derive(Tmpl *T)
 		T->g_param[p] = grads[n++];
 	for (int k = 0; k < T->nz; k++)
 		T->g_tok[k] = grads[n++];
-	/* the element stage's adjoints grouped the same way */
-	int er[3 + MX_MAXPROJ + MX_MAXPARAM + TM_MAXZ];
-	n = 0;
-	er[n++] = T->g_x;
-	er[n++] = T->g_h;
-	for (int j = 0; j < mx->nproj; j++)
-		er[n++] = T->g_proj[j];
-	for (int p = 0; p < mx->nparam; p++)
-		er[n++] = T->g_param[p];
-	for (int k = 0; k < T->nz; k++)
-		er[n++] = T->g_tok[k];
-	ex_group_invariant(g, er, n);
-	n = 0;
-	T->g_x = er[n++];
-	T->g_h = er[n++];
-	for (int j = 0; j < mx->nproj; j++)
-		T->g_proj[j] = er[n++];
-	for (int p = 0; p < mx->nparam; p++)
-		T->g_param[p] = er[n++];
-	for (int k = 0; k < T->nz; k++)
-		T->g_tok[k] = er[n++];
 	if (T->nz == 0) {
 		T->inv_node = ex_invariants(g);
 		return;

@@ -228,6 +228,20 @@ static double lam_init(unsigned long long *s)
 	return log(exp(-0.5 * log(urand(s, 0.81, 0.998))) - 1);
 }
 
+/* leaves of a cell, with 1 - a^2 kept away from 0, where the bounded
+ * derivative of sqrtb (deliberately) differs from the true one */
+static Vals draw(const ExGraph *g, int log_a, void (*fill)(Vals *, unsigned long long *), unsigned long long *rng,
+                 int first)
+{
+	Vals v = { 0 };
+	do {
+		fill(&v, rng);
+		v.first = first;
+		for (int j = 0; j < 3; j++) v.seed[j] = urand(rng, -1.5, 1.5);
+	} while (1 - exp(2 * eval(g, log_a, &v)) < 0.02);
+	return v;
+}
+
 static void test_cell(const char *name, void (*build)(ExGraph *, int *), const Leaf *leaves, int nleaf,
                       void (*fill)(Vals *, unsigned long long *))
 {
@@ -238,14 +252,7 @@ static void test_cell(const char *name, void (*build)(ExGraph *, int *), const L
 		int out[3], seeds[3];
 		build(&g, out);
 		for (int j = 0; j < 3; j++) seeds[j] = ex_leaf(&g, EX_SEED, j);
-		Vals v = { 0 };
-		/* keep 1 - a^2 away from 0, where the bounded derivative of sqrtb
-		 * (deliberately) differs from the true one */
-		do {
-			fill(&v, &rng);
-			v.first = trial % 2;
-			for (int j = 0; j < 3; j++) v.seed[j] = urand(&rng, -1.5, 1.5);
-		} while (1 - exp(2 * eval(&g, out[0], &v)) < 0.02);
+		Vals v = draw(&g, out[0], fill, &rng, trial % 2);
 		char what[64];
 		snprintf(what, sizeof what, "%s cell (first=%d, trial %d)", name, trial % 2, trial);
 		check_grads(&g, what, 3, out, seeds, nleaf, leaves, &v, 1e-6);
@@ -372,12 +379,7 @@ static void test_group(const char *name, void (*build)(ExGraph *, int *), const 
 	check(twice, "%s: 2 * log_a keeps the root log_a whole (not refolded into 2 * invariant)", name);
 	for (int j = 0; j < 3; j++) seeds[j] = ex_leaf(&g, EX_SEED, j);
 	for (int trial = 0; trial < 4; trial++) {
-		Vals v = { 0 };
-		do {
-			fill(&v, &rng);
-			v.first = trial % 2;
-			for (int j = 0; j < 3; j++) v.seed[j] = urand(&rng, -1.5, 1.5);
-		} while (1 - exp(2 * eval(&g, out[0], &v)) < 0.02);
+		Vals v = draw(&g, out[0], fill, &rng, trial % 2);
 		double worst = 0;
 		for (int j = 0; j < 3; j++) {
 			double a = eval(&g, out[j], &v), b = eval(&g, grp[j], &v);
