@@ -60,16 +60,23 @@ static LLVMValueRef leaf(Irb *I, LLVMValueRef v, const char *what, int idx)
 	return v;
 }
 
-/* emits fn(node) at the end of the hoist block, cached in env->inv */
+/* the builder to the end of the hoist block; returns where to come back */
+static LLVMBasicBlockRef hoist_enter(Irb *I, const EmitEnv *env)
+{
+	LLVMBasicBlockRef cur = LLVMGetInsertBlock(I->b);
+	LLVMPositionBuilderBefore(I->b, LLVMGetBasicBlockTerminator(env->hoist));
+	return cur;
+}
+
+/* node (lane-invariant) emitted once in the hoist block, cached in env->inv */
 static LLVMValueRef hoisted(Irb *I, const ExGraph *g, int node, const EmitEnv *env)
 {
 	if (!env->inv[node]) {
-		LLVMBasicBlockRef cur = LLVMGetInsertBlock(I->b);
-		LLVMPositionBuilderBefore(I->b, LLVMGetBasicBlockTerminator(env->hoist));
+		LLVMBasicBlockRef back = hoist_enter(I, env);
 		EmitEnv e = *env;
 		e.inv = NULL;   /* below here every node is invariant: env->inv is the memo */
 		emit_expr(I, g, node, &e, env->inv);
-		LLVMPositionBuilderAtEnd(I->b, cur);
+		LLVMPositionBuilderAtEnd(I->b, back);
 	}
 	return env->inv[node];
 }
@@ -83,10 +90,9 @@ LLVMValueRef emit_exp(Irb *I, const ExGraph *g, int node, const EmitEnv *env, LL
 		if (env->inv) {
 			if (!env->inv_l2e[k]) {
 				LLVMValueRef kv = hoisted(I, g, k, env);
-				LLVMBasicBlockRef cur = LLVMGetInsertBlock(I->b);
-				LLVMPositionBuilderBefore(I->b, LLVMGetBasicBlockTerminator(env->hoist));
+				LLVMBasicBlockRef back = hoist_enter(I, env);
 				env->inv_l2e[k] = fmul(I, kv, cf32(I, 1.4426950408889634));
-				LLVMPositionBuilderAtEnd(I->b, cur);
+				LLVMPositionBuilderAtEnd(I->b, back);
 			}
 			kl = env->inv_l2e[k];
 		} else {

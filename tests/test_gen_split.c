@@ -15,7 +15,10 @@
  *     (element stage, then token stage, the two parts of a scalar summed)
  *     equal those of the whole graph, and dx's element part is unchanged,
  *   - shared_sfu moves the special functions into the token stage (two
- *     values, neither a bare projection) and its absence does not.
+ *     values, neither a bare projection) and its absence does not,
+ *   - log_a's lane-invariant factors are grouped into one node
+ *     (ex_group_invariant), for RG-LRU as well, whose values and gradients
+ *     are checked the same way.
  */
 #include "script.h"
 #include "tmpl.h"
