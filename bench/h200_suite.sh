@@ -24,7 +24,8 @@ mkdir -p "$OUT" /tmp/recur-ptx
 [ -d /tmp/recur-ptx/${PTXSET:-ptx} ] || tar xJf .carry/ptx.tar.xz -C /tmp/recur-ptx
 D=/tmp/recur-ptx/${PTXSET:-ptx}   # PTXSET: which carried set (default ptx)
 SEED="1x8192x1024,1x32768x1024,1x65536x1024,1x131072x1024"
-# (at most 8 files under $OUT come back from the machine: keep it to that)
+# (at most 8 files under $OUT come back from the machine: with more, the
+# end of this script packs them into $OUT/suite.tar.xz)
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 rc=0
 if [ "$mode" = verify ] || [ "$mode" = all ]; then
@@ -77,4 +78,16 @@ for f in "$OUT"/verify_*.log; do
 	echo "== $(basename "$f" .log): $(tail -1 "$f")"
 	grep -E "FAIL" "$f" | head -5
 done
+# at most 8 files come back from the machine: more go back as one archive
+n=$(find "$OUT" -maxdepth 1 -type f | wc -l)
+if [ "$n" -gt 8 ]; then
+	pack=$(mktemp /tmp/recur-suite.XXXXXX)
+	if tar cJf "$pack" -C "$OUT" . ; then
+		find "$OUT" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
+		mv "$pack" "$OUT/suite.tar.xz"
+		echo "$n files packed into suite.tar.xz (tar xJf suite.tar.xz)"
+	else
+		echo "packing the $n files failed: only 8 of them come back"; rc=1
+	fi
+fi
 exit $rc
