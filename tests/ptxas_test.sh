@@ -93,5 +93,24 @@ for f in "$work"/ptx/*.ptx; do
 		echo "ok   $v: $(echo "$report" | awk '{ split($2, r, "="); printf "%s:%s ", $1, r[2] }')"; pass=$((pass+1))
 	fi
 done
+# values over parameters alone are computed once per lane, outside the
+# loops: no lg2 in any loop of a scan kernel whose only log is of a
+# parameter (RG-LRU's softplus(lam); SAMU's with shared_sfu, where the
+# per-token softplus(u) is the controller's); and every bf16 pair is
+# packed by one cvt.rn.bf16x2.f32
+hbad=0 hn=0
+for f in "$work"/ptx/rglru.*.ptx "$work"/ptx/samu.*shared_sfu*.ptx; do
+	for k in $(grep -o "^.visible .entry [a-z_]*" "$f" | awk '{ print $3 }' | grep -E "_(fwd_scan|fwd_apply|fwd_reduce|bwd_reduce|bwd_apply)$"); do
+		hn=$((hn+1))
+		l=$("$src/bench/ptx_loops.sh" "$f" "$k" | awk 'NR > 1 && $9 > 0 { n++ } END { print n + 0 }')
+		[ "$l" -eq 0 ] || { echo "FAIL $(basename "$f") $k: lg2 inside $l loop(s): a parameter-only value is not hoisted"; hbad=$((hbad+1)); }
+	done
+done
+single=$(grep -l "cvt.rn.bf16.f32" "$work"/ptx/*.ptx | wc -l)
+if [ "$hbad" -eq 0 ] && [ "$hn" -gt 0 ] && [ "$single" -eq 0 ]; then
+	echo "ok   no lg2 in the loops of $hn scan kernels (parameter-only values hoisted); bf16 packed in pairs everywhere"; pass=$((pass+1))
+else
+	echo "FAIL hoisting or packing: $hbad of $hn kernels with lg2 in a loop; $single PTX files with single bf16 converts"; fail=$((fail+1))
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
