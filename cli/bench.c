@@ -95,10 +95,8 @@ static int parse(int argc, char **argv, BenchOpts *o)
 		else if (!strcmp(a, "--calibration")) o->calpath = v;
 		else if (!strcmp(a, "--out")) o->out = v;
 		else if (!strcmp(a, "--seed")) {
-			if (cli_parse_seed(v, &o->seed)) {
-				fprintf(stderr, "recur bench: --seed %s: want a whole number from 0 to 2^64-1\n", v);
+			if (cli_parse_seed("bench", v, &o->seed))
 				return -1;
-			}
 		}
 		else if (!strcmp(a, "--variant") && o->nover < B_MAXMIX) o->over[o->nover++] = v;
 		else if (!strcmp(a, "--mixer") && o->nonly < B_MAXMIX) o->only[o->nonly++] = v;

@@ -72,10 +72,8 @@ static int parse(int argc, char **argv, CalOpts *o)
 		if (!strcmp(a, "--dir")) o->dir = v;
 		else if (!strcmp(a, "--out")) o->out = v;
 		else if (!strcmp(a, "--seed")) {
-			if (cli_parse_seed(v, &o->seed)) {
-				fprintf(stderr, "recur calibrate: --seed %s: want a whole number from 0 to 2^64-1\n", v);
+			if (cli_parse_seed("calibrate", v, &o->seed))
 				return -1;
-			}
 		}
 		else if (!strcmp(a, "--mixer") && o->nonly < C_MAXMIX) o->only[o->nonly++] = v;
 		else if (!strcmp(a, "--skip") && o->nskip < C_MAXSKIP) o->skip[o->nskip++] = v;

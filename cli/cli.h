@@ -8,8 +8,9 @@ const char *cli_lua_root(void);
 int cli_parse_shape(const char *s, recur_shape *sh);
 /* a whole decimal integer in [lo, hi]: 0, or -1 (out untouched) */
 int cli_parse_int(const char *s, int lo, int hi, int *out);
-/* a random seed: a whole unsigned decimal that fits 64 bits; 0, or -1 */
-int cli_parse_seed(const char *s, uint64_t *out);
+/* a random seed: a whole unsigned decimal that fits 64 bits; 0, or -1
+ * after telling stderr which command's --seed value was refused */
+int cli_parse_seed(const char *cmd, const char *s, uint64_t *out);
 int cli_verify(int argc, char **argv);
 int cli_calibrate(int argc, char **argv);   /* calibrate.c */
 int cli_bench(int argc, char **argv);       /* bench.c */

@@ -63,13 +63,15 @@ int cli_parse_int(const char *s, int lo, int hi, int *out)
 	return 0;
 }
 
-int cli_parse_seed(const char *s, uint64_t *out)
+int cli_parse_seed(const char *cmd, const char *s, uint64_t *out)
 {
 	char *end;
 	errno = 0;
 	unsigned long long v = strtoull(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end != 0 || errno == ERANGE)
+	if (*s < '0' || *s > '9' || *end != 0 || errno == ERANGE) {
+		fprintf(stderr, "recur %s: --seed %s: want a whole number from 0 to 2^64-1\n", cmd, s);
 		return -1;
+	}
 	*out = (uint64_t)v;
 	return 0;
 }

@@ -418,10 +418,8 @@ int cli_verify(int argc, char **argv)
 		else if (!strcmp(a, "--variant") && i + 1 < argc && nnames < 256) names[nnames++] = argv[++i];
 		else if (!strcmp(a, "--mixer") && i + 1 < argc) mixer = argv[++i];
 		else if (!strcmp(a, "--seed") && i + 1 < argc) {
-			if (cli_parse_seed(argv[++i], &seed)) {
-				fprintf(stderr, "recur verify: --seed %s: want a whole number from 0 to 2^64-1\n", argv[i]);
+			if (cli_parse_seed("verify", argv[++i], &seed))
 				return 2;
-			}
 		}
 		else if (!strcmp(a, "--dump") && i + 1 < argc) cx.dump = argv[++i];
 		else if (!strcmp(a, "--goldens") && i + 1 < argc) goldens = argv[++i];

@@ -8,10 +8,10 @@
  * leaves (NULL) that an expression needs are an internal error. */
 typedef struct {
 	LLVMValueRef x, h, first;
-	LLVMValueRef *param;   /* indexed by parameter idx */
-	LLVMValueRef *proj;    /* indexed by projection idx */
-	LLVMValueRef *seed;    /* indexed by seed idx */
-	LLVMValueRef *tok;     /* indexed by per-token value idx */
+	LLVMValueRef const *param;   /* indexed by parameter idx */
+	LLVMValueRef const *proj;    /* indexed by projection idx */
+	LLVMValueRef const *seed;    /* indexed by seed idx */
+	LLVMValueRef const *tok;     /* indexed by per-token value idx */
 	int precise;           /* a per-token site: sigmoid and tanh without the one-op approximation */
 	/* Lane-invariant nodes (over parameters and constants only; inv_node[id]
 	 * != 0) are emitted once, at the end of hoist (irb_hoist_block), into

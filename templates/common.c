@@ -282,7 +282,7 @@ LLVMValueRef *param_vals(Tmpl *T, Lanes *ln, int s, LLVMValueRef *pv)
 EmitEnv slot_env(Tmpl *T, Lanes *ln, const Step *st, int s, LLVMValueRef *pv)
 {
 	EmitEnv e = { .x = st->x[s], .first = st->first[s], .param = param_vals(T, ln, s, pv),
-	              .proj = (LLVMValueRef *)st->proj[s], .tok = (LLVMValueRef *)st->tok[slot_r(s)] };
+	              .proj = st->proj[s], .tok = st->tok[slot_r(s)] };
 	if (ln->hoist) {
 		size_t n = (size_t)T->mx->g.len;
 		e.inv_node = T->inv_node;
