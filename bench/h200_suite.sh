@@ -6,7 +6,8 @@
 #   usage: bench/h200_suite.sh results   calibrate every variant at the seed's
 #                                        shapes, bench (the protocol), compare
 #          bench/h200_suite.sh verify    goldens, then every variant at the
-#                                        seed's shapes, B=3 L=1000, D=512 and 2048, B=8
+#                                        seed's shapes, B=3 L=1000, D=512 and 2048, B=8,
+#                                        and the cluster edge shapes
 #          bench/h200_suite.sh all       both
 #          bench/h200_suite.sh others    $RGLRU_V and $SAMU_V (the L=131072 winners)
 #                                        at 8x16384x1024 and 1x65536x4096, and
@@ -24,6 +25,10 @@ mkdir -p "$OUT" /tmp/recur-ptx
 [ -d /tmp/recur-ptx/${PTXSET:-ptx} ] || tar xJf .carry/ptx.tar.xz -C /tmp/recur-ptx
 D=/tmp/recur-ptx/${PTXSET:-ptx}   # PTXSET: which carried set (default ptx)
 SEED="1x8192x1024,1x32768x1024,1x65536x1024,1x131072x1024"
+# RG-LRU's bwd_apply with fewer blocks than tiles, so that its clusters of 2
+# divide them: 3 tiles at prefix 32 chunk 8 (G = 2) and 5 (G = 4, block 0
+# takes tiles 0 and 4)
+CLUSTER_SHAPES="--shape 2x768x256 --shape 1x1280x512"
 # (at most 8 files under $OUT come back from the machine: with more, the
 # end of this script packs them into $OUT/suite.tar.xz)
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -31,13 +36,14 @@ rc=0
 if [ "$mode" = verify ] || [ "$mode" = all ]; then
 	"$BIN" verify --dir "$D" --goldens .carry/goldens > "$OUT/verify_goldens.log" 2>&1 || rc=1
 	"$BIN" verify --dir "$D" $(echo "$SEED" | tr ',' '\n' | sed 's/^/--shape /') --shape 3x1000x1024 \
-		> "$OUT/verify_seed.log" 2>&1 || rc=1
+		$CLUSTER_SHAPES > "$OUT/verify_seed.log" 2>&1 || rc=1
 	"$BIN" verify --dir "$D" --shape 1x4096x512 --shape 1x4096x2048 --shape 8x4096x1024 > "$OUT/verify_widths.log" 2>&1 || rc=1
 fi
 if [ "$mode" = quick ]; then
 	if [ -z "${NOVERIFY:-}" ]; then   # NOVERIFY=1: time only
 		"$BIN" verify --dir "$D" --goldens .carry/goldens > "$OUT/verify_goldens.log" 2>&1 || rc=1
-		"$BIN" verify --dir "$D" --shape 1x8192x1024 --shape 3x1000x1024 --shape 2x37x64 > "$OUT/verify_quick.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$D" --shape 1x8192x1024 --shape 3x1000x1024 --shape 2x37x64 $CLUSTER_SHAPES \
+			> "$OUT/verify_quick.log" 2>&1 || rc=1
 	fi
 	for mv in ${VARIANTS:-}; do
 		"$BIN" bench --dir "$D" --shapes 1x131072x1024 --mixer "${mv%%/*}" --variant "${mv#*/}" --profile --rounds 1 --samples 5 \

@@ -348,6 +348,8 @@ static int mix_profile(Bench *bn, Mix *mx, char *err, size_t n)
 			K->block = li.block;
 			K->dyn_smem = li.dyn_smem;
 			K->blocks_per_sm = li.blocks_per_sm;
+			K->cluster = li.cluster;
+			K->max_clusters = li.max_clusters;
 			K->bytes = 0;
 			if (vi >= 0 && recur_launch_bytes(bn->m, vi, p, i, r->shape, &K->bytes, err, n) != 0) {
 				recur_set_profiling(mx->v, 0);
@@ -366,6 +368,14 @@ static int mix_profile(Bench *bn, Mix *mx, char *err, size_t n)
 			printf("  %-9s %-32s %9.4f %5d %6d %7.1f %6d %6d %9.1f %7.0f\n", p ? "backward" : "forward", K->kernel,
 			       K->ms, K->registers, K->local_bytes, (K->static_smem + K->dyn_smem) / 1024.0, K->block,
 			       K->blocks_per_sm, K->bytes * 1e-6, K->ms > 0 ? K->bytes / K->ms * 1e-6 : 0.0);
+		}
+	for (int p = 0; p < 2; p++)
+		for (int i = 0; i < r->nprof[p]; i++) {
+			const ResKernel *K = &r->prof[p][i];
+			if (K->cluster > 1)
+				printf("  %s: clusters of %d blocks, %d clusters (%d blocks) active at once; grid %u blocks\n",
+				       K->kernel, K->cluster, K->max_clusters, K->max_clusters * K->cluster,
+				       K->grid[0] * K->grid[1] * K->grid[2]);
 		}
 	printf("  (smem: static + dynamic per block; blk/SM: blocks that fit an SM; MB: what each kernel must move,\n"
 	       "   every tensor and workspace it touches once; GB/s: that over its time)\n");

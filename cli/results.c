@@ -87,6 +87,10 @@ static json_t *profile_json(const ResRow *r)
 				json_object_set_new(e, "block", json_integer(k->block));
 				json_object_set_new(e, "dynamic_smem_bytes", json_integer(k->dyn_smem));
 				json_object_set_new(e, "blocks_per_sm", json_integer(k->blocks_per_sm));
+				if (k->cluster > 1) {
+					json_object_set_new(e, "cluster", json_integer(k->cluster));
+					json_object_set_new(e, "max_active_clusters", json_integer(k->max_clusters));
+				}
 			}
 			json_array_append_new(a, e);
 		}

@@ -39,6 +39,7 @@ typedef struct {
 	int registers, local_bytes, static_smem, max_threads;
 	unsigned grid[3], dyn_smem;
 	int block, blocks_per_sm;   /* as launched; 0 = unknown */
+	int cluster, max_clusters;  /* blocks per cluster (0 or 1: none) and clusters the GPU holds at once */
 } ResKernel;
 
 typedef struct {

@@ -87,6 +87,8 @@ static json_t *launches_json(const Tmpl *T, const Launch *l, int n)
 		json_object_set_new(o, "grid", json_pack("[sss]", l[i].grid[0], l[i].grid[1], l[i].grid[2]));
 		json_object_set_new(o, "block", json_pack("[iii]", l[i].block, 1, 1));
 		json_object_set_new(o, "smem", json_string(l[i].smem));
+		if (l[i].cluster[0])
+			json_object_set_new(o, "cluster", json_string(l[i].cluster));
 		tmpl_launch_bytes(T, &l[i], bytes, sizeof bytes);
 		json_object_set_new(o, "bytes", json_string(bytes));
 		json_t *args = json_array();
@@ -152,8 +154,19 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	/* blocks per (sequence, head) of the backward apply: bounds the
 	 * parameter-gradient partials whatever the length and batch (G x B
 	 * slots: 32 where a slot holds a head's 64x64 weight gradients, 128
-	 * otherwise, for enough blocks to fill the GPU) */
-	json_array_append_new(vars, json_pack("[ss]", "G", T->nbd ? "min(NT,cdiv(32,B))" : "min(NT,cdiv(128,B))"));
+	 * otherwise, for enough blocks to fill the GPU). Where there are weight
+	 * gradients, clusters of CS blocks (up to BWD_CLUSTER) add theirs in
+	 * shared memory, so GW = G / CS slots hold them; G is a multiple of CS
+	 * no larger than G0, so no block of a cluster idles at the barrier. */
+	if (T->nbd) {
+		json_array_append_new(vars, json_pack("[ss]", "G0", "min(NT,cdiv(32,B))"));
+		snprintf(buf, sizeof buf, "min(G0,%d)", BWD_CLUSTER);
+		json_array_append_new(vars, json_pack("[ss]", "CS", buf));
+		json_array_append_new(vars, json_pack("[ss]", "G", "CS*(G0/CS)"));
+		json_array_append_new(vars, json_pack("[ss]", "GW", "G/CS"));
+	} else {
+		json_array_append_new(vars, json_pack("[ss]", "G", "min(NT,cdiv(128,B))"));
+	}
 	snprintf(buf, sizeof buf, "%d", ncp);
 	json_array_append_new(vars, json_pack("[ss]", "NCP", buf));
 	snprintf(buf, sizeof buf, "%d", nsp);

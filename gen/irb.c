@@ -345,6 +345,39 @@ LLVMValueRef nctaid(Irb *I, int dim)
 
 void bar_sync(Irb *I) { call_intr(I, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); }
 
+LLVMValueRef cluster_rank(Irb *I) { return call_intr(I, "llvm.nvvm.read.ptx.sreg.cluster.ctarank", NULL, 0, NULL, 0); }
+LLVMValueRef cluster_nrank(Irb *I) { return call_intr(I, "llvm.nvvm.read.ptx.sreg.cluster.nctarank", NULL, 0, NULL, 0); }
+LLVMValueRef cluster_id_x(Irb *I) { return call_intr(I, "llvm.nvvm.read.ptx.sreg.clusterid.x", NULL, 0, NULL, 0); }
+
+void irb_trap(Irb *I) { call_intr(I, "llvm.trap", NULL, 0, NULL, 0); }
+
+void cluster_sync(Irb *I)
+{
+	call_intr(I, "llvm.nvvm.barrier.cluster.arrive.aligned", NULL, 0, NULL, 0);
+	call_intr(I, "llvm.nvvm.barrier.cluster.wait.aligned", NULL, 0, NULL, 0);
+}
+
+/* LLVM 19 has mapa but no shared::cluster address space to load through (a
+ * load of mapa's result is emitted as ld.shared::cta), so the pair is one
+ * asm block. Side effects keep it after the cluster barrier. */
+void ld_cluster_v4(Irb *I, LLVMValueRef v[4], LLVMValueRef off32, LLVMValueRef rank)
+{
+	LLVMTypeRef f4[4] = { I->f32, I->f32, I->f32, I->f32 };
+	LLVMTypeRef rt = LLVMStructTypeInContext(I->ctx, f4, 4, 0);
+	LLVMTypeRef in[2] = { I->i32, I->i32 };
+	LLVMTypeRef fty = LLVMFunctionType(rt, in, 2, 0);
+	const char *as = "{\n\t.reg .u32 ra;\n\tmapa.shared::cluster.u32 ra, $4, $5;\n\t"
+	                 "ld.shared::cluster.v4.f32 {$0, $1, $2, $3}, [ra];\n\t}";
+	const char *cons = "=f,=f,=f,=f,r,r,~{memory}";
+	LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)as, strlen(as), (char *)cons, strlen(cons), 1, 0,
+	                                   LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef addr = LLVMBuildPtrToInt(I->b, smem_ptr(I, off32), I->i32, "");
+	LLVMValueRef args[2] = { addr, rank };
+	LLVMValueRef r = LLVMBuildCall2(I->b, fty, fn, args, 2, "");
+	for (int k = 0; k < 4; k++)
+		v[k] = LLVMBuildExtractValue(I->b, r, (unsigned)k, "");
+}
+
 LLVMValueRef atom_add_u32(Irb *I, LLVMValueRef gp, LLVMValueRef v)
 {
 	return LLVMBuildAtomicRMW(I->b, LLVMAtomicRMWBinOpAdd, gp, v, LLVMAtomicOrderingMonotonic, 0);

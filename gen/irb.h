@@ -136,5 +136,18 @@ void mma_bf16(Irb *I, LLVMValueRef d[4], LLVMValueRef a[4], LLVMValueRef b[2], L
  * word of matrix m (row lane/4, columns 2(lane%4), +1; transposed: column
  * lane/4, rows 2(lane%4), +1) */
 void ldsm_x4(Irb *I, LLVMValueRef d[4], LLVMValueRef row_off32, int trans);
+/* Thread-block clusters (sm_90). A launch without cluster dimensions is a
+ * cluster of one block, so these are valid in every launch. */
+LLVMValueRef cluster_rank(Irb *I);     /* %cluster_ctarank */
+LLVMValueRef cluster_nrank(Irb *I);    /* %cluster_nctarank */
+LLVMValueRef cluster_id_x(Irb *I);     /* %clusterid.x */
+/* barrier.cluster arrive + wait: shared-memory writes of every block of
+ * the cluster before it are visible to all after it (release / acquire) */
+void cluster_sync(Irb *I);
+/* llvm.trap (PTX trap): the launch fails with an illegal-instruction error */
+void irb_trap(Irb *I);
+/* 16 bytes at shared byte offset off32 of the cluster's block `rank`
+ * (mapa + ld.shared::cluster) into v[4] */
+void ld_cluster_v4(Irb *I, LLVMValueRef v[4], LLVMValueRef off32, LLVMValueRef rank);
 
 #endif

@@ -36,7 +36,7 @@ typedef struct { CUdeviceptr p; size_t cap, need; } rt_wsbuf;   /* need: bytes o
 typedef union { CUdeviceptr p; int32_t i32; int64_t i64; } rt_argval;
 
 /* one launch's evaluated geometry */
-typedef struct { unsigned grid[3]; unsigned smem; int block, occupancy; } rt_geom;
+typedef struct { unsigned grid[3]; unsigned smem, cluster; int block, occupancy, clusters; } rt_geom;
 
 struct recur_variant {
 	recur_rt *rt;
@@ -370,7 +370,8 @@ int recur_variant_last_launch(const recur_variant *v, int i, recur_launch_info *
 		return -1;
 	const rt_geom *g = &v->last_geom[i];
 	*info = (recur_launch_info){ .kernel = v->last_name[i], .ms = v->last_ms[i], .block = g->block,
-	                             .dyn_smem = g->smem, .blocks_per_sm = g->occupancy };
+	                             .dyn_smem = g->smem, .blocks_per_sm = g->occupancy, .cluster = (int)g->cluster,
+	                             .max_clusters = g->clusters };
 	memcpy(info->grid, g->grid, sizeof info->grid);
 	return 0;
 }
@@ -455,6 +456,14 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 		             "(the device's %d per block less %d static)", WARGS, l->smem, (long long)smem,
 		             (long long)limit, v->rt->smem_optin, K->info.static_smem);
 	g->smem = (unsigned)smem;
+	/* 8: the largest cluster every sm_90 part schedules without opting in */
+	int64_t cl;
+	if (shapex_eval(l->cluster, sv, &cl, e, sizeof e))
+		return vfail(err, errlen, WHERE "cluster: %s", WARGS, e);
+	if (cl < 1 || cl > 8 || g->grid[0] % (unsigned)cl)
+		return vfail(err, errlen, WHERE "cluster \"%s\" = %lld blocks: must be 1..8 and divide grid x = %u",
+		             WARGS, l->cluster, (long long)cl, g->grid[0]);
+	g->cluster = (unsigned)cl;
 
 	for (int i = 0; i < l->narg; i++) {
 		const rt_arg *a = &l->arg[i];
@@ -504,6 +513,22 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 #undef WARGS
 }
 
+/* a launch in clusters of g->cluster blocks along x, for cuLaunchKernelEx
+ * and the cluster occupancy query (cfg points at *at) */
+static void cluster_config(const rt_launch *l, const rt_geom *g, CUstream st, CUlaunchConfig *cfg,
+                           CUlaunchAttribute *at)
+{
+	*at = (CUlaunchAttribute){ .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
+	at->value.clusterDim.x = g->cluster;
+	at->value.clusterDim.y = 1;
+	at->value.clusterDim.z = 1;
+	*cfg = (CUlaunchConfig){
+		.gridDimX = g->grid[0], .gridDimY = g->grid[1], .gridDimZ = g->grid[2],
+		.blockDimX = (unsigned)l->block[0], .blockDimY = (unsigned)l->block[1], .blockDimZ = (unsigned)l->block[2],
+		.sharedMemBytes = g->smem, .hStream = st, .attrs = at, .numAttrs = 1,
+	};
+}
+
 static int launch(recur_variant *v, int pass, int li, CUstream st, const char *shape, char *err, size_t errlen)
 {
 	rt_cu *cu = &v->rt->cu;
@@ -518,11 +543,19 @@ static int launch(recur_variant *v, int pass, int li, CUstream st, const char *s
 			return -1;
 		K->smem_attr = (int)g->smem;
 	}
-	return RT_CU(cu, LaunchKernel, (K->fn, g->grid[0], g->grid[1], g->grid[2], l->block[0], l->block[1],
-	             l->block[2], g->smem, st, &v->argp[v->argoff[pass][li]], NULL), err, errlen,
-	             "launching %s[%d] kernel %s of variant %s at %s: grid (%u,%u,%u) block (%d,%d,%d) smem %u",
-	             rt_pass_name[pass], li, l->kernel, v->d->name, shape, g->grid[0], g->grid[1], g->grid[2],
-	             l->block[0], l->block[1], l->block[2], g->smem);
+	if (g->cluster <= 1)
+		return RT_CU(cu, LaunchKernel, (K->fn, g->grid[0], g->grid[1], g->grid[2], l->block[0], l->block[1],
+		             l->block[2], g->smem, st, &v->argp[v->argoff[pass][li]], NULL), err, errlen,
+		             "launching %s[%d] kernel %s of variant %s at %s: grid (%u,%u,%u) block (%d,%d,%d) smem %u",
+		             rt_pass_name[pass], li, l->kernel, v->d->name, shape, g->grid[0], g->grid[1], g->grid[2],
+		             l->block[0], l->block[1], l->block[2], g->smem);
+	CUlaunchAttribute at;
+	CUlaunchConfig cfg;
+	cluster_config(l, g, st, &cfg, &at);
+	return RT_CU(cu, LaunchKernelEx, (&cfg, K->fn, &v->argp[v->argoff[pass][li]], NULL), err, errlen,
+	             "launching %s[%d] kernel %s of variant %s at %s: grid (%u,%u,%u) block (%d,%d,%d) smem %u "
+	             "in clusters of %u blocks", rt_pass_name[pass], li, l->kernel, v->d->name, shape, g->grid[0],
+	             g->grid[1], g->grid[2], l->block[0], l->block[1], l->block[2], g->smem, g->cluster);
 }
 
 static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CUstream st,
@@ -590,6 +623,16 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CU
 			          (&g->occupancy, v->kernel[v->kidx[pass][i]].fn, g->block, g->smem), err, errlen,
 			          "occupancy of kernel %s (%s[%d]) of variant %s", l->kernel, rt_pass_name[pass], i, d->name))
 				return -1;
+			g->clusters = 0;
+			if (g->cluster > 1) {
+				CUlaunchAttribute at;
+				CUlaunchConfig cfg;
+				cluster_config(l, g, st, &cfg, &at);
+				if (RT_CU(cu, OccupancyMaxActiveClusters, (&g->clusters, v->kernel[v->kidx[pass][i]].fn, &cfg),
+				          err, errlen, "cluster occupancy of kernel %s (%s[%d]) of variant %s (clusters of %u)",
+				          l->kernel, rt_pass_name[pass], i, d->name, g->cluster))
+					return -1;
+			}
 		}
 		v->nlast = n;
 	}

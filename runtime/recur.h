@@ -127,8 +127,9 @@ int  recur_variant_last_times(const recur_variant *v, const char **names, float 
 /* With profiling on: launch i of the last forward or backward, as it ran:
  * kernel, milliseconds, grid, block, dynamic shared memory and the blocks
  * per SM that fit (cuOccupancyMaxActiveBlocksPerMultiprocessor: registers,
- * shared memory and threads together). Returns 0, or -1 when i is out of
- * range. */
+ * shared memory and threads together); for a launch in clusters, the
+ * cluster size and how many such clusters the GPU holds at once
+ * (cuOccupancyMaxActiveClusters). Returns 0, or -1 when i is out of range. */
 typedef struct {
 	const char *kernel;
 	float ms;
@@ -136,6 +137,8 @@ typedef struct {
 	int block;
 	unsigned dyn_smem;
 	int blocks_per_sm;
+	int cluster;          /* blocks per cluster, 1 = none */
+	int max_clusters;     /* clusters active at once on the GPU (cluster > 1) */
 } recur_launch_info;
 int  recur_variant_last_launch(const recur_variant *v, int i, recur_launch_info *info);
 

@@ -46,6 +46,7 @@ typedef struct {
 	const char *grid[3];
 	int block[3];
 	const char *smem;
+	const char *cluster;         /* blocks per thread-block cluster along x, "1" = a plain launch */
 	const char *bytes;           /* compulsory DRAM bytes, "0" when not declared */
 	int narg;
 	rt_arg *arg;

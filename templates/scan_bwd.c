@@ -422,6 +422,71 @@ static void dw_segment(Bwd *bw, int s0)
 	}
 }
 
+/* The weight-gradient partials of the cluster (launched as clusters of
+ * CS blocks along x, CS | G): after a cluster barrier, block `rank` sums
+ * the accumulator tiles (j, kt) with j * 8 + kt = rank mod CS over the
+ * cluster's blocks in rank order -- a fixed order, so the bits do not
+ * depend on timing -- and writes them to slot (clusterid.x, b, head).
+ * Each thread reads the words at its own tid in every block, so the
+ * fragment-to-(k, j) mapping is its own. A second barrier keeps every
+ * block's shared memory alive until the others have read it. */
+static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValueRef H)
+{
+	Tmpl *T = bw->T;
+	Irb *I = &T->I;
+	Lanes *ln = bw->ln;
+	Mixer *mx = (Mixer *)T->mx;
+	cluster_sync(I);
+	LLVMValueRef rank = cluster_rank(I), nrank = cluster_nrank(I);
+	/* a launch in larger clusters than these sums cover fails loudly
+	 * rather than dropping blocks' gradients */
+	IfBlk big;
+	if_begin(I, &big, ilt(I, ci32(I, BWD_CLUSTER), nrank), "cl_big");
+	irb_trap(I);
+	if_end(I, &big);
+	LLVMValueRef slot = iadd(I, imul(I, cluster_id_x(I), Bn), ln->b);
+	LLVMValueRef base = imul(I, iadd(I, imul(I, slot, H), ln->head), ci32(I, 4096));
+	LLVMValueRef out[MX_MAXPROJ];
+	char a[64];
+	for (int j = 0; j < T->nbd; j++) {
+		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bd[j]].weight].name);
+		out[j] = ksig_arg(T, sig, a);
+	}
+	/* one loop over this block's tiles jk = j * 8 + kt: the code after the
+	 * scan stays small (unrolled per tile it cost chunk 32 and 64 their last
+	 * registers) */
+	Loop L;
+	loop_begin(I, &L, rank, ci32(I, T->nbd * 8), nrank, "dwt");
+	LLVMValueRef jk = loop_i(I, &L);
+	LLVMValueRef off = iadd(I, dw_acc(bw, 0, 0, 0), imul(I, jk, ci32(I, 128 * 16)));
+	/* all BWD_CLUSTER loads in flight at once (block min(r, nrank - 1),
+	 * always a valid rank), then added in rank order */
+	LLVMValueRef v[BWD_CLUSTER][4], acc[4];
+	LLVMValueRef last = isub(I, nrank, ci32(I, 1));
+	for (int r = 0; r < BWD_CLUSTER; r++) {
+		LLVMValueRef rr = ci32(I, r);
+		ld_cluster_v4(I, v[r], off, LLVMBuildSelect(I->b, ilt(I, rr, nrank), rr, last, ""));
+	}
+	for (int e = 0; e < 4; e++) {
+		acc[e] = v[0][e];
+		for (int r = 1; r < BWD_CLUSTER; r++)
+			acc[e] = fsel(I, ilt(I, ci32(I, r), nrank), fadd(I, acc[e], v[r][e]), acc[e]);
+	}
+	LLVMValueRef j = LLVMBuildUDiv(I->b, jk, ci32(I, 8), ""), kt = LLVMBuildURem(I->b, jk, ci32(I, 8), "");
+	LLVMValueRef dst = out[0];
+	for (int p = 1; p < T->nbd; p++)
+		dst = LLVMBuildSelect(I->b, ieq(I, j, ci32(I, p)), out[p], dst, "");
+	for (int e = 0; e < 4; e++) {
+		/* dW^T fragment: row j = g (+8), column k = 8kt + 2q (+1); stored [k][j] */
+		LLVMValueRef jj = iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), ln->g), ci32(I, 8 * (e >> 1)));
+		LLVMValueRef k = iadd(I, iadd(I, imul(I, ln->q, ci32(I, 2)), imul(I, kt, ci32(I, 8))), ci32(I, e & 1));
+		LLVMValueRef idx = iadd(I, base, iadd(I, imul(I, k, ci32(I, 64)), jj));
+		st(I, acc[e], gep_f32(I, dst, sext64(I, idx)), 4);
+	}
+	loop_end(I, &L);
+	cluster_sync(I);
+}
+
 void tmpl_bwd_apply(Tmpl *T)
 {
 	Irb *I = &T->I;
@@ -437,6 +502,8 @@ void tmpl_bwd_apply(Tmpl *T)
 	snprintf(sm, sizeof sm, "%d", bw.sm.total);
 	Launch *l = tmpl_launch(T, 0, "bwd_apply", "G", "H", "B", 128, sm);
 	l->minblocks = 1;
+	if (T->nbd > 0)
+		snprintf(l->cluster, sizeof l->cluster, "CS");
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_add(T, &l->sig, "dy", I->gptr);
 	ksig_add(T, &l->sig, "dx", I->gptr);
@@ -613,20 +680,8 @@ void tmpl_bwd_apply(Tmpl *T)
 
 	/* partials of this block: slot (ctaid.x, b, head) */
 	LLVMValueRef slot = iadd(I, imul(I, ctaid(I, 0), Bn), ln.b);
-	for (int j = 0; j < T->nbd; j++) {
-		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bd[j]].weight].name);
-		LLVMValueRef out = ksig_arg(T, &l->sig, a);
-		LLVMValueRef base = imul(I, iadd(I, imul(I, slot, H), ln.head), ci32(I, 4096));
-		for (int kt = 0; kt < 8; kt++)
-			for (int e = 0; e < 4; e++) {
-				/* dW^T fragment: row j = g (+8), column k = 8kt + 2q (+1); stored [k][j] */
-				LLVMValueRef jj = iadd(I, iadd(I, imul(I, ln.w, ci32(I, 16)), ln.g), ci32(I, 8 * (e >> 1)));
-				LLVMValueRef k = iadd(I, imul(I, ln.q, ci32(I, 2)), ci32(I, 8 * kt + (e & 1)));
-				LLVMValueRef idx = iadd(I, base, iadd(I, imul(I, k, ci32(I, 64)), jj));
-				LLVMValueRef po = smem_ptr(I, dw_acc(&bw, j, kt, e));
-				st(I, ld(I, I->f32, po, 4), gep_f32(I, out, sext64(I, idx)), 4);
-			}
-	}
+	if (T->nbd > 0)
+		dw_cluster_write(&bw, &l->sig, Bn, H);
 	LLVMValueRef pc = ksig_arg(T, &l->sig, "ws:part_chan");
 	for (int p = 0; p < mx->nparam; p++) {
 		if (pm.cidx[p] < 0)
@@ -741,6 +796,8 @@ void tmpl_param_reduce(Tmpl *T)
 		ksig_add(T, &l->sig, "i32:NTB*8", I->i32);
 	}
 	ksig_add(T, &l->sig, "i32:G", I->i32);
+	if (T->nbd > 0)
+		ksig_add(T, &l->sig, "i32:GW", I->i32);   /* weight partials: one slot per bwd_apply cluster */
 	ksig_add(T, &l->sig, "i32:B", I->i32);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
 	tmpl_open(T, l);
@@ -757,7 +814,7 @@ void tmpl_param_reduce(Tmpl *T)
 			scalar_reduce(T, &l->sig, &pm, p, out, imul(I, nslot, H));
 			continue;
 		}
-		LLVMValueRef src = NULL, n = NULL, stride = NULL, off = NULL;
+		LLVMValueRef src = NULL, n = NULL, stride = NULL, off = NULL, ns = nslot;
 		if (mx->param[p].kind == PK_BLOCKDIAG) {
 			int j = -1;
 			for (int k = 0; k < T->nbd; k++)
@@ -770,6 +827,7 @@ void tmpl_param_reduce(Tmpl *T)
 			n = imul(I, H, ci32(I, 4096));
 			stride = n;
 			off = ci32(I, 0);
+			ns = imul(I, ksig_arg(T, &l->sig, "i32:GW"), Bn);
 		} else {
 			src = ksig_arg(T, &l->sig, "ws:part_chan");
 			n = D;
@@ -780,7 +838,7 @@ void tmpl_param_reduce(Tmpl *T)
 		if_begin(I, &f, land(I, ieq(I, py, ci32(I, p)), ilt(I, e, n)), "p");
 		Var acc = var_init(I, cf32(I, 0.0), "acc");
 		Loop L;
-		loop_begin(I, &L, ci32(I, 0), nslot, ci32(I, 1), "s");
+		loop_begin(I, &L, ci32(I, 0), ns, ci32(I, 1), "s");
 		LLVMValueRef sbase = iadd(I, imul(I, sext64(I, loop_i(I, &L)), sext64(I, stride)), sext64(I, off));
 		var_set(I, acc, fadd(I, var_get(I, acc), ld(I, I->f32, gep_f32(I, src, iadd(I, sbase, sext64(I, e))), 4)));
 		loop_end(I, &L);

@@ -243,7 +243,7 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 	char buf[96];
 	for (int j = 0; j < T->nbd; j++) {
 		snprintf(buf, sizeof buf, "part_%s", T->mx->param[T->mx->proj[T->bd[j]].weight].name);
-		add_ws(T, buf, "G*B*H*4096*4", "backward", 0);
+		add_ws(T, buf, "GW*B*H*4096*4", "backward", 0);   /* one slot per cluster */
 	}
 	add_ws(T, "part_chan", "G*B*NCP*D*4", "backward", 0);
 	add_ws(T, "part_scal", "G*B*H*NSP*4", "backward", 0);

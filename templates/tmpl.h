@@ -55,6 +55,7 @@ typedef struct {
 	int block;
 	int minblocks;        /* blocks per SM ptxas must fit (registers), 0 = 1 */
 	char smem[64];
+	char cluster[16];     /* blocks per thread-block cluster along x, a shape expression ("" = none) */
 	char bytes_extra[64]; /* bytes beyond one touch of each tensor and workspace argument ("" = none) */
 	char bytes_unread[16];/* an argument of the signature the kernel never touches ("" = none) */
 	KSig sig;
@@ -247,6 +248,16 @@ static inline int gates_inline(const Tmpl *T) { return !T->v->materialized; }
 /* shared memory for the weights of a scan kernel that computes the gates (wmat_stage) */
 static inline int wmat_bytes(const Tmpl *T) { return gates_inline(T) ? T->nbd * WMAT_BYTES : 0; }
 void ksig_tok(Tmpl *T, KSig *s);             /* "ws:tok" when the mixer has a token stage */
+
+/* Most blocks of bwd_apply per thread-block cluster: a cluster's blocks add
+ * their weight-gradient accumulators through distributed shared memory, in
+ * rank order, before one write, so the partials take 1/BWD_CLUSTER of the
+ * memory. Two, measured on the H200 (cuOccupancyMaxActiveClusters, two
+ * blocks of 106 KB per SM): clusters of 2 fill all 264 block slots, clusters
+ * of 4 only 248 (62 clusters), which turned L = 8192's one wave of 256
+ * blocks into two and L = 131072's two waves of 512 into three (bwd_apply
+ * 0.096 -> 0.161 ms and 1.413 -> 1.885 ms). */
+#define BWD_CLUSTER 2
 
 /* Blocks per SM the reduce kernels ask ptxas to fit: two of 256 threads
  * (128 registers) double the warps that hide their latency; with four

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU test: every variant verified against the float64 reference at
-# L in {1, 37, 8192} x B in {1, 3} (D = 128 and 1024), and on the golden
+# L in {1, 37, 8192} x B in {1, 3} (D = 128 and 1024), at the cluster edge
+# shapes, and on the golden
 # cases' inputs against their expected outputs. Skips, saying why, where no
 # NVIDIA driver is present.
 #   usage: gpu_verify_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
@@ -15,7 +16,9 @@ rm -rf "$work"; mkdir -p "$work"
 rc=0
 args=()
 for B in 1 3; do for L in 1 37 8192; do args+=(--shape "${B}x${L}x128"); done; done
-args+=(--shape 1x8192x1024 --shape 3x37x1024)
+# RG-LRU's bwd_apply with fewer blocks than tiles, so that its clusters of 2
+# divide them (L = 768 and 1280 at tiles of 256: 3 and 5 tiles)
+args+=(--shape 1x8192x1024 --shape 3x37x1024 --shape 2x768x128 --shape 1x1280x128)
 "$recur" verify --dir "$work/ptx" "${args[@]}" || rc=1
 goldens=${RECUR_GOLDENS:-$src/../shared/goldens}
 if [ -d "$goldens" ]; then

@@ -219,6 +219,8 @@ int main(void)
 	          "life", "forward[0]");
 	must_fail("wrong type", "\"block\": [128, 2, 1]", "\"block\": \"128\"", "must be an array", "forward[1]");
 	must_fail("block too large", "\"block\": [128, 2, 1]", "\"block\": [1024, 2, 1]", "threads", NULL);
+	must_fail("unknown name in a cluster", "\"smem\": \"T*4\",", "\"smem\": \"T*4\", \"cluster\": \"CS\",",
+	          "unknown name 'CS'", "forward[1]");
 	must_fail("unknown name in a grid", "[\"NT\", \"H\", 2]", "[\"NT\", \"Q\", 2]", "unknown name 'Q'", "grid[1]");
 	must_fail("bad syntax in a var", "\"cdiv(L,T)\"", "\"cdiv(L,T\"", "NT", "expected");
 	must_fail("var used before defined", "[\"K\", \"64\"], [\"H\", \"D/K\"]", "[\"H\", \"D/K\"], [\"K\", \"64\"]",

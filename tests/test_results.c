@@ -150,6 +150,8 @@ static int results_file(void)
 	rows[1].prof[0][0].block = 256;
 	rows[1].prof[0][0].dyn_smem = 54272;
 	rows[1].prof[0][0].blocks_per_sm = 2;
+	rows[1].prof[0][0].cluster = 2;
+	rows[1].prof[0][0].max_clusters = 132;
 
 	char path[512], err[1024];
 	snprintf(path, sizeof path, "%s/nested/dir/results.json", tmpdir);
@@ -219,8 +221,9 @@ static int results_file(void)
 	json_t *gr = k0 ? json_object_get(k0, "grid") : NULL;
 	check(gr && json_array_size(gr) == 3 && json_integer_value(json_array_get(gr, 0)) == 512 &&
 	      json_integer_value(json_array_get(gr, 1)) == 16 && num(k0, "block") == 256 &&
-	      num(k0, "dynamic_smem_bytes") == 54272 && num(k0, "blocks_per_sm") == 2,
-	      "profile: a kernel's launch geometry, dynamic shared memory and blocks per SM", NULL);
+	      num(k0, "dynamic_smem_bytes") == 54272 && num(k0, "blocks_per_sm") == 2 && num(k0, "cluster") == 2 &&
+	      num(k0, "max_active_clusters") == 132,
+	      "profile: a kernel's launch geometry, dynamic shared memory, blocks per SM and clusters", NULL);
 	json_t *env_o = json_object_get(ours, "environment");
 	check(!strcmp(json_string_value(json_object_get(env_o, "cuda")), "13.0") &&
 	      !strcmp(json_string_value(json_object_get(env_o, "ptx_isa")), "8.0") &&

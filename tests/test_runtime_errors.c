@@ -88,12 +88,14 @@ static const char *ptx_broken =
 	"\tret;\n"
 	"}\n";
 
-#define VARIANT(name, ptx, grid0, fwd_kernel) \
+#define VARIANT(name, ptx, grid0, fwd_kernel) VARIANT_C(name, ptx, grid0, fwd_kernel, "1")
+#define VARIANT_C(name, ptx, grid0, fwd_kernel, cluster) \
 	"    {\"name\": \"" name "\", \"mixer\": \"toy\", \"ptx\": \"" ptx "\",\n" \
 	"     \"vars\": [[\"N\", \"L*D\"]],\n" \
 	"     \"rules\": [{\"expr\": \"D%4==0\", \"message\": \"D must be a multiple of 4\"}],\n" \
 	"     \"workspaces\": [{\"name\": \"w\", \"bytes\": \"64\", \"life\": \"saved\", \"zero\": true}],\n" \
 	"     \"forward\": [{\"kernel\": \"" fwd_kernel "\", \"grid\": [\"" grid0 "\", 1, 1], \"block\": [32, 1, 1],\n" \
+	"                  \"cluster\": \"" cluster "\",\n" \
 	"                  \"args\": [\"y\", \"i32:N\", \"i64:B*L*D*1000000000\", \"ws:w\"]}],\n" \
 	"     \"backward\": [{\"kernel\": \"put\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],\n" \
 	"                   \"args\": [\"dx\", \"i32:N+1\", \"i64:7\", \"ws:w\"]}]}"
@@ -105,7 +107,9 @@ static const char *manifest =
 	VARIANT("good", "good.ptx", "1", "put") ",\n"
 	VARIANT("broken", "broken.ptx", "1", "put") ",\n"
 	VARIANT("nokernel", "good.ptx", "1", "absent") ",\n"
-	VARIANT("zerogrid", "good.ptx", "L-L", "put") "\n"
+	VARIANT("zerogrid", "good.ptx", "L-L", "put") ",\n"
+	VARIANT_C("clustered", "good.ptx", "4", "put", "2") ",\n"
+	VARIANT_C("oddcluster", "good.ptx", "4", "put", "L") "\n"
 	" ]}\n";
 
 static void gpu_part(recur_rt *rt)
@@ -246,6 +250,35 @@ static void gpu_part(recur_rt *rt)
 	verdict(rc == 1 && has(err, "zerogrid") && has(err, "put") && has(err, "grid[0]") && has(err, "L-L"),
 	        "GPU: a zero grid dimension names the kernel and expression", err);
 	recur_variant_free(z);
+
+	/* clusters: a launch in clusters of 2 runs (cuLaunchKernelEx); a cluster
+	 * that does not divide the grid is refused before launching, named */
+	recur_variant *c = NULL;
+	memset(host, 0, sizeof host);
+	recur_memcpy_htod(rt, y, host, 64, err, sizeof err);
+	rc = recur_variant_load(rt, m, "clustered", &c, err, sizeof err);
+	if (!rc)
+		recur_set_profiling(c, 1);
+	if (!rc)
+		rc = recur_forward(c, s, &io, 0, err, sizeof err);
+	if (!rc)
+		rc = recur_sync(rt, err, sizeof err);
+	recur_memcpy_dtoh(rt, host, y, 64, err, sizeof err);
+	memcpy(&a, host, 4);
+	verdict(rc == 0 && a == 12, "GPU: a launch in clusters of 2 runs", rc ? err : "");
+	memset(&li, 0, sizeof li);
+	rc = c ? recur_variant_last_launch(c, 0, &li) : -1;
+	snprintf(info, sizeof info, "cluster %d, %d clusters at once", li.cluster, li.max_clusters);
+	verdict(rc == 0 && li.cluster == 2 && li.max_clusters >= 1, "GPU: profiling reports the cluster and its occupancy",
+	        info);
+	recur_variant_free(c);
+	c = NULL;
+	rc = recur_variant_load(rt, m, "oddcluster", &c, err, sizeof err);
+	if (!rc)
+		rc = recur_forward(c, s, &io, 0, err, sizeof err) ? 1 : 0;
+	verdict(rc == 1 && has(err, "oddcluster") && has(err, "put") && has(err, "cluster \"L\" = 3") &&
+	        has(err, "grid x = 4"), "GPU: a cluster that does not divide the grid names the kernel and expression", err);
+	recur_variant_free(c);
 
 	CUevent e0, e1;
 	float t = -1;
