@@ -9,6 +9,7 @@
  */
 #include "ref.h"
 #include "par.h"
+#include "ref_math.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,38 +24,6 @@ static long count(int i, const RefShape *s)
 {
 	long K = s->D / s->H;
 	return (i == WA || i == WX) ? (long)s->H * K * K : s->D;
-}
-
-static double softplus(double z)
-{
-	/* log(1 + e^z) without overflow for large z or loss of digits for very negative z */
-	return log1p(exp(-fabs(z))) + (z > 0 ? z : 0);
-}
-
-static double sigmoid(double z)
-{
-	if (z >= 0)
-		return 1 / (1 + exp(-z));
-	double e = exp(z);
-	return e / (1 + e);
-}
-
-/* d sqrtb(z)/dz, bounded at 1000 as in RecurrentGemma */
-static double dsqrtb(double z)
-{
-	double q = 4 * z;
-	return 1 / sqrt(q > 1e-6 ? q : 1e-6);
-}
-
-/* n zeroed doubles */
-static double *zeros(size_t n)
-{
-	double *p = calloc(n ? n : 1, sizeof(double));
-	if (!p) {
-		fprintf(stderr, "%s:%d: out of memory\n", __FILE__, __LINE__);
-		abort();
-	}
-	return p;
 }
 
 /* Per-row intermediates, each [L][D]. */

@@ -9,6 +9,7 @@
  */
 #include "ref.h"
 #include "par.h"
+#include "ref_math.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,38 +22,6 @@ static const char *const names[NPARAM] = { "wu", "wv", "lam", "bu", "bv", "theta
 static long count(int i, const RefShape *s)
 {
 	return i <= LAM ? s->D : 1;
-}
-
-static double softplus(double z)
-{
-	/* log(1 + e^z) without overflow for large z or loss of digits for very negative z */
-	return log1p(exp(-fabs(z))) + (z > 0 ? z : 0);
-}
-
-static double sigmoid(double z)
-{
-	if (z >= 0)
-		return 1 / (1 + exp(-z));
-	double e = exp(z);
-	return e / (1 + e);
-}
-
-/* d sqrtb(z)/dz, bounded at 1000 as in RecurrentGemma */
-static double dsqrtb(double z)
-{
-	double q = 4 * z;
-	return 1 / sqrt(q > 1e-6 ? q : 1e-6);
-}
-
-/* n zeroed doubles */
-static double *zeros(size_t n)
-{
-	double *p = calloc(n ? n : 1, sizeof(double));
-	if (!p) {
-		fprintf(stderr, "%s:%d: out of memory\n", __FILE__, __LINE__);
-		abort();
-	}
-	return p;
 }
 
 /* Per-row intermediates: u, s, g are [L], a, m, h are [L][D]. */

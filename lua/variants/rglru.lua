@@ -5,9 +5,6 @@
 -- hierarchical forward is fastest: fused gates, short chunks, prefix 32 or 64.
 local R = require "recur"
 local rglru = require "arch.rglru"
-local rules = {
-  { "D % 64 == 0", "the width must be a multiple of 64 (heads of 64 channels)" },
-}
 
 return {
   R.variants {
@@ -15,7 +12,6 @@ return {
     chunk  = { 8, 16, 32, 64 },
     prefix = { 32, 64, 128 },
     fused  = { true, false },
-    rules  = rules,
   },
   R.variants {
     mixer  = rglru,
@@ -23,6 +19,5 @@ return {
     prefix = { 32, 64 },
     fused  = { true },
     scan   = { "lookback" },
-    rules  = rules,
   },
 }

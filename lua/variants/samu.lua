@@ -8,9 +8,6 @@
 -- short chunks and prefix 32 or 64, where the hierarchical one is fastest.
 local R = require "recur"
 local samu = require "arch.samu"
-local rules = {
-  { "D % 64 == 0", "the width must be a multiple of 64 (heads of 64 channels)" },
-}
 
 return {
   R.variants {
@@ -21,7 +18,6 @@ return {
     shared_sfu   = { true, false },
     fused_output = { true },
     fused_write  = { true },
-    rules        = rules,
   },
   R.variants {
     mixer        = samu,
@@ -32,6 +28,5 @@ return {
     fused_output = { true },
     fused_write  = { true },
     scan         = { "lookback" },
-    rules        = rules,
   },
 }
