@@ -28,6 +28,7 @@ static void usage(FILE *f)
 	      "                            --dump-ir --dump-ptx [--only VARIANT] -q\n"
 	      "                            -j N: variants built at once (default: one per CPU)\n"
 	      "  list [--dir DIR]          variants and their legality per shape (--shape BxLxD)\n"
+	      "       [--plan]             and each legal shape's launches: grid, threads, shared bytes, cluster\n"
 	      "  verify [--dir DIR]        run variants on the GPU against the float64 reference\n"
 	      "         [--variant NAME]... [--mixer NAME] [--shape BxLxD]... [--seed N]\n"
 	      "         [--dump DIR] [--goldens DIR] [--time N]\n"
@@ -132,9 +133,10 @@ static int cmd_list(int argc, char **argv)
 {
 	const char *dir = "out/ptx";
 	recur_shape sh[16];
-	int nsh = 0;
+	int nsh = 0, plan = 0, bad = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
+		else if (!strcmp(argv[i], "--plan")) plan = 1;
 		else if (!strcmp(argv[i], "--shape") && i + 1 < argc && nsh < 16) {
 			if (cli_parse_shape(argv[++i], &sh[nsh]) != 0) {
 				fprintf(stderr, "recur list: bad shape %s (want BxLxD, e.g. 1x8192x1024)\n", argv[i]);
@@ -162,9 +164,29 @@ static int cmd_list(int argc, char **argv)
 				printf(" (%s)", why);
 		}
 		putchar('\n');
+		for (int s = 0; plan && s < nsh; s++) {
+			char why[512];
+			if (recur_check_shape(m, v, sh[s], why, sizeof why) != 0)
+				continue;
+			for (int p = 0; p < 2; p++)
+				for (int i = 0; i < recur_launch_count(m, v, p); i++) {
+					recur_plan_info pi;
+					if (recur_launch_plan(m, v, p, i, sh[s], &pi, err, sizeof err) != 0) {
+						printf("    %dx%dx%d PLAN ERROR: %s\n", sh[s].B, sh[s].L, sh[s].D, err);
+						bad = 1;
+						continue;
+					}
+					printf("    %dx%dx%d %s[%d] %-24s grid %ux%ux%u block %d smem %lld", sh[s].B, sh[s].L,
+					       sh[s].D, p ? "backward" : "forward", i, pi.kernel, pi.grid[0], pi.grid[1], pi.grid[2],
+					       pi.block, (long long)pi.dyn_smem);
+					if (pi.cluster > 1)
+						printf(" cluster %d", pi.cluster);
+					putchar('\n');
+				}
+		}
 	}
 	recur_manifest_free(m);
-	return 0;
+	return bad;
 }
 
 int main(int argc, char **argv)

@@ -770,6 +770,79 @@ int recur_launch_bytes(const recur_manifest *m, int variant, int backward, int i
 	return 0;
 }
 
+int rt_launch_geom(const rt_launch *l, const ShapeVars *sv, rt_plan_geom *g, char *e, size_t n)
+{
+	char x_e[512];
+	static const int64_t gmax[3] = {2147483647, 65535, 65535};
+	for (int k = 0; k < 3; k++) {
+		int64_t x;
+		if (shapex_eval(l->grid[k], sv, &x, x_e, sizeof x_e)) {
+			snprintf(e, n, "grid[%d]: %s", k, x_e);
+			return -1;
+		}
+		if (x < 1 || x > gmax[k]) {
+			snprintf(e, n, "grid[%d] = \"%s\" = %lld, outside 1..%lld", k, l->grid[k], (long long)x,
+			         (long long)gmax[k]);
+			return -1;
+		}
+		g->grid[k] = (unsigned)x;
+	}
+	if (shapex_eval(l->smem, sv, &g->smem, x_e, sizeof x_e)) {
+		snprintf(e, n, "smem: %s", x_e);
+		return -1;
+	}
+	if (g->smem < 0) {
+		snprintf(e, n, "dynamic shared memory \"%s\" = %lld bytes, below 0", l->smem, (long long)g->smem);
+		return -1;
+	}
+	/* 8: the largest cluster every sm_90 part schedules without opting in */
+	int64_t cl;
+	if (shapex_eval(l->cluster, sv, &cl, x_e, sizeof x_e)) {
+		snprintf(e, n, "cluster: %s", x_e);
+		return -1;
+	}
+	if (cl < 1 || cl > 8 || g->grid[0] % (unsigned)cl) {
+		snprintf(e, n, "cluster \"%s\" = %lld blocks: must be 1..8 and divide grid x = %u", l->cluster,
+		         (long long)cl, g->grid[0]);
+		return -1;
+	}
+	g->cluster = (unsigned)cl;
+	return 0;
+}
+
+int recur_launch_plan(const recur_manifest *m, int variant, int backward, int i, recur_shape s,
+                      recur_plan_info *info, char *err, size_t errlen)
+{
+	const rt_vdesc *d = vdesc(m, variant);
+	int pass = backward ? RT_BWD : RT_FWD;
+	if (!d || i < 0 || i >= d->nlaunch[pass]) {
+		snprintf(err, errlen, "variant %d of %s has no %s launch %d", variant, m ? m->path : "(no manifest)",
+		         rt_pass_name[pass], i);
+		return -1;
+	}
+	ShapeVars sv;
+	if (rt_shape_vars(m, variant, s, 1, &sv, err, errlen))
+		return -1;
+	const rt_launch *l = &d->launch[pass][i];
+	rt_plan_geom g;
+	char e[768];
+	if (rt_launch_geom(l, &sv, &g, e, sizeof e)) {
+		snprintf(err, errlen, "variant %s: %s[%d] kernel %s at shape B=%d L=%d D=%d: %s", d->name,
+		         rt_pass_name[pass], i, l->kernel, s.B, s.L, s.D, e);
+		return -1;
+	}
+	*info = (recur_plan_info){ .kernel = l->kernel, .block = l->block[0] * l->block[1] * l->block[2],
+	                           .dyn_smem = g.smem, .cluster = (int)g.cluster };
+	memcpy(info->grid, g.grid, sizeof info->grid);
+	return 0;
+}
+
+int recur_launch_count(const recur_manifest *m, int variant, int backward)
+{
+	const rt_vdesc *d = vdesc(m, variant);
+	return d ? d->nlaunch[backward ? RT_BWD : RT_FWD] : 0;
+}
+
 int rt_shape_vars(const recur_manifest *m, int variant, recur_shape s, int rules,
                   ShapeVars *v, char *why, size_t n)
 {

@@ -437,33 +437,17 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 	char e[512];
 #define WHERE "variant %s: %s[%d] kernel %s at %s: "
 #define WARGS d->name, rt_pass_name[pass], li, l->kernel, shape
-	static const int64_t gmax[3] = {2147483647, 65535, 65535};
-	for (int k = 0; k < 3; k++) {
-		int64_t x;
-		if (shapex_eval(l->grid[k], sv, &x, e, sizeof e))
-			return vfail(err, errlen, WHERE "grid[%d]: %s", WARGS, k, e);
-		if (x < 1 || x > gmax[k])
-			return vfail(err, errlen, WHERE "grid[%d] = \"%s\" = %lld, outside 1..%lld", WARGS, k,
-			             l->grid[k], (long long)x, (long long)gmax[k]);
-		g->grid[k] = (unsigned)x;
-	}
-	int64_t smem;
-	if (shapex_eval(l->smem, sv, &smem, e, sizeof e))
-		return vfail(err, errlen, WHERE "smem: %s", WARGS, e);
+	rt_plan_geom pg;
+	if (rt_launch_geom(l, sv, &pg, e, sizeof e))
+		return vfail(err, errlen, WHERE "%s", WARGS, e);
+	memcpy(g->grid, pg.grid, sizeof g->grid);
 	int64_t limit = (int64_t)v->rt->smem_optin - K->info.static_smem;
-	if (smem < 0 || smem > limit)
+	if (pg.smem > limit)
 		return vfail(err, errlen, WHERE "dynamic shared memory \"%s\" = %lld bytes, outside 0..%lld "
-		             "(the device's %d per block less %d static)", WARGS, l->smem, (long long)smem,
+		             "(the device's %d per block less %d static)", WARGS, l->smem, (long long)pg.smem,
 		             (long long)limit, v->rt->smem_optin, K->info.static_smem);
-	g->smem = (unsigned)smem;
-	/* 8: the largest cluster every sm_90 part schedules without opting in */
-	int64_t cl;
-	if (shapex_eval(l->cluster, sv, &cl, e, sizeof e))
-		return vfail(err, errlen, WHERE "cluster: %s", WARGS, e);
-	if (cl < 1 || cl > 8 || g->grid[0] % (unsigned)cl)
-		return vfail(err, errlen, WHERE "cluster \"%s\" = %lld blocks: must be 1..8 and divide grid x = %u",
-		             WARGS, l->cluster, (long long)cl, g->grid[0]);
-	g->cluster = (unsigned)cl;
+	g->smem = (unsigned)pg.smem;
+	g->cluster = pg.cluster;
 
 	for (int i = 0; i < l->narg; i++) {
 		const rt_arg *a = &l->arg[i];

@@ -156,6 +156,22 @@ const char *recur_variant_jit_log(const recur_variant *v);
 int  recur_launch_bytes(const recur_manifest *m, int variant, int backward, int i, recur_shape s,
                         double *bytes, char *err, size_t errlen);
 
+/* Launch i of the forward (backward = 0) or backward at shape s, from the
+ * manifest alone (no GPU): kernel, grid, threads, dynamic shared bytes and
+ * blocks per cluster, with the checks a launch makes before the device's
+ * own (grid ranges; cluster 1..8 dividing grid x; the shape's rules).
+ * recur_launch_count gives the number of launches of a pass. */
+typedef struct {
+	const char *kernel;
+	unsigned grid[3];
+	int block;
+	int64_t dyn_smem;
+	int cluster;
+} recur_plan_info;
+int  recur_launch_count(const recur_manifest *m, int variant, int backward);
+int  recur_launch_plan(const recur_manifest *m, int variant, int backward, int i, recur_shape s,
+                       recur_plan_info *info, char *err, size_t errlen);
+
 /* Bytes held by the variant's cached workspaces. */
 size_t recur_variant_workspace_bytes(const recur_variant *v);
 

@@ -94,6 +94,14 @@ struct recur_manifest {
 int rt_shape_vars(const recur_manifest *m, int variant, recur_shape s, int rules,
                   ShapeVars *v, char *why, size_t n);
 
+/* A launch's geometry at the shape of sv, as far as it does not depend on
+ * the device: grid (each dimension in CUDA's range), dynamic shared bytes
+ * (>= 0; the device's limit is the caller's check) and cluster (1..8,
+ * dividing grid x). 0, or -1 with what is wrong, naming the field and its
+ * expression, in e. */
+typedef struct { unsigned grid[3]; int64_t smem; unsigned cluster; } rt_plan_geom;
+int rt_launch_geom(const rt_launch *l, const ShapeVars *sv, rt_plan_geom *g, char *e, size_t n);
+
 /* ---- runtime ---- */
 
 typedef struct { CUdeviceptr p; size_t bytes; } rt_block;

@@ -24,6 +24,20 @@ if out=$("$recur" list --dir "$work/ptx" --shape 1x8192x1024 --shape 1x131072x10
 else
 	echo "FAIL manifest or shapes:"; echo "$out" | head -20; fail=$((fail+1))
 fi
+# every launch plans (grid in range, cluster dividing grid x) at lengths
+# around the tile sizes and batches around bwd_apply's cdiv(32, B); RG-LRU's
+# bwd_apply runs in clusters of 2 where a head has 2 or more blocks, and
+# alone where it has one
+shapes="1x1x64 1x37x1024 1x255x128 1x256x128 2x768x256 1x1280x512 3x1000x1024 5x4096x64 8x4096x1024 13x2048x64 33x512x64 1x8192x1024 1x131072x1024 2x65536x2048"
+if out=$("$recur" list --dir "$work/ptx" --plan $(for s in $shapes; do printf -- "--shape %s " "$s"; done) 2>&1) &&
+   ! echo "$out" | grep -q "PLAN ERROR" &&
+   [ "$(echo "$out" | grep -c "1x131072x1024 backward\[2\] rglru_bwd_apply .* cluster 2$")" = "$(ls "$work"/ptx/rglru.*.ptx | wc -l)" ] &&
+   [ "$(echo "$out" | grep "1x1x64 backward\[2\] rglru_bwd_apply" | grep -c cluster)" = 0 ] &&
+   ! echo "$out" | grep "samu_bwd_apply" | grep -q cluster; then
+	echo "ok   every launch plans at $(echo $shapes | wc -w) shapes; RG-LRU bwd_apply in clusters of 2 at 1x131072x1024, alone at 1x1x64"; pass=$((pass+1))
+else
+	echo "FAIL launch plans:"; echo "$out" | grep -E "PLAN ERROR|rglru_bwd_apply" | head -20; fail=$((fail+1))
+fi
 # every kernel a plan launches is an .entry of its variant's PTX
 missing=0
 for f in "$work"/ptx/*.ptx; do

@@ -193,7 +193,31 @@ int main(void)
 	verdict(rc == 0 && by == 0, "a launch that declares no bytes: 0", err);
 	rc = recur_launch_bytes(m, 0, 1, 5, s, &by, err, sizeof err);
 	verdict(rc == -1 && strstr(err, "no backward launch 5"), "a launch that does not exist is named", err);
+	/* a launch's plan from the manifest alone: fwd_out at 1x37x128 (T = 512: one tile, two heads) */
+	recur_plan_info pi = {0};
+	err[0] = 0;
+	rc = recur_launch_plan(m, 0, 0, 1, s, &pi, err, sizeof err);
+	verdict(rc == 0 && pi.kernel && !strcmp(pi.kernel, "fwd_out") && pi.grid[0] == 1 && pi.grid[1] == 2 &&
+	        pi.grid[2] == 2 && pi.block == 256 && pi.dyn_smem == 2048 && pi.cluster == 1 &&
+	        recur_launch_count(m, 0, 0) == 2 && recur_launch_count(m, 0, 1) == 1,
+	        "the plan of fwd_out at 1x37x128: grid 1x2x2, 256 threads, T*4 shared bytes, no cluster", err);
+	rc = recur_launch_plan(m, 0, 0, 0, bad, &pi, err, sizeof err);
+	verdict(rc == -1 && strstr(err, "width must be a multiple of 64"), "no plan at a refused shape", err);
 	recur_manifest_free(m);
+
+	/* a cluster that does not divide the grid: loads, and the plan names it */
+	if (write_edit("\"smem\": \"T*4\",", "\"smem\": \"T*4\", \"cluster\": \"H+1\",") == 0) {
+		rc = recur_manifest_load(dir, &m, err, sizeof err);
+		if (rc == 0) {
+			recur_shape s2 = {1, 37, 128};
+			rc = recur_launch_plan(m, 0, 0, 1, s2, &pi, err, sizeof err);
+			rc = rc == -1 && strstr(err, "fwd_out") && strstr(err, "cluster \"H+1\" = 3") &&
+			     strstr(err, "divide grid x = 1") ? 0 : -1;
+			recur_manifest_free(m);
+		}
+		verdict(rc == 0, "a cluster that does not divide grid x: the plan names the kernel and expression", err);
+		write_file(path, good);
+	}
 
 	/* the manifest file itself instead of its directory */
 	err[0] = 0;
