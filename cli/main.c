@@ -156,17 +156,17 @@ static int cmd_list(int argc, char **argv)
 	}
 	for (int v = 0; v < recur_manifest_nvariants(m); v++) {
 		printf("%-8s %s", recur_manifest_variant_mixer(m, v), recur_manifest_variant_name(m, v));
+		int ok[16];
 		for (int s = 0; s < nsh; s++) {
 			char why[512];
-			int ok = recur_check_shape(m, v, sh[s], why, sizeof why) == 0;
-			printf("  %dx%dx%d:%s", sh[s].B, sh[s].L, sh[s].D, ok ? "legal" : "illegal");
-			if (!ok)
+			ok[s] = recur_check_shape(m, v, sh[s], why, sizeof why) == 0;
+			printf("  %dx%dx%d:%s", sh[s].B, sh[s].L, sh[s].D, ok[s] ? "legal" : "illegal");
+			if (!ok[s])
 				printf(" (%s)", why);
 		}
 		putchar('\n');
 		for (int s = 0; plan && s < nsh; s++) {
-			char why[512];
-			if (recur_check_shape(m, v, sh[s], why, sizeof why) != 0)
+			if (!ok[s])
 				continue;
 			for (int p = 0; p < 2; p++)
 				for (int i = 0; i < recur_launch_count(m, v, p); i++) {
