@@ -156,14 +156,15 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	 * slots: 32 where a slot holds a head's 64x64 weight gradients, 128
 	 * otherwise, for enough blocks to fill the GPU). Where there are weight
 	 * gradients, clusters of CS blocks (up to BWD_CLUSTER) add theirs in
-	 * shared memory, so GW = G / CS slots hold them; G is a multiple of CS
-	 * no larger than G0, so no block of a cluster idles at the barrier. */
+	 * shared memory, and pairs of clusters share a slot in global memory, so
+	 * GP = cdiv(G / CS, 2) slots hold them; G is a multiple of CS no larger
+	 * than G0, so no block of a cluster idles at the barrier. */
 	if (T->nbd) {
 		json_array_append_new(vars, json_pack("[ss]", "G0", "min(NT,cdiv(32,B))"));
 		snprintf(buf, sizeof buf, "min(G0,%d)", BWD_CLUSTER);
 		json_array_append_new(vars, json_pack("[ss]", "CS", buf));
 		json_array_append_new(vars, json_pack("[ss]", "G", "CS*(G0/CS)"));
-		json_array_append_new(vars, json_pack("[ss]", "GW", "G/CS"));
+		json_array_append_new(vars, json_pack("[ss]", "GP", "cdiv(G/CS,2)"));
 	} else {
 		json_array_append_new(vars, json_pack("[ss]", "G", "min(NT,cdiv(128,B))"));
 	}

@@ -345,6 +345,15 @@ LLVMValueRef nctaid(Irb *I, int dim)
 
 void bar_sync(Irb *I) { call_intr(I, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); }
 
+LLVMValueRef bar_or(Irb *I, LLVMValueRef pred)
+{
+	LLVMValueRef a = LLVMBuildZExt(I->b, pred, I->i32, "");
+	LLVMValueRef r = call_intr(I, "llvm.nvvm.barrier0.or", NULL, 0, &a, 1);
+	return LLVMBuildICmp(I->b, LLVMIntNE, r, ci32(I, 0), "");
+}
+
+void fence_gpu(Irb *I) { call_intr(I, "llvm.nvvm.membar.gl", NULL, 0, NULL, 0); }
+
 LLVMValueRef cluster_rank(Irb *I) { return call_intr(I, "llvm.nvvm.read.ptx.sreg.cluster.ctarank", NULL, 0, NULL, 0); }
 LLVMValueRef cluster_nrank(Irb *I) { return call_intr(I, "llvm.nvvm.read.ptx.sreg.cluster.nctarank", NULL, 0, NULL, 0); }
 LLVMValueRef cluster_id_x(Irb *I) { return call_intr(I, "llvm.nvvm.read.ptx.sreg.clusterid.x", NULL, 0, NULL, 0); }

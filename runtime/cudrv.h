@@ -39,9 +39,6 @@
 	X(FuncSetAttribute,        (CUfunction fn, CUfunction_attribute attr, int value)) \
 	X(OccupancyMaxActiveBlocksPerMultiprocessor, (int *blocks, CUfunction fn, int block, size_t smem)) \
 	X(OccupancyMaxActiveClusters, (int *clusters, CUfunction fn, const CUlaunchConfig *cfg)) \
-	X(LaunchKernel,            (CUfunction fn, unsigned gx, unsigned gy, unsigned gz, \
-	                            unsigned bx, unsigned by, unsigned bz, unsigned smem, \
-	                            CUstream st, void **params, void **extra)) \
 	X(LaunchKernelEx,          (const CUlaunchConfig *cfg, CUfunction fn, void **params, void **extra)) \
 	X(MemAlloc,                (CUdeviceptr *p, size_t bytes)) \
 	X(MemFree,                 (CUdeviceptr p)) \

@@ -51,7 +51,7 @@ struct recur_variant {
 	int saved;                   /* a forward ran and its saved workspaces are valid */
 	recur_shape saved_shape;
 	rt_argval *val;              /* argument values, one slice per launch */
-	void **argp;                 /* pointers into val, as cuLaunchKernel takes them */
+	void **argp;                 /* pointers into val, as cuLaunchKernelEx takes them */
 	int *argoff[2];              /* start of each launch's slice, per pass */
 	rt_geom *geom;
 	int maxlaunch;
@@ -497,10 +497,11 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 #undef WARGS
 }
 
-/* a launch in clusters of g->cluster blocks along x, for cuLaunchKernelEx
- * and the cluster occupancy query (cfg points at *at) */
-static void cluster_config(const rt_launch *l, const rt_geom *g, CUstream st, CUlaunchConfig *cfg,
-                           CUlaunchAttribute *at)
+/* One launch configuration (cuLaunchKernelEx, and the cluster occupancy
+ * query) for every kernel: a cluster dimension along x only where the
+ * manifest asks for clusters; cfg points at *at. */
+static void launch_config(const rt_launch *l, const rt_geom *g, CUstream st, CUlaunchConfig *cfg,
+                          CUlaunchAttribute *at)
 {
 	*at = (CUlaunchAttribute){ .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
 	at->value.clusterDim.x = g->cluster;
@@ -509,7 +510,7 @@ static void cluster_config(const rt_launch *l, const rt_geom *g, CUstream st, CU
 	*cfg = (CUlaunchConfig){
 		.gridDimX = g->grid[0], .gridDimY = g->grid[1], .gridDimZ = g->grid[2],
 		.blockDimX = (unsigned)l->block[0], .blockDimY = (unsigned)l->block[1], .blockDimZ = (unsigned)l->block[2],
-		.sharedMemBytes = g->smem, .hStream = st, .attrs = at, .numAttrs = 1,
+		.sharedMemBytes = g->smem, .hStream = st, .attrs = at, .numAttrs = g->cluster > 1,
 	};
 }
 
@@ -527,19 +528,16 @@ static int launch(recur_variant *v, int pass, int li, CUstream st, const char *s
 			return -1;
 		K->smem_attr = (int)g->smem;
 	}
-	if (g->cluster <= 1)
-		return RT_CU(cu, LaunchKernel, (K->fn, g->grid[0], g->grid[1], g->grid[2], l->block[0], l->block[1],
-		             l->block[2], g->smem, st, &v->argp[v->argoff[pass][li]], NULL), err, errlen,
-		             "launching %s[%d] kernel %s of variant %s at %s: grid (%u,%u,%u) block (%d,%d,%d) smem %u",
-		             rt_pass_name[pass], li, l->kernel, v->d->name, shape, g->grid[0], g->grid[1], g->grid[2],
-		             l->block[0], l->block[1], l->block[2], g->smem);
 	CUlaunchAttribute at;
 	CUlaunchConfig cfg;
-	cluster_config(l, g, st, &cfg, &at);
+	char cl[40] = "";
+	if (g->cluster > 1)
+		snprintf(cl, sizeof cl, " in clusters of %u blocks", g->cluster);
+	launch_config(l, g, st, &cfg, &at);
 	return RT_CU(cu, LaunchKernelEx, (&cfg, K->fn, &v->argp[v->argoff[pass][li]], NULL), err, errlen,
-	             "launching %s[%d] kernel %s of variant %s at %s: grid (%u,%u,%u) block (%d,%d,%d) smem %u "
-	             "in clusters of %u blocks", rt_pass_name[pass], li, l->kernel, v->d->name, shape, g->grid[0],
-	             g->grid[1], g->grid[2], l->block[0], l->block[1], l->block[2], g->smem, g->cluster);
+	             "launching %s[%d] kernel %s of variant %s at %s: grid (%u,%u,%u) block (%d,%d,%d) smem %u%s",
+	             rt_pass_name[pass], li, l->kernel, v->d->name, shape, g->grid[0], g->grid[1], g->grid[2],
+	             l->block[0], l->block[1], l->block[2], g->smem, cl);
 }
 
 static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CUstream st,
@@ -611,7 +609,7 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CU
 			if (g->cluster > 1) {
 				CUlaunchAttribute at;
 				CUlaunchConfig cfg;
-				cluster_config(l, g, st, &cfg, &at);
+				launch_config(l, g, st, &cfg, &at);
 				if (RT_CU(cu, OccupancyMaxActiveClusters, (&g->clusters, v->kernel[v->kidx[pass][i]].fn, &cfg),
 				          err, errlen, "cluster occupancy of kernel %s (%s[%d]) of variant %s (clusters of %u)",
 				          l->kernel, rt_pass_name[pass], i, d->name, g->cluster))

@@ -426,10 +426,18 @@ static void dw_segment(Bwd *bw, int s0)
  * CS blocks along x, CS | G): after a cluster barrier, block `rank` sums
  * the accumulator tiles (j, kt) with j * 8 + kt = rank mod CS over the
  * cluster's blocks in rank order -- a fixed order, so the bits do not
- * depend on timing -- and writes them to slot (clusterid.x, b, head).
- * Each thread reads the words at its own tid in every block, so the
- * fragment-to-(k, j) mapping is its own. A second barrier keeps every
- * block's shared memory alive until the others have read it. */
+ * depend on timing. Each thread reads the words at its own tid in every
+ * block, so the fragment-to-(k, j) mapping is its own. A second barrier
+ * keeps every block's shared memory alive until the others have read it.
+ *
+ * Clusters 2m and 2m+1 of a (sequence, head) then share slot m: the block
+ * of either that arrives first (an atomic count per slot and rank) writes
+ * its sums and raises a flag; the second waits for the flag, adds its own
+ * sums to the slot's and writes them back. a + b == b + a exactly, so the
+ * slot's bits do not depend on which came first; the second only ever
+ * waits on a block that has already counted itself in, so it is running
+ * and no launch order can deadlock. The counts and flags are cleared
+ * before each backward pass (workspace dwsync). */
 static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValueRef H)
 {
 	Tmpl *T = bw->T;
@@ -444,8 +452,34 @@ static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValu
 	if_begin(I, &big, ilt(I, ci32(I, BWD_CLUSTER), nrank), "cl_big");
 	irb_trap(I);
 	if_end(I, &big);
-	LLVMValueRef slot = iadd(I, imul(I, cluster_id_x(I), Bn), ln->b);
-	LLVMValueRef base = imul(I, iadd(I, imul(I, slot, H), ln->head), ci32(I, 4096));
+	LLVMValueRef cl = cluster_id_x(I), one = ci32(I, 1);
+	LLVMValueRef gw = LLVMBuildUDiv(I->b, nctaid(I, 0), nrank, "");
+	LLVMValueRef paired = ilt(I, LLVMBuildXor(I->b, cl, one, ""), gw);
+	LLVMValueRef slot = iadd(I, imul(I, LLVMBuildUDiv(I->b, cl, ci32(I, 2), ""), Bn), ln->b);
+	LLVMValueRef shead = iadd(I, imul(I, slot, H), ln->head);
+	LLVMValueRef base = imul(I, shead, ci32(I, 4096));
+	LLVMValueRef sw = iadd(I, imul(I, shead, ci32(I, 2 * BWD_CLUSTER)), rank);
+	LLVMValueRef sync = ksig_arg(T, sig, "ws:dwsync");
+	LLVMValueRef count = gep_f32(I, sync, sext64(I, sw));
+	LLVMValueRef flag = gep_f32(I, sync, sext64(I, iadd(I, sw, ci32(I, BWD_CLUSTER))));
+	LLVMValueRef t0 = ieq(I, tid_x(I), ci32(I, 0));
+	Var tk = var_init(I, ci32(I, 0), "dw_tk");
+	IfBlk fc;
+	if_begin(I, &fc, land(I, t0, paired), "dw_count");
+	var_set(I, tk, atom_add_u32(I, count, one));
+	if_end(I, &fc);
+	LLVMValueRef second = bar_or(I, ieq(I, var_get(I, tk), one));
+	IfBlk fw;
+	if_begin(I, &fw, land(I, t0, second), "dw_wait");
+	LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "dw_spin");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "dw_flag");
+	LLVMBuildBr(I->b, spin);
+	LLVMPositionBuilderAtEnd(I->b, spin);
+	LLVMBuildCondBr(I->b, ieq(I, ld_volatile(I, I->i32, flag, 4), ci32(I, 0)), spin, done);
+	LLVMPositionBuilderAtEnd(I->b, done);
+	fence_gpu(I);
+	if_end(I, &fw);
+	bar_sync(I);
 	LLVMValueRef out[MX_MAXPROJ];
 	char a[64];
 	for (int j = 0; j < T->nbd; j++) {
@@ -461,29 +495,49 @@ static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValu
 	LLVMValueRef off = iadd(I, dw_acc(bw, 0, 0, 0), imul(I, jk, ci32(I, 128 * 16)));
 	/* all BWD_CLUSTER loads in flight at once (block min(r, nrank - 1),
 	 * always a valid rank), then added in rank order */
-	LLVMValueRef v[BWD_CLUSTER][4], acc[4];
-	LLVMValueRef last = isub(I, nrank, ci32(I, 1));
+	LLVMValueRef v[BWD_CLUSTER][4];
+	Var acc[4];
+	LLVMValueRef last = isub(I, nrank, one);
 	for (int r = 0; r < BWD_CLUSTER; r++) {
 		LLVMValueRef rr = ci32(I, r);
 		ld_cluster_v4(I, v[r], off, LLVMBuildSelect(I->b, ilt(I, rr, nrank), rr, last, ""));
 	}
 	for (int e = 0; e < 4; e++) {
-		acc[e] = v[0][e];
+		LLVMValueRef s = v[0][e];
 		for (int r = 1; r < BWD_CLUSTER; r++)
-			acc[e] = fsel(I, ilt(I, ci32(I, r), nrank), fadd(I, acc[e], v[r][e]), acc[e]);
+			s = fsel(I, ilt(I, ci32(I, r), nrank), fadd(I, s, v[r][e]), s);
+		acc[e] = var_init(I, s, "dw_acc");
 	}
 	LLVMValueRef j = LLVMBuildUDiv(I->b, jk, ci32(I, 8), ""), kt = LLVMBuildURem(I->b, jk, ci32(I, 8), "");
 	LLVMValueRef dst = out[0];
 	for (int p = 1; p < T->nbd; p++)
 		dst = LLVMBuildSelect(I->b, ieq(I, j, ci32(I, p)), out[p], dst, "");
+	LLVMValueRef at[4];
 	for (int e = 0; e < 4; e++) {
 		/* dW^T fragment: row j = g (+8), column k = 8kt + 2q (+1); stored [k][j] */
 		LLVMValueRef jj = iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), ln->g), ci32(I, 8 * (e >> 1)));
 		LLVMValueRef k = iadd(I, iadd(I, imul(I, ln->q, ci32(I, 2)), imul(I, kt, ci32(I, 8))), ci32(I, e & 1));
-		LLVMValueRef idx = iadd(I, base, iadd(I, imul(I, k, ci32(I, 64)), jj));
-		st(I, acc[e], gep_f32(I, dst, sext64(I, idx)), 4);
+		at[e] = gep_f32(I, dst, sext64(I, iadd(I, base, iadd(I, imul(I, k, ci32(I, 64)), jj))));
 	}
+	IfBlk fa;
+	if_begin(I, &fa, second, "dw_add");
+	LLVMValueRef o[4];
+	for (int e = 0; e < 4; e++)
+		o[e] = ld_volatile(I, I->f32, at[e], 4);
+	for (int e = 0; e < 4; e++)
+		var_set(I, acc[e], fadd(I, o[e], var_get(I, acc[e])));
+	if_end(I, &fa);
+	for (int e = 0; e < 4; e++)
+		st(I, var_get(I, acc[e]), at[e], 4);
 	loop_end(I, &L);
+	/* the first of a pair publishes: every thread's sums are in memory
+	 * (fence) before the flag that lets the second read them */
+	fence_gpu(I);
+	bar_sync(I);
+	IfBlk fp;
+	if_begin(I, &fp, land(I, t0, land(I, paired, LLVMBuildNot(I->b, second, ""))), "dw_pub");
+	st_volatile(I, one, flag, 4);
+	if_end(I, &fp);
 	cluster_sync(I);
 }
 
@@ -518,6 +572,8 @@ void tmpl_bwd_apply(Tmpl *T)
 		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bd[j]].weight].name);
 		ksig_add(T, &l->sig, a, I->gptr);
 	}
+	if (T->nbd > 0)
+		ksig_add(T, &l->sig, "ws:dwsync", I->gptr);
 	ksig_add(T, &l->sig, "ws:part_chan", I->gptr);
 	ksig_add(T, &l->sig, "ws:part_scal", I->gptr);
 	ksig_shape(T, &l->sig);
@@ -797,7 +853,7 @@ void tmpl_param_reduce(Tmpl *T)
 	}
 	ksig_add(T, &l->sig, "i32:G", I->i32);
 	if (T->nbd > 0)
-		ksig_add(T, &l->sig, "i32:GW", I->i32);   /* weight partials: one slot per bwd_apply cluster */
+		ksig_add(T, &l->sig, "i32:GP", I->i32);   /* weight partials: one slot per pair of bwd_apply clusters */
 	ksig_add(T, &l->sig, "i32:B", I->i32);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
 	tmpl_open(T, l);
@@ -827,7 +883,7 @@ void tmpl_param_reduce(Tmpl *T)
 			n = imul(I, H, ci32(I, 4096));
 			stride = n;
 			off = ci32(I, 0);
-			ns = imul(I, ksig_arg(T, &l->sig, "i32:GW"), Bn);
+			ns = imul(I, ksig_arg(T, &l->sig, "i32:GP"), Bn);
 		} else {
 			src = ksig_arg(T, &l->sig, "ws:part_chan");
 			n = D;

@@ -243,7 +243,12 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 	char buf[96];
 	for (int j = 0; j < T->nbd; j++) {
 		snprintf(buf, sizeof buf, "part_%s", T->mx->param[T->mx->proj[T->bd[j]].weight].name);
-		add_ws(T, buf, "GW*B*H*4096*4", "backward", 0);   /* one slot per cluster */
+		add_ws(T, buf, "GP*B*H*4096*4", "backward", 0);   /* one slot per pair of clusters */
+	}
+	if (T->nbd > 0) {
+		/* per slot and block rank: the pair's arrival count and flag */
+		snprintf(buf, sizeof buf, "GP*B*H*%d", 8 * BWD_CLUSTER);
+		add_ws(T, "dwsync", buf, "backward", 1);
 	}
 	add_ws(T, "part_chan", "G*B*NCP*D*4", "backward", 0);
 	add_ws(T, "part_scal", "G*B*H*NSP*4", "backward", 0);

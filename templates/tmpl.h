@@ -256,7 +256,9 @@ void ksig_tok(Tmpl *T, KSig *s);             /* "ws:tok" when the mixer has a to
  * blocks of 106 KB per SM): clusters of 2 fill all 264 block slots, clusters
  * of 4 only 248 (62 clusters), which turned L = 8192's one wave of 256
  * blocks into two and L = 131072's two waves of 512 into three (bwd_apply
- * 0.096 -> 0.161 ms and 1.413 -> 1.885 ms). */
+ * 0.096 -> 0.161 ms and 1.413 -> 1.885 ms). Pairs of clusters then share
+ * one slot in global memory (dw_cluster_write), so a head holds
+ * cdiv(G / BWD_CLUSTER, 2) slots. */
 #define BWD_CLUSTER 2
 
 /* Blocks per SM the reduce kernels ask ptxas to fit: two of 256 threads

@@ -79,13 +79,37 @@ for f in "$work"/ptx/*.ptx; do
 		  ! grep -q "^.visible .entry ${m}_fwd_reduce(" "$f" && ! grep -q "^.visible .entry ${m}_fwd_carry(" "$f"; } ||
 			{ echo "FAIL $v: no ticketed fwd_scan, or a reduce/carry kernel in the forward"; lbbad=$((lbbad+1)); } ;;
 	*)
-		! grep -q "atom.global" "$f" || { echo "FAIL $v: a hierarchical plan takes a ticket"; lbbad=$((lbbad+1)); } ;;
+		for k in $(grep -o "^.visible .entry ${m}_fwd_[a-z_]*" "$f" | awk '{ print $3 }'); do
+			! body "$f" "$k" | grep -q "atom.global" || { echo "FAIL $v: a hierarchical forward takes a ticket ($k)"; lbbad=$((lbbad+1)); }
+		done ;;
 	esac
 done
 if [ "$lbbad" -eq 0 ] && [ "$lbn" -gt 0 ]; then
-	echo "ok   $lbn look-back variants: one ticketed fwd_scan, no reduce or carry; hierarchical ones take no ticket"; pass=$((pass+1))
+	echo "ok   $lbn look-back variants: one ticketed fwd_scan, no reduce or carry; hierarchical forwards take no ticket"; pass=$((pass+1))
 else
 	echo "FAIL look-back plans: $lbbad wrong of $lbn"; fail=$((fail+1))
+fi
+# RG-LRU's bwd_apply pairs clusters on one weight-gradient slot: an arrival
+# count, a block-wide vote on who came second, the second's wait on the
+# flag and the first's fence before raising it; SAMU (no block-diagonal
+# weights) has none of it
+pbad=0 pn=0
+for f in "$work"/ptx/*.ptx; do
+	v=$(basename "$f" .ptx); m=${v%%.*}; pn=$((pn+1))
+	b=$(body "$f" "${m}_bwd_apply")
+	n=0
+	for pat in "atom.global.add.u32" "bar.red.or.pred" "ld.volatile.global.u32" "membar.gl" "st.volatile.global.u32"; do
+		echo "$b" | grep -q "$pat" && n=$((n+1))
+	done
+	case "$m" in
+	rglru) [ "$n" -eq 5 ] || { echo "FAIL $v: bwd_apply lacks the pair step ($n of 5 parts)"; pbad=$((pbad+1)); } ;;
+	*) [ "$n" -eq 0 ] || { echo "FAIL $v: bwd_apply has $n parts of a pair step it has no use for"; pbad=$((pbad+1)); } ;;
+	esac
+done
+if [ "$pbad" -eq 0 ] && [ "$pn" -gt 0 ]; then
+	echo "ok   $pn bwd_apply kernels: RG-LRU's pair their clusters' weight slots, SAMU's do not"; pass=$((pass+1))
+else
+	echo "FAIL pair step: $pbad wrong of $pn"; fail=$((fail+1))
 fi
 # ptxas on every core, then the reports in order
 one() { v=$(basename "$2" .ptx); "$1" -arch=sm_90 -v "$2" -o /dev/null > "$3/$v.log" 2>&1; echo $? > "$3/$v.rc"; }
