@@ -35,8 +35,9 @@ typedef struct { CUdeviceptr p; size_t cap, need; } rt_wsbuf;   /* need: bytes o
 
 typedef union { CUdeviceptr p; int32_t i32; int64_t i64; } rt_argval;
 
-/* one launch's evaluated geometry */
-typedef struct { unsigned grid[3]; unsigned smem, cluster; int block, occupancy, clusters; } rt_geom;
+/* one launch's evaluated geometry (rt_launch_geom's, checked against the
+ * device) and, once profiled, its occupancy */
+typedef struct { rt_plan_geom p; int block, occupancy, clusters; } rt_geom;
 
 struct recur_variant {
 	recur_rt *rt;
@@ -370,9 +371,9 @@ int recur_variant_last_launch(const recur_variant *v, int i, recur_launch_info *
 		return -1;
 	const rt_geom *g = &v->last_geom[i];
 	*info = (recur_launch_info){ .kernel = v->last_name[i], .ms = v->last_ms[i], .block = g->block,
-	                             .dyn_smem = g->smem, .blocks_per_sm = g->occupancy, .cluster = (int)g->cluster,
+	                             .dyn_smem = (unsigned)g->p.smem, .blocks_per_sm = g->occupancy, .cluster = (int)g->p.cluster,
 	                             .max_clusters = g->clusters };
-	memcpy(info->grid, g->grid, sizeof info->grid);
+	memcpy(info->grid, g->p.grid, sizeof info->grid);
 	return 0;
 }
 
@@ -440,14 +441,12 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 	rt_plan_geom pg;
 	if (rt_launch_geom(l, sv, &pg, e, sizeof e))
 		return vfail(err, errlen, WHERE "%s", WARGS, e);
-	memcpy(g->grid, pg.grid, sizeof g->grid);
 	int64_t limit = (int64_t)v->rt->smem_optin - K->info.static_smem;
 	if (pg.smem > limit)
 		return vfail(err, errlen, WHERE "dynamic shared memory \"%s\" = %lld bytes, outside 0..%lld "
 		             "(the device's %d per block less %d static)", WARGS, l->smem, (long long)pg.smem,
 		             (long long)limit, v->rt->smem_optin, K->info.static_smem);
-	g->smem = (unsigned)pg.smem;
-	g->cluster = pg.cluster;
+	g->p = pg;
 
 	for (int i = 0; i < l->narg; i++) {
 		const rt_arg *a = &l->arg[i];
@@ -504,13 +503,13 @@ static void launch_config(const rt_launch *l, const rt_geom *g, CUstream st, CUl
                           CUlaunchAttribute *at)
 {
 	*at = (CUlaunchAttribute){ .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
-	at->value.clusterDim.x = g->cluster;
+	at->value.clusterDim.x = g->p.cluster;
 	at->value.clusterDim.y = 1;
 	at->value.clusterDim.z = 1;
 	*cfg = (CUlaunchConfig){
-		.gridDimX = g->grid[0], .gridDimY = g->grid[1], .gridDimZ = g->grid[2],
+		.gridDimX = g->p.grid[0], .gridDimY = g->p.grid[1], .gridDimZ = g->p.grid[2],
 		.blockDimX = (unsigned)l->block[0], .blockDimY = (unsigned)l->block[1], .blockDimZ = (unsigned)l->block[2],
-		.sharedMemBytes = g->smem, .hStream = st, .attrs = at, .numAttrs = g->cluster > 1,
+		.sharedMemBytes = (unsigned)g->p.smem, .hStream = st, .attrs = at, .numAttrs = g->p.cluster > 1,
 	};
 }
 
@@ -521,23 +520,23 @@ static int launch(recur_variant *v, int pass, int li, CUstream st, const char *s
 	rt_kernel *K = &v->kernel[v->kidx[pass][li]];
 	const rt_geom *g = &v->geom[li];
 	/* past 48 KB of dynamic shared memory a kernel must opt in, per function */
-	if (g->smem > RT_SMEM_DEFAULT && (int)g->smem > K->smem_attr) {
-		if (RT_CU(cu, FuncSetAttribute, (K->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)g->smem),
-		          err, errlen, "allowing %u bytes of dynamic shared memory for kernel %s (%s[%d]) of variant %s",
-		          g->smem, l->kernel, rt_pass_name[pass], li, v->d->name))
+	if (g->p.smem > RT_SMEM_DEFAULT && (int)g->p.smem > K->smem_attr) {
+		if (RT_CU(cu, FuncSetAttribute, (K->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)g->p.smem),
+		          err, errlen, "allowing %lld bytes of dynamic shared memory for kernel %s (%s[%d]) of variant %s",
+		          (long long)g->p.smem, l->kernel, rt_pass_name[pass], li, v->d->name))
 			return -1;
-		K->smem_attr = (int)g->smem;
+		K->smem_attr = (int)g->p.smem;
 	}
 	CUlaunchAttribute at;
 	CUlaunchConfig cfg;
 	char cl[40] = "";
-	if (g->cluster > 1)
-		snprintf(cl, sizeof cl, " in clusters of %u blocks", g->cluster);
+	if (g->p.cluster > 1)
+		snprintf(cl, sizeof cl, " in clusters of %u blocks", g->p.cluster);
 	launch_config(l, g, st, &cfg, &at);
 	return RT_CU(cu, LaunchKernelEx, (&cfg, K->fn, &v->argp[v->argoff[pass][li]], NULL), err, errlen,
-	             "launching %s[%d] kernel %s of variant %s at %s: grid (%u,%u,%u) block (%d,%d,%d) smem %u%s",
-	             rt_pass_name[pass], li, l->kernel, v->d->name, shape, g->grid[0], g->grid[1], g->grid[2],
-	             l->block[0], l->block[1], l->block[2], g->smem, cl);
+	             "launching %s[%d] kernel %s of variant %s at %s: grid (%u,%u,%u) block (%d,%d,%d) smem %lld%s",
+	             rt_pass_name[pass], li, l->kernel, v->d->name, shape, g->p.grid[0], g->p.grid[1], g->p.grid[2],
+	             l->block[0], l->block[1], l->block[2], (long long)g->p.smem, cl);
 }
 
 static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CUstream st,
@@ -602,17 +601,17 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CU
 			*g = v->geom[i];
 			g->block = l->block[0] * l->block[1] * l->block[2];
 			if (RT_CU(cu, OccupancyMaxActiveBlocksPerMultiprocessor,
-			          (&g->occupancy, v->kernel[v->kidx[pass][i]].fn, g->block, g->smem), err, errlen,
+			          (&g->occupancy, v->kernel[v->kidx[pass][i]].fn, g->block, (size_t)g->p.smem), err, errlen,
 			          "occupancy of kernel %s (%s[%d]) of variant %s", l->kernel, rt_pass_name[pass], i, d->name))
 				return -1;
 			g->clusters = 0;
-			if (g->cluster > 1) {
+			if (g->p.cluster > 1) {
 				CUlaunchAttribute at;
 				CUlaunchConfig cfg;
 				launch_config(l, g, st, &cfg, &at);
 				if (RT_CU(cu, OccupancyMaxActiveClusters, (&g->clusters, v->kernel[v->kidx[pass][i]].fn, &cfg),
 				          err, errlen, "cluster occupancy of kernel %s (%s[%d]) of variant %s (clusters of %u)",
-				          l->kernel, rt_pass_name[pass], i, d->name, g->cluster))
+				          l->kernel, rt_pass_name[pass], i, d->name, g->p.cluster))
 					return -1;
 			}
 		}

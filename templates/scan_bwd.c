@@ -422,22 +422,62 @@ static void dw_segment(Bwd *bw, int s0)
 	}
 }
 
+/* Tile jk of the weight-gradient accumulators summed over the cluster's
+ * blocks in rank order: all BWD_CLUSTER loads in flight at once (block
+ * min(r, nrank - 1), always a valid rank), then the adds. Each thread
+ * reads the words at its own tid in every block, so the fragment-to-(k, j)
+ * mapping is its own. */
+static void dw_tile_sum(Bwd *bw, LLVMValueRef jk, LLVMValueRef nrank, LLVMValueRef acc[4])
+{
+	Irb *I = &bw->T->I;
+	LLVMValueRef off = iadd(I, dw_acc(bw, 0, 0, 0), imul(I, jk, ci32(I, 128 * 16)));
+	LLVMValueRef v[BWD_CLUSTER][4], last = isub(I, nrank, ci32(I, 1));
+	for (int r = 0; r < BWD_CLUSTER; r++) {
+		LLVMValueRef rr = ci32(I, r);
+		ld_cluster_v4(I, v[r], off, LLVMBuildSelect(I->b, ilt(I, rr, nrank), rr, last, ""));
+	}
+	for (int e = 0; e < 4; e++) {
+		acc[e] = v[0][e];
+		for (int r = 1; r < BWD_CLUSTER; r++)
+			acc[e] = fsel(I, ilt(I, ci32(I, r), nrank), fadd(I, acc[e], v[r][e]), acc[e]);
+	}
+}
+
+/* where this thread's 4 words of tile jk go in the slot at base */
+static void dw_tile_at(Bwd *bw, LLVMValueRef const out[], LLVMValueRef jk, LLVMValueRef base, LLVMValueRef at[4])
+{
+	Tmpl *T = bw->T;
+	Irb *I = &T->I;
+	Lanes *ln = bw->ln;
+	LLVMValueRef j = LLVMBuildUDiv(I->b, jk, ci32(I, 8), ""), kt = LLVMBuildURem(I->b, jk, ci32(I, 8), "");
+	LLVMValueRef dst = out[0];
+	for (int p = 1; p < T->nbd; p++)
+		dst = LLVMBuildSelect(I->b, ieq(I, j, ci32(I, p)), out[p], dst, "");
+	for (int e = 0; e < 4; e++) {
+		/* dW^T fragment: row j = g (+8), column k = 8kt + 2q (+1); stored [k][j] */
+		LLVMValueRef jj = iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), ln->g), ci32(I, 8 * (e >> 1)));
+		LLVMValueRef k = iadd(I, iadd(I, imul(I, ln->q, ci32(I, 2)), imul(I, kt, ci32(I, 8))), ci32(I, e & 1));
+		at[e] = gep_f32(I, dst, sext64(I, iadd(I, base, iadd(I, imul(I, k, ci32(I, 64)), jj))));
+	}
+}
+
 /* The weight-gradient partials of the cluster (launched as clusters of
  * CS blocks along x, CS | G): after a cluster barrier, block `rank` sums
  * the accumulator tiles (j, kt) with j * 8 + kt = rank mod CS over the
  * cluster's blocks in rank order -- a fixed order, so the bits do not
- * depend on timing. Each thread reads the words at its own tid in every
- * block, so the fragment-to-(k, j) mapping is its own. A second barrier
- * keeps every block's shared memory alive until the others have read it.
+ * depend on timing. A last cluster barrier keeps every block's shared
+ * memory alive until the others have read it.
  *
  * Clusters 2m and 2m+1 of a (sequence, head) then share slot m: the block
- * of either that arrives first (an atomic count per slot and rank) writes
- * its sums and raises a flag; the second waits for the flag, adds its own
- * sums to the slot's and writes them back. a + b == b + a exactly, so the
- * slot's bits do not depend on which came first; the second only ever
- * waits on a block that has already counted itself in, so it is running
- * and no launch order can deadlock. The counts and flags are cleared
- * before each backward pass (workspace dwsync). */
+ * of either that counts itself in first (an atomic count per slot and
+ * rank) writes its sums and raises a flag; the second sums its tiles,
+ * waits for the flag, adds the slot's words to its sums and writes them
+ * back. a + b == b + a exactly, so the slot's bits do not depend on which
+ * came first; the second only ever waits on a block that has already
+ * counted itself in, so it is running and no launch order can deadlock.
+ * The second's tail is unrolled so that all its loads of the slot are in
+ * flight at once (one memory round trip, not one per tile). The counts and
+ * flags are cleared before each backward pass (workspace dwsync). */
 static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValueRef H)
 {
 	Tmpl *T = bw->T;
@@ -446,15 +486,17 @@ static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValu
 	Mixer *mx = (Mixer *)T->mx;
 	cluster_sync(I);
 	LLVMValueRef rank = cluster_rank(I), nrank = cluster_nrank(I);
-	/* a launch in larger clusters than these sums cover fails loudly
-	 * rather than dropping blocks' gradients */
-	IfBlk big;
-	if_begin(I, &big, ilt(I, ci32(I, BWD_CLUSTER), nrank), "cl_big");
-	irb_trap(I);
-	if_end(I, &big);
 	LLVMValueRef cl = cluster_id_x(I), one = ci32(I, 1);
 	LLVMValueRef gw = LLVMBuildUDiv(I->b, nctaid(I, 0), nrank, "");
 	LLVMValueRef paired = ilt(I, LLVMBuildXor(I->b, cl, one, ""), gw);
+	/* a launch in larger clusters than these sums cover, or a pair of
+	 * clusters smaller than the second's unrolled tail assumes, fails
+	 * loudly rather than dropping blocks' gradients */
+	IfBlk big;
+	LLVMValueRef odd = land(I, paired, LLVMBuildICmp(I->b, LLVMIntNE, nrank, ci32(I, BWD_CLUSTER), ""));
+	if_begin(I, &big, LLVMBuildOr(I->b, ilt(I, ci32(I, BWD_CLUSTER), nrank), odd, ""), "cl_big");
+	irb_trap(I);
+	if_end(I, &big);
 	LLVMValueRef slot = iadd(I, imul(I, LLVMBuildUDiv(I->b, cl, ci32(I, 2), ""), Bn), ln->b);
 	LLVMValueRef shead = iadd(I, imul(I, slot, H), ln->head);
 	LLVMValueRef base = imul(I, shead, ci32(I, 4096));
@@ -469,75 +511,82 @@ static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValu
 	var_set(I, tk, atom_add_u32(I, count, one));
 	if_end(I, &fc);
 	LLVMValueRef second = bar_or(I, ieq(I, var_get(I, tk), one));
-	IfBlk fw;
-	if_begin(I, &fw, land(I, t0, second), "dw_wait");
-	LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "dw_spin");
-	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "dw_flag");
-	LLVMBuildBr(I->b, spin);
-	LLVMPositionBuilderAtEnd(I->b, spin);
-	LLVMBuildCondBr(I->b, ieq(I, ld_volatile(I, I->i32, flag, 4), ci32(I, 0)), spin, done);
-	LLVMPositionBuilderAtEnd(I->b, done);
-	fence_gpu(I);
-	if_end(I, &fw);
-	bar_sync(I);
 	LLVMValueRef out[MX_MAXPROJ];
 	char a[64];
 	for (int j = 0; j < T->nbd; j++) {
 		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bd[j]].weight].name);
 		out[j] = ksig_arg(T, sig, a);
 	}
-	/* one loop over this block's tiles jk = j * 8 + kt: the code after the
-	 * scan stays small (unrolled per tile it cost chunk 32 and 64 their last
-	 * registers) */
+
+	/* the second of a pair: exactly BWD_CLUSTER blocks (checked above) */
+	enum { NTB = MX_MAXPROJ * 8 / BWD_CLUSTER };
+	int ntb = T->nbd * 8 / BWD_CLUSTER;
+	CHECK(T->nbd * 8 % BWD_CLUSTER == 0 && ntb <= NTB);
+	IfBlk fs;
+	if_begin(I, &fs, second, "dw_second");
+	{
+		LLVMValueRef sum[NTB][4], at[NTB][4], o[NTB][4];
+		for (int t = 0; t < ntb; t++)
+			dw_tile_sum(bw, iadd(I, rank, ci32(I, BWD_CLUSTER * t)), nrank, sum[t]);
+		IfBlk fw;
+		if_begin(I, &fw, t0, "dw_wait");
+		LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "dw_spin");
+		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "dw_flag");
+		LLVMBuildBr(I->b, spin);
+		LLVMPositionBuilderAtEnd(I->b, spin);
+		LLVMBuildCondBr(I->b, ieq(I, ld_volatile(I, I->i32, flag, 4), ci32(I, 0)), spin, done);
+		LLVMPositionBuilderAtEnd(I->b, done);
+		fence_gpu(I);
+		if_end(I, &fw);
+		bar_sync(I);
+		for (int t = 0; t < ntb; t++) {
+			dw_tile_at(bw, out, iadd(I, rank, ci32(I, BWD_CLUSTER * t)), base, at[t]);
+			for (int e = 0; e < 4; e++)
+				o[t][e] = ld_volatile(I, I->f32, at[t][e], 4);
+		}
+		for (int t = 0; t < ntb; t++)
+			for (int e = 0; e < 4; e++)
+				st(I, fadd(I, o[t][e], sum[t][e]), at[t][e], 4);
+	}
+	if_end(I, &fs);
+
+	/* the first of a pair, or a cluster alone: in clusters of BWD_CLUSTER
+	 * unrolled like the second's (its flag is what the second waits for);
+	 * in smaller ones (a head with one block) one loop over the tiles */
+	IfBlk ff, fu, fl;
+	if_begin(I, &ff, LLVMBuildNot(I->b, second, ""), "dw_first");
+	LLVMValueRef full = ieq(I, nrank, ci32(I, BWD_CLUSTER));
+	if_begin(I, &fu, full, "dw_full");
+	{
+		LLVMValueRef sum[NTB][4], at[NTB][4];
+		for (int t = 0; t < ntb; t++)
+			dw_tile_sum(bw, iadd(I, rank, ci32(I, BWD_CLUSTER * t)), nrank, sum[t]);
+		for (int t = 0; t < ntb; t++) {
+			dw_tile_at(bw, out, iadd(I, rank, ci32(I, BWD_CLUSTER * t)), base, at[t]);
+			for (int e = 0; e < 4; e++)
+				st(I, sum[t][e], at[t][e], 4);
+		}
+	}
+	if_end(I, &fu);
+	if_begin(I, &fl, LLVMBuildNot(I->b, full, ""), "dw_loop");
 	Loop L;
 	loop_begin(I, &L, rank, ci32(I, T->nbd * 8), nrank, "dwt");
-	LLVMValueRef jk = loop_i(I, &L);
-	LLVMValueRef off = iadd(I, dw_acc(bw, 0, 0, 0), imul(I, jk, ci32(I, 128 * 16)));
-	/* all BWD_CLUSTER loads in flight at once (block min(r, nrank - 1),
-	 * always a valid rank), then added in rank order */
-	LLVMValueRef v[BWD_CLUSTER][4];
-	Var acc[4];
-	LLVMValueRef last = isub(I, nrank, one);
-	for (int r = 0; r < BWD_CLUSTER; r++) {
-		LLVMValueRef rr = ci32(I, r);
-		ld_cluster_v4(I, v[r], off, LLVMBuildSelect(I->b, ilt(I, rr, nrank), rr, last, ""));
-	}
-	for (int e = 0; e < 4; e++) {
-		LLVMValueRef s = v[0][e];
-		for (int r = 1; r < BWD_CLUSTER; r++)
-			s = fsel(I, ilt(I, ci32(I, r), nrank), fadd(I, s, v[r][e]), s);
-		acc[e] = var_init(I, s, "dw_acc");
-	}
-	LLVMValueRef j = LLVMBuildUDiv(I->b, jk, ci32(I, 8), ""), kt = LLVMBuildURem(I->b, jk, ci32(I, 8), "");
-	LLVMValueRef dst = out[0];
-	for (int p = 1; p < T->nbd; p++)
-		dst = LLVMBuildSelect(I->b, ieq(I, j, ci32(I, p)), out[p], dst, "");
-	LLVMValueRef at[4];
-	for (int e = 0; e < 4; e++) {
-		/* dW^T fragment: row j = g (+8), column k = 8kt + 2q (+1); stored [k][j] */
-		LLVMValueRef jj = iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), ln->g), ci32(I, 8 * (e >> 1)));
-		LLVMValueRef k = iadd(I, iadd(I, imul(I, ln->q, ci32(I, 2)), imul(I, kt, ci32(I, 8))), ci32(I, e & 1));
-		at[e] = gep_f32(I, dst, sext64(I, iadd(I, base, iadd(I, imul(I, k, ci32(I, 64)), jj))));
-	}
-	IfBlk fa;
-	if_begin(I, &fa, second, "dw_add");
-	LLVMValueRef o[4];
+	LLVMValueRef jk = loop_i(I, &L), acc[4], at[4];
+	dw_tile_sum(bw, jk, nrank, acc);
+	dw_tile_at(bw, out, jk, base, at);
 	for (int e = 0; e < 4; e++)
-		o[e] = ld_volatile(I, I->f32, at[e], 4);
-	for (int e = 0; e < 4; e++)
-		var_set(I, acc[e], fadd(I, o[e], var_get(I, acc[e])));
-	if_end(I, &fa);
-	for (int e = 0; e < 4; e++)
-		st(I, var_get(I, acc[e]), at[e], 4);
+		st(I, acc[e], at[e], 4);
 	loop_end(I, &L);
-	/* the first of a pair publishes: every thread's sums are in memory
-	 * (fence) before the flag that lets the second read them */
+	if_end(I, &fl);
+	/* every thread's sums are in memory (fence) before the flag that lets
+	 * the second read them */
 	fence_gpu(I);
 	bar_sync(I);
 	IfBlk fp;
-	if_begin(I, &fp, land(I, t0, land(I, paired, LLVMBuildNot(I->b, second, ""))), "dw_pub");
+	if_begin(I, &fp, land(I, t0, paired), "dw_pub");
 	st_volatile(I, one, flag, 4);
 	if_end(I, &fp);
+	if_end(I, &ff);
 	cluster_sync(I);
 }
 
