@@ -518,17 +518,28 @@ static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValu
 		out[j] = ksig_arg(T, sig, a);
 	}
 
-	/* the second of a pair: exactly BWD_CLUSTER blocks (checked above) */
+	/* in clusters of BWD_CLUSTER (every pair, checked above) the tiles are
+	 * unrolled: the second sums its tiles before it waits on the first's
+	 * flag, then has all its loads of the slot in flight at once; the
+	 * first's stores, which the second waits for, go out together */
 	enum { NTB = MX_MAXPROJ * 8 / BWD_CLUSTER };
 	int ntb = T->nbd * 8 / BWD_CLUSTER;
 	CHECK(T->nbd * 8 % BWD_CLUSTER == 0 && ntb <= NTB);
-	IfBlk fs;
-	if_begin(I, &fs, second, "dw_second");
+	LLVMValueRef full = ieq(I, nrank, ci32(I, BWD_CLUSTER));
+	IfBlk fu, fl;
+	if_begin(I, &fu, full, "dw_full");
 	{
-		LLVMValueRef sum[NTB][4], at[NTB][4], o[NTB][4];
-		for (int t = 0; t < ntb; t++)
-			dw_tile_sum(bw, iadd(I, rank, ci32(I, BWD_CLUSTER * t)), nrank, sum[t]);
-		IfBlk fw;
+		LLVMValueRef at[NTB][4];
+		Var sum[NTB][4];
+		for (int t = 0; t < ntb; t++) {
+			LLVMValueRef jk = iadd(I, rank, ci32(I, BWD_CLUSTER * t)), v[4];
+			dw_tile_sum(bw, jk, nrank, v);
+			dw_tile_at(bw, out, jk, base, at[t]);
+			for (int e = 0; e < 4; e++)
+				sum[t][e] = var_init(I, v[e], "dw_sum");
+		}
+		IfBlk fs, fw;
+		if_begin(I, &fs, second, "dw_second");
 		if_begin(I, &fw, t0, "dw_wait");
 		LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "dw_spin");
 		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "dw_flag");
@@ -539,35 +550,21 @@ static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValu
 		fence_gpu(I);
 		if_end(I, &fw);
 		bar_sync(I);
-		for (int t = 0; t < ntb; t++) {
-			dw_tile_at(bw, out, iadd(I, rank, ci32(I, BWD_CLUSTER * t)), base, at[t]);
+		LLVMValueRef o[NTB][4];
+		for (int t = 0; t < ntb; t++)
 			for (int e = 0; e < 4; e++)
 				o[t][e] = ld_volatile(I, I->f32, at[t][e], 4);
-		}
 		for (int t = 0; t < ntb; t++)
 			for (int e = 0; e < 4; e++)
-				st(I, fadd(I, o[t][e], sum[t][e]), at[t][e], 4);
-	}
-	if_end(I, &fs);
-
-	/* the first of a pair, or a cluster alone: in clusters of BWD_CLUSTER
-	 * unrolled like the second's (its flag is what the second waits for);
-	 * in smaller ones (a head with one block) one loop over the tiles */
-	IfBlk ff, fu, fl;
-	if_begin(I, &ff, LLVMBuildNot(I->b, second, ""), "dw_first");
-	LLVMValueRef full = ieq(I, nrank, ci32(I, BWD_CLUSTER));
-	if_begin(I, &fu, full, "dw_full");
-	{
-		LLVMValueRef sum[NTB][4], at[NTB][4];
+				var_set(I, sum[t][e], fadd(I, o[t][e], var_get(I, sum[t][e])));
+		if_end(I, &fs);
 		for (int t = 0; t < ntb; t++)
-			dw_tile_sum(bw, iadd(I, rank, ci32(I, BWD_CLUSTER * t)), nrank, sum[t]);
-		for (int t = 0; t < ntb; t++) {
-			dw_tile_at(bw, out, iadd(I, rank, ci32(I, BWD_CLUSTER * t)), base, at[t]);
 			for (int e = 0; e < 4; e++)
-				st(I, sum[t][e], at[t][e], 4);
-		}
+				st(I, var_get(I, sum[t][e]), at[t][e], 4);
 	}
 	if_end(I, &fu);
+	/* a cluster of one block (a head with one block, never paired): one
+	 * loop over the tiles */
 	if_begin(I, &fl, LLVMBuildNot(I->b, full, ""), "dw_loop");
 	Loop L;
 	loop_begin(I, &L, rank, ci32(I, T->nbd * 8), nrank, "dwt");
@@ -578,12 +575,14 @@ static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValu
 		st(I, acc[e], at[e], 4);
 	loop_end(I, &L);
 	if_end(I, &fl);
-	/* every thread's sums are in memory (fence) before the flag that lets
-	 * the second read them */
+	/* the first of a pair publishes: every thread's sums are in memory
+	 * (fence) before the flag that lets the second read them */
+	IfBlk ff;
+	if_begin(I, &ff, land(I, paired, LLVMBuildNot(I->b, second, "")), "dw_first");
 	fence_gpu(I);
 	bar_sync(I);
 	IfBlk fp;
-	if_begin(I, &fp, land(I, t0, paired), "dw_pub");
+	if_begin(I, &fp, t0, "dw_pub");
 	st_volatile(I, one, flag, 4);
 	if_end(I, &fp);
 	if_end(I, &ff);
