@@ -227,11 +227,22 @@ void ldsm_lane(Irb *I, const Lanes *ln, int swap, LLVMValueRef *row, LLVMValueRe
 	*blk = swap ? hi : lo;
 }
 
-LLVMValueRef xs_ldsm_off(Irb *I, const Lanes *ln)
+/* byte offset of 16-byte block blk of row row in a staged step's rows */
+static LLVMValueRef xs_at(Irb *I, const Lanes *ln, LLVMValueRef row, LLVMValueRef blk)
+{
+	if (!(ln->seg_flags & SEG_SWZ))
+		return iadd(I, imul(I, row, ci32(I, XS_ROW)), imul(I, blk, ci32(I, 16)));
+	LLVMValueRef sw = LLVMBuildXor(I->b, blk, LLVMBuildAnd(I->b, row, ci32(I, 7), ""), "");
+	return iadd(I, imul(I, row, ci32(I, 128)), imul(I, sw, ci32(I, 16)));
+}
+
+LLVMValueRef xs_ldsm_at(Irb *I, const Lanes *ln, int blk0)
 {
 	LLVMValueRef row, blk;
 	ldsm_lane(I, ln, 0, &row, &blk);
-	return iadd(I, imul(I, row, ci32(I, XS_ROW)), imul(I, blk, ci32(I, 16)));
+	if (!(ln->seg_flags & SEG_SWZ))
+		return blk0 ? iadd(I, xs_at(I, ln, row, blk), ci32(I, 16 * blk0)) : xs_at(I, ln, row, blk);
+	return xs_at(I, ln, row, iadd(I, blk, ci32(I, blk0)));
 }
 
 void wmat_gate_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2])
@@ -329,11 +340,16 @@ static LLVMValueRef xidx(Tmpl *T, Lanes *ln, LLVMValueRef t, LLVMValueRef k)
 	            sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), k)));
 }
 
-static LLVMValueRef xs_pair(Tmpl *T, LLVMValueRef base, LLVMValueRef row, LLVMValueRef col)
+static LLVMValueRef xs_pair(Tmpl *T, const Lanes *ln, LLVMValueRef base, LLVMValueRef row, LLVMValueRef col)
 {
 	Irb *I = &T->I;
-	LLVMValueRef off = iadd(I, base, iadd(I, imul(I, row, ci32(I, XS_ROW)), imul(I, col, ci32(I, 2))));
-	return ld(I, I->i32, smem_ptr(I, off), 4);
+	LLVMValueRef off;
+	if (ln->seg_flags & SEG_SWZ)
+		off = iadd(I, xs_at(I, ln, row, LLVMBuildLShr(I->b, col, ci32(I, 3), "")),
+		           imul(I, LLVMBuildAnd(I->b, col, ci32(I, 7), ""), ci32(I, 2)));
+	else
+		off = iadd(I, imul(I, row, ci32(I, XS_ROW)), imul(I, col, ci32(I, 2)));
+	return ld(I, I->i32, smem_ptr(I, iadd(I, base, off)), 4);
 }
 
 /* per step: [x rows][dy rows][16 x nz token values], each part present by flags */
@@ -341,9 +357,10 @@ static int seg_part(const Tmpl *T, int flags, int part)
 {
 	int off = 0;
 	if (part == SEG_X) return off;
-	off += flags & SEG_X ? XS_BUF : 0;
+	int buf = flags & SEG_SWZ ? 16 * 128 : XS_BUF;
+	off += flags & SEG_X ? buf : 0;
 	if (part == SEG_DY) return off;
-	off += flags & SEG_DY ? XS_BUF : 0;
+	off += flags & SEG_DY ? buf : 0;
 	if (part == 0) return (off + 16 * T->nz * 4 + 15) & ~15;   /* the whole step */
 	return off;                                                  /* token values */
 }
@@ -412,7 +429,7 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 	LLVMValueRef base = seg_base(T, ln);
 	for (int k = 0; k < n; k++) {
 		LLVMValueRef sb = iadd(I, base, ci32(I, k * ln->seg_step));
-		LLVMValueRef o = iadd(I, imul(I, row, ci32(I, XS_ROW)), imul(I, c16, ci32(I, 16)));
+		LLVMValueRef o = xs_at(I, ln, row, c16);
 		if (ln->seg_flags & SEG_X)
 			st(I, xv[k], smem_ptr(I, iadd(I, sb, o)), 16);
 		if (ln->seg_flags & SEG_DY)
@@ -466,7 +483,7 @@ void load_dy(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef dy[TM_SLOTS])
 	for (int r = 0; r < 2; r++)
 		for (int nt = 0; nt < 2; nt++) {
 			int s0 = r * 4 + 2 * nt;
-			LLVMValueRef v = xs_pair(T, base, iadd(I, ln->g, ci32(I, 8 * r)), ln->ch[2 * nt]);
+			LLVMValueRef v = xs_pair(T, ln, base, iadd(I, ln->g, ci32(I, 8 * r)), ln->ch[2 * nt]);
 			dy[s0] = unpack_bf16_lo(I, v);
 			dy[s0 + 1] = unpack_bf16_hi(I, v);
 		}
@@ -507,7 +524,7 @@ void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, i
 	/* the slot's own x: pairs (c, c+1) are adjacent channels */
 	for (int r = 0; r < 2; r++)
 		for (int nt = 0; nt < 2; nt++) {
-			LLVMValueRef pr = st->xs ? xs_pair(T, st->xs, iadd(I, ln->g, ci32(I, 8 * r)), ln->ch[2 * nt])
+			LLVMValueRef pr = st->xs ? xs_pair(T, ln, st->xs, iadd(I, ln->g, ci32(I, 8 * r)), ln->ch[2 * nt])
 			                         : load_pair(T, ln->x, xidx(T, ln, st->t[r], ln->ch[2 * nt]), st->valid[r]);
 			st->x[r * 4 + 2 * nt] = unpack_bf16_lo(I, pr);
 			st->x[r * 4 + 2 * nt + 1] = unpack_bf16_hi(I, pr);
@@ -519,9 +536,10 @@ void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, i
 		CHECK(st->xs);
 		LLVMValueRef A[4][4];
 		/* one ldmatrix per k-step: matrix m = rows 8(m&1).., columns 16ks + 8(m>>1).. */
-		LLVMValueRef ro = iadd(I, st->xs, xs_ldsm_off(I, ln));
+		LLVMValueRef ro = iadd(I, st->xs, xs_ldsm_at(I, ln, 0));
 		for (int ks = 0; ks < 4; ks++)
-			ldsm_x4(I, A[ks], iadd(I, ro, ci32(I, 32 * ks)), 0);
+			ldsm_x4(I, A[ks], ln->seg_flags & SEG_SWZ ? iadd(I, st->xs, xs_ldsm_at(I, ln, 2 * ks))
+			                                          : iadd(I, ro, ci32(I, 32 * ks)), 0);
 		for (int j = 0; j < T->nbd; j++) {
 			LLVMValueRef wf[4][2][2];   /* [ks][nt][r] */
 			for (int ks = 0; ks < 4; ks++)

@@ -8,12 +8,13 @@
  *   (carry) per channel: the message entering each tile from the right
  *   apply   per tile, groups in reverse: chunk starts h (from the forward's
  *           group checkpoints) and chunk-end messages u, then per chunk,
- *           segment by segment from the end: h at the segment start (from
- *           the partial map pass A kept at that boundary, or by sweeping
- *           the gates from the chunk start where the maps do not fit),
- *           recompute h forward into shared memory, walk the segment
- *           backward, evaluate the derived adjoint expressions, project
- *           them back to dx on tensor cores, and once per segment
+ *           segment by segment from the end: h before each step (the
+ *           last segments apply pass A's per-step maps to the chunk's
+ *           start; the others recompute h forward into shared memory from
+ *           the map pass A kept at their boundary, or by sweeping the
+ *           gates from the chunk start where no map fits), walk the
+ *           segment backward, evaluate the derived adjoint expressions,
+ *           project them back to dx on tensor cores, and once per segment
  *           accumulate the weight gradient x^T dproj on tensor cores.
  * Parameter gradients leave each block as fp32 partials in a fixed slot;
  * param_reduce sums them in a fixed order, so every run gives the same bits.
@@ -148,35 +149,96 @@ static void part_map(Tmpl *T, PartMap *pm)
 }
 
 /* Shared memory of bwd_apply, byte offsets. Per-thread regions are laid
- * out [word][thread] so a warp's accesses never conflict. */
-typedef struct { int hprev, dpa, scal, wmat, dW, xs, dz, bmap, nbm, total; } BwdSmem;
+ * out [word][thread] so a warp's accesses never conflict, and no thread
+ * reads another's words in them. */
+typedef struct {
+	int hprev;      /* h before each step of a segment, [step][slot][thread] */
+	int nh, hm0;    /* the chunk's last nh segments read h from pass A's maps of steps hm0 .. C-2 */
+	int segf;       /* what a segment stages (SEG_*) */
+	int dpa, scal, wmat, dW, xs, dz, bmap, nbm, total;
+} BwdSmem;
 
 /* Two blocks per SM (4 warps each) are what hides this kernel's latency:
  * the shared memory one block may take and still let two fit */
 #define BWD_SMEM_2BLK (113 * 1024)
+#define MAP_BYTES (TM_SLOTS * 2 * 128 * 4)   /* one map [slot][A, B][thread] */
 
-static BwdSmem bwd_smem(Tmpl *T, const PartMap *pm)
+/* The last nh segments of a chunk take h before their steps from the maps
+ * of the chunk's steps (from its start) that pass A keeps, instead of
+ * sweeping the gates forward again: their gates are evaluated twice (pass
+ * A, reverse step) instead of three times. The other segments store h in
+ * the same region (they run after), starting from pass A's map at their
+ * boundary where those fit. */
+static BwdSmem bwd_layout(const Tmpl *T, const PartMap *pm, int nh, int swz)
 {
-	int nbd = T->nbd;
+	int nbd = T->nbd, nseg = T->C / T->S;
 	BwdSmem s;
-	s.hprev = 0;                                        /* h before each step of a segment */
-	s.dpa = s.hprev + T->S * TM_SLOTS * 128 * 4;        /* dproj, bf16 [step][proj][warp][16 t][16 j] */
+	s.nh = nh;
+	s.segf = SEG_X | SEG_DY | (swz ? SEG_SWZ : 0);
+	s.hm0 = T->C - nh * T->S - 1;
+	if (s.hm0 < 0)
+		s.hm0 = 0;          /* step 0 starts from the chunk's start itself */
+	int hbytes = nh > 0 ? (T->C - 1 - s.hm0) * MAP_BYTES : 0;
+	if (nh < nseg && hbytes < T->S * TM_SLOTS * 128 * 4)
+		hbytes = T->S * TM_SLOTS * 128 * 4;
+	s.hprev = 0;
+	s.dpa = s.hprev + hbytes;                           /* dproj, bf16 [step][proj][warp][16 t][16 j] */
 	s.scal = s.dpa + T->S * nbd * 4 * 512;
 	s.wmat = s.scal + 4 * (pm->nscal ? pm->nscal : 1) * 4;
 	s.wmat = (s.wmat + 15) & ~15;
 	s.dW = s.wmat + nbd * WMAT_BYTES;                  /* dW^T accumulators, v4 [proj][kt][thread] */
 	s.xs = s.dW + nbd * 8 * 128 * 16;                  /* staged x rows */
-	s.dz = s.xs + seg_bytes(T, T->S, SEG_X | SEG_DY);  /* token adjoints [S][16 rows][4 warps][nz] */
+	s.dz = s.xs + seg_bytes(T, T->S, s.segf);          /* token adjoints [S][16 rows][4 warps][nz] */
 	s.total = s.dz + T->S * 16 * 4 * T->nz * 4;
-	/* pass A's partial forward maps at the chunk's inner segment
-	 * boundaries, [boundary][slot][A, B][thread]: h at a segment start
-	 * without sweeping the gates from the chunk start again, where they fit */
+	/* pass A's maps at the inner boundaries of the segments that sweep,
+	 * [boundary][slot][A, B][thread]: h at such a segment's start without
+	 * sweeping the gates from the chunk start again, where they fit */
 	s.bmap = s.total;
-	s.nbm = T->C / T->S - 1;
-	if (s.bmap + s.nbm * TM_SLOTS * 2 * 128 * 4 > BWD_SMEM_2BLK)
+	s.nbm = nseg - nh - 1 > 0 ? nseg - nh - 1 : 0;
+	if (s.bmap + s.nbm * MAP_BYTES > BWD_SMEM_2BLK)
 		s.nbm = 0;
-	s.total = s.bmap + s.nbm * TM_SLOTS * 2 * 128 * 4;
+	s.total = s.bmap + s.nbm * MAP_BYTES;
 	return s;
+}
+
+/* gate evaluations per slot per chunk: pass A, then per segment the
+ * reverse step, and where h is not read from maps the forward sweep and,
+ * without a boundary map, the sweep from the chunk start to the segment */
+static int bwd_gate_steps(const Tmpl *T, const BwdSmem *s)
+{
+	int nseg = T->C / T->S, n = T->C;
+	for (int sg = 0; sg < nseg; sg++) {
+		n += T->S;
+		if (sg >= nseg - s->nh)
+			continue;
+		n += T->S;
+		if (sg > 0 && s->nbm == 0)
+			n += sg * T->S;
+	}
+	return n;
+}
+
+/* of the layouts that let two blocks share an SM, the one with the fewest
+ * gate evaluations (then the least shared memory). A chunk of more than 8
+ * segments keeps the sweeps: its unrolled segments already hold 250-255
+ * registers, and with the maps' loads and the swizzled addresses ptxas
+ * spills (RG-LRU chunk 64 at prefix 64 and 128), for a tenth fewer
+ * evaluations. */
+static BwdSmem bwd_smem(const Tmpl *T, const PartMap *pm)
+{
+	BwdSmem best = bwd_layout(T, pm, 0, 0);
+	for (int nh = 1; nh <= T->C / T->S && T->C / T->S <= 8; nh++) {
+		/* staged rows swizzled only where the padding is what does not fit */
+		BwdSmem s = bwd_layout(T, pm, nh, 0);
+		if (s.total > BWD_SMEM_2BLK)
+			s = bwd_layout(T, pm, nh, 1);
+		if (s.total > BWD_SMEM_2BLK)
+			continue;
+		int d = bwd_gate_steps(T, &s) - bwd_gate_steps(T, &best);
+		if (d < 0 || (d == 0 && s.total < best.total))
+			best = s;
+	}
+	return best;
 }
 
 typedef struct {
@@ -187,16 +249,23 @@ typedef struct {
 	Var cacc[MX_MAXPARAM][4];               /* channel partials per lane channel */
 	Var sacc[MX_MAXPARAM];                  /* scalar partials per lane */
 	LLVMValueRef gb;
+	Var *h0;                                /* h at the chunk's start per slot */
+	int hm;                                 /* this segment reads h from pass A's maps */
 	LLVMValueRef dtokp;                     /* per-(token, head) adjoints of the per-token values */
 } Bwd;
 
-/* word ab (0 = A, 1 = B) of slot s's map at inner boundary k (the start of segment k + 1) */
-static LLVMValueRef bmap_at(Bwd *bw, LLVMValueRef k, int s, int ab)
+/* word ab (0 = A, 1 = B) of slot s's map k in a region of maps at base */
+static LLVMValueRef map_word(Bwd *bw, int base, LLVMValueRef k, int s, int ab)
 {
 	Irb *I = &bw->T->I;
 	LLVMValueRef w = iadd(I, imul(I, k, ci32(I, TM_SLOTS * 2)), ci32(I, s * 2 + ab));
-	return iadd(I, ci32(I, bw->sm.bmap), imul(I, iadd(I, imul(I, w, ci32(I, 128)), bw->ln->tid), ci32(I, 4)));
+	return iadd(I, ci32(I, base), imul(I, iadd(I, imul(I, w, ci32(I, 128)), bw->ln->tid), ci32(I, 4)));
 }
+
+/* the map at inner boundary k (the start of segment k + 1) */
+static LLVMValueRef bmap_at(Bwd *bw, LLVMValueRef k, int s, int ab) { return map_word(bw, bw->sm.bmap, k, s, ab); }
+/* the map of the chunk's steps 0 .. hm0 + k */
+static LLVMValueRef hmap_at(Bwd *bw, LLVMValueRef k, int s, int ab) { return map_word(bw, bw->sm.hprev, k, s, ab); }
 
 /* word e of this thread's dW^T accumulator fragment of projection j, tile kt */
 static LLVMValueRef dw_acc(Bwd *bw, int j, int kt, int e)
@@ -291,8 +360,22 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 	LLVMValueRef gx[TM_SLOTS], gp[TM_SLOTS][MX_MAXPROJ], gz[TM_SLOTS][TM_MAXZ];
 	for (int s = 0; s < TM_SLOTS; s++) {
 		LLVMValueRef valid = stp.valid[slot_r(s)];
-		LLVMValueRef off = imul(I, iadd(I, imul(I, iadd(I, imul(I, si, ci32(I, TM_SLOTS)), ci32(I, s)), ci32(I, 128)), ln->tid), ci32(I, 4));
-		LLVMValueRef hp = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, bw->sm.hprev))), 4);
+		LLVMValueRef hp;
+		if (bw->hm) {
+			/* h before step i: the map of steps 0 .. i-1 on the chunk's
+			 * start; step 0 takes the start itself (its load stays in range) */
+			LLVMValueRef k = isub(I, i, ci32(I, 1 + bw->sm.hm0));
+			k = LLVMBuildSelect(I->b, ilt(I, k, ci32(I, 0)), ci32(I, 0), k, "");
+			LLVMValueRef A = ld(I, I->f32, smem_ptr(I, hmap_at(bw, k, s, 0)), 4);
+			LLVMValueRef B = ld(I, I->f32, smem_ptr(I, hmap_at(bw, k, s, 1)), 4);
+			LLVMValueRef h0 = var_get(I, bw->h0[s]);
+			hp = fadd(I, fmul(I, A, h0), B);
+			if (bw->sm.hm0 == 0)
+				hp = fsel(I, ieq(I, i, ci32(I, 0)), h0, hp);
+		} else {
+			LLVMValueRef off = imul(I, iadd(I, imul(I, iadd(I, imul(I, si, ci32(I, TM_SLOTS)), ci32(I, s)), ci32(I, 128)), ln->tid), ci32(I, 4));
+			hp = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, bw->sm.hprev))), 4);
+		}
 		LLVMValueRef hn = fadd(I, fmul(I, stp.a_eff[s], hp), stp.b_eff[s]);
 		LLVMValueRef gy = eval_gy(T, ln, &stp, s, hn, dy[s]);
 		LLVMValueRef dh = fadd(I, gy, var_get(I, u[s]));
@@ -390,7 +473,8 @@ static void dw_segment(Bwd *bw, int s0)
 	LLVMValueRef at, ah;
 	ldsm_lane(I, ln, 1, &at, &ah);
 	/* B: matrix m = x rows 8(m&1).., columns of tile kt + (m>>1) */
-	LLVMValueRef xo = xs_ldsm_off(I, ln);
+	int swz = ln->seg_flags & SEG_SWZ;
+	LLVMValueRef xo = swz ? NULL : xs_ldsm_at(I, ln, 0);
 	LLVMTypeRef v4 = LLVMVectorType(I->f32, 4);
 	/* one projection at a time: the fragments of S steps stay within the
 	 * registers the kernel has left */
@@ -401,7 +485,7 @@ static void dw_segment(Bwd *bw, int s0)
 		for (int kp = 0; kp < 8; kp += 2) {
 			LLVMValueRef Bx[8][4];
 			for (int si = 0; si < T->S; si++)
-				ldsm_x4(I, Bx[si], iadd(I, seg_step_at(T, ln, ci32(I, s0 + si)), iadd(I, xo, ci32(I, 16 * kp))), 1);
+				ldsm_x4(I, Bx[si], iadd(I, seg_step_at(T, ln, ci32(I, s0 + si)), swz ? xs_ldsm_at(I, ln, kp) : iadd(I, xo, ci32(I, 16 * kp))), 1);
 			for (int kt = kp; kt < kp + 2; kt++) {
 				LLVMValueRef po = smem_ptr(I, dw_acc(bw, j, kt, 0));
 				LLVMValueRef cv = ld(I, v4, po, 16);
@@ -635,7 +719,7 @@ void tmpl_bwd_apply(Tmpl *T)
 	fv.materialized = false;
 	T->v = &fv;
 	lanes_init(T, &ln, &l->sig, 1);
-	seg_enable(T, &ln, bw.sm.xs, T->S, SEG_X | SEG_DY);
+	seg_enable(T, &ln, bw.sm.xs, T->S, bw.sm.segf);
 	bw.ln = &ln;
 	if (T->nz > 0)
 		bw.dtokp = ksig_arg(T, &l->sig, "ws:dtokp");
@@ -697,6 +781,17 @@ void tmpl_bwd_apply(Tmpl *T)
 			maps_push_fwd(T, &fm, s, stp.a_eff[s], stp.b_eff[s]);
 			maps_push_bwd(T, &rm, s, stp.a_eff[s], eval_gy(T, &ln, &stp, s, cf32(I, 0.0), dy[s]));
 		}
+		if (bw.sm.nh > 0) {
+			/* the map of steps 0 .. i: h before step i + 1 */
+			IfBlk f;
+			if_begin(I, &f, land(I, ilt(I, i, ci32(I, T->C - 1)), LLVMBuildICmp(I->b, LLVMIntSGE, i, ci32(I, bw.sm.hm0), "")), "hmap");
+			LLVMValueRef k = isub(I, i, ci32(I, bw.sm.hm0));
+			for (int s = 0; s < TM_SLOTS; s++) {
+				st(I, var_get(I, fm.A[s]), smem_ptr(I, hmap_at(&bw, k, s, 0)), 4);
+				st(I, var_get(I, fm.B[s]), smem_ptr(I, hmap_at(&bw, k, s, 1)), 4);
+			}
+			if_end(I, &f);
+		}
 		loop_end(I, &L);
 		if (bw.sm.nbm > 0) {
 			/* the chunk's map so far, at every segment end but the last */
@@ -721,21 +816,24 @@ void tmpl_bwd_apply(Tmpl *T)
 		ue[s] = var_init(I, fadd(I, fmul(I, var_get(I, rm.A[s]), var_get(I, uR[c])), var_get(I, rm.B[s])), "ue");
 	}
 	/* segments of S steps from the end of the chunk */
+	bw.h0 = h0;
 	Var h[TM_SLOTS];
 	for (int s = 0; s < TM_SLOTS; s++)
 		h[s] = var_new(I, I->f32, "h");
 	for (int sg = T->C / T->S - 1; sg >= 0; sg--) {
 		int s0 = sg * T->S;
+		bw.hm = sg >= T->C / T->S - bw.sm.nh;
 		for (int s = 0; s < TM_SLOTS; s++)
 			var_set(I, h[s], var_get(I, h0[s]));
-		if (s0 > 0 && bw.sm.nbm > 0) {
+		/* (a segment that reads pass A's maps needs no h here) */
+		if (!bw.hm && s0 > 0 && bw.sm.nbm > 0) {
 			LLVMValueRef k = ci32(I, sg - 1);   /* the boundary before this segment */
 			for (int s = 0; s < TM_SLOTS; s++) {
 				LLVMValueRef A = ld(I, I->f32, smem_ptr(I, bmap_at(&bw, k, s, 0)), 4);
 				LLVMValueRef B = ld(I, I->f32, smem_ptr(I, bmap_at(&bw, k, s, 1)), 4);
 				var_set(I, h[s], fadd(I, fmul(I, A, var_get(I, h0[s])), B));
 			}
-		} else if (s0 > 0) {
+		} else if (!bw.hm && s0 > 0) {
 			Loop Ls, L;
 			LLVMValueRef i = seg_loop_begin(T, &ln, &Ls, &L, gb, s0);
 			L.unroll = 0;
@@ -751,7 +849,7 @@ void tmpl_bwd_apply(Tmpl *T)
 			ln.seg_i0 = ci32(I, 0);
 		else
 			seg_stage(T, &ln, gb, ci32(I, s0));
-		{
+		if (!bw.hm) {
 			Loop L;
 			loop_begin(I, &L, ci32(I, 0), ci32(I, T->S), ci32(I, 1), "si");
 			LLVMValueRef si = loop_i(I, &L);

@@ -141,9 +141,12 @@ typedef struct {
 	LLVMValueRef seg;           /* the step's staged segment entry, when staged */
 } Step;
 
-/* A staged step's 16 rows x 64 bf16 (x or dy), rows padded to 144 bytes
- * so that the eight rows an ldmatrix or a fragment load reads hit distinct
- * banks */
+/* A staged step's 16 rows x 64 bf16 (x or dy). Rows are padded to 144
+ * bytes so that the eight rows an ldmatrix or a fragment load reads hit
+ * distinct banks; with SEG_SWZ they are 128 bytes with their 16-byte
+ * blocks swizzled instead (block b of row r at b ^ (r & 7)): the same
+ * banks without the padding, for bwd_apply whose second block per SM is
+ * short of shared memory (the address math costs registers elsewhere) */
 #define XS_ROW 144
 #define XS_BUF (16 * XS_ROW)
 
@@ -152,7 +155,7 @@ typedef struct {
  * independent loads per thread, then read from shared memory: one memory
  * latency per n steps instead of one per step. Per quad, per step: x rows,
  * [dy rows], [16 x nz floats]. */
-enum { SEG_X = 1, SEG_DY = 2, SEG_TOK = 4 };   /* token values are staged whenever the mixer has them */
+enum { SEG_X = 1, SEG_DY = 2, SEG_TOK = 4, SEG_SWZ = 8 };   /* token values are staged whenever the mixer has them */
 int seg_bytes(const Tmpl *T, int n, int flags);   /* per quad */
 int seg_len(const Tmpl *T);                       /* steps per segment: min(C, 8) */
 void seg_enable(Tmpl *T, Lanes *ln, int off, int n, int flags);
@@ -195,8 +198,9 @@ void quad_lanes(Tmpl *T, Lanes *ln, const KSig *sig, int segn, int flags);
  * lane / 8 covers rows 8(m&1).. and block m>>1, the order of an mma A
  * fragment; swap: rows 8(m>>1).., block m&1. */
 void ldsm_lane(Irb *I, const Lanes *ln, int swap, LLVMValueRef *row, LLVMValueRef *blk);
-/* the lane's ldmatrix offset in a staged step's x rows (XS_ROW apart) */
-LLVMValueRef xs_ldsm_off(Irb *I, const Lanes *ln);
+/* the lane's ldmatrix offset in a staged step's rows for the 16 x 16 tile
+ * starting at 16-byte block blk0 (columns 8 blk0 ..) */
+LLVMValueRef xs_ldsm_at(Irb *I, const Lanes *ln, int blk0);
 
 /* The weights of the block-diagonal projections as bf16 matrices W[k][j]
  * in shared memory (WMAT_BYTES each, swizzled), read as mma B fragments by

@@ -38,6 +38,14 @@ if out=$("$recur" list --dir "$work/ptx" --plan $(for s in $shapes; do printf --
 else
 	echo "FAIL launch plans:"; echo "$out" | grep -E "PLAN ERROR|rglru_bwd_apply" | head -20; fail=$((fail+1))
 fi
+# bwd_apply's shared memory (maps, staged rows, weights, dW) lets two
+# blocks share an SM (228 KB less 1 KB per block): its latency needs them
+big=$(echo "$out" | awk '/_bwd_apply / { for (i = 1; i < NF; i++) if ($i == "smem" && $(i + 1) > 115712) print }' | head -5)
+if [ -z "$big" ] && echo "$out" | grep -q "_bwd_apply .* smem "; then
+	echo "ok   every bwd_apply fits two blocks per SM (at most 113 KB of shared memory)"; pass=$((pass+1))
+else
+	echo "FAIL bwd_apply shared memory over 113 KB (or no plan lines):"; echo "$big"; fail=$((fail+1))
+fi
 # every kernel a plan launches is an .entry of its variant's PTX
 missing=0
 for f in "$work"/ptx/*.ptx; do
