@@ -304,18 +304,33 @@ LLVMValueRef smem_ptr(Irb *I, LLVMValueRef off32)
 LLVMValueRef bf16_to_f32(Irb *I, LLVMValueRef bf) { return LLVMBuildFPExt(I->b, bf, I->f32, ""); }
 LLVMValueRef f32_to_bf16(Irb *I, LLVMValueRef f) { return LLVMBuildFPTrunc(I->b, f, I->bf16, ""); }
 
-/* One cvt.rn.bf16x2.f32 instead of two converts, two widenings, a shift
- * and an or (a <2 x bfloat> truncation is split by the backend). The same
- * round-to-nearest-even as fptrunc: the bits do not change. */
-LLVMValueRef pack_bf16x2(Irb *I, LLVMValueRef lo, LLVMValueRef hi)
+/* a pair of f32 converted by one cvt.rn.{bf16x2,f16x2}.f32 into an i32, lo in the low half */
+static LLVMValueRef cvt_x2(Irb *I, const char *as, LLVMValueRef lo, LLVMValueRef hi)
 {
 	LLVMTypeRef in[2] = { I->f32, I->f32 };
 	LLVMTypeRef fty = LLVMFunctionType(I->i32, in, 2, 0);
-	const char *as = "cvt.rn.bf16x2.f32 $0, $1, $2;", *cons = "=r,f,f";
+	const char *cons = "=r,f,f";
 	LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)as, strlen(as), (char *)cons, strlen(cons), 0, 0,
 	                                   LLVMInlineAsmDialectATT, 0);
 	LLVMValueRef args[2] = { hi, lo };   /* d.hi = first source */
 	return LLVMBuildCall2(I->b, fty, fn, args, 2, "");
+}
+
+/* One cvt.rn.bf16x2.f32 instead of two converts, two widenings, a shift
+ * and an or (a <2 x bfloat> truncation is split by the backend). The same
+ * round-to-nearest-even as fptrunc: the bits do not change. */
+LLVMValueRef pack_bf16x2(Irb *I, LLVMValueRef lo, LLVMValueRef hi) { return cvt_x2(I, "cvt.rn.bf16x2.f32 $0, $1, $2;", lo, hi); }
+
+/* fp16 pairs: cvt.rn.f16x2.f32 packs (round to nearest even, overflow to
+ * infinity); a half widens exactly */
+LLVMValueRef pack_f16x2(Irb *I, LLVMValueRef lo, LLVMValueRef hi) { return cvt_x2(I, "cvt.rn.f16x2.f32 $0, $1, $2;", lo, hi); }
+
+LLVMValueRef unpack_f16(Irb *I, LLVMValueRef v, int hi)
+{
+	LLVMTypeRef i16 = LLVMInt16TypeInContext(I->ctx);
+	LLVMValueRef w = hi ? LLVMBuildLShr(I->b, v, ci32(I, 16), "") : v;
+	LLVMValueRef h = LLVMBuildBitCast(I->b, LLVMBuildTrunc(I->b, w, i16, ""), LLVMHalfTypeInContext(I->ctx), "");
+	return LLVMBuildFPExt(I->b, h, I->f32, "");
 }
 
 /* A bf16 is the top half of an fp32: unpacking is a shift or a mask. */

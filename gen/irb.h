@@ -117,6 +117,9 @@ LLVMValueRef f32_to_bf16(Irb *I, LLVMValueRef f);
 LLVMValueRef pack_bf16x2(Irb *I, LLVMValueRef lo_f32, LLVMValueRef hi_f32);  /* -> i32 */
 LLVMValueRef unpack_bf16_lo(Irb *I, LLVMValueRef i32v);   /* -> f32 */
 LLVMValueRef unpack_bf16_hi(Irb *I, LLVMValueRef i32v);
+/* fp16 pairs */
+LLVMValueRef pack_f16x2(Irb *I, LLVMValueRef lo_f32, LLVMValueRef hi_f32);   /* -> i32 */
+LLVMValueRef unpack_f16(Irb *I, LLVMValueRef i32v, int hi);                  /* half lo or hi -> f32 */
 
 /* NVPTX */
 LLVMValueRef tid_x(Irb *I);

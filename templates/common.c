@@ -489,10 +489,9 @@ void load_dy(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef dy[TM_SLOTS])
 		}
 }
 
-void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj)
+void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 {
 	Irb *I = &T->I;
-	const Mixer *mx = T->mx;
 	step_rows(T, ln, st, gb, i);
 	st->seg = NULL;
 	st->xs = NULL;
@@ -529,6 +528,13 @@ void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, i
 			st->x[r * 4 + 2 * nt] = unpack_bf16_lo(I, pr);
 			st->x[r * 4 + 2 * nt + 1] = unpack_bf16_hi(I, pr);
 		}
+}
+
+void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj)
+{
+	Irb *I = &T->I;
+	const Mixer *mx = T->mx;
+	step_inputs(T, ln, st, gb, i);
 	int fused = gates_inline(T) || need_proj;
 	if (fused && T->nbd > 0) {
 		/* A fragments of 16 rows x 64 input channels, four k-steps */

@@ -158,9 +158,8 @@ typedef struct {
 	int dpa, scal, wmat, dW, xs, dz, bmap, nbm, total;
 } BwdSmem;
 
-/* Two blocks per SM (4 warps each) are what hides this kernel's latency:
- * the shared memory one block may take and still let two fit */
-#define BWD_SMEM_2BLK (113 * 1024)
+/* Two blocks per SM (4 warps each) are what hides this kernel's latency */
+#define BWD_SMEM_2BLK SMEM_2BLK
 #define MAP_BYTES (TM_SLOTS * 2 * 128 * 4)   /* one map [slot][A, B][thread] */
 
 /* The last nh segments of a chunk take h before their steps from the maps

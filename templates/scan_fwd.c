@@ -15,6 +15,7 @@
 #include "tmpl.h"
 #include "diag.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* x, params (+ materialised gates) and shape: what a gate step reads */
@@ -29,10 +30,25 @@ static void sig_inputs(Tmpl *T, KSig *s)
 	}
 }
 
+/* The per-step maps a one-group apply keeps for its second sweep (keep):
+ * the map of the chunk's steps 0 .. k for k < C-1, as a pair of fp16 (A
+ * low, B high) per slot and thread, [k][slot][thread], so the sweep reads
+ * h = A h0 + B instead of evaluating the gates again. Each value is
+ * rounded once (2^-11 relative) and never accumulated: the carries, the
+ * checkpoints and the maps composed across chunks and tiles stay fp32. */
+static LLVMValueRef keep_at(Tmpl *T, Lanes *ln, int keep, LLVMValueRef k, int s)
+{
+	Irb *I = &T->I;
+	LLVMValueRef w = iadd(I, imul(I, k, ci32(I, TM_SLOTS)), ci32(I, s));
+	return iadd(I, ci32(I, keep), imul(I, iadd(I, imul(I, w, ci32(I, 128 * T->TW)), ln->tid), ci32(I, 4)));
+}
+
 /* Phase 1 of reduce/apply: the quad's groups folded into chunk maps (kept
- * per group in ex[]) and group totals composed into the quad map q. */
+ * per group in ex[]) and group totals composed into the quad map q. With
+ * keep >= 0 every step's map is also stored there (keep_at), and ovf
+ * records a value fp16 cannot hold. */
 static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMValueRef totA[][4],
-                      LLVMValueRef totB[][4], Var qA[4], Var qB[4])
+                      LLVMValueRef totB[][4], Var qA[4], Var qB[4], int keep, Var *ovf)
 {
 	Irb *I = &T->I;
 	for (int c = 0; c < 4; c++) {
@@ -44,10 +60,21 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 		maps_init(T, &ex[j], "m");
 		Loop Ls, L;
 		LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, T->C);
-		Step st;
-		step_gates(T, ln, &st, gb, i, 0);
+		Step stp;
+		step_gates(T, ln, &stp, gb, i, 0);
 		for (int s = 0; s < TM_SLOTS; s++)
-			maps_push_fwd(T, &ex[j], s, st.a_eff[s], st.b_eff[s]);
+			maps_push_fwd(T, &ex[j], s, stp.a_eff[s], stp.b_eff[s]);
+		if (keep >= 0) {
+			IfBlk f;
+			if_begin(I, &f, ilt(I, i, ci32(I, T->C - 1)), "keep");
+			for (int s = 0; s < TM_SLOTS; s++) {
+				LLVMValueRef A = var_get(I, ex[j].A[s]), B = var_get(I, ex[j].B[s]);
+				st(I, pack_f16x2(I, A, B), smem_ptr(I, keep_at(T, ln, keep, i, s)), 4);
+				LLVMValueRef big = LLVMBuildOr(I->b, fgt(I, fabs_(I, A), cf32(I, 6.0e4)), fgt(I, fabs_(I, B), cf32(I, 6.0e4)), "");
+				var_set(I, *ovf, LLVMBuildOr(I->b, var_get(I, *ovf), big, ""));
+			}
+			if_end(I, &f);
+		}
 		seg_loop_end(T, &Ls, &L);
 		warp_scan_fwd(T, ln, &ex[j], totA[j], totB[j]);
 		for (int c = 0; c < 4; c++) {
@@ -98,7 +125,7 @@ void tmpl_fwd_reduce(Tmpl *T)
 	Maps ex[4];
 	LLVMValueRef tA[4][4], tB[4][4];
 	Var qA[4], qB[4];
-	quad_fold(T, &ln, quad_base(T, &ln), ex, tA, tB, qA, qB);
+	quad_fold(T, &ln, quad_base(T, &ln), ex, tA, tB, qA, qB, -1, NULL);
 	quad_publish(T, &ln, qA, qB);
 	/* threads 0..63 compose the quads of their channel in time order */
 	IfBlk f;
@@ -112,14 +139,99 @@ void tmpl_fwd_reduce(Tmpl *T)
 	irb_ret(I);
 }
 
+/* whether the output needs a projection (or anything step_gates computes
+ * beyond a step's inputs and h) */
+static int y_needs_gates(const ExGraph *g, int node, signed char *memo)
+{
+	if (node < 0)
+		return 0;
+	if (memo[node] >= 0)
+		return memo[node];
+	const ExNode *n = &g->n[node];
+	int r = n->op == EX_PROJ || n->op == EX_SEED ||
+	        y_needs_gates(g, n->a, memo) || y_needs_gates(g, n->b, memo) || y_needs_gates(g, n->c, memo);
+	return memo[node] = (signed char)r;
+}
+
+/* the byte offset of the kept maps (keep_at) in a look-back apply, or -1
+ * where it does not keep them: more than one group per quad or segment
+ * per chunk, an output over the gates, more than two blocks per SM
+ * without them, or two blocks per SM lost with them. A mixer without
+ * block-diagonal projections keeps none: its sweep is cheap (no tensor
+ * cores) and its kernel holds three blocks per SM, which the maps' 56 KB
+ * would cut to two (SAMU on the H200: fwd_scan 0.261 -> 0.321 ms at
+ * L = 131072, against RG-LRU's 0.528 -> 0.437). */
+static int fwd_keep(Tmpl *T, int lbo)
+{
+	if (!T->v->lookback || T->GQ != 1 || T->C != apply_seg(T) || T->C < 2 || T->nbd == 0)
+		return -1;
+	signed char *memo = malloc((size_t)T->mx->g.len);
+	CHECK(memo);
+	memset(memo, -1, (size_t)T->mx->g.len);
+	int needs = y_needs_gates(&T->mx->g, T->e_y, memo);
+	free(memo);
+	int keep = (lbo + LB_SMEM + 15) & ~15;
+	if (needs || keep + (T->C - 1) * TM_SLOTS * 128 * T->TW * 4 > SMEM_2BLK)
+		return -1;
+	return keep;
+}
+
+/* The second sweep from the kept maps (where kept): h after step i is the
+ * map of steps 0 .. i on the chunk's start h0; after the chunk's last step
+ * it is the next chunk's start (lane g + 1, or row 1 of lane g = 0, or
+ * past the group's last chunk the group's end), which no map holds. */
+static void apply_kept(Tmpl *T, Lanes *ln, LLVMValueRef gb, int keep, LLVMValueRef kept, Var h[TM_SLOTS],
+                       Var hg[4], LLVMValueRef tA[4], LLVMValueRef tB[4])
+{
+	Irb *I = &T->I;
+	Mixer *mx = (Mixer *)T->mx;
+	LLVMValueRef h0[TM_SLOTS], hend[TM_SLOTS];
+	for (int s = 0; s < TM_SLOTS; s++)
+		h0[s] = var_get(I, h[s]);
+	LLVMValueRef last = ieq(I, ln->g, ci32(I, 7));
+	for (int s = 0; s < TM_SLOTS; s++) {
+		int r = slot_r(s), c = slot_c(s);
+		LLVMValueRef down = shfl_down_f(I, h0[s], 4);
+		LLVMValueRef wrap = r == 0 ? shfl_idx_f(I, h0[s + 4], ln->q)
+		                           : fadd(I, fmul(I, tA[c], var_get(I, hg[c])), tB[c]);
+		hend[s] = fsel(I, last, wrap, down);
+	}
+	IfBlk f;
+	if_begin(I, &f, kept, "kept");
+	Loop Ls, L;
+	LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, T->C);
+	Step stp;
+	memset(&stp, 0, sizeof stp);
+	step_inputs(T, ln, &stp, gb, i);
+	LLVMValueRef end = ieq(I, i, ci32(I, T->C - 1));
+	LLVMValueRef k = LLVMBuildSelect(I->b, end, ci32(I, 0), i, "");   /* in range, unused at the end */
+	LLVMValueRef y[TM_SLOTS];
+	for (int s = 0; s < TM_SLOTS; s++) {
+		LLVMValueRef m = ld(I, I->i32, smem_ptr(I, keep_at(T, ln, keep, k, s)), 4);
+		LLVMValueRef hs = fadd(I, fmul(I, unpack_f16(I, m, 0), h0[s]), unpack_f16(I, m, 1));
+		hs = fsel(I, end, hend[s], hs);
+		LLVMValueRef pv[MX_MAXPARAM] = { 0 };
+		EmitEnv env = slot_env(T, ln, &stp, s, pv);
+		env.h = hs;
+		LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
+		CHECK(memo);
+		y[s] = emit_expr(I, &mx->g, T->e_y, &env, memo);
+		free(memo);
+	}
+	store_slots(T, ln, &stp, ln->y, y, NULL);
+	seg_loop_end(T, &Ls, &L);
+	if_end(I, &f);
+}
+
 void tmpl_fwd_apply(Tmpl *T)
 {
 	Irb *I = &T->I;
 	Mixer *mx = (Mixer *)T->mx;
 	int lb = T->v->lookback;
 	int lbo = quad_smem(T, SEG_X);      /* look-back's ticket and carries after the quads' memory */
+	int keep = fwd_keep(T, lbo);
 	char sm[32];
-	snprintf(sm, sizeof sm, "%d", lbo + (lb ? LB_SMEM : 0));
+	snprintf(sm, sizeof sm, "%d", keep >= 0 ? keep + (T->C - 1) * TM_SLOTS * 128 * T->TW * 4 : lbo + (lb ? LB_SMEM : 0));
 	Launch *l = tmpl_launch(T, 1, lb ? "fwd_scan" : "fwd_apply", "NT", "H", "B", 128 * T->TW, sm);
 	l->minblocks = T->GQ == 1 ? 2 : 1;   /* more groups keep more chunk maps live: 128 registers spill */
 	sig_inputs(T, &l->sig);
@@ -144,7 +256,12 @@ void tmpl_fwd_apply(Tmpl *T)
 	LLVMValueRef tA[4][4], tB[4][4];
 	Var qA[4], qB[4];
 	LLVMValueRef qbase = quad_base(T, &ln);
-	quad_fold(T, &ln, qbase, ex, tA, tB, qA, qB);
+	Var ovf = { 0 };
+	if (keep >= 0)
+		ovf = var_init(I, LLVMConstInt(I->i1, 0, 0), "ovf");
+	quad_fold(T, &ln, qbase, ex, tA, tB, qA, qB, keep, &ovf);
+	/* the kept maps serve unless one of the block's values overflowed fp16 */
+	LLVMValueRef kept = keep >= 0 ? LLVMBuildNot(I->b, bar_or(I, var_get(I, ovf)), "") : NULL;
 	quad_publish(T, &ln, qA, qB);
 	if (lb)
 		lb_carry(T, &ln, &l->sig, lbo);
@@ -180,9 +297,14 @@ void tmpl_fwd_apply(Tmpl *T)
 			LLVMValueRef hgc = var_get(I, hg[slot_c(s)]);
 			h[s] = var_init(I, fadd(I, fmul(I, var_get(I, ex[j].A[s]), hgc), var_get(I, ex[j].B[s])), "h");
 		}
-		Loop Ls, L;
 		/* one group of one segment per quad: phase 1's staging still holds it */
 		ln.seg_keep = T->GQ == 1 && T->C == ln.seg_n;
+		if (keep >= 0)
+			apply_kept(T, &ln, gb, keep, kept, h, hg, tA[j], tB[j]);
+		IfBlk sweep;   /* the sweep over the gates, where no kept maps serve */
+		if (keep >= 0)
+			if_begin(I, &sweep, LLVMBuildNot(I->b, kept, ""), "sweep");
+		Loop Ls, L;
 		LLVMValueRef i = seg_loop_begin(T, &ln, &Ls, &L, gb, T->C);
 		Step stp;
 		step_gates(T, &ln, &stp, gb, i, 0);
@@ -199,6 +321,8 @@ void tmpl_fwd_apply(Tmpl *T)
 		}
 		store_slots(T, &ln, &stp, ln.y, ytmp, NULL);
 		seg_loop_end(T, &Ls, &L);
+		if (keep >= 0)
+			if_end(I, &sweep);
 		for (int c = 0; c < 4; c++) {
 			LLVMValueRef hgc = var_get(I, hg[c]);
 			var_set(I, hg[c], fadd(I, fmul(I, tA[j][c], hgc), tB[j][c]));

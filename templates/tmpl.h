@@ -185,6 +185,10 @@ void ksig_shape(Tmpl *T, KSig *s);           /* i32:L i32:D */
 int ksig_find(const KSig *s, const char *arg);
 LLVMValueRef ksig_arg(Tmpl *T, const KSig *s, const char *arg);   /* the kernel's argument; it must be there */
 
+/* The shared memory one block may take and still let a second share its
+ * SM (228 KB per SM, 1 KB of it reserved per block) */
+#define SMEM_2BLK (113 * 1024)
+
 /* The reduce and apply kernels' shared memory: the quads' maps
  * [quad][64][2] floats, segment buffers of seg_len steps staging flags, and
  * the weights when the kernel computes the gates (their 32 registers of B
@@ -214,7 +218,9 @@ void wmat_dx_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2]);    
 void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights);
 /* timestep of row r at step i of the group starting at row gb */
 void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
-/* gate step: projections (mma) and log_a, b for each slot; fused or loaded */
+/* a step's inputs without its gates: rows, reset flags, x and token values (staged or loaded) */
+void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
+/* gate step: step_inputs, then projections (mma) and log_a, b for each slot; fused or loaded */
 void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj);
 /* the parameters as slot s sees them (its channel's value, or the scalar), into pv */
 LLVMValueRef *param_vals(Tmpl *T, Lanes *ln, int s, LLVMValueRef *pv);

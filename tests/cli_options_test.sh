@@ -18,6 +18,8 @@ refused "--seed -3" verify --seed -3
 refused "--seed 12a" verify --seed 12a
 refused "--time x" verify --time x
 refused "--time 0" verify --time 0
+refused "--x-scale 0" verify --x-scale 0
+refused "--x-scale 2x" verify --x-scale 2x
 refused "--seed 12a" bench --seed 12a
 refused "--seed 99999999999999999999999" bench --seed 99999999999999999999999
 refused "--rounds 0" bench --rounds 0

@@ -119,6 +119,27 @@ if [ "$pbad" -eq 0 ] && [ "$pn" -gt 0 ]; then
 else
 	echo "FAIL pair step: $pbad wrong of $pn"; fail=$((fail+1))
 fi
+# a look-back forward with projections, one group per quad and one segment
+# per chunk keeps its per-step maps in fp16 for the second sweep, guarded
+# by a block vote on overflow (bar.red.or); no other forward packs fp16
+kbad=0 kn=0
+for f in "$work"/ptx/*.ptx; do
+	for k in $(grep -o "^.visible .entry [a-z_]*_fwd_[a-z]*" "$f" | awk '{ print $3 }'); do
+		b=$(body "$f" "$k")
+		n=$(echo "$b" | grep -c "cvt.rn.f16x2.f32")
+		case "$(basename "$f")" in
+		rglru.*_prefix32_lookback_chunk8.ptx)
+			kn=$((kn+1))
+			{ [ "$n" -gt 0 ] && echo "$b" | grep -q "bar.red.or"; } || { echo "FAIL $(basename "$f") $k: no kept fp16 maps or no overflow vote"; kbad=$((kbad+1)); } ;;
+		*) [ "$n" -eq 0 ] || { echo "FAIL $(basename "$f") $k: fp16 maps where the plan keeps none"; kbad=$((kbad+1)); } ;;
+		esac
+	done
+done
+if [ "$kbad" -eq 0 ] && [ "$kn" -eq 1 ]; then
+	echo "ok   RG-LRU's look-back forward of prefix 32, chunk 8 keeps fp16 step maps behind an overflow vote; no other forward does"; pass=$((pass+1))
+else
+	echo "FAIL kept forward maps: $kbad wrong, $kn of 1 found"; fail=$((fail+1))
+fi
 # ptxas on every core, then the reports in order
 one() { v=$(basename "$2" .ptx); "$1" -arch=sm_90 -v "$2" -o /dev/null > "$3/$v.log" 2>&1; echo $? > "$3/$v.rc"; }
 export -f one
