@@ -158,8 +158,7 @@ typedef struct {
 	int dpa, scal, wmat, dW, xs, dz, bmap, nbm, total;
 } BwdSmem;
 
-/* Two blocks per SM (4 warps each) are what hides this kernel's latency */
-#define BWD_SMEM_2BLK SMEM_2BLK
+/* Two blocks per SM (4 warps each, SMEM_2BLK) are what hides this kernel's latency */
 #define MAP_BYTES (TM_SLOTS * 2 * 128 * 4)   /* one map [slot][A, B][thread] */
 
 /* The last nh segments of a chunk take h before their steps from the maps
@@ -177,9 +176,9 @@ static BwdSmem bwd_layout(const Tmpl *T, const PartMap *pm, int nh, int swz)
 	s.hm0 = T->C - nh * T->S - 1;
 	if (s.hm0 < 0)
 		s.hm0 = 0;          /* step 0 starts from the chunk's start itself */
-	int hbytes = nh > 0 ? (T->C - 1 - s.hm0) * MAP_BYTES : 0;
-	if (nh < nseg && hbytes < T->S * TM_SLOTS * 128 * 4)
-		hbytes = T->S * TM_SLOTS * 128 * 4;
+	int hbytes = nh > 0 ? (T->C - 1 - s.hm0) * MAP_BYTES : 0, hseg = T->S * TM_SLOTS * 128 * 4;
+	if (nh < nseg && hbytes < hseg)
+		hbytes = hseg;
 	s.hprev = 0;
 	s.dpa = s.hprev + hbytes;                           /* dproj, bf16 [step][proj][warp][16 t][16 j] */
 	s.scal = s.dpa + T->S * nbd * 4 * 512;
@@ -194,7 +193,7 @@ static BwdSmem bwd_layout(const Tmpl *T, const PartMap *pm, int nh, int swz)
 	 * sweeping the gates from the chunk start again, where they fit */
 	s.bmap = s.total;
 	s.nbm = nseg - nh - 1 > 0 ? nseg - nh - 1 : 0;
-	if (s.bmap + s.nbm * MAP_BYTES > BWD_SMEM_2BLK)
+	if (s.bmap + s.nbm * MAP_BYTES > SMEM_2BLK)
 		s.nbm = 0;
 	s.total = s.bmap + s.nbm * MAP_BYTES;
 	return s;
@@ -229,9 +228,9 @@ static BwdSmem bwd_smem(const Tmpl *T, const PartMap *pm)
 	for (int nh = 1; nh <= T->C / T->S && T->C / T->S <= 8; nh++) {
 		/* staged rows swizzled only where the padding is what does not fit */
 		BwdSmem s = bwd_layout(T, pm, nh, 0);
-		if (s.total > BWD_SMEM_2BLK)
+		if (s.total > SMEM_2BLK)
 			s = bwd_layout(T, pm, nh, 1);
-		if (s.total > BWD_SMEM_2BLK)
+		if (s.total > SMEM_2BLK)
 			continue;
 		int d = bwd_gate_steps(T, &s) - bwd_gate_steps(T, &best);
 		if (d < 0 || (d == 0 && s.total < best.total))

@@ -139,6 +139,23 @@ void tmpl_fwd_reduce(Tmpl *T)
 	irb_ret(I);
 }
 
+/* the output y of slot s at step stp, given h after the step */
+static LLVMValueRef emit_y(Tmpl *T, Lanes *ln, Step *stp, int s, LLVMValueRef h)
+{
+	Mixer *mx = (Mixer *)T->mx;
+	LLVMValueRef pv[MX_MAXPARAM] = { 0 };
+	EmitEnv env = slot_env(T, ln, stp, s, pv);
+	env.h = h;
+	LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
+	CHECK(memo);
+	LLVMValueRef y = emit_expr(&T->I, &mx->g, T->e_y, &env, memo);
+	free(memo);
+	return y;
+}
+
+/* bytes of the kept maps: steps 0 .. C-2, a slot's fp16 pair per thread */
+static int keep_bytes(const Tmpl *T) { return (T->C - 1) * TM_SLOTS * 128 * T->TW * 4; }
+
 /* whether the output needs a projection (or anything step_gates computes
  * beyond a step's inputs and h) */
 static int y_needs_gates(const ExGraph *g, int node, signed char *memo)
@@ -171,7 +188,7 @@ static int fwd_keep(Tmpl *T, int lbo)
 	int needs = y_needs_gates(&T->mx->g, T->e_y, memo);
 	free(memo);
 	int keep = (lbo + LB_SMEM + 15) & ~15;
-	if (needs || keep + (T->C - 1) * TM_SLOTS * 128 * T->TW * 4 > SMEM_2BLK)
+	if (needs || keep + keep_bytes(T) > SMEM_2BLK)
 		return -1;
 	return keep;
 }
@@ -184,7 +201,6 @@ static void apply_kept(Tmpl *T, Lanes *ln, LLVMValueRef gb, int keep, LLVMValueR
                        Var hg[4], LLVMValueRef tA[4], LLVMValueRef tB[4])
 {
 	Irb *I = &T->I;
-	Mixer *mx = (Mixer *)T->mx;
 	LLVMValueRef h0[TM_SLOTS], hend[TM_SLOTS];
 	for (int s = 0; s < TM_SLOTS; s++)
 		h0[s] = var_get(I, h[s]);
@@ -209,14 +225,7 @@ static void apply_kept(Tmpl *T, Lanes *ln, LLVMValueRef gb, int keep, LLVMValueR
 	for (int s = 0; s < TM_SLOTS; s++) {
 		LLVMValueRef m = ld(I, I->i32, smem_ptr(I, keep_at(T, ln, keep, k, s)), 4);
 		LLVMValueRef hs = fadd(I, fmul(I, unpack_f16(I, m, 0), h0[s]), unpack_f16(I, m, 1));
-		hs = fsel(I, end, hend[s], hs);
-		LLVMValueRef pv[MX_MAXPARAM] = { 0 };
-		EmitEnv env = slot_env(T, ln, &stp, s, pv);
-		env.h = hs;
-		LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
-		CHECK(memo);
-		y[s] = emit_expr(I, &mx->g, T->e_y, &env, memo);
-		free(memo);
+		y[s] = emit_y(T, ln, &stp, s, fsel(I, end, hend[s], hs));
 	}
 	store_slots(T, ln, &stp, ln->y, y, NULL);
 	seg_loop_end(T, &Ls, &L);
@@ -226,12 +235,11 @@ static void apply_kept(Tmpl *T, Lanes *ln, LLVMValueRef gb, int keep, LLVMValueR
 void tmpl_fwd_apply(Tmpl *T)
 {
 	Irb *I = &T->I;
-	Mixer *mx = (Mixer *)T->mx;
 	int lb = T->v->lookback;
 	int lbo = quad_smem(T, SEG_X);      /* look-back's ticket and carries after the quads' memory */
 	int keep = fwd_keep(T, lbo);
 	char sm[32];
-	snprintf(sm, sizeof sm, "%d", keep >= 0 ? keep + (T->C - 1) * TM_SLOTS * 128 * T->TW * 4 : lbo + (lb ? LB_SMEM : 0));
+	snprintf(sm, sizeof sm, "%d", keep >= 0 ? keep + keep_bytes(T) : lbo + (lb ? LB_SMEM : 0));
 	Launch *l = tmpl_launch(T, 1, lb ? "fwd_scan" : "fwd_apply", "NT", "H", "B", 128 * T->TW, sm);
 	l->minblocks = T->GQ == 1 ? 2 : 1;   /* more groups keep more chunk maps live: 128 registers spill */
 	sig_inputs(T, &l->sig);
@@ -311,13 +319,7 @@ void tmpl_fwd_apply(Tmpl *T)
 		for (int s = 0; s < TM_SLOTS; s++) {
 			LLVMValueRef hn = fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]);
 			var_set(I, h[s], hn);
-			LLVMValueRef pv[MX_MAXPARAM] = { 0 };
-			EmitEnv env = slot_env(T, &ln, &stp, s, pv);
-			env.h = hn;
-			LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
-			CHECK(memo);
-			ytmp[s] = emit_expr(I, &mx->g, T->e_y, &env, memo);
-			free(memo);
+			ytmp[s] = emit_y(T, &ln, &stp, s, hn);
 		}
 		store_slots(T, &ln, &stp, ln.y, ytmp, NULL);
 		seg_loop_end(T, &Ls, &L);
