@@ -15,7 +15,11 @@ if [ -z "${RECUR_LIBCUDA:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcuda.s
 fi
 SEED="1x8192x1024,1x32768x1024,1x65536x1024,1x131072x1024"
 ./build/recur verify --dir out/ptx $(echo "$SEED" | tr ',' '\n' | sed 's/^/--shape /') --shape 3x1000x1024
-./build/recur calibrate --dir out/ptx --shapes "$SEED" --out out/calibration.json
+# the fastest variant holding at most this many extra bytes per element
+# (y, dx and workspaces over B L D); RECUR_MEMORY_BUDGET=none: fastest only
+budget=${RECUR_MEMORY_BUDGET:-4.5}
+./build/recur calibrate --dir out/ptx --shapes "$SEED" --out out/calibration.json \
+	$([ "$budget" = none ] || echo "--memory-budget $budget")
 ./build/recur bench --dir out/ptx --shapes "$SEED" --calibration out/calibration.json --out out/results.json
 SEEDFILE=${RECUR_SEED:-../shared/seed/000_c94c45093349daa5.txt}
 if [ -f "$SEEDFILE" ]; then

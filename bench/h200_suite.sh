@@ -13,6 +13,9 @@
 #                                        at 8x16384x1024 and 1x65536x4096, and
 #                                        the look-back variants verified at
 #                                        16x2048x1024, 1x262144x1024, 2x65536x2048
+#          bench/h200_suite.sh ncu       Nsight Compute (--set full) of the kernels
+#                                        matching $NCU_KERNELS (a regex) for each
+#                                        MIXER/VARIANT in $VARIANTS at 1x32768x1024
 #          bench/h200_suite.sh quick     goldens, 1x8192x1024 and 3x1000x1024 for
 #                                        every variant, then bench --profile at
 #                                        1x131072x1024 for each MIXER/VARIANT named
@@ -51,6 +54,19 @@ if [ "$mode" = quick ]; then
 	done
 	grep -vE "^\[|^calib|^ *$" "$OUT/bench_quick.log" | head -200
 fi
+if [ "$mode" = ncu ]; then
+	NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
+	[ -n "$NCU" ] || { echo "ncu: not found"; rc=1; }
+	for mv in ${VARIANTS:-}; do
+		[ -n "$NCU" ] || break
+		m=${mv%%/*}
+		"$NCU" --set full -k "regex:${NCU_KERNELS:-scan|apply|reduce}" -c "${NCU_COUNT:-3}" \
+			"$BIN" bench --dir "$D" --shapes 1x32768x1024 --mixer "$m" --variant "${mv#*/}" --rounds 1 --samples 1 \
+			--out /tmp/ncu_bench.json > "$OUT/ncu_$m.txt" 2>&1 || rc=1
+		grep -E "^  [a-z_]+ \(|Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|No Eligible|Theoretical Occ|Block Limit|Memory Throughput|Compute \(SM\) Th" \
+			"$OUT/ncu_$m.txt" | head -80
+	done
+fi
 if [ "$mode" = others ]; then
 	# RGLRU_V, SAMU_V: the variants to time (the calibrated L=131072 winners)
 	for mv in "rglru ${RGLRU_V:-}" "samu ${SAMU_V:-}"; do
@@ -66,7 +82,9 @@ if [ "$mode" = others ]; then
 		> "$OUT/verify_lookback_stress.log" 2>&1 || rc=1
 fi
 if [ "$mode" = results ] || [ "$mode" = all ]; then
-	"$BIN" calibrate --dir "$D" --shapes "$SEED" --out "$OUT/calibration_h200.json" > "$OUT/calibrate.log" 2>&1 || rc=1
+	# the fastest variant within 4.5 extra bytes per element (the project's memory target)
+	"$BIN" calibrate --dir "$D" --shapes "$SEED" --memory-budget "${BUDGET:-4.5}" --out "$OUT/calibration_h200.json" \
+		> "$OUT/calibrate.log" 2>&1 || rc=1
 	"$BIN" bench --dir "$D" --shapes "$SEED" --calibration "$OUT/calibration_h200.json" --profile \
 		--out "$OUT/results_h200.json" > "$OUT/bench.log" 2>&1 || rc=1
 	# the seed lives beside the repository, not on the GPU machine: compare where it is

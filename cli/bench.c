@@ -208,7 +208,7 @@ static int resolve(Bench *bn, char *err, size_t n)
 				const json_t *e = cal_find(doc, &key);
 				const char *w = cal_winner(e);
 				if (!w)
-					cal_missing_message(&key, bn->o.calpath, bn->o.dir, e != NULL, why, sizeof why);
+					cal_missing_message(&key, e, bn->o.calpath, bn->o.dir, why, sizeof why);
 				else if ((mx->vi[s] = recur_manifest_find(bn->m, w)) < 0)
 					snprintf(why, sizeof why, "the calibrated variant %s of %s %s is not in %s: run recur "
 					         "calibrate --dir %s --mixer %s --shapes %s", w, mx->mixer, shs,

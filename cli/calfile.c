@@ -131,7 +131,42 @@ void cal_shape_string(recur_shape s, char *out, size_t n)
 	snprintf(out, n, "%dx%dx%d", s.B, s.L, s.D);
 }
 
-void cal_missing_message(const CalKey *k, const char *calpath, const char *dir, int has_entry,
+static double num(const json_t *o, const char *key, double none)
+{
+	const json_t *v = json_object_get(o, key);
+	return json_is_number(v) ? json_number_value(v) : none;
+}
+
+int cal_pick(const json_t *cands, double budget, int *least)
+{
+	int best = -1, low = -1;
+	double best_ms = 0, low_b = 0;
+	size_t i;
+	const json_t *c;
+	json_array_foreach(cands, i, c) {
+		if (strcmp(jstr(c, "status"), "ok"))
+			continue;
+		double ms = num(json_object_get(c, "forward_backward"), "median_ms", -1);
+		double b = num(c, "extra_bytes_per_element", -1);
+		if (ms < 0)
+			continue;
+		if (b >= 0 && (low < 0 || b < low_b)) {
+			low = (int)i;
+			low_b = b;
+		}
+		if (budget > 0 && !(b >= 0 && b <= budget))
+			continue;
+		if (best < 0 || ms < best_ms) {
+			best = (int)i;
+			best_ms = ms;
+		}
+	}
+	if (least)
+		*least = low;
+	return best;
+}
+
+void cal_missing_message(const CalKey *k, const json_t *entry, const char *calpath, const char *dir,
                          char *msg, size_t n)
 {
 	char sh[64], cuda[32], out[4200] = "";
@@ -139,7 +174,17 @@ void cal_missing_message(const CalKey *k, const char *calpath, const char *dir, 
 	snprintf(cuda, sizeof cuda, "%d.%d", k->cuda_api / 1000, k->cuda_api % 1000 / 10);
 	if (strcmp(calpath, CAL_DEFAULT_PATH) != 0)
 		snprintf(out, sizeof out, " --out %s", calpath);
-	if (has_entry)   /* every candidate failed: the entry's candidates say why */
+	double budget = num(entry, "memory_budget_bytes_per_element", -1);
+	int least = -1;
+	const json_t *cands = json_object_get(entry, "candidates");
+	if (entry && budget > 0 && cal_pick(cands, 0, &least) >= 0 && least >= 0) {
+		const json_t *c = json_array_get(cands, (size_t)least);
+		snprintf(msg, n, "calibration found no variant of %s %s on %s (driver %s, CUDA %s, %s) within its memory "
+		         "budget of %.3g extra bytes per element in %s (the least, %s, holds %.3f): run recur calibrate "
+		         "--dir %s --mixer %s --shapes %s%s with a larger --memory-budget or none",
+		         k->mixer, sh, k->gpu, k->driver, cuda, k->generator, budget, calpath, jstr(c, "variant"),
+		         num(c, "extra_bytes_per_element", 0), dir, k->mixer, sh, out);
+	} else if (entry)   /* every candidate failed: the entry's candidates say why */
 		snprintf(msg, n, "calibration found no working variant for %s %s on %s (driver %s, CUDA %s, %s) in %s "
 		         "(see the entry's candidates): run recur verify --dir %s --mixer %s --shape %s, fix the "
 		         "variants, then recur calibrate --dir %s --mixer %s --shapes %s%s",

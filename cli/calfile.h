@@ -5,9 +5,12 @@
  *    "entries": [{"mixer", "shape": {batch, length, width}, "gpu", "driver_version",
  *                 "cuda_driver_api_version", "generator",          <- the key
  *                 "winner": NAME | null, "winner_forward_backward_median_ms",
+ *                 "memory_budget_bytes_per_element": B | null,
  *                 "samples", "warmup_runs", "calibrated_at",
  *                 "candidates": [{"variant", "status": "ok" | "failed",
- *                                 "forward_backward": {stats} | "error": text}],
+ *                                 "forward_backward": {stats},
+ *                                 "extra_bytes_per_element": peak extra memory
+ *                                 / (B L D) | "error": text}],
  *                 "skipped": [{"variant", "reason"}]}]}
  *
  * `recur calibrate` merges into the file (an entry with the same key is
@@ -44,9 +47,16 @@ const char *cal_winner(const json_t *entry);
 json_t *cal_entry_new(const CalKey *k);
 /* Puts entry (reference stolen) in doc, replacing an entry with the same key. */
 void cal_put(json_t *doc, json_t *entry);
-/* The message for a missing (or winnerless) entry: what is missing, where,
- * and the command that calibrates it. dir is the manifest folder used. */
-void cal_missing_message(const CalKey *k, const char *calpath, const char *dir, int has_entry,
+/* The winner among an entry's candidates: of those that ran ("status":
+ * "ok"), the fastest median, where budget > 0 only among those holding at
+ * most budget extra bytes per element (a candidate without that number is
+ * over any budget). Returns its index, or -1; *least (when not NULL) gets
+ * the ok candidate holding the least memory, or -1. Ties keep the first. */
+int cal_pick(const json_t *cands, double budget, int *least);
+/* The message for a missing (entry NULL) or winnerless entry: what is
+ * missing, why, where, and the command that calibrates it. dir is the
+ * manifest folder used. */
+void cal_missing_message(const CalKey *k, const json_t *entry, const char *calpath, const char *dir,
                          char *msg, size_t n);
 /* "1x8192x1024" */
 void cal_shape_string(recur_shape s, char *out, size_t n);

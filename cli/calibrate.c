@@ -3,13 +3,17 @@
  *
  *   recur calibrate [--dir DIR] [--shapes BxLxD,...] [--mixer NAME]... [--out FILE]
  *                   [--samples 5] [--warmup 2] [--skip VARIANT]... [--seed N]
+ *                   [--memory-budget BYTES_PER_ELEMENT]
  *
  * Per mixer and shape: one set of inputs; then for each candidate (legal at
  * the shape by recur_check_shape, and "materialized": false in the manifest)
  * load it, run one forward + backward and look for non-finite outputs (an
- * obvious failure; `recur verify` is the full check), warm up, and time
- * forward + backward N times, each after an L2 flush. The fastest median
- * wins. After every (mixer, shape) the calibration file (calfile.h) is
+ * obvious failure; `recur verify` is the full check), measure its peak extra
+ * memory in the same window as `recur bench` (y, dx and the workspaces over
+ * B L D), warm up, and time forward + backward N times, each after an L2
+ * flush. The fastest median wins; with --memory-budget, the fastest of those
+ * within it (the budget trades time for memory, so it is the user's to set).
+ * After every (mixer, shape) the calibration file (calfile.h) is
  * rewritten atomically, so an interrupted run keeps what it measured.
  * A variant that breaks the CUDA context (a kernel fault is sticky) ends
  * the run with a message naming it; --skip leaves it out next time.
@@ -32,6 +36,7 @@ typedef struct {
 	const char *dir, *out;
 	recur_shape sh[H_MAXSHAPES];
 	int nsh, samples, warmup;
+	double budget;   /* extra bytes per element; 0: none */
 	uint64_t seed;
 	const char *only[C_MAXMIX];
 	int nonly;
@@ -53,7 +58,8 @@ typedef struct {
 static void usage(FILE *f)
 {
 	fputs("usage: recur calibrate [--dir DIR] [--shapes BxLxD,...] [--mixer NAME]... [--out FILE]\n"
-	      "                       [--samples 5] [--warmup 2] [--skip VARIANT]... [--seed N]\n", f);
+	      "                       [--samples 5] [--warmup 2] [--skip VARIANT]... [--seed N]\n"
+	      "                       [--memory-budget BYTES_PER_ELEMENT]\n", f);
 }
 
 static int parse(int argc, char **argv, CalOpts *o)
@@ -74,6 +80,13 @@ static int parse(int argc, char **argv, CalOpts *o)
 		else if (!strcmp(a, "--seed")) {
 			if (cli_parse_seed("calibrate", v, &o->seed))
 				return -1;
+		}
+		else if (!strcmp(a, "--memory-budget")) {
+			if (cli_parse_positive(v, 0.0, 1e6, &o->budget)) {
+				fprintf(stderr, "recur calibrate: --memory-budget %s: want extra bytes per element, a number "
+				        "above 0\n", v);
+				return -1;
+			}
 		}
 		else if (!strcmp(a, "--mixer") && o->nonly < C_MAXMIX) o->only[o->nonly++] = v;
 		else if (!strcmp(a, "--skip") && o->nskip < C_MAXSKIP) o->skip[o->nskip++] = v;
@@ -121,9 +134,10 @@ static json_t *failed(const char *variant, const char *error)
 	return o;
 }
 
-/* Times one candidate: 0 and *median, 1 when it failed (recorded in cands),
- * -1 when the context is unusable afterwards (err says so). */
-static int candidate(Cal *c, int vi, HBufs *b, json_t *cands, double *median, char *err, size_t n)
+/* Times one candidate: 0, with its median and extra bytes per element
+ * recorded in cands; 1 when it failed (recorded too); -1 when the context
+ * is unusable afterwards (err says so). */
+static int candidate(Cal *c, int vi, HBufs *b, json_t *cands, char *err, size_t n)
 {
 	const char *vname = recur_manifest_variant_name(c->m, vi);
 	recur_variant *v = NULL;
@@ -139,6 +153,9 @@ static int candidate(Cal *c, int vi, HBufs *b, json_t *cands, double *median, ch
 		int fin = harness_finite(&c->h, b, why, sizeof why);
 		rc = fin > 0 ? 1 : fin;
 	}
+	long long delta = 0;
+	if (rc == 0)
+		rc = harness_memory(&c->h, v, b, &delta, why, sizeof why);
 	for (int i = 0; rc == 0 && i < c->o.warmup; i++)
 		rc = harness_run(&c->h, v, b, why, sizeof why);
 	for (int i = 0; rc == 0 && i < c->o.samples; i++)
@@ -155,15 +172,23 @@ static int candidate(Cal *c, int vi, HBufs *b, json_t *cands, double *median, ch
 		}
 		return 1;
 	}
-	Stats s;
-	stats_compute(t, c->o.samples, &s);
-	*median = s.median;
 	json_t *o = json_object();
 	json_object_set_new(o, "variant", json_string(vname));
 	json_object_set_new(o, "status", json_string("ok"));
 	json_object_set_new(o, "forward_backward", results_stats(t, c->o.samples));
+	json_object_set_new(o, "extra_bytes_per_element", json_real((double)delta / ((double)b->s.B * b->s.L * b->s.D)));
 	json_array_append_new(cands, o);
 	return 0;
+}
+
+static double cand_ms(const json_t *o)
+{
+	return json_number_value(json_object_get(json_object_get(o, "forward_backward"), "median_ms"));
+}
+
+static double cand_bytes(const json_t *o)
+{
+	return json_number_value(json_object_get(o, "extra_bytes_per_element"));
 }
 
 static void now_utc(char *out, size_t n)
@@ -208,33 +233,39 @@ static int calibrate_one(Cal *c, const char *mixer, recur_shape s, int si, char 
 		json_object_set_new(o, "reason", json_string(why));
 		json_array_append_new(skipped, o);
 	}
-	int best = -1, nfail = 0;
-	double best_ms = 0;
+	int nfail = 0;
 	if (nc > 0 && (hbufs_inputs(&c->h, c->m, cand[0], s, c->o.seed + (uint64_t)si * 7919, &b, err, n) ||
 	               hbufs_outputs(&c->h, &b, err, n)))
 		goto fail;
+	char won[160] = "-";
 	for (int i = 0; i < nc; i++) {
-		double ms = 0;
-		int rc = candidate(c, cand[i], &b, cands, &ms, err, n);
+		int rc = candidate(c, cand[i], &b, cands, err, n);
 		if (rc < 0)
 			goto fail;
 		nfail += rc;
-		if (rc == 0 && (best < 0 || ms < best_ms)) {
-			best = cand[i];
-			best_ms = ms;
+		char now[64] = "FAILED";
+		if (rc == 0) {
+			const json_t *o = json_array_get(cands, json_array_size(cands) - 1);
+			snprintf(now, sizeof now, "%.4f ms, %.2f B/element", cand_ms(o), cand_bytes(o));
 		}
-		char now[32] = "FAILED";
-		if (rc == 0)
-			snprintf(now, sizeof now, "%.4f ms", ms);
-		fprintf(stderr, "calibrate: [%s %s] %d/%d %s: %s; best %s %.4f ms; %.1f s\n", mixer, shs, i + 1, nc,
-		        recur_manifest_variant_name(c->m, cand[i]), now,
-		        best >= 0 ? recur_manifest_variant_name(c->m, best) : "-", best_ms, elapsed_s(c));
+		int w = cal_pick(cands, c->o.budget, NULL);
+		if (w >= 0) {
+			const json_t *o = json_array_get(cands, (size_t)w);
+			snprintf(won, sizeof won, "%s %.4f ms", json_string_value(json_object_get(o, "variant")), cand_ms(o));
+		}
+		fprintf(stderr, "calibrate: [%s %s] %d/%d %s: %s; best%s %s; %.1f s\n", mixer, shs, i + 1, nc,
+		        recur_manifest_variant_name(c->m, cand[i]), now, c->o.budget > 0 ? " within the budget" : "", won,
+		        elapsed_s(c));
 	}
 	hbufs_free(&c->h, &b);
+	int least = -1, wi = cal_pick(cands, c->o.budget, &least);
+	const json_t *win = wi >= 0 ? json_array_get(cands, (size_t)wi) : NULL;
+	const char *best = win ? json_string_value(json_object_get(win, "variant")) : NULL;
 	char stamp[32];
 	now_utc(stamp, sizeof stamp);
-	json_object_set_new(entry, "winner", best >= 0 ? json_string(recur_manifest_variant_name(c->m, best)) : json_null());
-	json_object_set_new(entry, "winner_forward_backward_median_ms", best >= 0 ? json_real(best_ms) : json_null());
+	json_object_set_new(entry, "winner", best ? json_string(best) : json_null());
+	json_object_set_new(entry, "winner_forward_backward_median_ms", best ? json_real(cand_ms(win)) : json_null());
+	json_object_set_new(entry, "memory_budget_bytes_per_element", c->o.budget > 0 ? json_real(c->o.budget) : json_null());
 	json_object_set_new(entry, "samples", json_integer(c->o.samples));
 	json_object_set_new(entry, "warmup_runs", json_integer(c->o.warmup));
 	json_object_set_new(entry, "l2_flush_bytes", json_integer((json_int_t)c->h.flush_bytes));
@@ -244,12 +275,14 @@ static int calibrate_one(Cal *c, const char *mixer, recur_shape s, int si, char 
 	cal_put(c->doc, entry);
 	if (results_write_atomic(c->o.out, c->doc, err, n))
 		return -1;
-	char ms[32] = "-";
-	if (best >= 0)
-		snprintf(ms, sizeof ms, "%.4f ms", best_ms);
-	printf("%-7s %-16s %-58s %12s  (%d timed, %d failed, %d skipped)\n", mixer, shs,
-	       best >= 0 ? recur_manifest_variant_name(c->m, best) : "(no variant works)", ms, nc - nfail, nfail,
-	       (int)json_array_size(skipped));
+	char ms[64] = "-", none[256] = "(no variant works)";
+	if (best)
+		snprintf(ms, sizeof ms, "%.4f ms %5.2f B/el", cand_ms(win), cand_bytes(win));
+	else if (least >= 0)
+		snprintf(none, sizeof none, "(none within %.3g B/element; least %.2f)", c->o.budget,
+		         cand_bytes(json_array_get(cands, (size_t)least)));
+	printf("%-7s %-16s %-58s %22s  (%d timed, %d failed, %d skipped)\n", mixer, shs, best ? best : none, ms,
+	       nc - nfail, nfail, (int)json_array_size(skipped));
 	fflush(stdout);
 	return 0;
 fail:
@@ -285,7 +318,11 @@ static int cal_main(Cal *c, char *err, size_t n)
 	harness_env(c->rt, c->m, &c->env);
 	if (harness_open(&c->h, c->rt, H_FLUSH_BYTES, err, n))
 		return -1;
-	fprintf(stderr, "calibrate: %s, driver %s, %s -> %s\n", c->env.gpu, c->env.driver, c->env.generator, o->out);
+	char budget[64] = "fastest wins";
+	if (o->budget > 0)
+		snprintf(budget, sizeof budget, "fastest within %.3g extra bytes per element wins", o->budget);
+	fprintf(stderr, "calibrate: %s, driver %s, %s -> %s (%s)\n", c->env.gpu, c->env.driver, c->env.generator,
+	        o->out, budget);
 	for (int k = 0; k < nm; k++) {
 		int want = o->nonly == 0;
 		for (int i = 0; i < o->nonly; i++)

@@ -8,6 +8,8 @@ const char *cli_lua_root(void);
 int cli_parse_shape(const char *s, recur_shape *sh);
 /* a whole decimal integer in [lo, hi]: 0, or -1 (out untouched) */
 int cli_parse_int(const char *s, int lo, int hi, int *out);
+/* a number (all of s, as strtod reads it) in (lo, hi]: 0, or -1 (out untouched) */
+int cli_parse_positive(const char *s, double lo, double hi, double *out);
 /* a random seed: a whole unsigned decimal that fits 64 bits; 0, or -1
  * after telling stderr which command's --seed value was refused */
 int cli_parse_seed(const char *cmd, const char *s, uint64_t *out);

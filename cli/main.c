@@ -64,6 +64,16 @@ int cli_parse_int(const char *s, int lo, int hi, int *out)
 	return 0;
 }
 
+int cli_parse_positive(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end != 0 || !(v > lo && v <= hi))
+		return -1;
+	*out = v;
+	return 0;
+}
+
 int cli_parse_seed(const char *cmd, const char *s, uint64_t *out)
 {
 	char *end;

@@ -424,10 +424,8 @@ int cli_verify(int argc, char **argv)
 		}
 		else if (!strcmp(a, "--dump") && i + 1 < argc) cx.dump = argv[++i];
 		else if (!strcmp(a, "--x-scale") && i + 1 < argc) {
-			char *end;
 			const char *v = argv[++i];
-			cx.xscale = strtod(v, &end);
-			if (end == v || *end || !(cx.xscale > 0.0 && cx.xscale <= 1e30)) {
+			if (cli_parse_positive(v, 0.0, 1e30, &cx.xscale)) {
 				fprintf(stderr, "recur verify: --x-scale %s: want a positive number up to 1e30\n", v);
 				return 2;
 			}

@@ -26,5 +26,7 @@ refused "--rounds 0" bench --rounds 0
 refused "--samples x" bench --samples x
 refused "--seed x" calibrate --seed x
 refused "--warmup -1" calibrate --warmup -1
+refused "--memory-budget 0" calibrate --memory-budget 0
+refused "--memory-budget 4.5x" calibrate --memory-budget 4.5x
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -2,7 +2,8 @@
 # GPU test: every variant verified against the float64 reference at
 # L in {1, 37, 8192} x B in {1, 3} (D = 128 and 1024), at the cluster edge
 # shapes, on the golden cases' inputs against their expected outputs, and
-# with large activations (the fp16 overflow guard). Skips, saying why, where no
+# with large activations (the fp16 overflow guard); and calibration under a
+# memory budget (its winner within it; none below y and dx alone). Skips, saying why, where no
 # NVIDIA driver is present.
 #   usage: gpu_verify_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
 set -u
@@ -30,6 +31,27 @@ if echo "$big" | grep -q "fused_grouped_prefix32_lookback_chunk8 .* \(PASS\|FAIL
 	echo "ok   x-scale 1e5: every output finite (fp16 overflow guard)"
 else
 	echo "FAIL x-scale 1e5: non-finite outputs or no result:"; echo "$big" | tail -3; rc=1
+fi
+# calibration under a memory budget: the winner holds at most the budget,
+# and a budget below y and dx alone (4 B/element) leaves no winner, which
+# bench then refuses, naming the budget
+cal="$work/cal.json"
+line=$("$recur" calibrate --dir "$work/ptx" --mixer rglru --shapes 1x8192x1024 --samples 1 --warmup 0 \
+	--memory-budget 4.5 --out "$cal" 2>/dev/null | grep "^rglru ")
+bpe=$(echo "$line" | awk '{ for (i = 1; i < NF; i++) if ($(i + 1) == "B/el") print $i }')
+if [ -n "$bpe" ] && awk -v b="$bpe" 'BEGIN { exit !(b > 0 && b <= 4.5) }'; then
+	echo "ok   calibrate --memory-budget 4.5: $line"
+else
+	echo "FAIL calibrate --memory-budget 4.5: winner over the budget or none: $line"; rc=1
+fi
+none=$("$recur" calibrate --dir "$work/ptx" --mixer rglru --shapes 1x8192x1024 --samples 1 --warmup 0 \
+	--memory-budget 1 --out "$cal" 2>/dev/null | grep "^rglru ")
+msg=$("$recur" bench --dir "$work/ptx" --mixer rglru --shapes 1x8192x1024 --calibration "$cal" --rounds 1 --samples 1 2>&1)
+if [ $? -ne 0 ] && echo "$none" | grep -q "none within 1 B/element" &&
+	echo "$msg" | grep -q "memory budget of 1 extra bytes per element"; then
+	echo "ok   calibrate --memory-budget 1: no winner ($none); bench refuses, naming the budget"
+else
+	echo "FAIL calibrate --memory-budget 1: $none / $(echo "$msg" | tail -2)"; rc=1
 fi
 goldens=${RECUR_GOLDENS:-$src/../shared/goldens}
 if [ -d "$goldens" ]; then

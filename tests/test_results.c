@@ -291,6 +291,60 @@ static int results_file(void)
 	return 1;
 }
 
+static json_t *cand(const char *name, const char *status, double ms, double bytes)
+{
+	json_t *c = json_object();
+	json_object_set_new(c, "variant", json_string(name));
+	json_object_set_new(c, "status", json_string(status));
+	if (ms > 0) {
+		double t[3] = { ms - 0.01, ms, ms + 0.02 };
+		json_object_set_new(c, "forward_backward", results_stats(t, 3));
+	}
+	if (bytes >= 0)
+		json_object_set_new(c, "extra_bytes_per_element", json_real(bytes));
+	return c;
+}
+
+/* The winner: the fastest that ran, within the memory budget when one is set. */
+static void calibration_pick(void)
+{
+	json_t *c = json_array();
+	json_array_append_new(c, cand("p32", "ok", 0.1773, 4.67));
+	json_array_append_new(c, cand("broken", "failed", 0, -1));
+	json_array_append_new(c, cand("p64", "ok", 0.1799, 4.35));
+	json_array_append_new(c, cand("p128", "ok", 0.1900, 4.20));
+	json_array_append_new(c, cand("nobytes", "ok", 0.1500, -1));
+	json_array_append_new(c, cand("p64_again", "ok", 0.1799, 4.30));
+	int least = 9;
+	check(cal_pick(c, 0, &least) == 4 && least == 3, "no budget: the fastest that ran wins, however much it holds",
+	      "%d %d", cal_pick(c, 0, NULL), least);
+	check(cal_pick(c, 4.5, NULL) == 2, "budget 4.5: the fastest within it (p64, not the faster p32 at 4.67 "
+	      "nor one whose memory is unknown), the first of equal times", "%d", cal_pick(c, 4.5, NULL));
+	check(cal_pick(c, 4.67, NULL) == 0, "a candidate exactly at the budget is within it", NULL);
+	check(cal_pick(c, 4.1, &least) == -1 && least == 3, "none within the budget: no winner, and the least is named",
+	      "%d", least);
+	json_t *none = json_array();
+	json_array_append_new(none, cand("broken", "failed", 0, -1));
+	check(cal_pick(none, 0, &least) == -1 && least == -1, "nothing ran: no winner and no least", NULL);
+	json_decref(none);
+
+	CalKey k = { .shape = { 1, 8192, 1024 }, .cuda_api = 13000 };
+	snprintf(k.mixer, sizeof k.mixer, "rglru");
+	snprintf(k.gpu, sizeof k.gpu, "NVIDIA H200");
+	snprintf(k.driver, sizeof k.driver, "580.159.04");
+	snprintf(k.generator, sizeof k.generator, "recur 0.1.0");
+	json_t *e = cal_entry_new(&k);
+	json_object_set_new(e, "winner", json_null());
+	json_object_set_new(e, "memory_budget_bytes_per_element", json_real(4.1));
+	json_object_set_new(e, "candidates", c);
+	char msg[2048];
+	cal_missing_message(&k, e, CAL_DEFAULT_PATH, "out/ptx", msg, sizeof msg);
+	check(strstr(msg, "within its memory budget of 4.1 extra bytes per element") && strstr(msg, "p128, holds 4.200") &&
+	      strstr(msg, "--memory-budget") && strstr(msg, "--shapes 1x8192x1024"),
+	      "over the budget: the message names the budget, the least variant and what to change", "%s", msg);
+	json_decref(e);
+}
+
 static void calibration(void)
 {
 	char path[512], err[2048];
@@ -349,14 +403,17 @@ static void calibration(void)
 	json_decref(doc);
 
 	char msg[2048];
-	cal_missing_message(&k3, CAL_DEFAULT_PATH, "out/ptx", 0, msg, sizeof msg);
+	cal_missing_message(&k3, NULL, CAL_DEFAULT_PATH, "out/ptx", msg, sizeof msg);
 	check(strstr(msg, "no calibrated variant for rglru 1x32768x1024 on NVIDIA H200") &&
 	      strstr(msg, "driver 580.159.04") && strstr(msg, "recur 0.1.0") &&
 	      strstr(msg, "run recur calibrate --dir out/ptx --mixer rglru --shapes 1x32768x1024") && !strstr(msg, "--out"),
 	      "missing entry: the message names what is missing and the command that calibrates it", "%s", msg);
-	cal_missing_message(&k2, path, "ptx", 1, msg, sizeof msg);
+	json_t *failed = cal_entry_new(&k2);
+	json_object_set_new(failed, "winner", json_null());
+	cal_missing_message(&k2, failed, path, "ptx", msg, sizeof msg);
 	check(strstr(msg, "found no working variant") && strstr(msg, "--shapes 1x8192x1024") && strstr(msg, "--out ") &&
 	      strstr(msg, path), "winnerless entry, other file: says so and passes --out FILE", "%s", msg);
+	json_decref(failed);
 
 	FILE *f = fopen(path, "w");
 	fputs("{\"rows\": []}\n", f);
@@ -426,6 +483,7 @@ int main(void)
 	}
 	int seed = results_file();
 	calibration();
+	calibration_pick();
 	manifest_extras();
 	shape_lists();
 	char cmd[600];
