@@ -24,6 +24,14 @@ void tmpl_open(Tmpl *T, Launch *l)
 {
 	irb_kernel(&T->I, l->kernel, l->sig.ty, l->sig.n, l->block, l->minblocks);
 	T->cur_threads = l->block;
+	/* A lane takes 4 adjacent channels where it can: a row's 16 channels
+	 * are then 4 lanes x 8 bytes, one full 32-byte sector per store (in the
+	 * mma's column order, 2q and 2q+1 of each 8, a store half-fills 8).
+	 * Without projections nothing ties a slot to an mma column. With them
+	 * the kernels that store rows set ch4 after this (tmpl_fwd_apply,
+	 * tmpl_bwd_apply) and permute the projections to match (wcol); the
+	 * others keep the mma's order. */
+	T->ch4 = T->nbd == 0;
 }
 
 void ksig_add(Tmpl *T, KSig *s, const char *arg, LLVMTypeRef ty)
@@ -86,6 +94,15 @@ static LLVMValueRef load_pair(Tmpl *T, LLVMValueRef base, LLVMValueRef idx64, LL
 	return LLVMBuildSelect(I->b, valid, v, ci32(I, 0), "");
 }
 
+LLVMValueRef wcol(const Tmpl *T, Irb *I, LLVMValueRef w, LLVMValueRef n8, int nt)
+{
+	LLVMValueRef base = imul(I, w, ci32(I, 16));
+	if (!T->ch4)
+		return iadd(I, iadd(I, base, n8), ci32(I, 8 * nt));
+	LLVMValueRef pair = imul(I, LLVMBuildLShr(I->b, n8, ci32(I, 1), ""), ci32(I, 4));
+	return iadd(I, base, iadd(I, iadd(I, pair, LLVMBuildAnd(I->b, n8, ci32(I, 1), "")), ci32(I, 2 * nt)));
+}
+
 void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 {
 	Irb *I = &T->I;
@@ -117,10 +134,12 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 		snprintf(a, sizeof a, "param:%s", mx->param[p].name);
 		ln->param[p] = argv_of(T, s, a);
 	}
-	/* channel of slot column c: 16w + 8*(c>>1) + 2q + (c&1) */
+	/* channel of slot column c: the mma's 16w + 8*(c>>1) + 2q + (c&1), or
+	 * with ch4 16w + 4q + c; pairs (c, c+1) for even c are adjacent either way */
 	for (int c = 0; c < 4; c++)
-		ln->ch[c] = iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), imul(I, ln->q, ci32(I, 2))),
-		                 ci32(I, 8 * (c >> 1) + (c & 1)));
+		ln->ch[c] = T->ch4 ? iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), imul(I, ln->q, ci32(I, 4))), ci32(I, c))
+		                   : iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), imul(I, ln->q, ci32(I, 2))),
+		                          ci32(I, 8 * (c >> 1) + (c & 1)));
 	LLVMValueRef hbase = imul(I, ln->head, ci32(I, 64));
 	for (int p = 0; p < mx->nparam; p++) {
 		if (!ln->param[p])
@@ -142,7 +161,8 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	ln->hoist = irb_hoist_block(I);
 	if (!load_weights)
 		return;
-	/* gate B fragments: b0 = (k = 16ks + 2q, 2q+1 ; n = 16w + 8nt + g), b1 = k + 8 */
+	/* gate B fragments: b0 = (k = 16ks + 2q, 2q+1 ; column n = 16w + 8nt + g), b1 = k + 8;
+	 * column n is channel wcol(n) */
 	for (int j = 0; j < T->nbd; j++) {
 		const MxProj *pj = &mx->proj[T->bd[j]];
 		LLVMValueRef W = ln->param[pj->weight];
@@ -150,7 +170,7 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 		LLVMValueRef wbase = imul(I, ln->head, ci32(I, 64 * 64));
 		for (int ks = 0; ks < 4; ks++)
 			for (int nt = 0; nt < 2; nt++) {
-				LLVMValueRef n = iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), ln->g), ci32(I, 8 * nt));
+				LLVMValueRef n = wcol(T, I, ln->w, ln->g, nt);
 				for (int r = 0; r < 2; r++) {
 					LLVMValueRef k0 = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 16 * ks + 8 * r));
 					LLVMValueRef i0 = iadd(I, wbase, iadd(I, imul(I, k0, ci32(I, 64)), n));
@@ -167,11 +187,21 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 }
 
 /* W[k][j] of projection j at row k, 16-byte column chunk c: rows of 128
- * bytes with the chunk index XOR (k mod 8), so the eight rows an ldmatrix
- * matrix reads (same chunk, consecutive k) fall in eight different bank groups */
-static LLVMValueRef wmat_at(Lanes *ln, Irb *I, int j, LLVMValueRef k, LLVMValueRef c)
+ * bytes with the chunk index XOR a 3-bit function of k, so that the eight
+ * rows an ldmatrix matrix reads (same chunk) fall in eight different bank
+ * groups: k mod 8 where rows are consecutive k; with ch4 the transposed
+ * projection's rows are k = 2nt + {0, 1, 4, 5, 8, 9, 12, 13} (wcol) as well,
+ * and (k0, k2, k1 ^ k3) tells both sets apart */
+static LLVMValueRef wmat_at(const Tmpl *T, Lanes *ln, Irb *I, int j, LLVMValueRef k, LLVMValueRef c)
 {
-	LLVMValueRef sw = LLVMBuildXor(I->b, c, LLVMBuildAnd(I->b, k, ci32(I, 7), ""), "");
+	LLVMValueRef f = LLVMBuildAnd(I->b, k, ci32(I, 7), "");
+	if (T->ch4) {
+		LLVMValueRef k1k3 = LLVMBuildAnd(I->b, LLVMBuildXor(I->b, k, LLVMBuildLShr(I->b, k, ci32(I, 2), ""), ""), ci32(I, 2), "");
+		f = LLVMBuildOr(I->b, LLVMBuildAnd(I->b, k, ci32(I, 1), ""),
+		                LLVMBuildOr(I->b, LLVMBuildAnd(I->b, LLVMBuildLShr(I->b, k, ci32(I, 1), ""), ci32(I, 2), ""),
+		                            imul(I, k1k3, ci32(I, 2)), ""), "");
+	}
+	LLVMValueRef sw = LLVMBuildXor(I->b, c, f, "");
 	return iadd(I, ci32(I, ln->wmat_smem + j * WMAT_BYTES), iadd(I, imul(I, k, ci32(I, 128)), imul(I, sw, ci32(I, 16))));
 }
 
@@ -199,7 +229,22 @@ void wmat_stage(Tmpl *T, Lanes *ln, int off)
 				LLVMValueRef b = LLVMBuildExtractElement(I->b, src, ci32(I, (2 * p + 1) & 3), "");
 				w = LLVMBuildInsertElement(I->b, w, pack_bf16x2(I, a, b), ci32(I, p), "");
 			}
-			st(I, w, smem_ptr(I, wmat_at(ln, I, j, k, c)), 16);
+			if (!T->ch4) {
+				st(I, w, smem_ptr(I, wmat_at(T, ln, I, j, k, c)), 16);
+				continue;
+			}
+			/* channel pairs 4h + p of the 16-column group (h = c & 1): column
+			 * pair 2h + (p >> 1) of n-tile p & 1 (wcol) */
+			LLVMValueRef h8 = imul(I, LLVMBuildAnd(I->b, c, ci32(I, 1), ""), ci32(I, 8));
+			LLVMValueRef c0 = LLVMBuildAnd(I->b, c, ci32(I, ~1), "");
+			for (int nt = 0; nt < 2; nt++) {
+				LLVMValueRef two = LLVMGetUndef(I->v2i32);
+				for (int e = 0; e < 2; e++)
+					two = LLVMBuildInsertElement(I->b, two, LLVMBuildExtractElement(I->b, w, ci32(I, nt + 2 * e), ""),
+					                             ci32(I, e), "");
+				LLVMValueRef at = iadd(I, wmat_at(T, ln, I, j, k, iadd(I, c0, ci32(I, nt))), h8);
+				st(I, two, smem_ptr(I, at), 8);
+			}
 		}
 	}
 	bar_sync(I);
@@ -254,7 +299,7 @@ void wmat_gate_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2])
 	ldsm_lane(I, ln, 0, &r, &blk);
 	LLVMValueRef k = iadd(I, r, ci32(I, 16 * ks));
 	LLVMValueRef c = iadd(I, imul(I, ln->w, ci32(I, 2)), blk);
-	ldsm_x4(I, d, wmat_at(ln, I, j, k, c), 1);
+	ldsm_x4(I, d, wmat_at(T, ln, I, j, k, c), 1);
 	for (int e = 0; e < 4; e++)
 		b[e >> 1][e & 1] = d[e];
 }
@@ -263,12 +308,15 @@ void wmat_dx_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2])
 {
 	Irb *I = &T->I;
 	/* B[jj][k] = W[k][jj] for the warp's own k: matrix m = (nt, r) holds rows
-	 * k = 16w + 8nt.., columns jj = 16ks + 8r.. */
+	 * k = 16w + 8nt.. (with ch4 the rows wcol(w, 0..7, nt): the output's
+	 * columns then land on the slots' channels), columns jj = 16ks + 8r.. */
 	LLVMValueRef r, blk, d[4];
 	ldsm_lane(I, ln, 1, &r, &blk);
-	LLVMValueRef k = iadd(I, r, imul(I, ln->w, ci32(I, 16)));
+	LLVMValueRef k = T->ch4 ? wcol(T, I, ln->w, LLVMBuildAnd(I->b, r, ci32(I, 7), ""), 0) : iadd(I, r, imul(I, ln->w, ci32(I, 16)));
+	if (T->ch4)   /* rows 8..15 of r are n-tile 1 */
+		k = iadd(I, k, imul(I, LLVMBuildLShr(I->b, r, ci32(I, 3), ""), ci32(I, 2)));
 	LLVMValueRef c = iadd(I, blk, ci32(I, 2 * ks));
-	ldsm_x4(I, d, wmat_at(ln, I, j, k, c), 0);
+	ldsm_x4(I, d, wmat_at(T, ln, I, j, k, c), 0);
 	for (int e = 0; e < 4; e++)
 		b[e >> 1][e & 1] = d[e];
 }
@@ -315,6 +363,20 @@ LLVMValueRef slot_index(Tmpl *T, Lanes *ln, Step *st, int s)
 void store_slots(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef out, LLVMValueRef v[TM_SLOTS], LLVMValueRef acc[2][4])
 {
 	Irb *I = &T->I;
+	if (T->ch4) {   /* a row's four channels are adjacent: one 8-byte store */
+		for (int r = 0; r < 2; r++) {
+			LLVMValueRef w = LLVMGetUndef(I->v2i32), u[4];
+			for (int c = 0; c < 4; c++)   /* acc: n-tile c >> 1, column 2q + (c & 1) (wmat_dx_frags) */
+				u[c] = acc ? fadd(I, v[r * 4 + c], acc[c >> 1][2 * r + (c & 1)]) : v[r * 4 + c];
+			for (int e = 0; e < 2; e++)
+				w = LLVMBuildInsertElement(I->b, w, pack_bf16x2(I, u[2 * e], u[2 * e + 1]), ci32(I, e), "");
+			IfBlk f;
+			if_begin(I, &f, st_->valid[r], "store");
+			st(I, w, gep_bf16(I, out, slot_index(T, ln, st_, r * 4)), 8);
+			if_end(I, &f);
+		}
+		return;
+	}
 	for (int r = 0; r < 2; r++)
 		for (int nt = 0; nt < 2; nt++) {
 			int s0 = r * 4 + 2 * nt;

@@ -536,8 +536,9 @@ static void dw_tile_at(Bwd *bw, LLVMValueRef const out[], LLVMValueRef jk, LLVMV
 	for (int p = 1; p < T->nbd; p++)
 		dst = LLVMBuildSelect(I->b, ieq(I, j, ci32(I, p)), out[p], dst, "");
 	for (int e = 0; e < 4; e++) {
-		/* dW^T fragment: row j = g (+8), column k = 8kt + 2q (+1); stored [k][j] */
-		LLVMValueRef jj = iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), ln->g), ci32(I, 8 * (e >> 1)));
+		/* dW^T fragment: row j = g (+8) (the channel wcol), column k = 8kt + 2q (+1); stored [k][j] */
+		LLVMValueRef jj = T->ch4 ? wcol(T, I, ln->w, ln->g, e >> 1)
+		                         : iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), ln->g), ci32(I, 8 * (e >> 1)));
 		LLVMValueRef k = iadd(I, iadd(I, imul(I, ln->q, ci32(I, 2)), imul(I, kt, ci32(I, 8))), ci32(I, e & 1));
 		at[e] = gep_f32(I, dst, sext64(I, iadd(I, base, iadd(I, imul(I, k, ci32(I, 64)), jj))));
 	}
@@ -710,6 +711,11 @@ void tmpl_bwd_apply(Tmpl *T)
 	ksig_add(T, &l->sig, "i32:NT", I->i32);
 	ksig_add(T, &l->sig, "i32:B", I->i32);
 	tmpl_open(T, l);
+	/* dx's transposed projection takes the weights' rows in the slots'
+	 * order (wmat_dx_frags): about 10 registers more, which kernels with
+	 * several groups per quad do not have (prefix 64 and 128 at chunk 32
+	 * spilled) */
+	T->ch4 = T->nbd == 0 || T->GQ == 1;
 	Lanes ln;
 	/* this kernel always recomputes the projections: it needs their adjoints */
 	Variant fv = *T->v;

@@ -255,6 +255,7 @@ void tmpl_fwd_apply(Tmpl *T)
 	ksig_add(T, &l->sig, "ws:ckpt", I->gptr);
 	ksig_shape(T, &l->sig);
 	tmpl_open(T, l);
+	T->ch4 = 1;
 	if (lb)
 		lb_ticket(T, ksig_arg(T, &l->sig, "ws:ticket"), lbo);
 	Lanes ln;

@@ -75,6 +75,8 @@ typedef struct {
 	/* geometry */
 	int C, P, TW, GQ, S, G;   /* chunk, prefix, quads, groups per quad, bwd segment, bwd block groups */
 	int nbd;                  /* block-diagonal projections */
+	int ch4;                  /* the kernel being built: lane q's slots are channels 4q .. 4q+3 of its
+	                           * warp's 16 (ln->ch), the projections' columns permuted to match */
 	int bd[MX_MAXPROJ];       /* their projection indices */
 	/* Token stage (mixers with per-token projections): the values z[k] of the
 	 * token stage (nodes over token projections and scalar parameters) are
@@ -216,6 +218,10 @@ void wmat_gate_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2]);  
 void wmat_dx_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2]);    /* [nt][r], own 16 k */
 /* lane geometry, params and weight fragments for the kernel being built */
 void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights);
+/* the channel of a projection's mma column 16w + 8nt + n8: itself, or with
+ * T->ch4 the one that puts columns 2q, 2q+1 of both n-tiles on channels
+ * 4q .. 4q+3 (ln->ch): the weights' columns are permuted to match */
+LLVMValueRef wcol(const Tmpl *T, Irb *I, LLVMValueRef w, LLVMValueRef n8, int nt);
 /* timestep of row r at step i of the group starting at row gb */
 void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
 /* a step's inputs without its gates: rows, reset flags, x and token values (staged or loaded) */

@@ -140,6 +140,27 @@ if [ "$kbad" -eq 0 ] && [ "$kn" -eq 1 ]; then
 else
 	echo "FAIL kept forward maps: $kbad wrong, $kn of 1 found"; fail=$((fail+1))
 fi
+# the scan kernels that write y or dx store a row's 4 channels per lane as
+# one 8-byte piece (4 lanes fill a 32-byte sector), never as 4-byte pairs:
+# lane q holds channels 4q .. 4q+3 (ch4), the projections' columns permuted
+sbad=0 sn=0
+for f in "$work"/ptx/*.ptx; do
+	for k in $(grep -o "^.visible .entry [a-z_]*_\(fwd_apply\|fwd_scan\|bwd_apply\)" "$f" | awk '{ print $3 }'); do
+		b=$(body "$f" "$k")
+		sn=$((sn+1))
+		w8=$(echo "$b" | grep -c "st.global.v2.u32") w4=$(echo "$b" | grep -c "st.global.u32")
+		case "$(basename "$f")/$k" in
+		rglru.*_prefix64_*/rglru_bwd_apply|rglru.*_prefix128_*/rglru_bwd_apply)   # mma order: no registers for ch4
+			[ "$w8" -eq 0 ] && [ "$w4" -gt 0 ] || { echo "FAIL $(basename "$f") $k: 8-byte stores without the registers"; sbad=$((sbad+1)); } ;;
+		*) [ "$w8" -gt 0 ] && [ "$w4" -eq 0 ] || { echo "FAIL $(basename "$f") $k: $w8 8-byte, $w4 4-byte global stores"; sbad=$((sbad+1)); } ;;
+		esac
+	done
+done
+if [ "$sbad" -eq 0 ] && [ "$sn" -eq 112 ]; then
+	echo "ok   $sn scan kernels store y / dx in 8-byte row pieces (full sectors), but RG-LRU's backward at prefix 64 and 128 (4-byte pairs)"; pass=$((pass+1))
+else
+	echo "FAIL row stores: $sbad wrong of $sn (want 112: forward and backward apply of 56 variants)"; fail=$((fail+1))
+fi
 # ptxas on every core, then the reports in order
 one() { v=$(basename "$2" .ptx); "$1" -arch=sm_90 -v "$2" -o /dev/null > "$3/$v.log" 2>&1; echo $? > "$3/$v.rc"; }
 export -f one
