@@ -291,6 +291,17 @@ static int results_file(void)
 	return 1;
 }
 
+/* rglru 1x8192x1024 on an H200 (driver 580.159.04, CUDA 13.0, recur 0.1.0) */
+static CalKey test_key(void)
+{
+	CalKey k = { .shape = { 1, 8192, 1024 }, .cuda_api = 13000 };
+	snprintf(k.mixer, sizeof k.mixer, "rglru");
+	snprintf(k.gpu, sizeof k.gpu, "NVIDIA H200");
+	snprintf(k.driver, sizeof k.driver, "580.159.04");
+	snprintf(k.generator, sizeof k.generator, "recur 0.1.0");
+	return k;
+}
+
 static json_t *cand(const char *name, const char *status, double ms, double bytes)
 {
 	json_t *c = json_object();
@@ -328,11 +339,7 @@ static void calibration_pick(void)
 	check(cal_pick(none, 0, &least) == -1 && least == -1, "nothing ran: no winner and no least", NULL);
 	json_decref(none);
 
-	CalKey k = { .shape = { 1, 8192, 1024 }, .cuda_api = 13000 };
-	snprintf(k.mixer, sizeof k.mixer, "rglru");
-	snprintf(k.gpu, sizeof k.gpu, "NVIDIA H200");
-	snprintf(k.driver, sizeof k.driver, "580.159.04");
-	snprintf(k.generator, sizeof k.generator, "recur 0.1.0");
+	CalKey k = test_key();
 	json_t *e = cal_entry_new(&k);
 	json_object_set_new(e, "winner", json_null());
 	json_object_set_new(e, "memory_budget_bytes_per_element", json_real(4.1));
@@ -355,11 +362,7 @@ static void calibration(void)
 	json_t *d2 = NULL;
 	check(cal_load(path, 0, &d2, err, sizeof err) != 0 && strstr(err, path), "and is an error naming it otherwise", "%s", err);
 
-	CalKey k = { .shape = { 1, 8192, 1024 }, .cuda_api = 13000 };
-	snprintf(k.mixer, sizeof k.mixer, "rglru");
-	snprintf(k.gpu, sizeof k.gpu, "NVIDIA H200");
-	snprintf(k.driver, sizeof k.driver, "580.159.04");
-	snprintf(k.generator, sizeof k.generator, "recur 0.1.0");
+	CalKey k = test_key();
 	json_t *e = cal_entry_new(&k);
 	json_object_set_new(e, "winner", json_string("old_winner"));
 	cal_put(doc, e);
