@@ -134,8 +134,9 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 		snprintf(a, sizeof a, "param:%s", mx->param[p].name);
 		ln->param[p] = argv_of(T, s, a);
 	}
-	/* channel of slot column c: the mma's 16w + 8*(c>>1) + 2q + (c&1), or
-	 * with ch4 16w + 4q + c; pairs (c, c+1) for even c are adjacent either way */
+	/* slot column c is the accumulator's n-tile c >> 1, column 2q + (c & 1),
+	 * so its channel is that column's (wcol): 16w + 8*(c>>1) + 2q + (c&1),
+	 * or with ch4 16w + 4q + c; pairs (c, c+1) for even c are adjacent either way */
 	for (int c = 0; c < 4; c++)
 		ln->ch[c] = T->ch4 ? iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), imul(I, ln->q, ci32(I, 4))), ci32(I, c))
 		                   : iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), imul(I, ln->q, ci32(I, 2))),
@@ -360,37 +361,37 @@ LLVMValueRef slot_index(Tmpl *T, Lanes *ln, Step *st, int s)
 	return iadd(I, imul(I, sext64(I, rowi), sext64(I, ln->D)), sext64(I, col));
 }
 
+/* the value slot (r, c) stores: v, plus acc's element for the same channel
+ * (n-tile c >> 1, element 2r + (c & 1)) where given */
+static LLVMValueRef slot_out(Irb *I, LLVMValueRef v[TM_SLOTS], LLVMValueRef acc[2][4], int r, int c)
+{
+	return acc ? fadd(I, v[r * 4 + c], acc[c >> 1][2 * r + (c & 1)]) : v[r * 4 + c];
+}
+
 void store_slots(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef out, LLVMValueRef v[TM_SLOTS], LLVMValueRef acc[2][4])
 {
 	Irb *I = &T->I;
-	if (T->ch4) {   /* a row's four channels are adjacent: one 8-byte store */
-		for (int r = 0; r < 2; r++) {
+	for (int r = 0; r < 2; r++) {
+		if (T->ch4) {   /* the row's four channels are adjacent: one 8-byte store */
 			LLVMValueRef w = LLVMGetUndef(I->v2i32), u[4];
-			for (int c = 0; c < 4; c++)   /* acc: n-tile c >> 1, column 2q + (c & 1) (wmat_dx_frags) */
-				u[c] = acc ? fadd(I, v[r * 4 + c], acc[c >> 1][2 * r + (c & 1)]) : v[r * 4 + c];
+			for (int c = 0; c < 4; c++)
+				u[c] = slot_out(I, v, acc, r, c);
 			for (int e = 0; e < 2; e++)
 				w = LLVMBuildInsertElement(I->b, w, pack_bf16x2(I, u[2 * e], u[2 * e + 1]), ci32(I, e), "");
 			IfBlk f;
 			if_begin(I, &f, st_->valid[r], "store");
 			st(I, w, gep_bf16(I, out, slot_index(T, ln, st_, r * 4)), 8);
 			if_end(I, &f);
+			continue;
 		}
-		return;
-	}
-	for (int r = 0; r < 2; r++)
-		for (int nt = 0; nt < 2; nt++) {
-			int s0 = r * 4 + 2 * nt;
-			LLVMValueRef v0 = v[s0], v1 = v[s0 + 1];
-			if (acc) {
-				v0 = fadd(I, v0, acc[nt][2 * r]);
-				v1 = fadd(I, v1, acc[nt][2 * r + 1]);
-			}
+		for (int nt = 0; nt < 2; nt++) {   /* the mma's order: a pair per n-tile */
+			LLVMValueRef v0 = slot_out(I, v, acc, r, 2 * nt), v1 = slot_out(I, v, acc, r, 2 * nt + 1);
 			IfBlk f;
 			if_begin(I, &f, st_->valid[r], "store");
-			LLVMValueRef p = gep_bf16(I, out, slot_index(T, ln, st_, s0));
-			st(I, pack_bf16x2(I, v0, v1), p, 4);
+			st(I, pack_bf16x2(I, v0, v1), gep_bf16(I, out, slot_index(T, ln, st_, r * 4 + 2 * nt)), 4);
 			if_end(I, &f);
 		}
+	}
 }
 
 /* index of x[b][t][head*64 + k] */
