@@ -59,6 +59,8 @@ done
 [ $missing -eq 0 ] && { echo "ok   every launched kernel is an .entry of its variant's PTX"; pass=$((pass+1)); } || fail=$((fail+1))
 # per-token sigmoid/tanh are computed to ~1e-7, not with tanh.approx
 # (sums over tokens cancel); per element the one-op approximation stays
+# tally STATUS OK-TEXT FAIL-TEXT: one summary line, counted
+tally() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $3"; fail=$((fail+1)); fi; }
 body() { awk -v k="$2" '$0 ~ "^.visible .entry "k"\\(" { on = 1 } on { print } on && /^}/ { exit }' "$1"; }
 tokbad=0 tokn=0
 for f in "$work"/ptx/samu.*.ptx; do
@@ -92,11 +94,9 @@ for f in "$work"/ptx/*.ptx; do
 		done ;;
 	esac
 done
-if [ "$lbbad" -eq 0 ] && [ "$lbn" -gt 0 ]; then
-	echo "ok   $lbn look-back variants: one ticketed fwd_scan, no reduce or carry; hierarchical forwards take no ticket"; pass=$((pass+1))
-else
-	echo "FAIL look-back plans: $lbbad wrong of $lbn"; fail=$((fail+1))
-fi
+[ "$lbbad" -eq 0 ] && [ "$lbn" -gt 0 ]
+tally $? "$lbn look-back variants: one ticketed fwd_scan, no reduce or carry; hierarchical forwards take no ticket" \
+	"look-back plans: $lbbad wrong of $lbn"
 # RG-LRU's bwd_apply pairs clusters on one weight-gradient slot: an arrival
 # count, a block-wide vote on who came second, the second's wait on the
 # flag and the first's fence before raising it; SAMU (no block-diagonal
@@ -114,11 +114,8 @@ for f in "$work"/ptx/*.ptx; do
 	*) [ "$n" -eq 0 ] || { echo "FAIL $v: bwd_apply has $n parts of a pair step it has no use for"; pbad=$((pbad+1)); } ;;
 	esac
 done
-if [ "$pbad" -eq 0 ] && [ "$pn" -gt 0 ]; then
-	echo "ok   $pn bwd_apply kernels: RG-LRU's pair their clusters' weight slots, SAMU's do not"; pass=$((pass+1))
-else
-	echo "FAIL pair step: $pbad wrong of $pn"; fail=$((fail+1))
-fi
+[ "$pbad" -eq 0 ] && [ "$pn" -gt 0 ]
+tally $? "$pn bwd_apply kernels: RG-LRU's pair their clusters' weight slots, SAMU's do not" "pair step: $pbad wrong of $pn"
 # a look-back forward with projections, one group per quad and one segment
 # per chunk keeps its per-step maps in fp16 for the second sweep, guarded
 # by a block vote on overflow (bar.red.or); no other forward packs fp16
@@ -135,11 +132,9 @@ for f in "$work"/ptx/*.ptx; do
 		esac
 	done
 done
-if [ "$kbad" -eq 0 ] && [ "$kn" -eq 1 ]; then
-	echo "ok   RG-LRU's look-back forward of prefix 32, chunk 8 keeps fp16 step maps behind an overflow vote; no other forward does"; pass=$((pass+1))
-else
-	echo "FAIL kept forward maps: $kbad wrong, $kn of 1 found"; fail=$((fail+1))
-fi
+[ "$kbad" -eq 0 ] && [ "$kn" -eq 1 ]
+tally $? "RG-LRU's look-back forward of prefix 32, chunk 8 keeps fp16 step maps behind an overflow vote; no other forward does" \
+	"kept forward maps: $kbad wrong, $kn of 1 found"
 # the scan kernels that write y or dx store a row's 4 channels per lane as
 # one 8-byte piece (4 lanes fill a 32-byte sector), never as 4-byte pairs:
 # lane q holds channels 4q .. 4q+3 (ch4), the projections' columns permuted
@@ -156,11 +151,9 @@ for f in "$work"/ptx/*.ptx; do
 		esac
 	done
 done
-if [ "$sbad" -eq 0 ] && [ "$sn" -eq 112 ]; then
-	echo "ok   $sn scan kernels store y / dx in 8-byte row pieces (full sectors), but RG-LRU's backward at prefix 64 and 128 (4-byte pairs)"; pass=$((pass+1))
-else
-	echo "FAIL row stores: $sbad wrong of $sn (want 112: forward and backward apply of 56 variants)"; fail=$((fail+1))
-fi
+[ "$sbad" -eq 0 ] && [ "$sn" -eq 112 ]
+tally $? "$sn scan kernels store y / dx in 8-byte row pieces (full sectors), but RG-LRU's backward at prefix 64 and 128 (4-byte pairs)" \
+	"row stores: $sbad wrong of $sn (want 112: forward and backward apply of 56 variants)"
 # ptxas on every core, then the reports in order
 one() { v=$(basename "$2" .ptx); "$1" -arch=sm_90 -v "$2" -o /dev/null > "$3/$v.log" 2>&1; echo $? > "$3/$v.rc"; }
 export -f one
