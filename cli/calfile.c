@@ -137,6 +137,9 @@ static double num(const json_t *o, const char *key, double none)
 	return json_is_number(v) ? json_number_value(v) : none;
 }
 
+double cal_cand_ms(const json_t *cand) { return num(json_object_get(cand, "forward_backward"), "median_ms", -1); }
+double cal_cand_bytes(const json_t *cand) { return num(cand, "extra_bytes_per_element", -1); }
+
 int cal_pick(const json_t *cands, double budget, int *least)
 {
 	int best = -1, low = -1;
@@ -146,8 +149,7 @@ int cal_pick(const json_t *cands, double budget, int *least)
 	json_array_foreach(cands, i, c) {
 		if (strcmp(jstr(c, "status"), "ok"))
 			continue;
-		double ms = num(json_object_get(c, "forward_backward"), "median_ms", -1);
-		double b = num(c, "extra_bytes_per_element", -1);
+		double ms = cal_cand_ms(c), b = cal_cand_bytes(c);
 		if (ms < 0)
 			continue;
 		if (b >= 0 && (low < 0 || b < low_b)) {
@@ -183,7 +185,7 @@ void cal_missing_message(const CalKey *k, const json_t *entry, const char *calpa
 		         "budget of %.3g extra bytes per element in %s (the least, %s, holds %.3f): run recur calibrate "
 		         "--dir %s --mixer %s --shapes %s%s with a larger --memory-budget or none",
 		         k->mixer, sh, k->gpu, k->driver, cuda, k->generator, budget, calpath, jstr(c, "variant"),
-		         num(c, "extra_bytes_per_element", 0), dir, k->mixer, sh, out);
+		         cal_cand_bytes(c), dir, k->mixer, sh, out);
 	} else if (entry)   /* every candidate failed: the entry's candidates say why */
 		snprintf(msg, n, "calibration found no working variant for %s %s on %s (driver %s, CUDA %s, %s) in %s "
 		         "(see the entry's candidates): run recur verify --dir %s --mixer %s --shape %s, fix the "

@@ -53,6 +53,10 @@ void cal_put(json_t *doc, json_t *entry);
  * over any budget). Returns its index, or -1; *least (when not NULL) gets
  * the ok candidate holding the least memory, or -1. Ties keep the first. */
 int cal_pick(const json_t *cands, double budget, int *least);
+/* A candidate's forward + backward median (ms) and extra bytes per
+ * element, or -1 where the entry does not hold them. */
+double cal_cand_ms(const json_t *cand);
+double cal_cand_bytes(const json_t *cand);
 /* The message for a missing (entry NULL) or winnerless entry: what is
  * missing, why, where, and the command that calibrates it. dir is the
  * manifest folder used. */

@@ -181,16 +181,6 @@ static int candidate(Cal *c, int vi, HBufs *b, json_t *cands, char *err, size_t 
 	return 0;
 }
 
-static double cand_ms(const json_t *o)
-{
-	return json_number_value(json_object_get(json_object_get(o, "forward_backward"), "median_ms"));
-}
-
-static double cand_bytes(const json_t *o)
-{
-	return json_number_value(json_object_get(o, "extra_bytes_per_element"));
-}
-
 static void now_utc(char *out, size_t n)
 {
 	time_t t = time(NULL);
@@ -246,12 +236,12 @@ static int calibrate_one(Cal *c, const char *mixer, recur_shape s, int si, char 
 		char now[64] = "FAILED";
 		if (rc == 0) {
 			const json_t *o = json_array_get(cands, json_array_size(cands) - 1);
-			snprintf(now, sizeof now, "%.4f ms, %.2f B/element", cand_ms(o), cand_bytes(o));
+			snprintf(now, sizeof now, "%.4f ms, %.2f B/element", cal_cand_ms(o), cal_cand_bytes(o));
 		}
 		int w = cal_pick(cands, c->o.budget, NULL);
 		if (w >= 0) {
 			const json_t *o = json_array_get(cands, (size_t)w);
-			snprintf(won, sizeof won, "%s %.4f ms", json_string_value(json_object_get(o, "variant")), cand_ms(o));
+			snprintf(won, sizeof won, "%s %.4f ms", json_string_value(json_object_get(o, "variant")), cal_cand_ms(o));
 		}
 		fprintf(stderr, "calibrate: [%s %s] %d/%d %s: %s; best%s %s; %.1f s\n", mixer, shs, i + 1, nc,
 		        recur_manifest_variant_name(c->m, cand[i]), now, c->o.budget > 0 ? " within the budget" : "", won,
@@ -264,7 +254,7 @@ static int calibrate_one(Cal *c, const char *mixer, recur_shape s, int si, char 
 	char stamp[32];
 	now_utc(stamp, sizeof stamp);
 	json_object_set_new(entry, "winner", best ? json_string(best) : json_null());
-	json_object_set_new(entry, "winner_forward_backward_median_ms", best ? json_real(cand_ms(win)) : json_null());
+	json_object_set_new(entry, "winner_forward_backward_median_ms", best ? json_real(cal_cand_ms(win)) : json_null());
 	json_object_set_new(entry, "memory_budget_bytes_per_element", c->o.budget > 0 ? json_real(c->o.budget) : json_null());
 	json_object_set_new(entry, "samples", json_integer(c->o.samples));
 	json_object_set_new(entry, "warmup_runs", json_integer(c->o.warmup));
@@ -277,10 +267,10 @@ static int calibrate_one(Cal *c, const char *mixer, recur_shape s, int si, char 
 		return -1;
 	char ms[64] = "-", none[256] = "(no variant works)";
 	if (best)
-		snprintf(ms, sizeof ms, "%.4f ms %5.2f B/el", cand_ms(win), cand_bytes(win));
+		snprintf(ms, sizeof ms, "%.4f ms %5.2f B/el", cal_cand_ms(win), cal_cand_bytes(win));
 	else if (least >= 0)
 		snprintf(none, sizeof none, "(none within %.3g B/element; least %.2f)", c->o.budget,
-		         cand_bytes(json_array_get(cands, (size_t)least)));
+		         cal_cand_bytes(json_array_get(cands, (size_t)least)));
 	printf("%-7s %-16s %-58s %22s  (%d timed, %d failed, %d skipped)\n", mixer, shs, best ? best : none, ms,
 	       nc - nfail, nfail, (int)json_array_size(skipped));
 	fflush(stdout);
