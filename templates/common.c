@@ -138,6 +138,7 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	/* slot column c is the accumulator's n-tile c >> 1, column 2q + (c & 1),
 	 * so its channel is that column's (wcol): 16w + 8*(c>>1) + 2q + (c&1),
 	 * or with ch4 16w + 4q + c; pairs (c, c+1) for even c are adjacent either way */
+	ln->ch4 = T->ch4;
 	for (int c = 0; c < 4; c++)
 		ln->ch[c] = T->ch4 ? iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), imul(I, ln->q, ci32(I, 4))), ci32(I, c))
 		                   : iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), imul(I, ln->q, ci32(I, 2))),
@@ -404,16 +405,36 @@ static LLVMValueRef xidx(Tmpl *T, Lanes *ln, LLVMValueRef t, LLVMValueRef k)
 	            sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), k)));
 }
 
+/* byte offset of (row, col) in a staged buffer: padded rows or swizzled blocks */
+static LLVMValueRef xs_off(Irb *I, const Lanes *ln, LLVMValueRef row, LLVMValueRef col)
+{
+	if (ln->seg_flags & SEG_SWZ)
+		return iadd(I, xs_at(I, ln, row, LLVMBuildLShr(I->b, col, ci32(I, 3), "")),
+		            imul(I, LLVMBuildAnd(I->b, col, ci32(I, 7), ""), ci32(I, 2)));
+	return iadd(I, imul(I, row, ci32(I, XS_ROW)), imul(I, col, ci32(I, 2)));
+}
+
 static LLVMValueRef xs_pair(Tmpl *T, const Lanes *ln, LLVMValueRef base, LLVMValueRef row, LLVMValueRef col)
 {
 	Irb *I = &T->I;
-	LLVMValueRef off;
-	if (ln->seg_flags & SEG_SWZ)
-		off = iadd(I, xs_at(I, ln, row, LLVMBuildLShr(I->b, col, ci32(I, 3), "")),
-		           imul(I, LLVMBuildAnd(I->b, col, ci32(I, 7), ""), ci32(I, 2)));
-	else
-		off = iadd(I, imul(I, row, ci32(I, XS_ROW)), imul(I, col, ci32(I, 2)));
-	return ld(I, I->i32, smem_ptr(I, iadd(I, base, off)), 4);
+	return ld(I, I->i32, smem_ptr(I, iadd(I, base, xs_off(I, ln, row, col))), 4);
+}
+
+/* the bf16 of the lane's four slots of a staged row, as pairs (ch[0], ch[1])
+ * and (ch[2], ch[3]): with ch4 they are four adjacent channels, 8 aligned
+ * bytes (rows of 144 bytes, or 16-byte blocks swizzled whole), read by one
+ * 8-byte load instead of two */
+static void xs_slots(Tmpl *T, const Lanes *ln, LLVMValueRef base, LLVMValueRef row, LLVMValueRef pr[2])
+{
+	Irb *I = &T->I;
+	if (!ln->ch4) {
+		for (int nt = 0; nt < 2; nt++)
+			pr[nt] = xs_pair(T, ln, base, row, ln->ch[2 * nt]);
+		return;
+	}
+	LLVMValueRef v = ld(I, LLVMVectorType(I->i32, 2), smem_ptr(I, iadd(I, base, xs_off(I, ln, row, ln->ch[0]))), 8);
+	for (int nt = 0; nt < 2; nt++)
+		pr[nt] = LLVMBuildExtractElement(I->b, v, ci32(I, nt), "");
 }
 
 /* per step: [x rows][dy rows][16 x nz token values], each part present by flags */
@@ -550,13 +571,15 @@ void load_dy(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef dy[TM_SLOTS])
 	/* every kernel that reads dy stages it with the step's other inputs */
 	CHECK(st_->seg && (ln->seg_flags & SEG_DY));
 	LLVMValueRef base = iadd(I, st_->seg, ci32(I, seg_part(T, ln->seg_flags, SEG_DY)));
-	for (int r = 0; r < 2; r++)
+	for (int r = 0; r < 2; r++) {
+		LLVMValueRef pr[2];
+		xs_slots(T, ln, base, iadd(I, ln->g, ci32(I, 8 * r)), pr);
 		for (int nt = 0; nt < 2; nt++) {
 			int s0 = r * 4 + 2 * nt;
-			LLVMValueRef v = xs_pair(T, ln, base, iadd(I, ln->g, ci32(I, 8 * r)), ln->ch[2 * nt]);
-			dy[s0] = unpack_bf16_lo(I, v);
-			dy[s0 + 1] = unpack_bf16_hi(I, v);
+			dy[s0] = unpack_bf16_lo(I, pr[nt]);
+			dy[s0 + 1] = unpack_bf16_hi(I, pr[nt]);
 		}
+	}
 }
 
 void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
@@ -591,13 +614,18 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 		}
 	}
 	/* the slot's own x: pairs (c, c+1) are adjacent channels */
-	for (int r = 0; r < 2; r++)
+	for (int r = 0; r < 2; r++) {
+		LLVMValueRef pr[2];
+		if (st->xs)
+			xs_slots(T, ln, st->xs, iadd(I, ln->g, ci32(I, 8 * r)), pr);
+		else
+			for (int nt = 0; nt < 2; nt++)
+				pr[nt] = load_pair(T, ln->x, xidx(T, ln, st->t[r], ln->ch[2 * nt]), st->valid[r]);
 		for (int nt = 0; nt < 2; nt++) {
-			LLVMValueRef pr = st->xs ? xs_pair(T, ln, st->xs, iadd(I, ln->g, ci32(I, 8 * r)), ln->ch[2 * nt])
-			                         : load_pair(T, ln->x, xidx(T, ln, st->t[r], ln->ch[2 * nt]), st->valid[r]);
-			st->x[r * 4 + 2 * nt] = unpack_bf16_lo(I, pr);
-			st->x[r * 4 + 2 * nt + 1] = unpack_bf16_hi(I, pr);
+			st->x[r * 4 + 2 * nt] = unpack_bf16_lo(I, pr[nt]);
+			st->x[r * 4 + 2 * nt + 1] = unpack_bf16_hi(I, pr[nt]);
 		}
+	}
 }
 
 void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj)

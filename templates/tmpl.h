@@ -120,6 +120,7 @@ typedef struct {
 	LLVMValueRef wfrag[MX_MAXPROJ][4][2][2];   /* gate mma B fragments [proj][ks][nt][reg] */
 	LLVMValueRef bias[MX_MAXPROJ][4];          /* bias per lane channel */
 	LLVMValueRef ch[4];                        /* channel within the head for c = 0..3 */
+	int ch4;                                   /* ch[0..3] are adjacent channels (T->ch4 at lanes_init) */
 	LLVMValueRef la_ws, b_ws;                  /* materialised log_a / b (unfused) */
 	LLVMValueRef tok;                          /* per-token values [B*L][nz] */
 	int tok_tab;                               /* >= 0: the tile's token values are in shared memory here (tok_exchange) */
