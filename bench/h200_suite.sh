@@ -16,6 +16,11 @@
 #          bench/h200_suite.sh ncu       Nsight Compute (--set full) of the kernels
 #                                        matching $NCU_KERNELS (a regex) for each
 #                                        MIXER/VARIANT in $VARIANTS at 1x32768x1024
+#          bench/h200_suite.sh ab        bench --profile of each MIXER/VARIANT in
+#                                        $VARIANTS at $AB_SHAPES (default
+#                                        1x131072x1024) with each carried PTX set
+#                                        in $AB_SETS (default "ptx_old ptx"), the
+#                                        sets alternated $AB_REPEAT times (default 2)
 #          bench/h200_suite.sh quick     goldens, 1x8192x1024 and 3x1000x1024 for
 #                                        every variant, then bench --profile at
 #                                        1x131072x1024 for each MIXER/VARIANT named
@@ -53,6 +58,21 @@ if [ "$mode" = quick ]; then
 			>> "$OUT/bench_quick.log" 2>&1 || rc=1
 	done
 	grep -vE "^\[|^calib|^ *$" "$OUT/bench_quick.log" | head -200
+fi
+if [ "$mode" = ab ]; then
+	for r in $(seq "${AB_REPEAT:-2}"); do
+		for set in ${AB_SETS:-ptx_old ptx}; do
+			[ -d "/tmp/recur-ptx/$set" ] || { echo "ab: no carried PTX set $set"; rc=1; continue; }
+			for mv in ${VARIANTS:-}; do
+				echo "== $set $r ${mv}" >> "$OUT/ab.log"
+				"$BIN" bench --dir "/tmp/recur-ptx/$set" --shapes "${AB_SHAPES:-1x131072x1024}" --mixer "${mv%%/*}" \
+					--variant "${mv#*/}" --profile --rounds 1 --samples 5 --out /tmp/ab_bench.json >> "$OUT/ab.log" 2>&1 || rc=1
+			done
+		done
+	done
+	# set, round, then per shape: f+b ms and each kernel's ms
+	awk '/^== /{ tag = $2 " " $3 } /^(rglru|samu) +[0-9]+x/ && NF >= 9 && !seen[$0]++ { print tag, $2, "f+b", $6 }
+	     /^  (forward|backward) /{ print tag, "  ", $2, $3 }' "$OUT/ab.log"
 fi
 if [ "$mode" = ncu ]; then
 	NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
