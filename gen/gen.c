@@ -89,8 +89,6 @@ static json_t *launches_json(const Tmpl *T, const Launch *l, int n)
 		json_object_set_new(o, "smem", json_string(l[i].smem));
 		if (l[i].cluster[0])
 			json_object_set_new(o, "cluster", json_string(l[i].cluster));
-		if (l[i].coresident[0])
-			json_object_set_new(o, "coresident", json_string(l[i].coresident));
 		tmpl_launch_bytes(T, &l[i], bytes, sizeof bytes);
 		json_object_set_new(o, "bytes", json_string(bytes));
 		json_t *args = json_array();

@@ -458,8 +458,7 @@ static int ld_launch(Ld *L, json_t *j, const rt_mixer *mx, const rt_vdesc *d, in
 	    ld_array(L, j, "grid", 1, &grid) || ld_array(L, j, "block", 1, &block) ||
 	    ld_expr(L, j, "smem", 0, "0", &l->smem) || ld_array(L, j, "args", 1, &args) ||
 	    ld_check(L, "smem", l->smem, sv) || ld_expr(L, j, "cluster", 0, "1", &l->cluster) ||
-	    ld_check(L, "cluster", l->cluster, sv) || ld_expr(L, j, "coresident", 0, "0", &l->coresident) ||
-	    ld_check(L, "coresident", l->coresident, sv) || ld_expr(L, j, "bytes", 0, "0", &l->bytes) ||
+	    ld_check(L, "cluster", l->cluster, sv) || ld_expr(L, j, "bytes", 0, "0", &l->bytes) ||
 	    ld_check(L, "bytes", l->bytes, sv))
 		return -1;
 	if (!*l->kernel)
@@ -808,14 +807,6 @@ int rt_launch_geom(const rt_launch *l, const ShapeVars *sv, rt_plan_geom *g, cha
 		return -1;
 	}
 	g->cluster = (unsigned)cl;
-	if (shapex_eval(l->coresident, sv, &g->coresident, x_e, sizeof x_e)) {
-		snprintf(e, n, "coresident: %s", x_e);
-		return -1;
-	}
-	if (g->coresident < 0) {
-		snprintf(e, n, "coresident \"%s\" = %lld blocks, below 0", l->coresident, (long long)g->coresident);
-		return -1;
-	}
 	return 0;
 }
 

@@ -37,11 +37,7 @@ typedef union { CUdeviceptr p; int32_t i32; int64_t i64; } rt_argval;
 
 /* one launch's evaluated geometry (rt_launch_geom's, checked against the
  * device) and, once profiled, its occupancy */
-typedef struct {
-	rt_plan_geom p;
-	int block, occupancy, clusters;
-	int64_t co_smem;   /* dynamic shared bytes + 1 at which the coresident check last passed, 0 = never */
-} rt_geom;
+typedef struct { rt_plan_geom p; int block, occupancy, clusters; } rt_geom;
 
 struct recur_variant {
 	recur_rt *rt;
@@ -431,20 +427,6 @@ static int prepare_ws(recur_variant *v, int pass, const ShapeVars *sv, const cha
 	return 0;
 }
 
-/* past 48 KB of dynamic shared memory a kernel must opt in, per function */
-static int allow_smem(recur_variant *v, int pass, int li, int64_t smem, char *err, size_t errlen)
-{
-	rt_kernel *K = &v->kernel[v->kidx[pass][li]];
-	if (smem <= RT_SMEM_DEFAULT || (int)smem <= K->smem_attr)
-		return 0;
-	if (RT_CU(&v->rt->cu, FuncSetAttribute, (K->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem),
-	          err, errlen, "allowing %lld bytes of dynamic shared memory for kernel %s (%s[%d]) of variant %s",
-	          (long long)smem, v->d->launch[pass][li].kernel, rt_pass_name[pass], li, v->d->name))
-		return -1;
-	K->smem_attr = (int)smem;
-	return 0;
-}
-
 static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, const recur_io *io,
                    const char *shape, char *err, size_t errlen)
 {
@@ -465,23 +447,6 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 		             "(the device's %d per block less %d static)", WARGS, l->smem, (long long)pg.smem,
 		             (long long)limit, v->rt->smem_optin, K->info.static_smem);
 	g->p = pg;
-	/* blocks that wait on each other (a look-back that also waits on later
-	 * tickets) hang unless enough of them are resident at once: refuse a
-	 * launch the device cannot hold, once per shared-memory size */
-	if (pg.coresident > 0 && g->co_smem != pg.smem + 1) {
-		int per_sm = 0, threads = l->block[0] * l->block[1] * l->block[2];
-		if (allow_smem(v, pass, li, pg.smem, err, errlen))
-			return -1;
-		if (RT_CU(&v->rt->cu, OccupancyMaxActiveBlocksPerMultiprocessor, (&per_sm, K->fn, threads, (size_t)pg.smem),
-		          e, sizeof e, "occupancy"))
-			return vfail(err, errlen, WHERE "%s", WARGS, e);
-		if ((int64_t)per_sm * v->rt->nsm < pg.coresident)
-			return vfail(err, errlen, WHERE "needs %lld blocks resident at once (coresident \"%s\"), the device "
-			             "holds %d (%d per multiprocessor x %d at %d threads and %lld shared bytes)", WARGS,
-			             (long long)pg.coresident, l->coresident, per_sm * v->rt->nsm, per_sm, v->rt->nsm, threads,
-			             (long long)pg.smem);
-		g->co_smem = pg.smem + 1;
-	}
 
 	for (int i = 0; i < l->narg; i++) {
 		const rt_arg *a = &l->arg[i];
@@ -554,8 +519,14 @@ static int launch(recur_variant *v, int pass, int li, CUstream st, const char *s
 	const rt_launch *l = &v->d->launch[pass][li];
 	rt_kernel *K = &v->kernel[v->kidx[pass][li]];
 	const rt_geom *g = &v->geom[li];
-	if (allow_smem(v, pass, li, g->p.smem, err, errlen))
-		return -1;
+	/* past 48 KB of dynamic shared memory a kernel must opt in, per function */
+	if (g->p.smem > RT_SMEM_DEFAULT && (int)g->p.smem > K->smem_attr) {
+		if (RT_CU(cu, FuncSetAttribute, (K->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)g->p.smem),
+		          err, errlen, "allowing %lld bytes of dynamic shared memory for kernel %s (%s[%d]) of variant %s",
+		          (long long)g->p.smem, l->kernel, rt_pass_name[pass], li, v->d->name))
+			return -1;
+		K->smem_attr = (int)g->p.smem;
+	}
 	CUlaunchAttribute at;
 	CUlaunchConfig cfg;
 	char cl[40] = "";

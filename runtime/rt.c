@@ -39,9 +39,7 @@ int recur_rt_open(recur_rt **out, int device, char *err, size_t errlen)
 		goto fail;
 	if (RT_CU(cu, CtxSetCurrent, (rt->ctx), err, errlen, "making device %d's context current", device) ||
 	    RT_CU(cu, DeviceGetAttribute, (&rt->smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-	          rt->dev), err, errlen, "reading the shared memory limit of device %d", device) ||
-	    RT_CU(cu, DeviceGetAttribute, (&rt->nsm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, rt->dev), err, errlen,
-	          "reading the multiprocessor count of device %d", device))
+	          rt->dev), err, errlen, "reading the shared memory limit of device %d", device))
 		goto fail;
 	*out = rt;
 	return 0;

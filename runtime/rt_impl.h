@@ -47,7 +47,6 @@ typedef struct {
 	int block[3];
 	const char *smem;
 	const char *cluster;         /* blocks per thread-block cluster along x, "1" = a plain launch */
-	const char *coresident;      /* blocks that must be resident at once (they wait on each other), "0" = none */
 	const char *bytes;           /* compulsory DRAM bytes, "0" when not declared */
 	int narg;
 	rt_arg *arg;
@@ -100,7 +99,7 @@ int rt_shape_vars(const recur_manifest *m, int variant, recur_shape s, int rules
  * (>= 0; the device's limit is the caller's check) and cluster (1..8,
  * dividing grid x). 0, or -1 with what is wrong, naming the field and its
  * expression, in e. */
-typedef struct { unsigned grid[3]; int64_t smem; unsigned cluster; int64_t coresident; } rt_plan_geom;
+typedef struct { unsigned grid[3]; int64_t smem; unsigned cluster; } rt_plan_geom;
 int rt_launch_geom(const rt_launch *l, const ShapeVars *sv, rt_plan_geom *g, char *e, size_t n);
 
 /* ---- runtime ---- */
@@ -113,7 +112,6 @@ struct recur_rt {
 	CUdevice dev;
 	CUcontext ctx;               /* the device's primary context, retained */
 	int smem_optin;              /* most dynamic+static shared bytes per block */
-	int nsm;                     /* multiprocessors */
 	size_t cur, peak;            /* bytes held through recur_alloc */
 	rt_block *block;             /* live allocations, so recur_free knows sizes */
 	int nblock, capblock;

@@ -110,7 +110,6 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	memset(ln, 0, sizeof *ln);
 	ln->wmat_smem = -1;
 	ln->seg_off = -1;
-	ln->tok_tab = -1;
 	ln->tid = tid_x(I);
 	ln->warp = LLVMBuildLShr(I->b, ln->tid, ci32(I, 5), "warp");
 	ln->lane = LLVMBuildAnd(I->b, ln->tid, ci32(I, 31), "lane");
@@ -504,15 +503,9 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 		if (T->nz) {
 			LLVMValueRef tt = iadd(I, gb, iadd(I, imul(I, trow, ci32(I, T->C)), iadd(I, i0, ci32(I, k))));
 			LLVMValueRef tvalid = land(I, tl, ilt(I, tt, ln->L));
-			if (ln->tok_tab >= 0) {   /* the tile's values, made by this block (tok_exchange) */
-				LLVMValueRef o = imul(I, iadd(I, imul(I, isub(I, tt, ln->tok_t0), ci32(I, T->nz)), tz), ci32(I, 4));
-				o = LLVMBuildSelect(I->b, tvalid, o, ci32(I, 0), "");
-				tv[k] = fsel(I, tvalid, ld(I, I->f32, smem_ptr(I, iadd(I, ci32(I, ln->tok_tab), o)), 4), cf32(I, 0.0));
-			} else {
-				LLVMValueRef ti = iadd(I, imul(I, sext64(I, LLVMBuildSelect(I->b, tvalid, iadd(I, imul(I, ln->b, ln->L), tt), ci32(I, 0), "")),
-				                            ci64(I, T->nz)), sext64(I, tz));
-				tv[k] = fsel(I, tvalid, ld(I, I->f32, gep_f32(I, ln->tok, ti), 4), cf32(I, 0.0));
-			}
+			LLVMValueRef ti = iadd(I, imul(I, sext64(I, LLVMBuildSelect(I->b, tvalid, iadd(I, imul(I, ln->b, ln->L), tt), ci32(I, 0), "")),
+			                            ci64(I, T->nz)), sext64(I, tz));
+			tv[k] = fsel(I, tvalid, ld(I, I->f32, gep_f32(I, ln->tok, ti), 4), cf32(I, 0.0));
 		}
 	}
 	/* the previous segment's readers are done before it is overwritten */
@@ -605,7 +598,7 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 				st->tok[r][k] = ld(I, I->f32, smem_ptr(I, iadd(I, tb, o)), 4);
 			}
 	} else if (T->nz > 0) {
-		CHECK(ln->tok && ln->tok_tab < 0);
+		CHECK(ln->tok);
 		for (int r = 0; r < 2; r++) {
 			LLVMValueRef row = LLVMBuildSelect(I->b, st->valid[r], iadd(I, imul(I, ln->b, ln->L), st->t[r]), ci32(I, 0), "");
 			LLVMValueRef base = imul(I, sext64(I, row), ci64(I, T->nz));

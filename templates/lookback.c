@@ -42,14 +42,14 @@ static LLVMValueRef tile_elem(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRe
 	return gep_f32(&T->I, base, tile_chan(T, ln, p, nctaid(&T->I, 0), ch));
 }
 
-LLVMValueRef lb_enc(Irb *I, LLVMValueRef v)
+static LLVMValueRef enc(Irb *I, LLVMValueRef v)
 {
 	LLVMValueRef w = LLVMBuildBitCast(I->b, v, I->i32, "");
 	w = LLVMBuildSelect(I->b, ieq(I, w, ci32(I, -1)), ci32(I, 0x7fffffff), w, "");
 	return LLVMBuildXor(I->b, w, ci32(I, -1), "");
 }
 
-LLVMValueRef lb_dec(Irb *I, LLVMValueRef w)
+static LLVMValueRef dec(Irb *I, LLVMValueRef w)
 {
 	return LLVMBuildBitCast(I->b, LLVMBuildXor(I->b, w, ci32(I, -1), ""), I->f32, "");
 }
@@ -74,8 +74,8 @@ void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
 	quads_tile_map(T, c, &ta, &tb);
 	var_set(I, A, ta);
 	var_set(I, B, tb);
-	st_volatile(I, lb_enc(I, ta), tile_elem(T, ln, aggA, tile, c), 4);
-	st_volatile(I, lb_enc(I, tb), tile_elem(T, ln, aggB, tile, c), 4);
+	st_volatile(I, enc(I, ta), tile_elem(T, ln, aggA, tile, c), 4);
+	st_volatile(I, enc(I, tb), tile_elem(T, ln, aggB, tile, c), 4);
 	if_end(I, &f);
 
 	/* entry k of the window is tile t - LB_WIN + k: for k = 0 its end state,
@@ -109,8 +109,8 @@ void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
 	LLVMPositionBuilderAtEnd(I->b, done);
 	LLVMValueRef MA = cf32(I, 1.0), MB = cf32(I, 0.0);
 	for (int e = 0; e < m; e++) {
-		LLVMValueRef a = fsel(I, st0[e], cf32(I, 0.0), fsel(I, in[e], lb_dec(I, wa[e]), cf32(I, 1.0)));
-		LLVMValueRef b = fsel(I, in[e], fsel(I, st0[e], lb_dec(I, wa[e]), lb_dec(I, wb[e])), cf32(I, 0.0));
+		LLVMValueRef a = fsel(I, st0[e], cf32(I, 0.0), fsel(I, in[e], dec(I, wa[e]), cf32(I, 1.0)));
+		LLVMValueRef b = fsel(I, in[e], fsel(I, st0[e], dec(I, wa[e]), dec(I, wb[e])), cf32(I, 0.0));
 		MB = fadd(I, fmul(I, MB, a), b);
 		MA = fmul(I, MA, a);
 	}
@@ -128,7 +128,7 @@ void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
 		h = fadd(I, fmul(I, a, h), b);
 	}
 	st(I, h, smem_ptr(I, iadd(I, ci32(I, lb_carry_at(smem_off)), imul(I, c, ci32(I, 4)))), 4);
-	st_volatile(I, lb_enc(I, fadd(I, fmul(I, var_get(I, A), h), var_get(I, B))), tile_elem(T, ln, hend, tile, c), 4);
+	st_volatile(I, enc(I, fadd(I, fmul(I, var_get(I, A), h), var_get(I, B))), tile_elem(T, ln, hend, tile, c), 4);
 	if_end(I, &f);
 	bar_sync(I);
 }

@@ -695,7 +695,7 @@ void tmpl_bwd_apply(Tmpl *T)
 	ksig_params(T, &l->sig);
 	ksig_tok(T, &l->sig);
 	if (T->nz > 0)
-		ksig_add(T, &l->sig, "ws:tokp", I->gptr);
+		ksig_add(T, &l->sig, "ws:dtokp", I->gptr);
 	ksig_add(T, &l->sig, "ws:ckpt", I->gptr);
 	ksig_add(T, &l->sig, "ws:ucarry", I->gptr);
 	char a[64];
@@ -726,7 +726,7 @@ void tmpl_bwd_apply(Tmpl *T)
 	seg_enable(T, &ln, bw.sm.xs, T->S, bw.sm.segf);
 	bw.ln = &ln;
 	if (T->nz > 0)
-		bw.dtokp = ksig_arg(T, &l->sig, "ws:tokp");
+		bw.dtokp = ksig_arg(T, &l->sig, "ws:dtokp");
 	LLVMValueRef NT = ksig_arg(T, &l->sig, "i32:NT");
 	LLVMValueRef Bn = ksig_arg(T, &l->sig, "i32:B");
 	LLVMValueRef H = nctaid(I, 1);

@@ -238,10 +238,8 @@ void tmpl_fwd_apply(Tmpl *T)
 	int lb = T->v->lookback;
 	int lbo = quad_smem(T, SEG_X);      /* look-back's ticket and carries after the quads' memory */
 	int keep = fwd_keep(T, lbo);
-	int end = keep >= 0 ? keep + keep_bytes(T) : lbo + (lb ? LB_SMEM : 0);
-	int tab = tok_fused(T) ? (end + 15) & ~15 : -1;   /* the tile's token values */
 	char sm[32];
-	snprintf(sm, sizeof sm, "%d", tab >= 0 ? tab + tok_tab_bytes(T) : end);
+	snprintf(sm, sizeof sm, "%d", keep >= 0 ? keep + keep_bytes(T) : lbo + (lb ? LB_SMEM : 0));
 	Launch *l = tmpl_launch(T, 1, lb ? "fwd_scan" : "fwd_apply", "NT", "H", "B", 128 * T->TW, sm);
 	l->minblocks = T->GQ == 1 ? 2 : 1;   /* more groups keep more chunk maps live: 128 registers spill */
 	sig_inputs(T, &l->sig);
@@ -251,11 +249,6 @@ void tmpl_fwd_apply(Tmpl *T)
 		ksig_add(T, &l->sig, "ws:aggA", I->gptr);
 		ksig_add(T, &l->sig, "ws:aggB", I->gptr);
 		ksig_add(T, &l->sig, "ws:hend", I->gptr);
-		if (tok_fused(T)) {
-			ksig_add(T, &l->sig, "ws:tproj", I->gptr);
-			ksig_add(T, &l->sig, "ws:tokp", I->gptr);
-			snprintf(l->coresident, sizeof l->coresident, "H");
-		}
 	} else {
 		ksig_add(T, &l->sig, "ws:carry", I->gptr);
 	}
@@ -267,8 +260,6 @@ void tmpl_fwd_apply(Tmpl *T)
 		lb_ticket(T, ksig_arg(T, &l->sig, "ws:ticket"), lbo);
 	Lanes ln;
 	quad_lanes(T, &ln, &l->sig, apply_seg(T), SEG_X);
-	if (tab >= 0)
-		tok_exchange(T, &ln, &l->sig, tab);
 	memset(T->lb_thb, 0, sizeof T->lb_thb);
 	Maps ex[4];
 	LLVMValueRef tA[4][4], tB[4][4];

@@ -257,12 +257,8 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		add_ws(T, "tok", buf, "saved", 0);
 		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntp);
 		add_ws(T, "tproj", buf, "saved", 0);
-		/* per (token, head): the adjoints of the z in the backward, and with
-		 * the token stage in the forward scan its projections' partials
-		 * there too (zeroed before the forward, one allocation for both) */
-		int f = tok_fused(T);
-		snprintf(buf, sizeof buf, "B*L*H*%d", 4 * (f && T->ntp > T->nz ? T->ntp : T->nz));
-		add_ws(T, "tokp", buf, f ? "saved" : "backward", f);
+		snprintf(buf, sizeof buf, "B*L*H*%d", 4 * T->nz);
+		add_ws(T, "dtokp", buf, "backward", 0);
 		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntp);
 		add_ws(T, "dtok", buf, "backward", 0);
 		add_ws(T, "part_tscal", "NTB*8*NSP*4", "backward", 0);
@@ -270,7 +266,7 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		add_ws(T, "part_tchan", buf, "backward", 0);
 	}
 
-	if (T->nz > 0 && !tok_fused(T))
+	if (T->nz > 0)
 		tmpl_tok_fwd(T);
 
 	if (!gates_inline(T))

@@ -58,7 +58,6 @@ typedef struct {
 	char cluster[16];     /* blocks per thread-block cluster along x, a shape expression ("" = none) */
 	char bytes_extra[64]; /* bytes beyond one touch of each tensor and workspace argument ("" = none) */
 	char bytes_unread[16];/* an argument of the signature the kernel never touches ("" = none) */
-	char coresident[16];  /* blocks the launch needs resident at once, a shape expression ("" = no need) */
 	KSig sig;
 } Launch;
 
@@ -123,8 +122,6 @@ typedef struct {
 	int ch4;                                   /* ch[0..3] are adjacent channels (T->ch4 at lanes_init) */
 	LLVMValueRef la_ws, b_ws;                  /* materialised log_a / b (unfused) */
 	LLVMValueRef tok;                          /* per-token values [B*L][nz] */
-	int tok_tab;                               /* >= 0: the tile's token values are in shared memory here (tok_exchange) */
-	LLVMValueRef tok_t0;                       /* ... from this token on, [token][nz] */
 	int wmat_smem;                             /* >= 0: weights are read from shared memory (wmat_stage) here */
 	int seg_off;                               /* >= 0: segment staging (seg_stage) at this offset */
 	int seg_n, seg_flags, seg_step;            /* steps per segment, what is staged (SEG_*), bytes per step */
@@ -292,11 +289,7 @@ static inline int reduce_minblocks(const Tmpl *T) { return T->TW == 2 && T->GQ <
  * map (A, B) per channel, then folds the maps of the LB_WIN - 1 tiles
  * before it onto the end state h of tile - LB_WIN (0 before the sequence),
  * and publishes its own end state. The fold order depends on the tile
- * alone: every run gives the same bits. Heads are fastest in the ticket
- * order, so the blocks of one tile's heads run together: a mixer with a
- * token stage exchanges its per-token partials among them first
- * (tok_exchange), the one wait on later tickets, safe while H blocks fit
- * on the device at once (the launch's "coresident"). */
+ * alone: every run gives the same bits. */
 #define LB_WIN 16
 #define LB_MAXPARTS 4          /* threads / 64 of a look-back kernel */
 #define LB_SMEM (16 + 64 * 4 + LB_MAXPARTS * 64 * 8)   /* ticket, the tile's start h per channel, the parts' maps */
@@ -306,9 +299,6 @@ void lb_ticket(Tmpl *T, LLVMValueRef ticket, int smem_off);
  * visible to the block on return (ws:aggA, aggB, hend zeroed before the launch) */
 void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off);
 static inline int lb_carry_at(int smem_off) { return smem_off + 16; }
-/* a published word: the complement of the float's bits, never 0 (lb_dec inverts) */
-LLVMValueRef lb_enc(Irb *I, LLVMValueRef v);
-LLVMValueRef lb_dec(Irb *I, LLVMValueRef w);
 
 /* the templates */
 void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v);
@@ -325,13 +315,6 @@ void tmpl_param_reduce(Tmpl *T);
 void tmpl_tok_fwd(Tmpl *T);        /* controller pass: token projections and the z */
 void tmpl_tok_bwd(Tmpl *T);        /* z adjoints summed over channels -> projection adjoints */
 void tmpl_tok_dx(Tmpl *T);         /* dx += w * dproj, weight-gradient partials */
-/* Look-back forward scans of mixers with a token stage make its values
- * themselves (no tok_fwd): after lb_ticket and quad_lanes, the tile's
- * token values into shared memory at tab (tok_tab_bytes), ws:tok and
- * ws:tproj written by head 0's block. */
-void tok_exchange(Tmpl *T, Lanes *ln, const KSig *s, int tab);
-static inline int tok_fused(const Tmpl *T) { return T->nz > 0 && T->v->lookback; }
-static inline int tok_tab_bytes(const Tmpl *T) { return T->C * T->P * T->nz * 4; }
 /* the launch's compulsory DRAM bytes as a shape expression: every tensor
  * (B*L*D bf16) and workspace argument once, plus bytes_extra */
 void tmpl_launch_bytes(const Tmpl *T, const Launch *l, char *buf, size_t n);

@@ -159,7 +159,7 @@ void tmpl_tok_bwd(Tmpl *T)
 	Launch *l = tmpl_launch(T, 0, "tok_bwd", "NTB", "1", "1", 256, "0");
 	ksig_params(T, &l->sig);
 	ksig_add(T, &l->sig, "ws:tproj", I->gptr);
-	ksig_add(T, &l->sig, "ws:tokp", I->gptr);
+	ksig_add(T, &l->sig, "ws:dtokp", I->gptr);
 	ksig_add(T, &l->sig, "ws:dtok", I->gptr);
 	ksig_add(T, &l->sig, "ws:part_tscal", I->gptr);
 	LLVMValueRef BL, D;
@@ -181,7 +181,7 @@ void tmpl_tok_bwd(Tmpl *T)
 	for (int p = 0; p < mx->nparam; p++)
 		if (sidx[p] >= 0)
 			sacc[p] = var_init(I, cf32(I, 0.0), "sacc");
-	LLVMValueRef dtokp = ksig_arg(T, &l->sig, "ws:tokp"), dtok = ksig_arg(T, &l->sig, "ws:dtok");
+	LLVMValueRef dtokp = ksig_arg(T, &l->sig, "ws:dtokp"), dtok = ksig_arg(T, &l->sig, "ws:dtok");
 	LLVMValueRef tproj = ksig_arg(T, &l->sig, "ws:tproj");
 	/* a token's partials are contiguous: [H][nz] */
 	LLVMValueRef per = imul(I, LLVMBuildLShr(I->b, D, ci32(I, 6), ""), ci32(I, T->nz));
@@ -338,138 +338,4 @@ void tmpl_tok_dx(Tmpl *T)
 		if_end(I, &f);
 	}
 	irb_ret(I);
-}
-
-/* The token stage inside a look-back forward scan, in place of tok_fwd's
- * pass over x. The blocks of a tile's heads hold consecutive tickets
- * (lb_ticket: head fastest), so they run together: each sums its head's
- * 64 channels of every token of the tile, publishes the partials as
- * self-announcing words (lb_enc) in ws:tokp [token][head][ntp], then reads
- * all heads' partials of its tokens and adds them in head order -- the
- * same bits in every block and on every run. A block waits here on blocks
- * with later tickets of its own tile and sequence; they hold their tickets,
- * so they run, or are yet to start while fewer than H blocks run: the
- * launch needs H blocks resident at once (the manifest's "coresident"),
- * which the runtime checks. x is read twice by the kernel, the second time
- * from cache, instead of once more from memory by a separate pass. */
-void tok_exchange(Tmpl *T, Lanes *ln, const KSig *s, int tab)
-{
-	Irb *I = &T->I;
-	Mixer *mx = T->mx;
-	int ntok = T->C * T->P, nth = T->cur_threads;
-	CHECK(nth % 32 == 0 && ntok % (nth / 8) == 0);   /* whole warps every trip: the butterfly needs all lanes */
-	LLVMValueRef part = ksig_arg(T, s, "ws:tokp");
-	LLVMValueRef tokp = ksig_arg(T, s, "ws:tok"), tproj = ksig_arg(T, s, "ws:tproj");
-	LLVMValueRef H = LLVMBuildLShr(I->b, ln->D, ci32(I, 6), "H");
-	LLVMValueRef t0 = imul(I, lane_tile(I, ln), ci32(I, ntok));
-	LLVMValueRef hc = imul(I, ln->head, ci32(I, 64));
-	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4), v4f = LLVMVectorType(I->f32, 4);
-	ln->tok_t0 = t0;
-	ln->tok_tab = tab;
-
-	/* this head's partials: eight lanes a token, 8 channels each (their
-	 * weights stay in registers), added across the eight by a butterfly --
-	 * every lane gets the same bits, since a + b == b + a */
-	LLVMValueRef c8 = LLVMBuildAnd(I->b, ln->tid, ci32(I, 7), "");
-	LLVMValueRef wv[MX_MAXPROJ][8];
-	for (int j = 0; j < T->ntp; j++) {
-		LLVMValueRef w = param_arg(T, s, mx->proj[T->tp[j]].weight);
-		for (int h = 0; h < 2; h++) {
-			LLVMValueRef v = ld(I, v4f, gep_f32(I, w, sext64(I, iadd(I, hc, iadd(I, imul(I, c8, ci32(I, 8)), ci32(I, 4 * h))))), 16);
-			for (int q = 0; q < 4; q++)
-				wv[j][4 * h + q] = LLVMBuildExtractElement(I->b, v, ci32(I, q), "");
-		}
-	}
-	Loop L;
-	loop_begin(I, &L, LLVMBuildLShr(I->b, ln->tid, ci32(I, 3), ""), ci32(I, ntok), ci32(I, nth / 8), "tp");
-	LLVMValueRef t = iadd(I, t0, loop_i(I, &L));
-	LLVMValueRef valid = ilt(I, t, ln->L);
-	LLVMValueRef row = sext64(I, iadd(I, imul(I, ln->b, ln->L), LLVMBuildSelect(I->b, valid, t, ci32(I, 0), "")));
-	LLVMValueRef e = iadd(I, imul(I, row, sext64(I, ln->D)), sext64(I, iadd(I, hc, imul(I, c8, ci32(I, 8)))));
-	LLVMValueRef xv[8];
-	unpack8(I, ld(I, v4i, gep_bf16(I, ln->x, e), 16), xv);
-	LLVMValueRef acc[MX_MAXPROJ];
-	for (int j = 0; j < T->ntp; j++) {
-		acc[j] = cf32(I, 0.0);
-		for (int q = 0; q < 8; q++)
-			acc[j] = fadd(I, acc[j], fmul(I, wv[j][q], xv[q]));
-		for (int m = 4; m >= 1; m >>= 1)
-			acc[j] = fadd(I, acc[j], shfl_xor_f(I, acc[j], m));
-	}
-	IfBlk f;
-	if_begin(I, &f, land(I, valid, ieq(I, c8, ci32(I, 0))), "pub");
-	LLVMValueRef pbase = imul(I, iadd(I, imul(I, row, sext64(I, H)), sext64(I, ln->head)), ci64(I, T->ntp));
-	for (int j = 0; j < T->ntp; j++)
-		st_volatile(I, lb_enc(I, acc[j]), gep_f32(I, part, iadd(I, pbase, ci64(I, j))), 4);
-	if_end(I, &f);
-	loop_end(I, &L);
-
-	/* every head's partials of the thread's tokens, summed in head order
-	 * each time round until all have arrived (the tokens unrolled: one
-	 * wait for all of them) */
-	enum { TOKX_MAX = 8 };
-	int per = ntok / nth;
-	CHECK(ntok % nth == 0 && per <= TOKX_MAX);
-	LLVMValueRef kk[TOKX_MAX], vv[TOKX_MAX], rr[TOKX_MAX];
-	Var sum[TOKX_MAX][MX_MAXPROJ];
-	for (int it = 0; it < per; it++) {
-		kk[it] = iadd(I, ln->tid, ci32(I, it * nth));
-		t = iadd(I, t0, kk[it]);
-		vv[it] = ilt(I, t, ln->L);
-		rr[it] = sext64(I, iadd(I, imul(I, ln->b, ln->L), LLVMBuildSelect(I->b, vv[it], t, ci32(I, 0), "")));
-		for (int j = 0; j < T->ntp; j++)
-			sum[it][j] = var_init(I, cf32(I, 0.0), "tsum");
-	}
-	Var ok = var_init(I, LLVMConstInt(I->i1, 1, 0), "ok");
-	LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "tok_spin");
-	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "tok_done");
-	LLVMBuildBr(I->b, spin);
-	LLVMPositionBuilderAtEnd(I->b, spin);
-	var_set(I, ok, LLVMConstInt(I->i1, 1, 0));
-	for (int it = 0; it < per; it++)
-		for (int j = 0; j < T->ntp; j++)
-			var_set(I, sum[it][j], cf32(I, 0.0));
-	Loop Lh;
-	loop_begin(I, &Lh, ci32(I, 0), H, ci32(I, 1), "hd");
-	Lh.unroll = 4;
-	LLVMValueRef hd = sext64(I, loop_i(I, &Lh));
-	for (int it = 0; it < per; it++) {
-		LLVMValueRef hb = imul(I, iadd(I, imul(I, rr[it], sext64(I, H)), hd), ci64(I, T->ntp));
-		for (int j = 0; j < T->ntp; j++) {
-			/* a token past the end waits for nothing: it reads row 0's words */
-			LLVMValueRef w = ld_volatile(I, I->i32, gep_f32(I, part, iadd(I, hb, ci64(I, j))), 4);
-			LLVMValueRef got = LLVMBuildOr(I->b, LLVMBuildICmp(I->b, LLVMIntNE, w, ci32(I, 0), ""),
-			                               LLVMBuildNot(I->b, vv[it], ""), "");
-			var_set(I, ok, land(I, var_get(I, ok), got));
-			var_set(I, sum[it][j], fadd(I, var_get(I, sum[it][j]), lb_dec(I, w)));
-		}
-	}
-	loop_end(I, &Lh);
-	LLVMBuildCondBr(I->b, var_get(I, ok), done, spin);
-	LLVMPositionBuilderAtEnd(I->b, done);
-
-	for (int it = 0; it < per; it++) {
-		LLVMValueRef pv[MX_MAXPROJ] = { 0 };
-		for (int j = 0; j < T->ntp; j++)
-			pv[T->tp[j]] = fadd(I, ln->scal[mx->proj[T->tp[j]].bias],
-			                    fmul(I, proj_scale(T, j, ln->D), var_get(I, sum[it][j])));
-		EmitEnv env = { .param = ln->scal, .proj = pv, .precise = 1 };
-		LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
-		CHECK(memo);
-		LLVMValueRef z[TM_MAXZ];
-		for (int q = 0; q < T->nz; q++) {
-			z[q] = fsel(I, vv[it], emit_expr(I, &mx->g, T->z[q], &env, memo), cf32(I, 0.0));
-			LLVMValueRef o = imul(I, iadd(I, imul(I, kk[it], ci32(I, T->nz)), ci32(I, q)), ci32(I, 4));
-			st(I, z[q], smem_ptr(I, iadd(I, ci32(I, tab), o)), 4);
-		}
-		free(memo);
-		IfBlk fs;   /* the backward's copy */
-		if_begin(I, &fs, land(I, vv[it], ieq(I, ln->head, ci32(I, 0))), "tokst");
-		for (int q = 0; q < T->nz; q++)
-			st(I, z[q], gep_f32(I, tokp, iadd(I, imul(I, rr[it], ci64(I, T->nz)), ci64(I, q))), 4);
-		for (int j = 0; j < T->ntp; j++)
-			st(I, pv[T->tp[j]], gep_f32(I, tproj, iadd(I, imul(I, rr[it], ci64(I, T->ntp)), ci64(I, j))), 4);
-		if_end(I, &fs);
-	}
-	bar_sync(I);
 }

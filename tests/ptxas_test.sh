@@ -58,20 +58,13 @@ for f in "$work"/ptx/*.ptx; do
 done
 [ $missing -eq 0 ] && { echo "ok   every launched kernel is an .entry of its variant's PTX"; pass=$((pass+1)); } || fail=$((fail+1))
 # per-token sigmoid/tanh are computed to ~1e-7, not with tanh.approx
-# (sums over tokens cancel); per element the one-op approximation stays.
-# A look-back forward makes the token values in its scan (tok_exchange),
-# so there the scan is the per-token kernel: SAMU's elements use no tanh
+# (sums over tokens cancel); per element the one-op approximation stays
 # tally STATUS OK-TEXT FAIL-TEXT: one summary line, counted
 tally() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $3"; fail=$((fail+1)); fi; }
 body() { awk -v k="$2" '$0 ~ "^.visible .entry "k"\\(" { on = 1 } on { print } on && /^}/ { exit }' "$1"; }
 tokbad=0 tokn=0
 for f in "$work"/ptx/samu.*.ptx; do
-	case "$f" in
-	*_lookback_*) ks="samu_fwd_scan samu_tok_bwd"
-		! grep -q "^.visible .entry samu_tok_fwd(" "$f" || { echo "FAIL $(basename "$f"): a look-back variant with a tok_fwd pass"; tokbad=$((tokbad+1)); } ;;
-	*) ks="samu_tok_fwd samu_tok_bwd" ;;
-	esac
-	for k in $ks; do
+	for k in samu_tok_fwd samu_tok_bwd; do
 		b=$(body "$f" "$k"); tokn=$((tokn+1))
 		{ [ -n "$b" ] && ! echo "$b" | grep -q "tanh.approx"; } || { echo "FAIL $(basename "$f") $k: tanh.approx in a per-token kernel (or no such kernel)"; tokbad=$((tokbad+1)); }
 	done

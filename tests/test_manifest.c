@@ -219,19 +219,6 @@ int main(void)
 		write_file(path, good);
 	}
 
-	/* a negative count of blocks that must be resident at once: the plan names it */
-	if (write_edit("\"smem\": \"T*4\",", "\"smem\": \"T*4\", \"coresident\": \"H-3\",") == 0) {
-		rc = recur_manifest_load(dir, &m, err, sizeof err);
-		if (rc == 0) {
-			recur_shape s2 = {1, 37, 128};
-			rc = recur_launch_plan(m, 0, 0, 1, s2, &pi, err, sizeof err);
-			rc = rc == -1 && strstr(err, "fwd_out") && strstr(err, "coresident \"H-3\" = -1") ? 0 : -1;
-			recur_manifest_free(m);
-		}
-		verdict(rc == 0, "a negative coresident count: the plan names the kernel and expression", err);
-		write_file(path, good);
-	}
-
 	/* the manifest file itself instead of its directory */
 	err[0] = 0;
 	rc = recur_manifest_load(path, &m, err, sizeof err);
@@ -258,8 +245,6 @@ int main(void)
 	must_fail("block too large", "\"block\": [128, 2, 1]", "\"block\": [1024, 2, 1]", "threads", NULL);
 	must_fail("unknown name in a cluster", "\"smem\": \"T*4\",", "\"smem\": \"T*4\", \"cluster\": \"CS\",",
 	          "unknown name 'CS'", "forward[1]");
-	must_fail("unknown name in coresident", "\"smem\": \"T*4\",", "\"smem\": \"T*4\", \"coresident\": \"HB\",",
-	          "unknown name 'HB'", "forward[1]");
 	must_fail("unknown name in a grid", "[\"NT\", \"H\", 2]", "[\"NT\", \"Q\", 2]", "unknown name 'Q'", "grid[1]");
 	must_fail("bad syntax in a var", "\"cdiv(L,T)\"", "\"cdiv(L,T\"", "NT", "expected");
 	must_fail("var used before defined", "[\"K\", \"64\"], [\"H\", \"D/K\"]", "[\"H\", \"D/K\"], [\"K\", \"64\"]",

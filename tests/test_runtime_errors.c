@@ -89,14 +89,13 @@ static const char *ptx_broken =
 	"}\n";
 
 #define VARIANT(name, ptx, grid0, fwd_kernel) VARIANT_C(name, ptx, grid0, fwd_kernel, "1")
-#define VARIANT_C(name, ptx, grid0, fwd_kernel, cluster) VARIANT_CR(name, ptx, grid0, fwd_kernel, cluster, "0")
-#define VARIANT_CR(name, ptx, grid0, fwd_kernel, cluster, coresident) \
+#define VARIANT_C(name, ptx, grid0, fwd_kernel, cluster) \
 	"    {\"name\": \"" name "\", \"mixer\": \"toy\", \"ptx\": \"" ptx "\",\n" \
 	"     \"vars\": [[\"N\", \"L*D\"]],\n" \
 	"     \"rules\": [{\"expr\": \"D%4==0\", \"message\": \"D must be a multiple of 4\"}],\n" \
 	"     \"workspaces\": [{\"name\": \"w\", \"bytes\": \"64\", \"life\": \"saved\", \"zero\": true}],\n" \
 	"     \"forward\": [{\"kernel\": \"" fwd_kernel "\", \"grid\": [\"" grid0 "\", 1, 1], \"block\": [32, 1, 1],\n" \
-	"                  \"cluster\": \"" cluster "\", \"coresident\": \"" coresident "\",\n" \
+	"                  \"cluster\": \"" cluster "\",\n" \
 	"                  \"args\": [\"y\", \"i32:N\", \"i64:B*L*D*1000000000\", \"ws:w\"]}],\n" \
 	"     \"backward\": [{\"kernel\": \"put\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],\n" \
 	"                   \"args\": [\"dx\", \"i32:N+1\", \"i64:7\", \"ws:w\"]}]}"
@@ -110,9 +109,7 @@ static const char *manifest =
 	VARIANT("nokernel", "good.ptx", "1", "absent") ",\n"
 	VARIANT("zerogrid", "good.ptx", "L-L", "put") ",\n"
 	VARIANT_C("clustered", "good.ptx", "4", "put", "2") ",\n"
-	VARIANT_C("oddcluster", "good.ptx", "4", "put", "L") ",\n"
-	VARIANT_CR("crowd", "good.ptx", "1", "put", "1", "N*100000000") ",\n"
-	VARIANT_CR("together", "good.ptx", "4", "put", "1", "D") "\n"
+	VARIANT_C("oddcluster", "good.ptx", "4", "put", "L") "\n"
 	" ]}\n";
 
 static void gpu_part(recur_rt *rt)
@@ -281,35 +278,6 @@ static void gpu_part(recur_rt *rt)
 		rc = recur_forward(c, s, &io, 0, err, sizeof err) ? 1 : 0;
 	verdict(rc == 1 && has(err, "oddcluster") && has(err, "put") && has(err, "cluster \"L\" = 3") &&
 	        has(err, "grid x = 4"), "GPU: a cluster that does not divide the grid names the kernel and expression", err);
-	recur_variant_free(c);
-
-	/* blocks that must be resident at once: more than the device holds is
-	 * refused before launching, named; as many as it holds runs */
-	c = NULL;
-	memset(host, 0xff, sizeof host);
-	recur_memcpy_htod(rt, y, host, 64, err, sizeof err);
-	rc = recur_variant_load(rt, m, "crowd", &c, err, sizeof err);
-	if (!rc)
-		rc = recur_forward(c, s, &io, 0, err, sizeof err) ? 1 : 0;
-	char why[512];
-	recur_sync(rt, why, sizeof why);
-	recur_memcpy_dtoh(rt, host, y, 64, why, sizeof why);
-	untouched = 1;
-	for (int i = 0; i < 64; i++)
-		untouched &= host[i] == 0xff;
-	verdict(rc == 1 && untouched && has(err, "crowd") && has(err, "put") && has(err, "1200000000 blocks resident") &&
-	        has(err, "coresident \"N*100000000\"") && has(err, "per multiprocessor"),
-	        "GPU: a launch needing more resident blocks than the device holds is refused before launching, named", err);
-	recur_variant_free(c);
-	c = NULL;
-	rc = recur_variant_load(rt, m, "together", &c, err, sizeof err);
-	if (!rc)
-		rc = recur_forward(c, s, &io, 0, err, sizeof err);
-	if (!rc)
-		rc = recur_sync(rt, err, sizeof err);
-	recur_memcpy_dtoh(rt, host, y, 64, err, sizeof err);
-	memcpy(&a, host, 4);
-	verdict(rc == 0 && a == 12, "GPU: a launch whose resident blocks fit runs", rc ? err : "");
 	recur_variant_free(c);
 
 	CUevent e0, e1;
