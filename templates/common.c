@@ -137,7 +137,6 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	/* slot column c is the accumulator's n-tile c >> 1, column 2q + (c & 1),
 	 * so its channel is that column's (wcol): 16w + 8*(c>>1) + 2q + (c&1),
 	 * or with ch4 16w + 4q + c; pairs (c, c+1) for even c are adjacent either way */
-	ln->ch4 = T->ch4;
 	for (int c = 0; c < 4; c++)
 		ln->ch[c] = T->ch4 ? iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), imul(I, ln->q, ci32(I, 4))), ci32(I, c))
 		                   : iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), imul(I, ln->q, ci32(I, 2))),
@@ -314,9 +313,13 @@ void wmat_dx_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2])
 	 * columns then land on the slots' channels), columns jj = 16ks + 8r.. */
 	LLVMValueRef r, blk, d[4];
 	ldsm_lane(I, ln, 1, &r, &blk);
-	LLVMValueRef k = T->ch4 ? wcol(T, I, ln->w, LLVMBuildAnd(I->b, r, ci32(I, 7), ""), 0) : iadd(I, r, imul(I, ln->w, ci32(I, 16)));
-	if (T->ch4)   /* rows 8..15 of r are n-tile 1 */
-		k = iadd(I, k, imul(I, LLVMBuildLShr(I->b, r, ci32(I, 3), ""), ci32(I, 2)));
+	LLVMValueRef k;
+	if (T->ch4) {   /* rows 8..15 of r are n-tile 1 */
+		LLVMValueRef row = wcol(T, I, ln->w, LLVMBuildAnd(I->b, r, ci32(I, 7), ""), 0);
+		k = iadd(I, row, imul(I, LLVMBuildLShr(I->b, r, ci32(I, 3), ""), ci32(I, 2)));
+	} else {
+		k = iadd(I, r, imul(I, ln->w, ci32(I, 16)));
+	}
 	LLVMValueRef c = iadd(I, blk, ci32(I, 2 * ks));
 	ldsm_x4(I, d, wmat_at(T, ln, I, j, k, c), 0);
 	for (int e = 0; e < 4; e++)
@@ -426,7 +429,7 @@ static LLVMValueRef xs_pair(Tmpl *T, const Lanes *ln, LLVMValueRef base, LLVMVal
 static void xs_slots(Tmpl *T, const Lanes *ln, LLVMValueRef base, LLVMValueRef row, LLVMValueRef pr[2])
 {
 	Irb *I = &T->I;
-	if (!ln->ch4) {
+	if (!T->ch4) {
 		for (int nt = 0; nt < 2; nt++)
 			pr[nt] = xs_pair(T, ln, base, row, ln->ch[2 * nt]);
 		return;

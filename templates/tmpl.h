@@ -119,7 +119,6 @@ typedef struct {
 	LLVMValueRef wfrag[MX_MAXPROJ][4][2][2];   /* gate mma B fragments [proj][ks][nt][reg] */
 	LLVMValueRef bias[MX_MAXPROJ][4];          /* bias per lane channel */
 	LLVMValueRef ch[4];                        /* channel within the head for c = 0..3 */
-	int ch4;                                   /* ch[0..3] are adjacent channels (T->ch4 at lanes_init) */
 	LLVMValueRef la_ws, b_ws;                  /* materialised log_a / b (unfused) */
 	LLVMValueRef tok;                          /* per-token values [B*L][nz] */
 	int wmat_smem;                             /* >= 0: weights are read from shared memory (wmat_stage) here */
