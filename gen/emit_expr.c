@@ -124,20 +124,7 @@ LLVMValueRef emit_expr(Irb *I, const ExGraph *g, int node, const EmitEnv *env, L
 	case EX_SEED: r = leaf(I, env->seed ? env->seed[n->idx] : NULL, "seed", n->idx); break;
 	case EX_TOK: r = leaf(I, env->tok ? env->tok[n->idx] : NULL, "tok", n->idx); break;
 	case EX_NEG: r = fneg(I, a); break;
-	case EX_EXP: {
-		/* exp(2u) = exp(u)^2: the recurrences ask for a^2 as exp(2 log_a),
-		 * and exp(u) is there already (the duplicate ex2 folds away) */
-		const ExNode *m = &g->n[n->a];
-		if (m->op == EX_MUL && ((g->n[m->a].op == EX_CONST && g->n[m->a].k == 2.0) ||
-		                        (g->n[m->b].op == EX_CONST && g->n[m->b].k == 2.0))) {
-			int u = g->n[m->a].op == EX_CONST && g->n[m->a].k == 2.0 ? m->b : m->a;
-			LLVMValueRef e = emit_exp(I, g, u, env, memo);
-			r = fmul(I, e, e);
-		} else {
-			r = emit_exp(I, g, n->a, env, memo);
-		}
-		break;
-	}
+	case EX_EXP: r = emit_exp(I, g, n->a, env, memo); break;
 	case EX_LOG: r = f_log(I, a); break;
 	case EX_SIGMOID: r = env->precise || token_level(g, n->a) ? sigmoid_precise(I, a) : sigmoid(I, a); break;
 	case EX_SOFTPLUS: r = softplus(I, a); break;

@@ -227,6 +227,14 @@ int ex_un(ExGraph *g, ExOp op, int a)
 		if (f >= 0) return f;
 	}
 	if (op == EX_NEG && na.op == EX_NEG) return na.a;
+	/* exp(2u) = exp(u)^2: the recurrences ask for a^2 as exp(2 log_a) where
+	 * a = exp(log_a) is a node already; built as a square, every kernel and
+	 * every derivative of it shares a's one special-function op (grouping
+	 * invariant factors would otherwise fold the 2 into a second exp) */
+	if (op == EX_EXP && na.op == EX_MUL && (ex_isconst(g, na.a, 2) || ex_isconst(g, na.b, 2))) {
+		int e = ex_un(g, EX_EXP, ex_isconst(g, na.a, 2) ? na.b : na.a);
+		return ex_bin(g, EX_MUL, e, e);
+	}
 	return ex_intern(g, ex_node(op, a, -1, -1, 0, 0.0));
 }
 

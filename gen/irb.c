@@ -248,14 +248,22 @@ LLVMValueRef f_rsqrt(Irb *I, LLVMValueRef a)
 }
 
 /* tanh.approx.f32 (one SFU op, max relative error ~2^-11): sigmoid through
- * it costs one special-function op instead of ex2 + rcp */
+ * it costs one special-function op instead of ex2 + rcp. LLVM 19 has no
+ * intrinsic for it; the asm call is marked as touching no memory so that
+ * two evaluations of one gate (a step's gates and its adjoints) fold into
+ * one op like every other special function. */
 LLVMValueRef f_tanh(Irb *I, LLVMValueRef a)
 {
 	LLVMTypeRef fty = LLVMFunctionType(I->f32, &I->f32, 1, 0);
 	const char *as = "tanh.approx.f32 $0, $1;", *cons = "=f,f";
 	LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)as, strlen(as), (char *)cons, strlen(cons), 0, 0,
 	                                   LLVMInlineAsmDialectATT, 0);
-	return LLVMBuildCall2(I->b, fty, fn, &a, 1, "");
+	LLVMValueRef c = LLVMBuildCall2(I->b, fty, fn, &a, 1, "");
+	unsigned mem = LLVMGetEnumAttributeKindForName("memory", 6), nounw = LLVMGetEnumAttributeKindForName("nounwind", 8);
+	CHECK(mem != 0 && nounw != 0);
+	LLVMAddCallSiteAttribute(c, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(I->ctx, mem, 0));
+	LLVMAddCallSiteAttribute(c, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(I->ctx, nounw, 0));
+	return c;
 }
 
 LLVMValueRef gep_f32(Irb *I, LLVMValueRef base, LLVMValueRef idx64)

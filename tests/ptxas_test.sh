@@ -193,5 +193,27 @@ if [ "$hbad" -eq 0 ] && [ "$hn" -gt 0 ] && [ "$single" -eq 0 ]; then
 else
 	echo "FAIL hoisting or packing: $hbad of $hn kernels with lg2 in a loop; $single PTX files with single bf16 converts"; fail=$((fail+1))
 fi
+# a special function of one value is evaluated once per kernel site: no
+# kernel computes tanh.approx twice of the same register (a step's gates and
+# their adjoints share them), and the backward's reverse step (the innermost
+# bwd_apply loop with the adjoint's rsqrt) takes one ex2 per element, a's:
+# a^2 = exp(2 log_a) is a's square (SAMU without shared_sfu also evaluates
+# the controller's softplus per element by design: not counted)
+dbad=0 dn=0
+for f in "$work"/ptx/*.ptx; do
+	for k in $(grep -o "^.visible .entry [a-z_]*" "$f" | awk '{ print $3 }'); do
+		dn=$((dn+1))
+		d=$(body "$f" "$k" | grep -o "tanh.approx.f32 %f[0-9]*, %f[0-9]*" | awk '{ print $3 }' | sort | uniq -d | wc -l)
+		[ "$d" -eq 0 ] || { echo "FAIL $(basename "$f") $k: $d tanh.approx inputs evaluated twice"; dbad=$((dbad+1)); }
+		case "$(basename "$f"):$k" in rglru.*_bwd_apply | samu.*shared_sfu*_bwd_apply)
+			er=$("$src/bench/ptx_loops.sh" "$f" "$k" | awk 'NR > 1 && $8 > 0 && (best == "" || $3 < best) { best = $3; e = $5; r = $8 } END { print e + 0, r + 0 }')
+			set -- $er
+			{ [ "$2" -gt 0 ] && [ "$1" -eq "$2" ]; } ||
+				{ echo "FAIL $(basename "$f") $k: reverse step has $1 ex2 for $2 rsqrt (one each per element)"; dbad=$((dbad+1)); } ;;
+		esac
+	done
+done
+tally "$dbad" "$dn kernels: no tanh.approx of one value twice; one ex2 per element in every bwd_apply reverse step" \
+	"special functions evaluated twice: $dbad of $dn kernels"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

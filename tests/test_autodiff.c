@@ -351,10 +351,23 @@ static void test_structure(void)
 
 /* ---- 3. grouping of lane-invariant factors ------------------------------ */
 
-/* the grouped cell: log_a is (varying) * (one invariant node), the
- * exp(2 log_a) under m still multiplies the root log_a (so a kernel's
- * exp(log_a) and exp(2 log_a) share one ex2), the values are the same and
- * the gradients of the rewritten graph still match finite differences */
+/* per-element exp nodes (not lane-invariant) reachable from node, counted
+ * once each (mark: g->len flags) */
+static int count_exp(const ExGraph *g, const unsigned char *inv, int node, char *mark)
+{
+	if (node < 0 || mark[node])
+		return 0;
+	mark[node] = 1;
+	const ExNode *n = &g->n[node];
+	return (n->op == EX_EXP && !inv[node]) + count_exp(g, inv, n->a, mark) + count_exp(g, inv, n->b, mark) +
+	       count_exp(g, inv, n->c, mark);
+}
+
+/* the grouped cell: log_a is (varying) * (one invariant node), the cell
+ * holds one exp, of the root log_a (exp(2 log_a) under m is its square, so
+ * a kernel's gates and their adjoints take one ex2 per element), the values
+ * are the same and the gradients of the rewritten graph still match finite
+ * differences */
 static void test_group(const char *name, void (*build)(ExGraph *, int *), const Leaf *leaves, int nleaf,
                        void (*fill)(Vals *, unsigned long long *))
 {
@@ -371,12 +384,17 @@ static void test_group(const char *name, void (*build)(ExGraph *, int *), const 
 	int var = ok ? (inv[la->a] ? la->b : la->a) : -1;
 	check(ok && g.n[var].op != EX_MUL, "%s: log_a = (one varying factor) * (one invariant node) (varying op %s)", name,
 	      var >= 0 ? ex_opname(g.n[var].op) : "-");
-	int twice = 0;
-	for (int id = 0; id < g.len; id++)
-		if (g.n[id].op == EX_MUL && (g.n[id].a == grp[0] || g.n[id].b == grp[0]) &&
-		    (g.n[g.n[id].a].op == EX_CONST || g.n[g.n[id].b].op == EX_CONST))
-			twice = 1;
-	check(twice, "%s: 2 * log_a keeps the root log_a whole (not refolded into 2 * invariant)", name);
+	int n0 = g.len;
+	char *mark = calloc((size_t)n0, 1);
+	if (!mark) { fprintf(stderr, "out of memory\n"); exit(1); }
+	int nexp = 0;
+	for (int j = 0; j < 3; j++)
+		nexp += count_exp(&g, inv, grp[j], mark);
+	int ea = ex_un(&g, EX_EXP, grp[0]);   /* interned: the cell's own node when it has it */
+	int has_a = ea >= 0 && ea < n0 && mark[ea];
+	free(mark);
+	check(nexp == 1 && has_a, "%s: one per-element exp in the grouped cell, exp(log_a) (%d such exp nodes, exp(log_a) %s)", name,
+	      nexp, has_a ? "among them" : "missing");
 	for (int j = 0; j < 3; j++) seeds[j] = ex_leaf(&g, EX_SEED, j);
 	for (int trial = 0; trial < 4; trial++) {
 		Vals v = draw(&g, out[0], fill, &rng, trial % 2);
@@ -391,6 +409,34 @@ static void test_group(const char *name, void (*build)(ExGraph *, int *), const 
 		check_grads(&g, what, 3, grp, seeds, nleaf, leaves, &v, 1e-6);
 	}
 	free(inv);
+	ex_free(&g);
+}
+
+/* exp(2u) and exp(u * 2) are built as exp(u) * exp(u), with the value and
+ * derivative of exp(2u); exp(3u) stays an exp */
+static void test_exp_square(void)
+{
+	ExGraph g;
+	ex_init(&g);
+	int u = ex_leaf(&g, EX_PARAM, 0), two = ex_const(&g, 2), e = ex_un(&g, EX_EXP, u);
+	int ab[2] = { ex_un(&g, EX_EXP, ex_bin(&g, EX_MUL, two, u)), ex_un(&g, EX_EXP, ex_bin(&g, EX_MUL, u, two)) };
+	for (int k = 0; k < 2; k++) {
+		const ExNode *n = &g.n[ab[k]];
+		check(n->op == EX_MUL && n->a == e && n->b == e, "exp(2u) form %d is exp(u) * exp(u) (op %s)", k, ex_opname(n->op));
+	}
+	check(ab[0] == ab[1], "exp(2u) and exp(u * 2) are one node");
+	int three = ex_un(&g, EX_EXP, ex_bin(&g, EX_MUL, ex_const(&g, 3), u));
+	check(g.n[three].op == EX_EXP, "exp(3u) stays an exp (op %s)", ex_opname(g.n[three].op));
+	int seed = ex_leaf(&g, EX_SEED, 0), gu;
+	ex_grad(&g, 1, &ab[0], &seed, 1, &u, &gu);
+	static const double us[] = { -3.0, -0.25, 0.0, 0.7 };
+	for (size_t i = 0; i < sizeof us / sizeof us[0]; i++) {
+		Vals v = { .param = { us[i] }, .seed = { 1 } };
+		double val = eval(&g, ab[0], &v), d = eval(&g, gu, &v);
+		check(fabs(val - exp(2 * us[i])) <= 1e-15 * exp(2 * us[i]) && fabs(d - 2 * exp(2 * us[i])) <= 1e-15 * exp(2 * us[i]),
+		      "exp(2u) at u=%g: value %.17g (want %.17g), d/du %.17g (want %.17g)", us[i], val, exp(2 * us[i]), d,
+		      2 * exp(2 * us[i]));
+	}
 	ex_free(&g);
 }
 
@@ -431,6 +477,7 @@ int main(void)
 		{ EX_PARAM, 5, "theta" }, { EX_PARAM, 6, "omega" }, { EX_PROJ, 0, "u" }, { EX_PROJ, 1, "v" },
 	};
 	test_cell("samu", build_samu, sl, 8, fill_samu);
+	test_exp_square();
 	test_group("rglru", build_rglru, rl, 6, fill_rglru);
 	test_group("samu", build_samu, sl, 8, fill_samu);
 	test_structure();
