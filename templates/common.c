@@ -326,13 +326,18 @@ void wmat_dx_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2])
 		b[e >> 1][e & 1] = d[e];
 }
 
+LLVMValueRef in_seq(Tmpl *T, const Lanes *ln, LLVMValueRef t)
+{
+	return ln->full ? LLVMConstInt(LLVMInt1TypeInContext(T->I.ctx), 1, 0) : ilt(&T->I, t, ln->L);
+}
+
 void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 {
 	Irb *I = &T->I;
 	for (int r = 0; r < 2; r++) {
 		LLVMValueRef row = iadd(I, ln->g, ci32(I, 8 * r));
 		st->t[r] = iadd(I, gb, iadd(I, imul(I, row, ci32(I, T->C)), i));
-		st->valid[r] = ilt(I, st->t[r], ln->L);
+		st->valid[r] = in_seq(T, ln, st->t[r]);
 	}
 }
 
@@ -494,7 +499,7 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 	LLVMValueRef tl = T->nz ? ilt(I, tq, ci32(I, 16 * T->nz)) : NULL;
 	for (int k = 0; k < n; k++) {
 		LLVMValueRef t = iadd(I, gb, iadd(I, imul(I, row, ci32(I, T->C)), iadd(I, i0, ci32(I, k))));
-		LLVMValueRef valid = ilt(I, t, ln->L);
+		LLVMValueRef valid = in_seq(T, ln, t);
 		LLVMValueRef rowi = iadd(I, imul(I, ln->b, ln->L), t);
 		LLVMValueRef e = iadd(I, imul(I, sext64(I, rowi), sext64(I, ln->D)),
 		                      sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), imul(I, c16, ci32(I, 8)))));
@@ -505,7 +510,7 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 			dv[k] = LLVMBuildSelect(I->b, valid, ld(I, v4, gep_bf16(I, ln->dy, e), 16), LLVMConstNull(v4), "");
 		if (T->nz) {
 			LLVMValueRef tt = iadd(I, gb, iadd(I, imul(I, trow, ci32(I, T->C)), iadd(I, i0, ci32(I, k))));
-			LLVMValueRef tvalid = land(I, tl, ilt(I, tt, ln->L));
+			LLVMValueRef tvalid = land(I, tl, in_seq(T, ln, tt));
 			LLVMValueRef ti = iadd(I, imul(I, sext64(I, LLVMBuildSelect(I->b, tvalid, iadd(I, imul(I, ln->b, ln->L), tt), ci32(I, 0), "")),
 			                            ci64(I, T->nz)), sext64(I, tz));
 			tv[k] = fsel(I, tvalid, ld(I, I->f32, gep_f32(I, ln->tok, ti), 4), cf32(I, 0.0));

@@ -328,7 +328,7 @@ static void tok_flush(Bwd *bw, int s0)
 		LLVMValueRef row = LLVMBuildURem(I->b, sr, ci32(I, 16), "");
 		LLVMValueRef t = iadd(I, bw->gb, iadd(I, imul(I, row, ci32(I, T->C)), iadd(I, si, ci32(I, s0))));
 		IfBlk f;
-		if_begin(I, &f, land(I, ilt(I, e, ci32(I, n)), ilt(I, t, ln->L)), "flush");
+		if_begin(I, &f, land(I, ilt(I, e, ci32(I, n)), in_seq(T, ln, t)), "flush");
 		LLVMValueRef sum = cf32(I, 0.0);
 		for (int w = 0; w < 4; w++) {
 			LLVMValueRef o = imul(I, iadd(I, imul(I, iadd(I, imul(I, sr, ci32(I, 4)), ci32(I, w)), ci32(I, T->nz)), k), ci32(I, 4));
@@ -672,6 +672,132 @@ static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValu
 	cluster_sync(I);
 }
 
+/* One group of the tile (16 rows of a chunk each, from gb): pass A, the
+ * chunk-start h and chunk-end messages, then the segments from the end;
+ * uR, the message entering the group from the right, leaves as the one
+ * entering the group before it. */
+static void bwd_group(Bwd *bw, LLVMValueRef gb, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
+{
+	Tmpl *T = bw->T;
+	Irb *I = &T->I;
+	Lanes *ln = bw->ln;
+	LLVMValueRef gi = idiv(I, gb, ci32(I, 16 * T->C));
+	LLVMValueRef hg[4];
+	for (int c = 0; c < 4; c++)
+		hg[c] = ld(I, I->f32, gep_f32(I, ckpt, tile_chan(T, ln, gi, NG, ln->ch[c])), 4);
+	/* pass A: chunk maps forward (for h) and backward (for u) in one sweep */
+	Maps fm, rm;
+	maps_init(T, &fm, "f");
+	maps_init(T, &rm, "r");
+	{
+		Loop Ls, L;
+		LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, T->C);
+		L.unroll = 0;
+		Step stp;
+		step_gates(T, ln, &stp, gb, i, 0);
+		LLVMValueRef dy[TM_SLOTS];
+		load_dy(T, ln, &stp, dy);
+		for (int s = 0; s < TM_SLOTS; s++) {
+			maps_push_fwd(T, &fm, s, stp.a_eff[s], stp.b_eff[s]);
+			maps_push_bwd(T, &rm, s, stp.a_eff[s], eval_gy(T, ln, &stp, s, cf32(I, 0.0), dy[s]));
+		}
+		if (bw->sm.nh > 0) {
+			/* the map of steps 0 .. i: h before step i + 1 */
+			IfBlk f;
+			if_begin(I, &f, land(I, ilt(I, i, ci32(I, T->C - 1)), LLVMBuildICmp(I->b, LLVMIntSGE, i, ci32(I, bw->sm.hm0), "")), "hmap");
+			LLVMValueRef k = isub(I, i, ci32(I, bw->sm.hm0));
+			for (int s = 0; s < TM_SLOTS; s++) {
+				st(I, var_get(I, fm.A[s]), smem_ptr(I, hmap_at(bw, k, s, 0)), 4);
+				st(I, var_get(I, fm.B[s]), smem_ptr(I, hmap_at(bw, k, s, 1)), 4);
+			}
+			if_end(I, &f);
+		}
+		loop_end(I, &L);
+		if (bw->sm.nbm > 0) {
+			/* the chunk's map so far, at every segment end but the last */
+			LLVMValueRef k = idiv(I, loop_i(I, &Ls), ci32(I, T->S));
+			IfBlk f;
+			if_begin(I, &f, ilt(I, k, ci32(I, bw->sm.nbm)), "bmap");
+			for (int s = 0; s < TM_SLOTS; s++) {
+				st(I, var_get(I, fm.A[s]), smem_ptr(I, bmap_at(bw, k, s, 0)), 4);
+				st(I, var_get(I, fm.B[s]), smem_ptr(I, bmap_at(bw, k, s, 1)), 4);
+			}
+			if_end(I, &f);
+		}
+		loop_end(I, &Ls);
+	}
+	LLVMValueRef fA[4], fB[4], rA[4], rB[4];
+	warp_scan_fwd(T, ln, &fm, fA, fB);
+	warp_scan_bwd(T, ln, &rm, rA, rB);
+	Var h0[TM_SLOTS], ue[TM_SLOTS];
+	for (int s = 0; s < TM_SLOTS; s++) {
+		int c = slot_c(s);
+		h0[s] = var_init(I, fadd(I, fmul(I, var_get(I, fm.A[s]), hg[c]), var_get(I, fm.B[s])), "h0");
+		ue[s] = var_init(I, fadd(I, fmul(I, var_get(I, rm.A[s]), var_get(I, uR[c])), var_get(I, rm.B[s])), "ue");
+	}
+	/* segments of S steps from the end of the chunk */
+	bw->h0 = h0;
+	Var h[TM_SLOTS];
+	for (int s = 0; s < TM_SLOTS; s++)
+		h[s] = var_new(I, I->f32, "h");
+	for (int sg = T->C / T->S - 1; sg >= 0; sg--) {
+		int s0 = sg * T->S;
+		bw->hm = sg >= T->C / T->S - bw->sm.nh;
+		for (int s = 0; s < TM_SLOTS; s++)
+			var_set(I, h[s], var_get(I, h0[s]));
+		/* (a segment that reads pass A's maps needs no h here) */
+		if (!bw->hm && s0 > 0 && bw->sm.nbm > 0) {
+			LLVMValueRef k = ci32(I, sg - 1);   /* the boundary before this segment */
+			for (int s = 0; s < TM_SLOTS; s++) {
+				LLVMValueRef A = ld(I, I->f32, smem_ptr(I, bmap_at(bw, k, s, 0)), 4);
+				LLVMValueRef B = ld(I, I->f32, smem_ptr(I, bmap_at(bw, k, s, 1)), 4);
+				var_set(I, h[s], fadd(I, fmul(I, A, var_get(I, h0[s])), B));
+			}
+		} else if (!bw->hm && s0 > 0) {
+			Loop Ls, L;
+			LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, s0);
+			L.unroll = 0;
+			Step stp;
+			step_gates(T, ln, &stp, gb, i, 0);
+			for (int s = 0; s < TM_SLOTS; s++)
+				var_set(I, h[s], fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]));
+			seg_loop_end(T, &Ls, &L);
+		}
+		/* the segment's own steps, staged once for both of its sweeps; a
+		 * chunk of one segment is still staged from pass A */
+		if (T->C == ln->seg_n)
+			ln->seg_i0 = ci32(I, 0);
+		else
+			seg_stage(T, ln, gb, ci32(I, s0));
+		if (!bw->hm) {
+			Loop L;
+			loop_begin(I, &L, ci32(I, 0), ci32(I, T->S), ci32(I, 1), "si");
+			LLVMValueRef si = loop_i(I, &L);
+			Step stp;
+			step_gates(T, ln, &stp, gb, iadd(I, si, ci32(I, s0)), 0);
+			for (int s = 0; s < TM_SLOTS; s++) {
+				LLVMValueRef off = imul(I, iadd(I, imul(I, iadd(I, imul(I, si, ci32(I, TM_SLOTS)), ci32(I, s)), ci32(I, 128)), ln->tid), ci32(I, 4));
+				st(I, var_get(I, h[s]), smem_ptr(I, iadd(I, off, ci32(I, bw->sm.hprev))), 4);
+				var_set(I, h[s], fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]));
+			}
+			loop_end(I, &L);
+		}
+		{
+			Loop L;
+			loop_begin(I, &L, ci32(I, 0), ci32(I, T->S), ci32(I, 1), "ri");
+			LLVMValueRef si = isub(I, ci32(I, T->S - 1), loop_i(I, &L));
+			bwd_step(bw, iadd(I, si, ci32(I, s0)), si, ue);
+			loop_end(I, &L);
+		}
+		if (T->nbd > 0)
+			dw_segment(bw, s0);
+		if (T->nz > 0)
+			tok_flush(bw, s0);
+	}
+	for (int c = 0; c < 4; c++)
+		var_set(I, uR[c], fadd(I, fmul(I, rA[c], var_get(I, uR[c])), rB[c]));
+}
+
 void tmpl_bwd_apply(Tmpl *T)
 {
 	Irb *I = &T->I;
@@ -765,121 +891,25 @@ void tmpl_bwd_apply(Tmpl *T)
 	bw.gb = gb;
 	IfBlk live;
 	if_begin(I, &live, ilt(I, gb, ln.L), "live");
-	LLVMValueRef gi = idiv(I, gb, ci32(I, 16 * T->C));
-	LLVMValueRef hg[4];
-	for (int c = 0; c < 4; c++)
-		hg[c] = ld(I, I->f32, gep_f32(I, ckpt, tile_chan(T, &ln, gi, NG, ln.ch[c])), 4);
-	/* pass A: chunk maps forward (for h) and backward (for u) in one sweep */
-	Maps fm, rm;
-	maps_init(T, &fm, "f");
-	maps_init(T, &rm, "r");
-	{
-		Loop Ls, L;
-		LLVMValueRef i = seg_loop_begin(T, &ln, &Ls, &L, gb, T->C);
-		L.unroll = 0;
-		Step stp;
-		step_gates(T, &ln, &stp, gb, i, 0);
-		LLVMValueRef dy[TM_SLOTS];
-		load_dy(T, &ln, &stp, dy);
-		for (int s = 0; s < TM_SLOTS; s++) {
-			maps_push_fwd(T, &fm, s, stp.a_eff[s], stp.b_eff[s]);
-			maps_push_bwd(T, &rm, s, stp.a_eff[s], eval_gy(T, &ln, &stp, s, cf32(I, 0.0), dy[s]));
-		}
-		if (bw.sm.nh > 0) {
-			/* the map of steps 0 .. i: h before step i + 1 */
-			IfBlk f;
-			if_begin(I, &f, land(I, ilt(I, i, ci32(I, T->C - 1)), LLVMBuildICmp(I->b, LLVMIntSGE, i, ci32(I, bw.sm.hm0), "")), "hmap");
-			LLVMValueRef k = isub(I, i, ci32(I, bw.sm.hm0));
-			for (int s = 0; s < TM_SLOTS; s++) {
-				st(I, var_get(I, fm.A[s]), smem_ptr(I, hmap_at(&bw, k, s, 0)), 4);
-				st(I, var_get(I, fm.B[s]), smem_ptr(I, hmap_at(&bw, k, s, 1)), 4);
-			}
-			if_end(I, &f);
-		}
-		loop_end(I, &L);
-		if (bw.sm.nbm > 0) {
-			/* the chunk's map so far, at every segment end but the last */
-			LLVMValueRef k = idiv(I, loop_i(I, &Ls), ci32(I, T->S));
-			IfBlk f;
-			if_begin(I, &f, ilt(I, k, ci32(I, bw.sm.nbm)), "bmap");
-			for (int s = 0; s < TM_SLOTS; s++) {
-				st(I, var_get(I, fm.A[s]), smem_ptr(I, bmap_at(&bw, k, s, 0)), 4);
-				st(I, var_get(I, fm.B[s]), smem_ptr(I, bmap_at(&bw, k, s, 1)), 4);
-			}
-			if_end(I, &f);
-		}
-		loop_end(I, &Ls);
+	/* a group inside the sequence has every step valid: its own copy of
+	 * the code, with the validity selects folded away (a sixth of the
+	 * reverse step's instructions). Chunks of 64 at prefix 64 and 128
+	 * already hold 255 registers, and with the copy ptxas spills: they
+	 * keep one. */
+	if (T->C <= 32 || T->GQ == 1) {
+		IfBlk full, part;
+		LLVMValueRef in = LLVMBuildICmp(I->b, LLVMIntSLE, iadd(I, gb, ci32(I, 16 * T->C)), ln.L, "");
+		if_begin(I, &full, in, "full");
+		ln.full = 1;
+		bwd_group(&bw, gb, ckpt, NG, uR);
+		ln.full = 0;
+		if_end(I, &full);
+		if_begin(I, &part, LLVMBuildNot(I->b, in, ""), "part");
+		bwd_group(&bw, gb, ckpt, NG, uR);
+		if_end(I, &part);
+	} else {
+		bwd_group(&bw, gb, ckpt, NG, uR);
 	}
-	LLVMValueRef fA[4], fB[4], rA[4], rB[4];
-	warp_scan_fwd(T, &ln, &fm, fA, fB);
-	warp_scan_bwd(T, &ln, &rm, rA, rB);
-	Var h0[TM_SLOTS], ue[TM_SLOTS];
-	for (int s = 0; s < TM_SLOTS; s++) {
-		int c = slot_c(s);
-		h0[s] = var_init(I, fadd(I, fmul(I, var_get(I, fm.A[s]), hg[c]), var_get(I, fm.B[s])), "h0");
-		ue[s] = var_init(I, fadd(I, fmul(I, var_get(I, rm.A[s]), var_get(I, uR[c])), var_get(I, rm.B[s])), "ue");
-	}
-	/* segments of S steps from the end of the chunk */
-	bw.h0 = h0;
-	Var h[TM_SLOTS];
-	for (int s = 0; s < TM_SLOTS; s++)
-		h[s] = var_new(I, I->f32, "h");
-	for (int sg = T->C / T->S - 1; sg >= 0; sg--) {
-		int s0 = sg * T->S;
-		bw.hm = sg >= T->C / T->S - bw.sm.nh;
-		for (int s = 0; s < TM_SLOTS; s++)
-			var_set(I, h[s], var_get(I, h0[s]));
-		/* (a segment that reads pass A's maps needs no h here) */
-		if (!bw.hm && s0 > 0 && bw.sm.nbm > 0) {
-			LLVMValueRef k = ci32(I, sg - 1);   /* the boundary before this segment */
-			for (int s = 0; s < TM_SLOTS; s++) {
-				LLVMValueRef A = ld(I, I->f32, smem_ptr(I, bmap_at(&bw, k, s, 0)), 4);
-				LLVMValueRef B = ld(I, I->f32, smem_ptr(I, bmap_at(&bw, k, s, 1)), 4);
-				var_set(I, h[s], fadd(I, fmul(I, A, var_get(I, h0[s])), B));
-			}
-		} else if (!bw.hm && s0 > 0) {
-			Loop Ls, L;
-			LLVMValueRef i = seg_loop_begin(T, &ln, &Ls, &L, gb, s0);
-			L.unroll = 0;
-			Step stp;
-			step_gates(T, &ln, &stp, gb, i, 0);
-			for (int s = 0; s < TM_SLOTS; s++)
-				var_set(I, h[s], fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]));
-			seg_loop_end(T, &Ls, &L);
-		}
-		/* the segment's own steps, staged once for both of its sweeps; a
-		 * chunk of one segment is still staged from pass A */
-		if (T->C == ln.seg_n)
-			ln.seg_i0 = ci32(I, 0);
-		else
-			seg_stage(T, &ln, gb, ci32(I, s0));
-		if (!bw.hm) {
-			Loop L;
-			loop_begin(I, &L, ci32(I, 0), ci32(I, T->S), ci32(I, 1), "si");
-			LLVMValueRef si = loop_i(I, &L);
-			Step stp;
-			step_gates(T, &ln, &stp, gb, iadd(I, si, ci32(I, s0)), 0);
-			for (int s = 0; s < TM_SLOTS; s++) {
-				LLVMValueRef off = imul(I, iadd(I, imul(I, iadd(I, imul(I, si, ci32(I, TM_SLOTS)), ci32(I, s)), ci32(I, 128)), ln.tid), ci32(I, 4));
-				st(I, var_get(I, h[s]), smem_ptr(I, iadd(I, off, ci32(I, bw.sm.hprev))), 4);
-				var_set(I, h[s], fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]));
-			}
-			loop_end(I, &L);
-		}
-		{
-			Loop L;
-			loop_begin(I, &L, ci32(I, 0), ci32(I, T->S), ci32(I, 1), "ri");
-			LLVMValueRef si = isub(I, ci32(I, T->S - 1), loop_i(I, &L));
-			bwd_step(&bw, iadd(I, si, ci32(I, s0)), si, ue);
-			loop_end(I, &L);
-		}
-		if (T->nbd > 0)
-			dw_segment(&bw, s0);
-		if (T->nz > 0)
-			tok_flush(&bw, s0);
-	}
-	for (int c = 0; c < 4; c++)
-		var_set(I, uR[c], fadd(I, fmul(I, rA[c], var_get(I, uR[c])), rB[c]));
 	if_end(I, &live);
 	loop_end(I, &Lg);
 	loop_end(I, &Lt);

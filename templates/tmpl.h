@@ -126,6 +126,7 @@ typedef struct {
 	int seg_n, seg_flags, seg_step;            /* steps per segment, what is staged (SEG_*), bytes per step */
 	LLVMValueRef seg_i0;                       /* first step of the staged segment */
 	int seg_keep;                              /* the buffer already holds the next segment: do not stage */
+	int full;                                  /* the code being emitted covers steps inside the sequence only (in_seq) */
 	LLVMBasicBlockRef hoist;                   /* lane-invariant values are emitted here (slot_env) */
 } Lanes;
 
@@ -223,6 +224,9 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights);
  * 4q .. 4q+3 (ln->ch): the weights' columns are permuted to match */
 LLVMValueRef wcol(const Tmpl *T, Irb *I, LLVMValueRef w, LLVMValueRef n8, int nt);
 /* timestep of row r at step i of the group starting at row gb */
+/* token t of the sequence is inside it (t < L); true without a test where
+ * ln->full says the code covers no step past the end */
+LLVMValueRef in_seq(Tmpl *T, const Lanes *ln, LLVMValueRef t);
 void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
 /* a step's inputs without its gates: rows, reset flags, x and token values (staged or loaded) */
 void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
