@@ -672,8 +672,8 @@ static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValu
 	cluster_sync(I);
 }
 
-/* One group of the tile (16 rows of a chunk each, from gb): pass A, the
- * chunk-start h and chunk-end messages, then the segments from the end;
+/* One group of the tile (16 rows of C steps from token gb): pass A, the
+ * rows' starting h and ending messages, then the segments from the end;
  * uR, the message entering the group from the right, leaves as the one
  * entering the group before it. */
 static void bwd_group(Bwd *bw, LLVMValueRef gb, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
