@@ -328,7 +328,7 @@ void wmat_dx_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2])
 
 LLVMValueRef in_seq(Tmpl *T, const Lanes *ln, LLVMValueRef t)
 {
-	return ln->full ? LLVMConstInt(LLVMInt1TypeInContext(T->I.ctx), 1, 0) : ilt(&T->I, t, ln->L);
+	return ln->full ? LLVMConstInt(T->I.i1, 1, 0) : ilt(&T->I, t, ln->L);
 }
 
 void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)

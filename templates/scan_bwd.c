@@ -672,15 +672,16 @@ static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValu
 	cluster_sync(I);
 }
 
-/* One group of the tile (16 rows of C steps from token gb): pass A, the
- * rows' starting h and ending messages, then the segments from the end;
- * uR, the message entering the group from the right, leaves as the one
- * entering the group before it. */
-static void bwd_group(Bwd *bw, LLVMValueRef gb, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
+/* One group of the tile (16 rows of C steps from token bw->gb): pass A,
+ * the rows' starting h and ending messages, then the segments from the
+ * end; uR, the message entering the group from the right, leaves as the
+ * one entering the group before it. */
+static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 {
 	Tmpl *T = bw->T;
 	Irb *I = &T->I;
 	Lanes *ln = bw->ln;
+	LLVMValueRef gb = bw->gb;
 	LLVMValueRef gi = idiv(I, gb, ci32(I, 16 * T->C));
 	LLVMValueRef hg[4];
 	for (int c = 0; c < 4; c++)
@@ -901,14 +902,14 @@ void tmpl_bwd_apply(Tmpl *T)
 		LLVMValueRef in = LLVMBuildICmp(I->b, LLVMIntSLE, iadd(I, gb, ci32(I, 16 * T->C)), ln.L, "");
 		if_begin(I, &full, in, "full");
 		ln.full = 1;
-		bwd_group(&bw, gb, ckpt, NG, uR);
+		bwd_group(&bw, ckpt, NG, uR);
 		ln.full = 0;
 		if_end(I, &full);
 		if_begin(I, &part, LLVMBuildNot(I->b, in, ""), "part");
-		bwd_group(&bw, gb, ckpt, NG, uR);
+		bwd_group(&bw, ckpt, NG, uR);
 		if_end(I, &part);
 	} else {
-		bwd_group(&bw, gb, ckpt, NG, uR);
+		bwd_group(&bw, ckpt, NG, uR);
 	}
 	if_end(I, &live);
 	loop_end(I, &Lg);

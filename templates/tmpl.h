@@ -223,10 +223,10 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights);
  * T->ch4 the one that puts columns 2q, 2q+1 of both n-tiles on channels
  * 4q .. 4q+3 (ln->ch): the weights' columns are permuted to match */
 LLVMValueRef wcol(const Tmpl *T, Irb *I, LLVMValueRef w, LLVMValueRef n8, int nt);
-/* timestep of row r at step i of the group starting at row gb */
 /* token t of the sequence is inside it (t < L); true without a test where
  * ln->full says the code covers no step past the end */
 LLVMValueRef in_seq(Tmpl *T, const Lanes *ln, LLVMValueRef t);
+/* timestep of row r at step i of the group starting at row gb */
 void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
 /* a step's inputs without its gates: rows, reset flags, x and token values (staged or loaded) */
 void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
