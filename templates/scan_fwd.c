@@ -232,6 +232,85 @@ static void apply_kept(Tmpl *T, Lanes *ln, LLVMValueRef gb, int keep, LLVMValueR
 	if_end(I, &f);
 }
 
+/* One tile: the quads' maps, the tile's carry (look-back or the carry
+ * pass's), then h and y from the kept maps or a second sweep. */
+static void fwd_apply_tile(Tmpl *T, Lanes *ln, Launch *l, int keep, int lbo)
+{
+	Irb *I = &T->I;
+	int lb = T->v->lookback;
+	ln->seg_keep = 0;   /* a copy emitted before this one left it set: phase 1 stages */
+	Maps ex[4];
+	LLVMValueRef tA[4][4], tB[4][4];
+	Var qA[4], qB[4];
+	LLVMValueRef qbase = quad_base(T, ln);
+	Var ovf = { 0 };
+	if (keep >= 0)
+		ovf = var_init(I, LLVMConstInt(I->i1, 0, 0), "ovf");
+	quad_fold(T, ln, qbase, ex, tA, tB, qA, qB, keep, &ovf);
+	/* the kept maps serve unless one of the block's values overflowed fp16 */
+	LLVMValueRef kept = keep >= 0 ? LLVMBuildNot(I->b, bar_or(I, var_get(I, ovf)), "") : NULL;
+	quad_publish(T, ln, qA, qB);
+	if (lb)
+		lb_carry(T, ln, &l->sig, lbo);
+	/* the quad's start: the tile carry through the earlier quads */
+	LLVMValueRef ckpt = ksig_arg(T, &l->sig, "ws:ckpt");
+	Var hg[4];
+	for (int c = 0; c < 4; c++) {
+		LLVMValueRef h = lb ? ld(I, I->f32, smem_ptr(I, iadd(I, ci32(I, lb_carry_at(lbo)), imul(I, ln->ch[c], ci32(I, 4)))), 4)
+		                    : ld(I, I->f32, gep_f32(I, ksig_arg(T, &l->sig, "ws:carry"), tile_chan_index(T, ln, ln->ch[c])), 4);
+		for (int qd = 0; qd < T->TW - 1; qd++) {
+			LLVMValueRef off = imul(I, iadd(I, ci32(I, qd * 64), ln->ch[c]), ci32(I, 8));
+			LLVMValueRef a = ld(I, I->f32, smem_ptr(I, off), 4);
+			LLVMValueRef b = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, 4))), 4);
+			LLVMValueRef nh = fadd(I, fmul(I, a, h), b);
+			h = fsel(I, ilt(I, ci32(I, qd), ln->quad), nh, h);
+		}
+		hg[c] = var_init(I, h, "hg");
+	}
+	LLVMValueRef ytmp[TM_SLOTS];
+	for (int j = 0; j < T->GQ; j++) {
+		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->C));
+		/* checkpoint: h at the group start, for the backward */
+		IfBlk f;
+		if_begin(I, &f, land(I, ieq(I, ln->g, ci32(I, 0)), ilt(I, gb, ln->L)), "ckpt");
+		LLVMValueRef gi = idiv(I, gb, ci32(I, 16 * T->C));
+		LLVMValueRef ng = idiv(I, iadd(I, ln->L, ci32(I, 16 * T->C - 1)), ci32(I, 16 * T->C));
+		for (int c = 0; c < 4; c++) {
+			st(I, var_get(I, hg[c]), gep_f32(I, ckpt, tile_chan(T, ln, gi, ng, ln->ch[c])), 4);
+		}
+		if_end(I, &f);
+		Var h[TM_SLOTS];
+		for (int s = 0; s < TM_SLOTS; s++) {
+			LLVMValueRef hgc = var_get(I, hg[slot_c(s)]);
+			h[s] = var_init(I, fadd(I, fmul(I, var_get(I, ex[j].A[s]), hgc), var_get(I, ex[j].B[s])), "h");
+		}
+		/* one group of one segment per quad: phase 1's staging still holds it */
+		ln->seg_keep = T->GQ == 1 && T->C == ln->seg_n;
+		if (keep >= 0)
+			apply_kept(T, ln, gb, keep, kept, h, hg, tA[j], tB[j]);
+		IfBlk sweep;   /* the sweep over the gates, where no kept maps serve */
+		if (keep >= 0)
+			if_begin(I, &sweep, LLVMBuildNot(I->b, kept, ""), "sweep");
+		Loop Ls, L;
+		LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, T->C);
+		Step stp;
+		step_gates(T, ln, &stp, gb, i, 0);
+		for (int s = 0; s < TM_SLOTS; s++) {
+			LLVMValueRef hn = fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]);
+			var_set(I, h[s], hn);
+			ytmp[s] = emit_y(T, ln, &stp, s, hn);
+		}
+		store_slots(T, ln, &stp, ln->y, ytmp, NULL);
+		seg_loop_end(T, &Ls, &L);
+		if (keep >= 0)
+			if_end(I, &sweep);
+		for (int c = 0; c < 4; c++) {
+			LLVMValueRef hgc = var_get(I, hg[c]);
+			var_set(I, hg[c], fadd(I, fmul(I, tA[j][c], hgc), tB[j][c]));
+		}
+	}
+}
+
 void tmpl_fwd_apply(Tmpl *T)
 {
 	Irb *I = &T->I;
@@ -261,75 +340,23 @@ void tmpl_fwd_apply(Tmpl *T)
 	Lanes ln;
 	quad_lanes(T, &ln, &l->sig, apply_seg(T), SEG_X);
 	memset(T->lb_thb, 0, sizeof T->lb_thb);
-	Maps ex[4];
-	LLVMValueRef tA[4][4], tB[4][4];
-	Var qA[4], qB[4];
-	LLVMValueRef qbase = quad_base(T, &ln);
-	Var ovf = { 0 };
-	if (keep >= 0)
-		ovf = var_init(I, LLVMConstInt(I->i1, 0, 0), "ovf");
-	quad_fold(T, &ln, qbase, ex, tA, tB, qA, qB, keep, &ovf);
-	/* the kept maps serve unless one of the block's values overflowed fp16 */
-	LLVMValueRef kept = keep >= 0 ? LLVMBuildNot(I->b, bar_or(I, var_get(I, ovf)), "") : NULL;
-	quad_publish(T, &ln, qA, qB);
-	if (lb)
-		lb_carry(T, &ln, &l->sig, lbo);
-	/* the quad's start: the tile carry through the earlier quads */
-	LLVMValueRef ckpt = ksig_arg(T, &l->sig, "ws:ckpt");
-	Var hg[4];
-	for (int c = 0; c < 4; c++) {
-		LLVMValueRef h = lb ? ld(I, I->f32, smem_ptr(I, iadd(I, ci32(I, lb_carry_at(lbo)), imul(I, ln.ch[c], ci32(I, 4)))), 4)
-		                    : ld(I, I->f32, gep_f32(I, ksig_arg(T, &l->sig, "ws:carry"), tile_chan_index(T, &ln, ln.ch[c])), 4);
-		for (int qd = 0; qd < T->TW - 1; qd++) {
-			LLVMValueRef off = imul(I, iadd(I, ci32(I, qd * 64), ln.ch[c]), ci32(I, 8));
-			LLVMValueRef a = ld(I, I->f32, smem_ptr(I, off), 4);
-			LLVMValueRef b = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, 4))), 4);
-			LLVMValueRef nh = fadd(I, fmul(I, a, h), b);
-			h = fsel(I, ilt(I, ci32(I, qd), ln.quad), nh, h);
-		}
-		hg[c] = var_init(I, h, "hg");
-	}
-	LLVMValueRef ytmp[TM_SLOTS];
-	for (int j = 0; j < T->GQ; j++) {
-		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->C));
-		/* checkpoint: h at the group start, for the backward */
-		IfBlk f;
-		if_begin(I, &f, land(I, ieq(I, ln.g, ci32(I, 0)), ilt(I, gb, ln.L)), "ckpt");
-		LLVMValueRef gi = idiv(I, gb, ci32(I, 16 * T->C));
-		LLVMValueRef ng = idiv(I, iadd(I, ln.L, ci32(I, 16 * T->C - 1)), ci32(I, 16 * T->C));
-		for (int c = 0; c < 4; c++) {
-			st(I, var_get(I, hg[c]), gep_f32(I, ckpt, tile_chan(T, &ln, gi, ng, ln.ch[c])), 4);
-		}
-		if_end(I, &f);
-		Var h[TM_SLOTS];
-		for (int s = 0; s < TM_SLOTS; s++) {
-			LLVMValueRef hgc = var_get(I, hg[slot_c(s)]);
-			h[s] = var_init(I, fadd(I, fmul(I, var_get(I, ex[j].A[s]), hgc), var_get(I, ex[j].B[s])), "h");
-		}
-		/* one group of one segment per quad: phase 1's staging still holds it */
-		ln.seg_keep = T->GQ == 1 && T->C == ln.seg_n;
-		if (keep >= 0)
-			apply_kept(T, &ln, gb, keep, kept, h, hg, tA[j], tB[j]);
-		IfBlk sweep;   /* the sweep over the gates, where no kept maps serve */
-		if (keep >= 0)
-			if_begin(I, &sweep, LLVMBuildNot(I->b, kept, ""), "sweep");
-		Loop Ls, L;
-		LLVMValueRef i = seg_loop_begin(T, &ln, &Ls, &L, gb, T->C);
-		Step stp;
-		step_gates(T, &ln, &stp, gb, i, 0);
-		for (int s = 0; s < TM_SLOTS; s++) {
-			LLVMValueRef hn = fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]);
-			var_set(I, h[s], hn);
-			ytmp[s] = emit_y(T, &ln, &stp, s, hn);
-		}
-		store_slots(T, &ln, &stp, ln.y, ytmp, NULL);
-		seg_loop_end(T, &Ls, &L);
-		if (keep >= 0)
-			if_end(I, &sweep);
-		for (int c = 0; c < 4; c++) {
-			LLVMValueRef hgc = var_get(I, hg[c]);
-			var_set(I, hg[c], fadd(I, fmul(I, tA[j][c], hgc), tB[j][c]));
-		}
+	/* a tile inside the sequence has every step valid: its own copy of the
+	 * code, with the validity selects folded away. RG-LRU's look-back scan
+	 * at prefix 32 and chunks over 8 (128 registers for two blocks) spills
+	 * with the copy: it keeps one. */
+	if (!(lb && T->nbd > 0 && T->GQ == 1 && T->C > 8)) {
+		IfBlk full, part;
+		LLVMValueRef in = LLVMBuildICmp(I->b, LLVMIntSLE, imul(I, iadd(I, lane_tile(I, &ln), ci32(I, 1)), ci32(I, T->C * T->P)), ln.L, "");
+		if_begin(I, &full, in, "full");
+		ln.full = 1;
+		fwd_apply_tile(T, &ln, l, keep, lbo);
+		ln.full = 0;
+		if_end(I, &full);
+		if_begin(I, &part, LLVMBuildNot(I->b, in, ""), "part");
+		fwd_apply_tile(T, &ln, l, keep, lbo);
+		if_end(I, &part);
+	} else {
+		fwd_apply_tile(T, &ln, l, keep, lbo);
 	}
 	irb_ret(I);
 }
