@@ -331,6 +331,24 @@ LLVMValueRef in_seq(Tmpl *T, const Lanes *ln, LLVMValueRef t)
 	return ln->full ? LLVMConstInt(T->I.i1, 1, 0) : ilt(&T->I, t, ln->L);
 }
 
+void emit_split(Tmpl *T, Lanes *ln, LLVMValueRef in, void (*body)(void *arg), void *arg)
+{
+	Irb *I = &T->I;
+	if (!in) {
+		body(arg);
+		return;
+	}
+	IfBlk full, part;
+	if_begin(I, &full, in, "full");
+	ln->full = 1;
+	body(arg);
+	ln->full = 0;
+	if_end(I, &full);
+	if_begin(I, &part, LLVMBuildNot(I->b, in, ""), "part");
+	body(arg);
+	if_end(I, &part);
+}
+
 void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 {
 	Irb *I = &T->I;

@@ -799,6 +799,18 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 		var_set(I, uR[c], fadd(I, fmul(I, rA[c], var_get(I, uR[c])), rB[c]));
 }
 
+struct GroupArg {
+	Bwd *bw;
+	LLVMValueRef ckpt, NG;
+	Var *uR;
+};
+
+static void bwd_group_body(void *arg)
+{
+	struct GroupArg *a = arg;
+	bwd_group(a->bw, a->ckpt, a->NG, a->uR);
+}
+
 void tmpl_bwd_apply(Tmpl *T)
 {
 	Irb *I = &T->I;
@@ -897,20 +909,9 @@ void tmpl_bwd_apply(Tmpl *T)
 	 * reverse step's instructions). Chunks of 64 at prefix 64 and 128
 	 * already hold 255 registers, and with the copy ptxas spills: they
 	 * keep one. */
-	if (T->C <= 32 || T->GQ == 1) {
-		IfBlk full, part;
-		LLVMValueRef in = LLVMBuildICmp(I->b, LLVMIntSLE, iadd(I, gb, ci32(I, 16 * T->C)), ln.L, "");
-		if_begin(I, &full, in, "full");
-		ln.full = 1;
-		bwd_group(&bw, ckpt, NG, uR);
-		ln.full = 0;
-		if_end(I, &full);
-		if_begin(I, &part, LLVMBuildNot(I->b, in, ""), "part");
-		bwd_group(&bw, ckpt, NG, uR);
-		if_end(I, &part);
-	} else {
-		bwd_group(&bw, ckpt, NG, uR);
-	}
+	struct GroupArg ga = { &bw, ckpt, NG, uR };
+	LLVMValueRef in = LLVMBuildICmp(I->b, LLVMIntSLE, iadd(I, gb, ci32(I, 16 * T->C)), ln.L, "");
+	emit_split(T, &ln, T->C <= 32 || T->GQ == 1 ? in : NULL, bwd_group_body, &ga);
 	if_end(I, &live);
 	loop_end(I, &Lg);
 	loop_end(I, &Lt);

@@ -311,6 +311,19 @@ static void fwd_apply_tile(Tmpl *T, Lanes *ln, Launch *l, int keep, int lbo)
 	}
 }
 
+struct TileArg {
+	Tmpl *T;
+	Lanes *ln;
+	Launch *l;
+	int keep, lbo;
+};
+
+static void fwd_apply_tile_body(void *arg)
+{
+	struct TileArg *a = arg;
+	fwd_apply_tile(a->T, a->ln, a->l, a->keep, a->lbo);
+}
+
 void tmpl_fwd_apply(Tmpl *T)
 {
 	Irb *I = &T->I;
@@ -344,20 +357,9 @@ void tmpl_fwd_apply(Tmpl *T)
 	 * code, with the validity selects folded away. RG-LRU's look-back scan
 	 * at prefix 32 and chunks over 8 (128 registers for two blocks) spills
 	 * with the copy: it keeps one. */
-	if (!(lb && T->nbd > 0 && T->GQ == 1 && T->C > 8)) {
-		IfBlk full, part;
-		LLVMValueRef in = LLVMBuildICmp(I->b, LLVMIntSLE, imul(I, iadd(I, lane_tile(I, &ln), ci32(I, 1)), ci32(I, T->C * T->P)), ln.L, "");
-		if_begin(I, &full, in, "full");
-		ln.full = 1;
-		fwd_apply_tile(T, &ln, l, keep, lbo);
-		ln.full = 0;
-		if_end(I, &full);
-		if_begin(I, &part, LLVMBuildNot(I->b, in, ""), "part");
-		fwd_apply_tile(T, &ln, l, keep, lbo);
-		if_end(I, &part);
-	} else {
-		fwd_apply_tile(T, &ln, l, keep, lbo);
-	}
+	struct TileArg ta = { T, &ln, l, keep, lbo };
+	LLVMValueRef in = LLVMBuildICmp(I->b, LLVMIntSLE, imul(I, iadd(I, lane_tile(I, &ln), ci32(I, 1)), ci32(I, T->C * T->P)), ln.L, "");
+	emit_split(T, &ln, lb && T->nbd > 0 && T->GQ == 1 && T->C > 8 ? NULL : in, fwd_apply_tile_body, &ta);
 	irb_ret(I);
 }
 

@@ -226,6 +226,11 @@ LLVMValueRef wcol(const Tmpl *T, Irb *I, LLVMValueRef w, LLVMValueRef n8, int nt
 /* token t of the sequence is inside it (t < L); true without a test where
  * ln->full says the code covers no step past the end */
 LLVMValueRef in_seq(Tmpl *T, const Lanes *ln, LLVMValueRef t);
+/* body emitted twice: under `in` with ln->full set, so that every in_seq
+ * test folds away (a block's work wholly inside the sequence runs its own
+ * copy of the code), and under !in as it is; once, as it is, where `in` is
+ * NULL (the copy would spill) */
+void emit_split(Tmpl *T, Lanes *ln, LLVMValueRef in, void (*body)(void *arg), void *arg);
 /* timestep of row r at step i of the group starting at row gb */
 void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
 /* a step's inputs without its gates: rows, reset flags, x and token values (staged or loaded) */
