@@ -375,6 +375,12 @@ LLVMValueRef bar_or(Irb *I, LLVMValueRef pred)
 	return LLVMBuildICmp(I->b, LLVMIntNE, r, ci32(I, 0), "");
 }
 
+LLVMValueRef warp_any(Irb *I, LLVMValueRef pred)
+{
+	LLVMValueRef a[2] = { ci32(I, -1), pred };
+	return call_intr(I, "llvm.nvvm.vote.any.sync", NULL, 0, a, 2);
+}
+
 void fence_gpu(Irb *I) { call_intr(I, "llvm.nvvm.membar.gl", NULL, 0, NULL, 0); }
 
 LLVMValueRef cluster_rank(Irb *I) { return call_intr(I, "llvm.nvvm.read.ptx.sreg.cluster.ctarank", NULL, 0, NULL, 0); }

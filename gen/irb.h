@@ -127,6 +127,7 @@ LLVMValueRef ctaid(Irb *I, int dim);
 LLVMValueRef nctaid(Irb *I, int dim);
 void bar_sync(Irb *I);                                   /* __syncthreads */
 LLVMValueRef bar_or(Irb *I, LLVMValueRef pred_i1);       /* __syncthreads_or: i1 */
+LLVMValueRef warp_any(Irb *I, LLVMValueRef pred_i1);     /* vote.any over the full warp: i1 */
 void fence_gpu(Irb *I);                                  /* membar.gl (__threadfence) */
 void bar_named(Irb *I, LLVMValueRef id, int nthreads);   /* bar.sync id, n */
 /* shfl.sync with full mask; clamp as in PTX c operand */

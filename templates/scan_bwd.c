@@ -154,12 +154,14 @@ static void part_map(Tmpl *T, PartMap *pm)
 typedef struct {
 	int hprev;      /* h before each step of a segment, [step][slot][thread] */
 	int nh, hm0;    /* the chunk's last nh segments read h from pass A's maps of steps hm0 .. C-2 */
+	int h16;        /* those maps as 16-bit pairs (map16_pack), half the bytes */
 	int segf;       /* what a segment stages (SEG_*) */
 	int dpa, scal, wmat, dW, xs, dz, bmap, nbm, total;
 } BwdSmem;
 
 /* Two blocks per SM (4 warps each, SMEM_2BLK) are what hides this kernel's latency */
 #define MAP_BYTES (TM_SLOTS * 2 * 128 * 4)   /* one map [slot][A, B][thread] */
+#define MAP16_BYTES (TM_SLOTS * 128 * 4)    /* one map [slot][thread] of 16-bit pairs */
 
 /* The last nh segments of a chunk take h before their steps from the maps
  * of the chunk's steps (from its start) that pass A keeps, instead of
@@ -167,16 +169,17 @@ typedef struct {
  * A, reverse step) instead of three times. The other segments store h in
  * the same region (they run after), starting from pass A's map at their
  * boundary where those fit. */
-static BwdSmem bwd_layout(const Tmpl *T, const PartMap *pm, int nh, int swz)
+static BwdSmem bwd_layout(const Tmpl *T, const PartMap *pm, int nh, int swz, int h16)
 {
 	int nbd = T->nbd, nseg = T->C / T->S;
 	BwdSmem s;
 	s.nh = nh;
+	s.h16 = h16;
 	s.segf = SEG_X | SEG_DY | (swz ? SEG_SWZ : 0);
 	s.hm0 = T->C - nh * T->S - 1;
 	if (s.hm0 < 0)
 		s.hm0 = 0;          /* step 0 starts from the chunk's start itself */
-	int hbytes = nh > 0 ? (T->C - 1 - s.hm0) * MAP_BYTES : 0, hseg = T->S * TM_SLOTS * 128 * 4;
+	int hbytes = nh > 0 ? (T->C - 1 - s.hm0) * (h16 ? MAP16_BYTES : MAP_BYTES) : 0, hseg = T->S * TM_SLOTS * 128 * 4;
 	if (nh < nseg && hbytes < hseg)
 		hbytes = hseg;
 	s.hprev = 0;
@@ -217,25 +220,29 @@ static int bwd_gate_steps(const Tmpl *T, const BwdSmem *s)
 }
 
 /* of the layouts that let two blocks share an SM, the one with the fewest
- * gate evaluations (then the least shared memory). A chunk of more than 8
- * segments keeps the sweeps: its unrolled segments already hold 250-255
- * registers, and with the maps' loads and the swizzled addresses ptxas
- * spills (RG-LRU chunk 64 at prefix 64 and 128), for a tenth fewer
- * evaluations. */
+ * gate evaluations, then fp32 maps over 16-bit ones, then the least shared
+ * memory. 16-bit maps fit twice as many steps: RG-LRU at chunk 8 keeps
+ * all seven instead of the last segment's four, and its first segment no
+ * longer sweeps the gates forward (20 -> 16 evaluations per chunk). A
+ * chunk of more than 8 segments keeps the sweeps: its unrolled segments
+ * already hold 250-255 registers, and with the maps' loads and the
+ * swizzled addresses ptxas spills (RG-LRU chunk 64 at prefix 64 and 128),
+ * for a tenth fewer evaluations. */
 static BwdSmem bwd_smem(const Tmpl *T, const PartMap *pm)
 {
-	BwdSmem best = bwd_layout(T, pm, 0, 0);
-	for (int nh = 1; nh <= T->C / T->S && T->C / T->S <= 8; nh++) {
-		/* staged rows swizzled only where the padding is what does not fit */
-		BwdSmem s = bwd_layout(T, pm, nh, 0);
-		if (s.total > SMEM_2BLK)
-			s = bwd_layout(T, pm, nh, 1);
-		if (s.total > SMEM_2BLK)
-			continue;
-		int d = bwd_gate_steps(T, &s) - bwd_gate_steps(T, &best);
-		if (d < 0 || (d == 0 && s.total < best.total))
-			best = s;
-	}
+	BwdSmem best = bwd_layout(T, pm, 0, 0, 0);
+	for (int h16 = 0; h16 < 2; h16++)
+		for (int nh = 1; nh <= T->C / T->S && T->C / T->S <= 8; nh++) {
+			/* staged rows swizzled only where the padding is what does not fit */
+			BwdSmem s = bwd_layout(T, pm, nh, 0, h16);
+			if (s.total > SMEM_2BLK)
+				s = bwd_layout(T, pm, nh, 1, h16);
+			if (s.total > SMEM_2BLK)
+				continue;
+			int d = bwd_gate_steps(T, &s) - bwd_gate_steps(T, &best);
+			if (d < 0 || (d == 0 && s.h16 == best.h16 && s.total < best.total))
+				best = s;
+		}
 	return best;
 }
 
@@ -264,6 +271,86 @@ static LLVMValueRef map_word(Bwd *bw, int base, LLVMValueRef k, int s, int ab)
 static LLVMValueRef bmap_at(Bwd *bw, LLVMValueRef k, int s, int ab) { return map_word(bw, bw->sm.bmap, k, s, ab); }
 /* the map of the chunk's steps 0 .. hm0 + k */
 static LLVMValueRef hmap_at(Bwd *bw, LLVMValueRef k, int s, int ab) { return map_word(bw, bw->sm.hprev, k, s, ab); }
+
+/* the same as one 16-bit pair (h16): [k][slot][thread] */
+static LLVMValueRef hmap16_at(Bwd *bw, LLVMValueRef k, int s)
+{
+	Irb *I = &bw->T->I;
+	LLVMValueRef w = iadd(I, imul(I, k, ci32(I, TM_SLOTS)), ci32(I, s));
+	return iadd(I, ci32(I, bw->sm.hprev), imul(I, iadd(I, imul(I, w, ci32(I, 128)), bw->ln->tid), ci32(I, 4)));
+}
+
+/* A map (A, B) in 32 bits: an fp16 pair (A high, B low), each value
+ * rounded once (2^-11) and never accumulated. Where either would pass
+ * fp16's range (above 6e4: B is h from a zero start, so large
+ * activations), a bf16 pair instead, marked by the sign bit: A, a product
+ * of exponentials and resets' zeros, is never negative, so the bit is
+ * free. Such a value loses precision (2^-8), never range. */
+static LLVMValueRef map16_pack(Irb *I, LLVMValueRef A, LLVMValueRef B)
+{
+	LLVMValueRef big = LLVMBuildOr(I->b, fgt(I, fabs_(I, A), cf32(I, 6.0e4)), fgt(I, fabs_(I, B), cf32(I, 6.0e4)), "");
+	LLVMValueRef wide = LLVMBuildOr(I->b, pack_bf16x2(I, B, A), ci32(I, (int64_t)0x80000000u), "");
+	return LLVMBuildSelect(I->b, big, wide, pack_f16x2(I, B, A), "");
+}
+
+/* pass A keeps the map of the chunk's steps 0 .. hm0 + k */
+static void hmap_store(Bwd *bw, LLVMValueRef k, int s, LLVMValueRef A, LLVMValueRef B)
+{
+	Irb *I = &bw->T->I;
+	if (bw->sm.h16) {
+		st(I, map16_pack(I, A, B), smem_ptr(I, hmap16_at(bw, k, s)), 4);
+		return;
+	}
+	st(I, A, smem_ptr(I, hmap_at(bw, k, s, 0)), 4);
+	st(I, B, smem_ptr(I, hmap_at(bw, k, s, 1)), 4);
+}
+
+/* h before step i of the chunk, every slot: the map of steps 0 .. i-1 on
+ * the chunk's start h0; step 0 takes the start itself (its load stays in
+ * range). A warp whose 16-bit maps of the step are all fp16 pairs (every
+ * warp, short of activations near fp16's range) widens them with two
+ * conversions and no test per value. */
+static void hmap_hprev(Bwd *bw, LLVMValueRef i, LLVMValueRef hp[TM_SLOTS])
+{
+	Irb *I = &bw->T->I;
+	LLVMValueRef k = isub(I, i, ci32(I, 1 + bw->sm.hm0));
+	k = LLVMBuildSelect(I->b, ilt(I, k, ci32(I, 0)), ci32(I, 0), k, "");
+	LLVMValueRef A[TM_SLOTS], B[TM_SLOTS];
+	if (bw->sm.h16) {
+		LLVMValueRef m[TM_SLOTS], sign = ci32(I, 0);
+		Var vA[TM_SLOTS], vB[TM_SLOTS];
+		for (int s = 0; s < TM_SLOTS; s++) {
+			m[s] = ld(I, I->i32, smem_ptr(I, hmap16_at(bw, k, s)), 4);
+			sign = LLVMBuildOr(I->b, sign, m[s], "");
+			vA[s] = var_init(I, unpack_f16(I, m[s], 1), "hA");
+			vB[s] = var_init(I, unpack_f16(I, m[s], 0), "hB");
+		}
+		IfBlk wide;
+		if_begin(I, &wide, warp_any(I, ilt(I, sign, ci32(I, 0))), "map_wide");
+		for (int s = 0; s < TM_SLOTS; s++) {
+			LLVMValueRef bf = ilt(I, m[s], ci32(I, 0));
+			LLVMValueRef Aw = LLVMBuildBitCast(I->b, LLVMBuildAnd(I->b, m[s], ci32(I, 0x7fff0000), ""), I->f32, "");
+			var_set(I, vA[s], fsel(I, bf, Aw, var_get(I, vA[s])));
+			var_set(I, vB[s], fsel(I, bf, unpack_bf16_lo(I, m[s]), var_get(I, vB[s])));
+		}
+		if_end(I, &wide);
+		for (int s = 0; s < TM_SLOTS; s++) {
+			A[s] = var_get(I, vA[s]);
+			B[s] = var_get(I, vB[s]);
+		}
+	} else {
+		for (int s = 0; s < TM_SLOTS; s++) {
+			A[s] = ld(I, I->f32, smem_ptr(I, hmap_at(bw, k, s, 0)), 4);
+			B[s] = ld(I, I->f32, smem_ptr(I, hmap_at(bw, k, s, 1)), 4);
+		}
+	}
+	for (int s = 0; s < TM_SLOTS; s++) {
+		LLVMValueRef h0 = var_get(I, bw->h0[s]);
+		hp[s] = fadd(I, fmul(I, A[s], h0), B[s]);
+		if (bw->sm.hm0 == 0)
+			hp[s] = fsel(I, ieq(I, i, ci32(I, 0)), h0, hp[s]);
+	}
+}
 
 /* word e of this thread's dW^T accumulator fragment of projection j, tile kt */
 static LLVMValueRef dw_acc(Bwd *bw, int j, int kt, int e)
@@ -356,20 +443,14 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 	LLVMValueRef dy[TM_SLOTS];
 	load_dy(T, ln, &stp, dy);
 	LLVMValueRef gx[TM_SLOTS], gp[TM_SLOTS][MX_MAXPROJ], gz[TM_SLOTS][TM_MAXZ];
+	LLVMValueRef hps[TM_SLOTS];
+	if (bw->hm)
+		hmap_hprev(bw, i, hps);
 	for (int s = 0; s < TM_SLOTS; s++) {
 		LLVMValueRef valid = stp.valid[slot_r(s)];
 		LLVMValueRef hp;
 		if (bw->hm) {
-			/* h before step i: the map of steps 0 .. i-1 on the chunk's
-			 * start; step 0 takes the start itself (its load stays in range) */
-			LLVMValueRef k = isub(I, i, ci32(I, 1 + bw->sm.hm0));
-			k = LLVMBuildSelect(I->b, ilt(I, k, ci32(I, 0)), ci32(I, 0), k, "");
-			LLVMValueRef A = ld(I, I->f32, smem_ptr(I, hmap_at(bw, k, s, 0)), 4);
-			LLVMValueRef B = ld(I, I->f32, smem_ptr(I, hmap_at(bw, k, s, 1)), 4);
-			LLVMValueRef h0 = var_get(I, bw->h0[s]);
-			hp = fadd(I, fmul(I, A, h0), B);
-			if (bw->sm.hm0 == 0)
-				hp = fsel(I, ieq(I, i, ci32(I, 0)), h0, hp);
+			hp = hps[s];
 		} else {
 			LLVMValueRef off = imul(I, iadd(I, imul(I, iadd(I, imul(I, si, ci32(I, TM_SLOTS)), ci32(I, s)), ci32(I, 128)), ln->tid), ci32(I, 4));
 			hp = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, bw->sm.hprev))), 4);
@@ -707,10 +788,8 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 			IfBlk f;
 			if_begin(I, &f, land(I, ilt(I, i, ci32(I, T->C - 1)), LLVMBuildICmp(I->b, LLVMIntSGE, i, ci32(I, bw->sm.hm0), "")), "hmap");
 			LLVMValueRef k = isub(I, i, ci32(I, bw->sm.hm0));
-			for (int s = 0; s < TM_SLOTS; s++) {
-				st(I, var_get(I, fm.A[s]), smem_ptr(I, hmap_at(bw, k, s, 0)), 4);
-				st(I, var_get(I, fm.B[s]), smem_ptr(I, hmap_at(bw, k, s, 1)), 4);
-			}
+			for (int s = 0; s < TM_SLOTS; s++)
+				hmap_store(bw, k, s, var_get(I, fm.A[s]), var_get(I, fm.B[s]));
 			if_end(I, &f);
 		}
 		loop_end(I, &L);

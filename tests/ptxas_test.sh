@@ -215,5 +215,18 @@ for f in "$work"/ptx/*.ptx; do
 done
 tally "$dbad" "$dn kernels: no tanh.approx of one value twice; one ex2 per element in every bwd_apply reverse step" \
 	"special functions evaluated twice: $dbad of $dn kernels"
+# RG-LRU's bwd_apply at chunk 8 sweeps the gates forward once per group
+# (pass A) and not again before a segment's reverse steps: pass A's maps of
+# every step, as 16-bit pairs, give h before each step. The loops that
+# evaluate gates without the adjoint (mma and ex2, no rsqrt): one per copy
+# of the group's code (inside the sequence, at its end)
+sbad=0 sn=0
+for f in "$work"/ptx/rglru.*_chunk8.ptx; do
+	sn=$((sn+1))
+	n=$("$src/bench/ptx_loops.sh" "$f" rglru_bwd_apply | awk 'NR > 1 && $4 > 0 && $5 > 0 && $8 == 0 { n++ } END { print n + 0 }')
+	[ "$n" -eq 2 ] || { echo "FAIL $(basename "$f") rglru_bwd_apply: $n forward gate sweeps (pass A in each of 2 copies expected)"; sbad=$((sbad+1)); }
+done
+tally "$sbad" "$sn RG-LRU chunk-8 bwd_apply kernels sweep the gates forward in pass A only (h from 16-bit maps)" \
+	"gate sweeps besides pass A: $sbad of $sn kernels"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
