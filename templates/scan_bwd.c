@@ -555,32 +555,38 @@ static void dw_segment(Bwd *bw, int s0)
 	int swz = ln->seg_flags & SEG_SWZ;
 	LLVMValueRef xo = swz ? NULL : xs_ldsm_at(I, ln, 0);
 	LLVMTypeRef v4 = LLVMVectorType(I->f32, 4);
-	/* one projection at a time: the fragments of S steps stay within the
-	 * registers the kernel has left */
-	for (int j = 0; j < T->nbd; j++) {
-		LLVMValueRef A[8][4];
-		for (int si = 0; si < T->S; si++)
-			ldsm_x4(I, A[si], dpa_at(bw, ci32(I, si), j, ln->w, at, ah), 1);
+	/* every projection's A fragments of the S steps at once, so that each
+	 * x fragment is loaded once for all of them (40 -> 24 ldmatrix per
+	 * segment for RG-LRU); chunks of 64, and of 32 at more than one group
+	 * per quad, take one projection at a time, as their unrolled segments
+	 * already hold 254-255 registers and spill with the fragments of both */
+	int jn = T->C <= 16 || (T->C <= 32 && T->GQ == 1) ? T->nbd : 1;
+	for (int j0 = 0; j0 < T->nbd; j0 += jn) {
+		LLVMValueRef A[MX_MAXPROJ][8][4];
+		for (int j = j0; j < j0 + jn; j++)
+			for (int si = 0; si < T->S; si++)
+				ldsm_x4(I, A[j][si], dpa_at(bw, ci32(I, si), j, ln->w, at, ah), 1);
 		for (int kp = 0; kp < 8; kp += 2) {
 			LLVMValueRef Bx[8][4];
 			for (int si = 0; si < T->S; si++)
 				ldsm_x4(I, Bx[si], iadd(I, seg_step_at(T, ln, ci32(I, s0 + si)), swz ? xs_ldsm_at(I, ln, kp) : iadd(I, xo, ci32(I, 16 * kp))), 1);
-			for (int kt = kp; kt < kp + 2; kt++) {
-				LLVMValueRef po = smem_ptr(I, dw_acc(bw, j, kt, 0));
-				LLVMValueRef cv = ld(I, v4, po, 16);
-				LLVMValueRef c[4];
-				for (int e = 0; e < 4; e++)
-					c[e] = LLVMBuildExtractElement(I->b, cv, ci32(I, e), "");
-				for (int si = 0; si < T->S; si++) {
-					LLVMValueRef B[2] = { Bx[si][2 * (kt - kp)], Bx[si][2 * (kt - kp) + 1] }, d[4];
-					mma_bf16(I, d, A[si], B, c);
-					memcpy(c, d, sizeof c);
+			for (int j = j0; j < j0 + jn; j++)
+				for (int kt = kp; kt < kp + 2; kt++) {
+					LLVMValueRef po = smem_ptr(I, dw_acc(bw, j, kt, 0));
+					LLVMValueRef cv = ld(I, v4, po, 16);
+					LLVMValueRef c[4];
+					for (int e = 0; e < 4; e++)
+						c[e] = LLVMBuildExtractElement(I->b, cv, ci32(I, e), "");
+					for (int si = 0; si < T->S; si++) {
+						LLVMValueRef B[2] = { Bx[si][2 * (kt - kp)], Bx[si][2 * (kt - kp) + 1] }, d[4];
+						mma_bf16(I, d, A[j][si], B, c);
+						memcpy(c, d, sizeof c);
+					}
+					LLVMValueRef dv = LLVMGetUndef(v4);
+					for (int e = 0; e < 4; e++)
+						dv = LLVMBuildInsertElement(I->b, dv, c[e], ci32(I, e), "");
+					st(I, dv, po, 16);
 				}
-				LLVMValueRef dv = LLVMGetUndef(v4);
-				for (int e = 0; e < 4; e++)
-					dv = LLVMBuildInsertElement(I->b, dv, c[e], ci32(I, e), "");
-				st(I, dv, po, 16);
-			}
 		}
 	}
 }
