@@ -331,6 +331,11 @@ LLVMValueRef in_seq(Tmpl *T, const Lanes *ln, LLVMValueRef t)
 	return ln->full ? LLVMConstInt(T->I.i1, 1, 0) : ilt(&T->I, t, ln->L);
 }
 
+LLVMValueRef f16_overflow(Irb *I, LLVMValueRef a, LLVMValueRef b)
+{
+	return LLVMBuildOr(I->b, fgt(I, fabs_(I, a), cf32(I, 6.0e4)), fgt(I, fabs_(I, b), cf32(I, 6.0e4)), "");
+}
+
 void emit_split(Tmpl *T, Lanes *ln, LLVMValueRef in, void (*body)(void *arg), void *arg)
 {
 	Irb *I = &T->I;
@@ -338,11 +343,14 @@ void emit_split(Tmpl *T, Lanes *ln, LLVMValueRef in, void (*body)(void *arg), vo
 		body(arg);
 		return;
 	}
+	/* the second copy starts from the lanes' state the first one did (a
+	 * body may leave, say, a segment marked as staged) */
+	Lanes start = *ln;
 	IfBlk full, part;
 	if_begin(I, &full, in, "full");
 	ln->full = 1;
 	body(arg);
-	ln->full = 0;
+	*ln = start;
 	if_end(I, &full);
 	if_begin(I, &part, LLVMBuildNot(I->b, in, ""), "part");
 	body(arg);

@@ -259,12 +259,18 @@ typedef struct {
 	LLVMValueRef dtokp;                     /* per-(token, head) adjoints of the per-token values */
 } Bwd;
 
+/* this thread's word w of a [word][thread] region at base */
+static LLVMValueRef thr_word(Bwd *bw, int base, LLVMValueRef w)
+{
+	Irb *I = &bw->T->I;
+	return iadd(I, ci32(I, base), imul(I, iadd(I, imul(I, w, ci32(I, 128)), bw->ln->tid), ci32(I, 4)));
+}
+
 /* word ab (0 = A, 1 = B) of slot s's map k in a region of maps at base */
 static LLVMValueRef map_word(Bwd *bw, int base, LLVMValueRef k, int s, int ab)
 {
 	Irb *I = &bw->T->I;
-	LLVMValueRef w = iadd(I, imul(I, k, ci32(I, TM_SLOTS * 2)), ci32(I, s * 2 + ab));
-	return iadd(I, ci32(I, base), imul(I, iadd(I, imul(I, w, ci32(I, 128)), bw->ln->tid), ci32(I, 4)));
+	return thr_word(bw, base, iadd(I, imul(I, k, ci32(I, TM_SLOTS * 2)), ci32(I, s * 2 + ab)));
 }
 
 /* the map at inner boundary k (the start of segment k + 1) */
@@ -272,12 +278,13 @@ static LLVMValueRef bmap_at(Bwd *bw, LLVMValueRef k, int s, int ab) { return map
 /* the map of the chunk's steps 0 .. hm0 + k */
 static LLVMValueRef hmap_at(Bwd *bw, LLVMValueRef k, int s, int ab) { return map_word(bw, bw->sm.hprev, k, s, ab); }
 
-/* the same as one 16-bit pair (h16): [k][slot][thread] */
-static LLVMValueRef hmap16_at(Bwd *bw, LLVMValueRef k, int s)
+/* slot s's word of record k in the hprev region, [k][slot][thread]: h
+ * before a segment's step k, or (h16) the map of the chunk's steps
+ * 0 .. hm0 + k as one 16-bit pair */
+static LLVMValueRef hprev_at(Bwd *bw, LLVMValueRef k, int s)
 {
 	Irb *I = &bw->T->I;
-	LLVMValueRef w = iadd(I, imul(I, k, ci32(I, TM_SLOTS)), ci32(I, s));
-	return iadd(I, ci32(I, bw->sm.hprev), imul(I, iadd(I, imul(I, w, ci32(I, 128)), bw->ln->tid), ci32(I, 4)));
+	return thr_word(bw, bw->sm.hprev, iadd(I, imul(I, k, ci32(I, TM_SLOTS)), ci32(I, s)));
 }
 
 /* A map (A, B) in 32 bits: an fp16 pair (A high, B low), each value
@@ -288,7 +295,7 @@ static LLVMValueRef hmap16_at(Bwd *bw, LLVMValueRef k, int s)
  * free. Such a value loses precision (2^-8), never range. */
 static LLVMValueRef map16_pack(Irb *I, LLVMValueRef A, LLVMValueRef B)
 {
-	LLVMValueRef big = LLVMBuildOr(I->b, fgt(I, fabs_(I, A), cf32(I, 6.0e4)), fgt(I, fabs_(I, B), cf32(I, 6.0e4)), "");
+	LLVMValueRef big = f16_overflow(I, A, B);
 	LLVMValueRef wide = LLVMBuildOr(I->b, pack_bf16x2(I, B, A), ci32(I, (int64_t)0x80000000u), "");
 	return LLVMBuildSelect(I->b, big, wide, pack_f16x2(I, B, A), "");
 }
@@ -298,7 +305,7 @@ static void hmap_store(Bwd *bw, LLVMValueRef k, int s, LLVMValueRef A, LLVMValue
 {
 	Irb *I = &bw->T->I;
 	if (bw->sm.h16) {
-		st(I, map16_pack(I, A, B), smem_ptr(I, hmap16_at(bw, k, s)), 4);
+		st(I, map16_pack(I, A, B), smem_ptr(I, hprev_at(bw, k, s)), 4);
 		return;
 	}
 	st(I, A, smem_ptr(I, hmap_at(bw, k, s, 0)), 4);
@@ -320,7 +327,7 @@ static void hmap_hprev(Bwd *bw, LLVMValueRef i, LLVMValueRef hp[TM_SLOTS])
 		LLVMValueRef m[TM_SLOTS], sign = ci32(I, 0);
 		Var vA[TM_SLOTS], vB[TM_SLOTS];
 		for (int s = 0; s < TM_SLOTS; s++) {
-			m[s] = ld(I, I->i32, smem_ptr(I, hmap16_at(bw, k, s)), 4);
+			m[s] = ld(I, I->i32, smem_ptr(I, hprev_at(bw, k, s)), 4);
 			sign = LLVMBuildOr(I->b, sign, m[s], "");
 			vA[s] = var_init(I, unpack_f16(I, m[s], 1), "hA");
 			vB[s] = var_init(I, unpack_f16(I, m[s], 0), "hB");
@@ -452,8 +459,7 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 		if (bw->hm) {
 			hp = hps[s];
 		} else {
-			LLVMValueRef off = imul(I, iadd(I, imul(I, iadd(I, imul(I, si, ci32(I, TM_SLOTS)), ci32(I, s)), ci32(I, 128)), ln->tid), ci32(I, 4));
-			hp = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, bw->sm.hprev))), 4);
+			hp = ld(I, I->f32, smem_ptr(I, hprev_at(bw, si, s)), 4);
 		}
 		LLVMValueRef hn = fadd(I, fmul(I, stp.a_eff[s], hp), stp.b_eff[s]);
 		LLVMValueRef gy = eval_gy(T, ln, &stp, s, hn, dy[s]);
@@ -862,8 +868,7 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 			Step stp;
 			step_gates(T, ln, &stp, gb, iadd(I, si, ci32(I, s0)), 0);
 			for (int s = 0; s < TM_SLOTS; s++) {
-				LLVMValueRef off = imul(I, iadd(I, imul(I, iadd(I, imul(I, si, ci32(I, TM_SLOTS)), ci32(I, s)), ci32(I, 128)), ln->tid), ci32(I, 4));
-				st(I, var_get(I, h[s]), smem_ptr(I, iadd(I, off, ci32(I, bw->sm.hprev))), 4);
+				st(I, var_get(I, h[s]), smem_ptr(I, hprev_at(bw, si, s)), 4);
 				var_set(I, h[s], fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]));
 			}
 			loop_end(I, &L);

@@ -70,8 +70,7 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 			for (int s = 0; s < TM_SLOTS; s++) {
 				LLVMValueRef A = var_get(I, ex[j].A[s]), B = var_get(I, ex[j].B[s]);
 				st(I, pack_f16x2(I, A, B), smem_ptr(I, keep_at(T, ln, keep, i, s)), 4);
-				LLVMValueRef big = LLVMBuildOr(I->b, fgt(I, fabs_(I, A), cf32(I, 6.0e4)), fgt(I, fabs_(I, B), cf32(I, 6.0e4)), "");
-				var_set(I, *ovf, LLVMBuildOr(I->b, var_get(I, *ovf), big, ""));
+				var_set(I, *ovf, LLVMBuildOr(I->b, var_get(I, *ovf), f16_overflow(I, A, B), ""));
 			}
 			if_end(I, &f);
 		}
@@ -238,7 +237,6 @@ static void fwd_apply_tile(Tmpl *T, Lanes *ln, Launch *l, int keep, int lbo)
 {
 	Irb *I = &T->I;
 	int lb = T->v->lookback;
-	ln->seg_keep = 0;   /* a copy emitted before this one left it set: phase 1 stages */
 	Maps ex[4];
 	LLVMValueRef tA[4][4], tB[4][4];
 	Var qA[4], qB[4];

@@ -226,10 +226,13 @@ LLVMValueRef wcol(const Tmpl *T, Irb *I, LLVMValueRef w, LLVMValueRef n8, int nt
 /* token t of the sequence is inside it (t < L); true without a test where
  * ln->full says the code covers no step past the end */
 LLVMValueRef in_seq(Tmpl *T, const Lanes *ln, LLVMValueRef t);
+/* either of two values past fp16's range (above 6e4: fp16 rounds from
+ * 65520 up to infinity), where 16-bit maps fall back */
+LLVMValueRef f16_overflow(Irb *I, LLVMValueRef a, LLVMValueRef b);
 /* body emitted twice: under `in` with ln->full set, so that every in_seq
  * test folds away (a block's work wholly inside the sequence runs its own
- * copy of the code), and under !in as it is; once, as it is, where `in` is
- * NULL (the copy would spill) */
+ * copy of the code), and under !in as it is, from the same lanes' state;
+ * once, as it is, where `in` is NULL (the copy would spill) */
 void emit_split(Tmpl *T, Lanes *ln, LLVMValueRef in, void (*body)(void *arg), void *arg);
 /* timestep of row r at step i of the group starting at row gb */
 void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
