@@ -11,7 +11,7 @@
 #          bench/h200_suite.sh all       both
 #          bench/h200_suite.sh others    $RGLRU_V and $SAMU_V (the L=131072 winners)
 #                                        at 8x16384x1024 and 1x65536x4096, and
-#                                        the look-back variants verified at
+#                                        the look-back and one-pass variants verified at
 #                                        16x2048x1024, 1x262144x1024, 2x65536x2048
 #          bench/h200_suite.sh ncu       Nsight Compute (--set full) of the kernels
 #                                        matching $NCU_KERNELS (a regex) for each
@@ -97,7 +97,7 @@ if [ "$mode" = others ]; then
 		tail -6 "$OUT/other_shapes_$1.log"
 	done
 	lbv=""
-	for f in "$D"/*_lookback_*.ptx; do b=$(basename "$f" .ptx); lbv="$lbv --variant ${b#*.}"; done
+	for f in "$D"/*_lookback_*.ptx "$D"/*_onepass_*.ptx; do b=$(basename "$f" .ptx); lbv="$lbv --variant ${b#*.}"; done
 	"$BIN" verify --dir "$D" $lbv --shape 16x2048x1024 --shape 1x262144x1024 --shape 2x65536x2048 \
 		> "$OUT/verify_lookback_stress.log" 2>&1 || rc=1
 fi

@@ -89,6 +89,8 @@ static json_t *launches_json(const Tmpl *T, const Launch *l, int n)
 		json_object_set_new(o, "smem", json_string(l[i].smem));
 		if (l[i].cluster[0])
 			json_object_set_new(o, "cluster", json_string(l[i].cluster));
+		if (l[i].resident)
+			json_object_set_new(o, "resident", json_true());
 		tmpl_launch_bytes(T, &l[i], bytes, sizeof bytes);
 		json_object_set_new(o, "bytes", json_string(bytes));
 		json_t *args = json_array();
@@ -141,7 +143,7 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	json_object_set_new(o, "fused_output", json_boolean(v->fused_output));
 	json_object_set_new(o, "fused_write", json_boolean(v->fused_write));
 	json_object_set_new(o, "materialized", json_boolean(v->materialized));
-	json_object_set_new(o, "scan", json_string(v->lookback ? "lookback" : "hierarchical"));
+	json_object_set_new(o, "scan", json_string(v->bwd_lookback ? "onepass" : v->lookback ? "lookback" : "hierarchical"));
 	json_object_set_new(o, "controller", jstr_or_null(v->controller));
 	json_t *vars = json_array();
 	json_array_append_new(vars, json_pack("[ss]", "K", "64"));
@@ -159,14 +161,23 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	 * shared memory, and pairs of clusters share a slot in global memory, so
 	 * GP = cdiv(G / CS, 2) slots hold them; G is a multiple of CS no larger
 	 * than G0, so no block of a cluster idles at the barrier. */
+	/* A look-back backward (lb_bwd_carry) runs one group per trip and its
+	 * blocks wait on each other: at most LB_BWD_MAXG per head, and where
+	 * more than one, at most 256 in all, which two blocks per SM hold on
+	 * the H200 (264); the runtime refuses a device that holds fewer. */
+	char g0[96];
+	if (v->bwd_lookback)
+		snprintf(g0, sizeof g0, "min(NG,min(%d,max(1,256/(H*B))))", LB_BWD_MAXG);
+	else
+		snprintf(g0, sizeof g0, "min(NT,cdiv(%d,B))", T->nbd ? 32 : 128);
 	if (T->nbd) {
-		json_array_append_new(vars, json_pack("[ss]", "G0", "min(NT,cdiv(32,B))"));
+		json_array_append_new(vars, json_pack("[ss]", "G0", g0));
 		snprintf(buf, sizeof buf, "min(G0,%d)", BWD_CLUSTER);
 		json_array_append_new(vars, json_pack("[ss]", "CS", buf));
 		json_array_append_new(vars, json_pack("[ss]", "G", "CS*(G0/CS)"));
 		json_array_append_new(vars, json_pack("[ss]", "GP", "cdiv(G/CS,2)"));
 	} else {
-		json_array_append_new(vars, json_pack("[ss]", "G", "min(NT,cdiv(128,B))"));
+		json_array_append_new(vars, json_pack("[ss]", "G", g0));
 	}
 	snprintf(buf, sizeof buf, "%d", ncp);
 	json_array_append_new(vars, json_pack("[ss]", "NCP", buf));

@@ -56,7 +56,7 @@ FILE:LINE, and the generator then writes nothing.
       chunk = { 8, 16, 32, 64 },           required, subset of 8 16 32 64
       prefix = { 32, 64, 128 },            required, subset of 32 64 128
       fused = { true, false },             lists of booleans, default { false }
-      scan = { "hierarchical", "lookback" },   default { "hierarchical" }
+      scan = { "hierarchical", "lookback", "onepass" },   default { "hierarchical" }
       shared_sfu = { false }, fused_output = { false }, fused_write = { false },
       controller = "name",                 default: the mixer's controller
       rules = { { "D % 64 == 0", "message" }, ... },   shape rules (runtime/shapex.h)
@@ -71,7 +71,11 @@ FILE:LINE, and the generator then writes nothing.
     (reduce, carry and apply kernels: three launches, three sweeps of the
     gates) or "lookback" (one kernel: each tile publishes its map, then
     folds the maps of the 15 tiles before it onto the end state of the
-    16th; two sweeps; the same bits on every run).
+    16th; two sweeps; the same bits on every run) or "onepass" (the
+    look-back forward, and a backward of one kernel: each group publishes
+    its adjoint map after its first sweep and takes the message from its
+    right through the groups between it and its block's last; no reduce
+    sweep over x and dy; the same bits on every run).
     A script returns one R.variants{...} or a list of them.
 
 Errors are raised as located error objects (metatable "recur.error", with
@@ -86,7 +90,7 @@ local core = require "recur.core"
 local R = {}
 
 local MAXPARAM, MAXPROJ, MAXVAR, MAXRULE, MAXNAME = 16, 8, 64, 8, 47   -- gen/mixer.h
-local CHUNKS, PREFIXES, SCANS = { 8, 16, 32, 64 }, { 32, 64, 128 }, { "hierarchical", "lookback" }
+local CHUNKS, PREFIXES, SCANS = { 8, 16, 32, 64 }, { 32, 64, 128 }, { "hierarchical", "lookback", "onepass" }
 
 local Expr = { __name = "recur.expr" }
 local Weight = { __name = "recur.weight" }

@@ -29,6 +29,9 @@ typedef struct {
 	CUfunction fn;
 	recur_kernel_info info;
 	int smem_attr;               /* MAX_DYNAMIC_SHARED_SIZE_BYTES set so far; 0 = default */
+	int64_t cap_smem;            /* resident_cap was counted at this dynamic shared size, -1 = never */
+	unsigned cap_cluster;        /* and cluster size */
+	long resident_cap;           /* blocks the device holds at once */
 } rt_kernel;
 
 typedef struct { CUdeviceptr p; size_t cap, need; } rt_wsbuf;   /* need: bytes of the last call */
@@ -182,6 +185,7 @@ static int load_kernel(recur_variant *v, const char *name, int pass, int li, con
 			return k;
 	rt_kernel *K = &v->kernel[v->nkernel];
 	K->name = name;
+	K->cap_smem = -1;
 	CUresult r = cu->ModuleGetFunction(&K->fn, v->mod, name);
 	if (r == CUDA_ERROR_NOT_FOUND) {
 		char entries[1024];
@@ -513,6 +517,48 @@ static void launch_config(const rt_launch *l, const rt_geom *g, CUstream st, CUl
 	};
 }
 
+/* A kernel whose blocks wait on each other (a look-back across them)
+ * hangs unless all are resident at once: refuse a grid the device cannot
+ * hold rather than launch it. */
+static int resident_check(recur_variant *v, int pass, int li, CUstream st, const char *shape, char *err, size_t errlen)
+{
+	rt_cu *cu = &v->rt->cu;
+	const rt_launch *l = &v->d->launch[pass][li];
+	rt_kernel *K = &v->kernel[v->kidx[pass][li]];
+	const rt_geom *g = &v->geom[li];
+	long total = (long)g->p.grid[0] * g->p.grid[1] * g->p.grid[2];
+	if (K->cap_smem != g->p.smem || K->cap_cluster != g->p.cluster) {
+		int n = 0;
+		if (g->p.cluster > 1) {
+			CUlaunchAttribute at;
+			CUlaunchConfig cfg;
+			launch_config(l, g, st, &cfg, &at);
+			if (RT_CU(cu, OccupancyMaxActiveClusters, (&n, K->fn, &cfg), err, errlen,
+			          "cluster occupancy of kernel %s (%s[%d]) of variant %s (clusters of %u)",
+			          l->kernel, rt_pass_name[pass], li, v->d->name, g->p.cluster))
+				return -1;
+			K->resident_cap = (long)n * g->p.cluster;
+		} else {
+			int sms = 0;
+			if (RT_CU(cu, OccupancyMaxActiveBlocksPerMultiprocessor,
+			          (&n, K->fn, l->block[0] * l->block[1] * l->block[2], (size_t)g->p.smem), err, errlen,
+			          "occupancy of kernel %s (%s[%d]) of variant %s", l->kernel, rt_pass_name[pass], li, v->d->name) ||
+			    RT_CU(cu, DeviceGetAttribute, (&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, v->rt->dev), err, errlen,
+			          "multiprocessor count of device %d", v->rt->ordinal))
+				return -1;
+			K->resident_cap = (long)n * sms;
+		}
+		K->cap_smem = g->p.smem;
+		K->cap_cluster = g->p.cluster;
+	}
+	if (total > K->resident_cap)
+		return vfail(err, errlen, "variant %s at %s: %s[%d] kernel %s waits across its blocks (look-back), so "
+		             "all %ld of grid (%u,%u,%u) must be resident at once; this device holds %ld", v->d->name,
+		             shape, rt_pass_name[pass], li, l->kernel, total, g->p.grid[0], g->p.grid[1], g->p.grid[2],
+		             K->resident_cap);
+	return 0;
+}
+
 static int launch(recur_variant *v, int pass, int li, CUstream st, const char *shape, char *err, size_t errlen)
 {
 	rt_cu *cu = &v->rt->cu;
@@ -527,6 +573,8 @@ static int launch(recur_variant *v, int pass, int li, CUstream st, const char *s
 			return -1;
 		K->smem_attr = (int)g->p.smem;
 	}
+	if (l->resident && g->p.grid[0] > 1 && resident_check(v, pass, li, st, shape, err, errlen))
+		return -1;
 	CUlaunchAttribute at;
 	CUlaunchConfig cfg;
 	char cl[40] = "";

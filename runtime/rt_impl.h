@@ -48,6 +48,7 @@ typedef struct {
 	const char *smem;
 	const char *cluster;         /* blocks per thread-block cluster along x, "1" = a plain launch */
 	const char *bytes;           /* compulsory DRAM bytes, "0" when not declared */
+	int resident;                /* blocks wait on each other: all resident at once where grid x > 1 */
 	int narg;
 	rt_arg *arg;
 } rt_launch;

@@ -132,3 +132,74 @@ void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
 	if_end(I, &f);
 	bar_sync(I);
 }
+
+/* word (b, group gi, channel ch) of a [B][NG][D] workspace of 32-bit words */
+static LLVMValueRef group_elem(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRef gi, LLVMValueRef NG, LLVMValueRef ch)
+{
+	return gep_f32(&T->I, base, tile_chan(T, ln, gi, NG, ch));
+}
+
+void lb_bwd_publish(Tmpl *T, Lanes *ln, const KSig *sig, LLVMValueRef gi, LLVMValueRef NG,
+                    LLVMValueRef rA[4], LLVMValueRef rB[4])
+{
+	Irb *I = &T->I;
+	LLVMValueRef aggA = ksig_arg(T, sig, "ws:baggA"), aggB = ksig_arg(T, sig, "ws:baggB");
+	IfBlk f;
+	if_begin(I, &f, ieq(I, ln->g, ci32(I, 0)), "bagg");
+	for (int c = 0; c < 4; c++) {
+		st_volatile(I, enc(I, rA[c]), group_elem(T, ln, aggA, gi, NG, ln->ch[c]), 4);
+		st_volatile(I, enc(I, rB[c]), group_elem(T, ln, aggB, gi, NG, ln->ch[c]), 4);
+	}
+	if_end(I, &f);
+}
+
+void lb_bwd_carry(Tmpl *T, Lanes *ln, const KSig *sig, LLVMValueRef gi, LLVMValueRef NG, Var uR[4])
+{
+	Irb *I = &T->I;
+	LLVMValueRef aggA = ksig_arg(T, sig, "ws:baggA"), aggB = ksig_arg(T, sig, "ws:baggB");
+	LLVMValueRef G = nctaid(I, 0);
+	/* lane g folds entries j = 2g + 1 and 2g + 2: the maps of groups gi + j,
+	 * those the other blocks run between this block's last group and this
+	 * one (j < G) inside the sequence; the identity elsewhere */
+	LLVMValueRef in[2], pg[2];
+	for (int e = 0; e < 2; e++) {
+		LLVMValueRef j = iadd(I, imul(I, ln->g, ci32(I, 2)), ci32(I, 1 + e));
+		LLVMValueRef p = iadd(I, gi, j);
+		in[e] = land(I, ilt(I, j, G), ilt(I, p, NG));
+		pg[e] = LLVMBuildSelect(I->b, in[e], p, gi, "");
+	}
+	LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "lbb_spin");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "lbb_done");
+	LLVMBuildBr(I->b, spin);
+	LLVMPositionBuilderAtEnd(I->b, spin);
+	LLVMValueRef wa[2][4], wb[2][4], zero = ci32(I, 0), ready = LLVMConstInt(I->i1, 1, 0);
+	for (int e = 0; e < 2; e++)
+		for (int c = 0; c < 4; c++) {
+			wa[e][c] = ld_volatile(I, I->i32, group_elem(T, ln, aggA, pg[e], NG, ln->ch[c]), 4);
+			wb[e][c] = ld_volatile(I, I->i32, group_elem(T, ln, aggB, pg[e], NG, ln->ch[c]), 4);
+			LLVMValueRef got = land(I, LLVMBuildICmp(I->b, LLVMIntNE, wa[e][c], zero, ""),
+			                        LLVMBuildICmp(I->b, LLVMIntNE, wb[e][c], zero, ""));
+			ready = land(I, ready, LLVMBuildOr(I->b, LLVMBuildNot(I->b, in[e], ""), got, ""));
+		}
+	LLVMBuildCondBr(I->b, ready, done, spin);
+	LLVMPositionBuilderAtEnd(I->b, done);
+	for (int c = 0; c < 4; c++) {
+		LLVMValueRef a[2], b[2];
+		for (int e = 0; e < 2; e++) {
+			a[e] = fsel(I, in[e], dec(I, wa[e][c]), cf32(I, 1.0));
+			b[e] = fsel(I, in[e], dec(I, wb[e][c]), cf32(I, 0.0));
+		}
+		/* R_j1 o R_j2, then across the lanes g in a fixed tree: the lower g
+		 * is the outer map, and both lanes of a pair compute the same bits */
+		LLVMValueRef MA = fmul(I, a[0], a[1]), MB = fadd(I, fmul(I, a[0], b[1]), b[0]);
+		for (int d = 1; d < 8; d <<= 1) {
+			LLVMValueRef pA = shfl_xor_f(I, MA, 4 * d), pB = shfl_xor_f(I, MB, 4 * d);
+			LLVMValueRef low = ieq(I, LLVMBuildAnd(I->b, ln->g, ci32(I, d), ""), zero);
+			LLVMValueRef oA = fsel(I, low, MA, pA), oB = fsel(I, low, MB, pB);
+			LLVMValueRef iA = fsel(I, low, pA, MA), iB = fsel(I, low, pB, MB);
+			MA = fmul(I, oA, iA);
+			MB = fadd(I, fmul(I, oA, iB), oB);
+		}
+		var_set(I, uR[c], fadd(I, fmul(I, MA, var_get(I, uR[c])), MB));
+	}
+}

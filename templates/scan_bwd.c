@@ -16,8 +16,12 @@
  *           segment backward, evaluate the derived adjoint expressions,
  *           project them back to dx on tensor cores, and once per segment
  *           accumulate the weight gradient x^T dproj on tensor cores.
- * Parameter gradients leave each block as fp32 partials in a fixed slot;
- * param_reduce sums them in a fixed order, so every run gives the same bits.
+ * With scan "onepass" apply runs alone, one group per trip: the message
+ * entering a group comes from the groups' maps its pass A publishes
+ * (lb_bwd_carry), and no reduce pass sweeps x and dy.
+ * Parameter gradients leave each block as fp32 partials in a fixed slot
+ * (a block's groups are fixed by its index in both plans); param_reduce
+ * sums them in a fixed order, so every run gives the same bits.
  */
 #include "tmpl.h"
 #include "diag.h"
@@ -257,6 +261,8 @@ typedef struct {
 	Var *h0;                                /* h at the chunk's start per slot */
 	int hm;                                 /* this segment reads h from pass A's maps */
 	LLVMValueRef dtokp;                     /* per-(token, head) adjoints of the per-token values */
+	const KSig *sig;
+	int lb;                                 /* single pass: uR from the look-back (lb_bwd_carry) */
 } Bwd;
 
 /* this thread's word w of a [word][thread] region at base */
@@ -765,6 +771,13 @@ static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValu
 	cluster_sync(I);
 }
 
+/* the message at slot s's row end: the chunks after it, then uR */
+static LLVMValueRef ue_at(Bwd *bw, Maps *rm, Var uR[4], int s)
+{
+	Irb *I = &bw->T->I;
+	return fadd(I, fmul(I, var_get(I, rm->A[s]), var_get(I, uR[slot_c(s)])), var_get(I, rm->B[s]));
+}
+
 /* One group of the tile (16 rows of C steps from token bw->gb): pass A,
  * the rows' starting h and ending messages, then the segments from the
  * end; uR, the message entering the group from the right, leaves as the
@@ -821,12 +834,16 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 	LLVMValueRef fA[4], fB[4], rA[4], rB[4];
 	warp_scan_fwd(T, ln, &fm, fA, fB);
 	warp_scan_bwd(T, ln, &rm, rA, rB);
+	/* the rows' ending messages; with the look-back, once the first reverse
+	 * step needs them: the other blocks' maps have had the time of h and
+	 * the segment's staging to arrive */
 	Var h0[TM_SLOTS], ue[TM_SLOTS];
 	for (int s = 0; s < TM_SLOTS; s++) {
-		int c = slot_c(s);
-		h0[s] = var_init(I, fadd(I, fmul(I, var_get(I, fm.A[s]), hg[c]), var_get(I, fm.B[s])), "h0");
-		ue[s] = var_init(I, fadd(I, fmul(I, var_get(I, rm.A[s]), var_get(I, uR[c])), var_get(I, rm.B[s])), "ue");
+		h0[s] = var_init(I, fadd(I, fmul(I, var_get(I, fm.A[s]), hg[slot_c(s)]), var_get(I, fm.B[s])), "h0");
+		ue[s] = bw->lb ? var_new(I, I->f32, "ue") : var_init(I, ue_at(bw, &rm, uR, s), "ue");
 	}
+	if (bw->lb)
+		lb_bwd_publish(T, ln, bw->sig, gi, NG, rA, rB);
 	/* segments of S steps from the end of the chunk */
 	bw->h0 = h0;
 	Var h[TM_SLOTS];
@@ -873,6 +890,11 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 			}
 			loop_end(I, &L);
 		}
+		if (bw->lb && sg == T->C / T->S - 1) {
+			lb_bwd_carry(T, ln, bw->sig, gi, NG, uR);
+			for (int s = 0; s < TM_SLOTS; s++)
+				var_set(I, ue[s], ue_at(bw, &rm, uR, s));
+		}
 		{
 			Loop L;
 			loop_begin(I, &L, ci32(I, 0), ci32(I, T->S), ci32(I, 1), "ri");
@@ -901,13 +923,75 @@ static void bwd_group_body(void *arg)
 	bwd_group(a->bw, a->ckpt, a->NG, a->uR);
 }
 
+/* a group inside the sequence has every step valid: its own copy of the
+ * code, with the validity selects folded away (a sixth of the reverse
+ * step's instructions). Chunks of 64 at prefix 64 and 128 already hold 255
+ * registers, and with the copy ptxas spills: they keep one. */
+static void bwd_group_split(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
+{
+	Tmpl *T = bw->T;
+	Irb *I = &T->I;
+	struct GroupArg ga = { bw, ckpt, NG, uR };
+	LLVMValueRef in = LLVMBuildICmp(I->b, LLVMIntSLE, iadd(I, bw->gb, ci32(I, 16 * T->C)), bw->ln->L, "");
+	emit_split(T, bw->ln, T->C <= 32 || T->GQ == 1 ? in : NULL, bwd_group_body, &ga);
+}
+
+/* hierarchical: the block's tiles (stride G), each from the message the
+ * carry pass left at its end, its groups from the last to the first */
+static void bwd_groups_tiles(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, LLVMValueRef NT, LLVMValueRef ucarry)
+{
+	Tmpl *T = bw->T;
+	Irb *I = &T->I;
+	Loop Lt;
+	loop_begin(I, &Lt, ctaid(I, 0), NT, nctaid(I, 0), "tile");
+	LLVMValueRef tile = loop_i(I, &Lt);
+	Var uR[4];
+	for (int c = 0; c < 4; c++)
+		uR[c] = var_init(I, ld(I, I->f32, gep_f32(I, ucarry, tile_chan(T, bw->ln, tile, NT, bw->ln->ch[c])), 4), "uR");
+	Loop Lg;
+	int ngroups = T->P / 16;
+	loop_begin(I, &Lg, ci32(I, 0), ci32(I, ngroups), ci32(I, 1), "grp");
+	LLVMValueRef jg = isub(I, ci32(I, ngroups - 1), loop_i(I, &Lg));
+	bw->gb = iadd(I, imul(I, tile, ci32(I, T->C * T->P)), imul(I, jg, ci32(I, 16 * T->C)));
+	IfBlk live;
+	if_begin(I, &live, ilt(I, bw->gb, bw->ln->L), "live");
+	bwd_group_split(bw, ckpt, NG, uR);
+	if_end(I, &live);
+	loop_end(I, &Lg);
+	loop_end(I, &Lt);
+}
+
+/* single pass: one group per trip from the sequence's end, block k of G
+ * taking groups NG - 1 - k - G i, the message entering each from the
+ * look-back (lb_bwd_carry) */
+static void bwd_groups_lookback(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG)
+{
+	Tmpl *T = bw->T;
+	Irb *I = &T->I;
+	/* the window covers the groups of at most LB_BWD_MAXG blocks: a larger
+	 * grid would fold too few maps, so it fails loudly */
+	IfBlk big;
+	if_begin(I, &big, ilt(I, ci32(I, LB_BWD_MAXG), nctaid(I, 0)), "lb_big");
+	irb_trap(I);
+	if_end(I, &big);
+	Var uR[4];
+	for (int c = 0; c < 4; c++)
+		uR[c] = var_init(I, cf32(I, 0.0), "uR");
+	Loop Lg;
+	loop_begin(I, &Lg, ctaid(I, 0), NG, nctaid(I, 0), "grp");
+	bw->gb = imul(I, isub(I, isub(I, NG, ci32(I, 1)), loop_i(I, &Lg)), ci32(I, 16 * T->C));
+	bwd_group_split(bw, ckpt, NG, uR);
+	loop_end(I, &Lg);
+}
+
 void tmpl_bwd_apply(Tmpl *T)
 {
 	Irb *I = &T->I;
 	Mixer *mx = (Mixer *)T->mx;
 	PartMap pm;
 	part_map(T, &pm);
-	Bwd bw = { .T = T, .pm = &pm };
+	int lb = T->v->bwd_lookback;
+	Bwd bw = { .T = T, .pm = &pm, .lb = lb };
 	bw.sm = bwd_smem(T, &pm);
 	/* dproj buffers: step si - 1 writes while slower warps may still read
 	 * step si's, so a segment needs at least two (chunks are >= 8) */
@@ -916,6 +1000,7 @@ void tmpl_bwd_apply(Tmpl *T)
 	snprintf(sm, sizeof sm, "%d", bw.sm.total);
 	Launch *l = tmpl_launch(T, 0, "bwd_apply", "G", "H", "B", 128, sm);
 	l->minblocks = 1;
+	l->resident = lb;
 	if (T->nbd > 0)
 		snprintf(l->cluster, sizeof l->cluster, "CS");
 	ksig_add(T, &l->sig, "x", I->gptr);
@@ -926,7 +1011,12 @@ void tmpl_bwd_apply(Tmpl *T)
 	if (T->nz > 0)
 		ksig_add(T, &l->sig, "ws:dtokp", I->gptr);
 	ksig_add(T, &l->sig, "ws:ckpt", I->gptr);
-	ksig_add(T, &l->sig, "ws:ucarry", I->gptr);
+	if (lb) {
+		ksig_add(T, &l->sig, "ws:baggA", I->gptr);
+		ksig_add(T, &l->sig, "ws:baggB", I->gptr);
+	} else {
+		ksig_add(T, &l->sig, "ws:ucarry", I->gptr);
+	}
 	char a[64];
 	for (int j = 0; j < T->nbd; j++) {
 		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bd[j]].weight].name);
@@ -937,9 +1027,11 @@ void tmpl_bwd_apply(Tmpl *T)
 	ksig_add(T, &l->sig, "ws:part_chan", I->gptr);
 	ksig_add(T, &l->sig, "ws:part_scal", I->gptr);
 	ksig_shape(T, &l->sig);
-	ksig_add(T, &l->sig, "i32:NT", I->i32);
+	if (!lb)
+		ksig_add(T, &l->sig, "i32:NT", I->i32);
 	ksig_add(T, &l->sig, "i32:B", I->i32);
 	tmpl_open(T, l);
+	bw.sig = &l->sig;
 	/* dx's transposed projection takes the weights' rows in the slots'
 	 * order (wmat_dx_frags): about 10 registers more, which kernels with
 	 * several groups per quad do not have (prefix 64 and 128 at chunk 32
@@ -956,7 +1048,6 @@ void tmpl_bwd_apply(Tmpl *T)
 	bw.ln = &ln;
 	if (T->nz > 0)
 		bw.dtokp = ksig_arg(T, &l->sig, "ws:dtokp");
-	LLVMValueRef NT = ksig_arg(T, &l->sig, "i32:NT");
 	LLVMValueRef Bn = ksig_arg(T, &l->sig, "i32:B");
 	LLVMValueRef H = nctaid(I, 1);
 	/* dW accumulators from zero */
@@ -976,35 +1067,11 @@ void tmpl_bwd_apply(Tmpl *T)
 			bw.sacc[p] = var_init(I, cf32(I, 0.0), "ds");
 	}
 	LLVMValueRef ckpt = ksig_arg(T, &l->sig, "ws:ckpt");
-	LLVMValueRef ucarry = ksig_arg(T, &l->sig, "ws:ucarry");
 	LLVMValueRef NG = idiv(I, iadd(I, ln.L, ci32(I, 16 * T->C - 1)), ci32(I, 16 * T->C));
-
-	Loop Lt;
-	loop_begin(I, &Lt, ctaid(I, 0), NT, nctaid(I, 0), "tile");
-	LLVMValueRef tile = loop_i(I, &Lt);
-	Var uR[4];
-	for (int c = 0; c < 4; c++)
-		uR[c] = var_init(I, ld(I, I->f32, gep_f32(I, ucarry, tile_chan(T, &ln, tile, NT, ln.ch[c])), 4), "uR");
-	/* groups of the tile from the last to the first */
-	Loop Lg;
-	int ngroups = T->P / 16;
-	loop_begin(I, &Lg, ci32(I, 0), ci32(I, ngroups), ci32(I, 1), "grp");
-	LLVMValueRef jg = isub(I, ci32(I, ngroups - 1), loop_i(I, &Lg));
-	LLVMValueRef gb = iadd(I, imul(I, tile, ci32(I, T->C * T->P)), imul(I, jg, ci32(I, 16 * T->C)));
-	bw.gb = gb;
-	IfBlk live;
-	if_begin(I, &live, ilt(I, gb, ln.L), "live");
-	/* a group inside the sequence has every step valid: its own copy of
-	 * the code, with the validity selects folded away (a sixth of the
-	 * reverse step's instructions). Chunks of 64 at prefix 64 and 128
-	 * already hold 255 registers, and with the copy ptxas spills: they
-	 * keep one. */
-	struct GroupArg ga = { &bw, ckpt, NG, uR };
-	LLVMValueRef in = LLVMBuildICmp(I->b, LLVMIntSLE, iadd(I, gb, ci32(I, 16 * T->C)), ln.L, "");
-	emit_split(T, &ln, T->C <= 32 || T->GQ == 1 ? in : NULL, bwd_group_body, &ga);
-	if_end(I, &live);
-	loop_end(I, &Lg);
-	loop_end(I, &Lt);
+	if (lb)
+		bwd_groups_lookback(&bw, ckpt, NG);
+	else
+		bwd_groups_tiles(&bw, ckpt, NG, ksig_arg(T, &l->sig, "i32:NT"), ksig_arg(T, &l->sig, "ws:ucarry"));
 
 	/* partials of this block: slot (ctaid.x, b, head) */
 	LLVMValueRef slot = iadd(I, imul(I, ctaid(I, 0), Bn), ln.b);

@@ -237,9 +237,15 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		add_ws(T, "log_a", "B*L*D*4", "saved", 0);
 		add_ws(T, "b", "B*L*D*4", "saved", 0);
 	}
-	add_ws(T, "baggA", "B*NT*D*4", "backward", 0);
-	add_ws(T, "baggB", "B*NT*D*4", "backward", 0);
-	add_ws(T, "ucarry", "B*NT*D*4", "backward", 0);
+	if (T->v->bwd_lookback) {
+		/* bwd_apply's look-back: one adjoint map per group */
+		add_ws(T, "baggA", "B*NG*D*4", "backward", 1);
+		add_ws(T, "baggB", "B*NG*D*4", "backward", 1);
+	} else {
+		add_ws(T, "baggA", "B*NT*D*4", "backward", 0);
+		add_ws(T, "baggB", "B*NT*D*4", "backward", 0);
+		add_ws(T, "ucarry", "B*NT*D*4", "backward", 0);
+	}
 	char buf[96];
 	for (int j = 0; j < T->nbd; j++) {
 		snprintf(buf, sizeof buf, "part_%s", T->mx->param[T->mx->proj[T->bd[j]].weight].name);
@@ -276,8 +282,10 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		tmpl_carry(T, 0);
 	}
 	tmpl_fwd_apply(T);
-	tmpl_bwd_reduce(T);
-	tmpl_carry(T, 1);
+	if (!T->v->bwd_lookback) {
+		tmpl_bwd_reduce(T);
+		tmpl_carry(T, 1);
+	}
 	tmpl_bwd_apply(T);
 	if (T->nz > 0) {
 		tmpl_tok_bwd(T);

@@ -58,6 +58,7 @@ typedef struct {
 	char cluster[16];     /* blocks per thread-block cluster along x, a shape expression ("" = none) */
 	char bytes_extra[64]; /* bytes beyond one touch of each tensor and workspace argument ("" = none) */
 	char bytes_unread[16];/* an argument of the signature the kernel never touches ("" = none) */
+	int resident;         /* its blocks wait on each other: all must be resident at once where grid x > 1 */
 	KSig sig;
 } Launch;
 
@@ -310,6 +311,22 @@ void lb_ticket(Tmpl *T, LLVMValueRef ticket, int smem_off);
  * visible to the block on return (ws:aggA, aggB, hend zeroed before the launch) */
 void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off);
 static inline int lb_carry_at(int smem_off) { return smem_off + 16; }
+
+/* Single-pass backward: bwd_apply's blocks run one group per trip, from
+ * the sequence's end, block k of G (a head's blocks, all resident at once)
+ * groups NG - 1 - k, NG - 1 - k - G, ...  After pass A a block publishes
+ * its group's adjoint map (rA, rB) per channel (lb_bwd_publish; ws:baggA,
+ * baggB, zeroed before the launch); as late as it can, it takes the
+ * message entering the group from the right as the one its own last group
+ * left, through the maps of the G - 1 groups between, which the other
+ * blocks published after their pass A (lb_bwd_carry: uR, the message
+ * leaving the block's last group, 0 before its first, becomes that
+ * message). No reduce pass over x and dy, and the fold's order depends on
+ * the group alone. */
+#define LB_BWD_MAXG 16         /* two window entries per lane g */
+void lb_bwd_publish(Tmpl *T, Lanes *ln, const KSig *sig, LLVMValueRef gi, LLVMValueRef NG,
+                    LLVMValueRef rA[4], LLVMValueRef rB[4]);
+void lb_bwd_carry(Tmpl *T, Lanes *ln, const KSig *sig, LLVMValueRef gi, LLVMValueRef NG, Var uR[4]);
 
 /* the templates */
 void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v);

@@ -27,8 +27,8 @@ out=$("$recur" gen "$src/lua/variants/rglru.lua" -o "$work/out" --ptx 9.9 -q 2>&
 out=$("$recur" gen "$src/lua/variants/rglru.lua" -o "$work/out" --sm sm_70 -q 2>&1); rc=$?
 [ $rc -ne 0 ] && echo "$out" | grep -q "sm_70"; check $? "sm_70 refused ($out)"
 "$recur" gen "$src/lua/variants/rglru.lua" -o "$work/out" -q; check $? "gen succeeds into an existing directory"
-[ -f "$work/out/manifest.json" ] && [ ! -f "$work/out/marker" ] && [ "$(ls "$work/out"/*.ptx | wc -l)" = 28 ]
-check $? "the directory was replaced whole: 28 PTX files and a manifest"
+[ -f "$work/out/manifest.json" ] && [ ! -f "$work/out/marker" ] && [ "$(ls "$work/out"/*.ptx | wc -l)" = 32 ]
+check $? "the directory was replaced whole: 32 PTX files and a manifest"
 grep -q '"ptx_isa": "8.0"' "$work/out/manifest.json"; check $? "manifest records the PTX ISA version"
 grep -q '^.version 8.0' "$work/out"/rglru.fused_grouped_prefix32_hierarchical_chunk16.ptx; check $? "PTX carries .version 8.0"
 grep -q '^.entry\|\.entry rglru_bwd_apply' "$work/out"/rglru.fused_grouped_prefix32_hierarchical_chunk16.ptx; check $? "kernels are .entry (launchable)"
@@ -51,7 +51,7 @@ LUA
 out=$("$recur" gen "$work/samu_out.lua" -o "$work/out" -q 2>&1); rc=$?
 [ $rc -ne 0 ] && echo "$out" | grep -q "samu_out.lua:3: variant .*fused_output = false"
 check $? "an output pass of its own is refused at the grid's line ($out)"
-[ -f "$work/out/manifest.json" ] && [ "$(ls "$work/out"/*.ptx | wc -l)" = 28 ]; check $? "refused grids leave the previous output whole"
+[ -f "$work/out/manifest.json" ] && [ "$(ls "$work/out"/*.ptx | wc -l)" = 32 ]; check $? "refused grids leave the previous output whole"
 out=$("$recur" list --dir "$work/out" --shape 1x37x100 2>&1)
 echo "$out" | grep -q "illegal (shape B=1 L=37 D=100: the width must be a multiple of 64"; check $? "list explains an illegal shape"
 echo "$pass passed, $fail failed"

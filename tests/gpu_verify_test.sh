@@ -2,7 +2,8 @@
 # GPU test: every variant verified against the float64 reference at
 # L in {1, 37, 8192} x B in {1, 3} (D = 128 and 1024), at the cluster edge
 # shapes, on the golden cases' inputs against their expected outputs, and
-# with large activations (the fp16 overflow guard); and calibration under a
+# with large activations (the fp16 overflow guard); a single-pass backward
+# over the device's capacity refused; and calibration under a
 # memory budget (its winner within it; none below y and dx alone). Skips, saying why, where no
 # NVIDIA driver is present.
 #   usage: gpu_verify_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
@@ -31,6 +32,18 @@ if echo "$big" | grep -q "fused_grouped_prefix32_lookback_chunk8 .* \(PASS\|FAIL
 	echo "ok   x-scale 1e5: every output finite (fp16 overflow guard)"
 else
 	echo "FAIL x-scale 1e5: non-finite outputs or no result:"; echo "$big" | tail -3; rc=1
+fi
+# a single-pass backward's blocks wait on each other: a grid the device
+# cannot hold at once (here a head's 64 blocks for its 64 groups, 1024 in
+# all) is refused, naming the kernel, rather than launched to hang
+cp -r "$work/ptx" "$work/ptx_big"
+sed -i 's|min(NG,min(16,max(1,256/(H\*B))))|min(NG,4096)|g' "$work/ptx_big/manifest.json"
+res=$(timeout 120 "$recur" verify --dir "$work/ptx_big" --mixer rglru --variant fused_grouped_prefix32_onepass_chunk8 \
+	--shape 1x8192x1024 2>&1)
+if echo "$res" | grep -q "bwd_apply waits across its blocks .* all 1024 of grid (64,16,1) must be resident at once"; then
+	echo "ok   a single-pass backward's grid over the device's capacity is refused: $(echo "$res" | grep -o "all 1024.*" | head -1)"
+else
+	echo "FAIL single-pass backward over capacity not refused as such:"; echo "$res" | tail -3; rc=1
 fi
 # calibration under a memory budget: the winner holds at most the budget,
 # and a budget below y and dx alone (4 B/element) leaves no winner, which

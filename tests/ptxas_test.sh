@@ -31,8 +31,8 @@ fi
 shapes="1x1x64 1x37x1024 1x255x128 1x256x128 2x768x256 1x1280x512 3x1000x1024 5x4096x64 8x4096x1024 13x2048x64 33x512x64 1x8192x1024 1x131072x1024 2x65536x2048"
 if out=$("$recur" list --dir "$work/ptx" --plan $(for s in $shapes; do printf -- "--shape %s " "$s"; done) 2>&1) &&
    ! echo "$out" | grep -q "PLAN ERROR" &&
-   [ "$(echo "$out" | grep -c "1x131072x1024 backward\[2\] rglru_bwd_apply .* cluster 2$")" = "$(ls "$work"/ptx/rglru.*.ptx | wc -l)" ] &&
-   [ "$(echo "$out" | grep "1x1x64 backward\[2\] rglru_bwd_apply" | grep -c cluster)" = 0 ] &&
+   [ "$(echo "$out" | grep -c "1x131072x1024 backward\[[0-9]\] rglru_bwd_apply .* cluster 2$")" = "$(ls "$work"/ptx/rglru.*.ptx | wc -l)" ] &&
+   [ "$(echo "$out" | grep "1x1x64 backward\[[0-9]\] rglru_bwd_apply" | grep -c cluster)" = 0 ] &&
    ! echo "$out" | grep "samu_bwd_apply" | grep -q cluster; then
 	echo "ok   every launch plans at $(echo $shapes | wc -w) shapes; RG-LRU bwd_apply in clusters of 2 at 1x131072x1024, alone at 1x1x64"; pass=$((pass+1))
 else
@@ -82,7 +82,7 @@ lbbad=0 lbn=0
 for f in "$work"/ptx/*.ptx; do
 	v=$(basename "$f" .ptx); m=${v%%.*}
 	case "$v" in
-	*_lookback_*)
+	*_lookback_* | *_onepass_*)
 		lbn=$((lbn+1))
 		b=$(body "$f" "${m}_fwd_scan")
 		{ echo "$b" | grep -q "atom.global.add.u32" && echo "$b" | grep -q "ld.volatile.global" &&
@@ -100,7 +100,8 @@ tally $? "$lbn look-back variants: one ticketed fwd_scan, no reduce or carry; hi
 # RG-LRU's bwd_apply pairs clusters on one weight-gradient slot: an arrival
 # count, a block-wide vote on who came second, the second's wait on the
 # flag and the first's fence before raising it; SAMU (no block-diagonal
-# weights) has none of it
+# weights) has none of it, but for the volatile words of a single-pass
+# backward's look-back
 pbad=0 pn=0
 for f in "$work"/ptx/*.ptx; do
 	v=$(basename "$f" .ptx); m=${v%%.*}; pn=$((pn+1))
@@ -109,13 +110,35 @@ for f in "$work"/ptx/*.ptx; do
 	for pat in "atom.global.add.u32" "bar.red.or.pred" "ld.volatile.global.u32" "membar.gl" "st.volatile.global.u32"; do
 		echo "$b" | grep -q "$pat" && n=$((n+1))
 	done
-	case "$m" in
-	rglru) [ "$n" -eq 5 ] || { echo "FAIL $v: bwd_apply lacks the pair step ($n of 5 parts)"; pbad=$((pbad+1)); } ;;
+	case "$m:$v" in
+	rglru:*) [ "$n" -eq 5 ] || { echo "FAIL $v: bwd_apply lacks the pair step ($n of 5 parts)"; pbad=$((pbad+1)); } ;;
+	*_onepass_*) [ "$n" -eq 2 ] || { echo "FAIL $v: bwd_apply has $n of the 5 patterns (the look-back's 2 expected)"; pbad=$((pbad+1)); } ;;
 	*) [ "$n" -eq 0 ] || { echo "FAIL $v: bwd_apply has $n parts of a pair step it has no use for"; pbad=$((pbad+1)); } ;;
 	esac
 done
 [ "$pbad" -eq 0 ] && [ "$pn" -gt 0 ]
 tally $? "$pn bwd_apply kernels: RG-LRU's pair their clusters' weight slots, SAMU's do not" "pair step: $pbad wrong of $pn"
+# the single-pass backward: bwd_apply publishes its groups' maps and spins
+# on the other blocks' (a volatile load in a loop of its own), and the
+# backward has no reduce or carry kernel; every other backward has both
+# and no spin
+obad=0 on=0
+for f in "$work"/ptx/*.ptx; do
+	v=$(basename "$f" .ptx); m=${v%%.*}
+	red=0
+	grep -q "^.visible .entry ${m}_bwd_reduce(" "$f" && grep -q "^.visible .entry ${m}_bwd_carry(" "$f" && red=1
+	# (16 words per lane in flight; the pair step's flag is one)
+	spin=$(body "$f" "${m}_bwd_apply" | grep -c "ld.volatile.global.u32")
+	case "$v" in
+	*_onepass_*) on=$((on+1)); [ "$red" -eq 0 ] && [ "$spin" -ge 16 ] ||
+		{ echo "FAIL $v: single-pass backward with reduce/carry ($red) or without its spin ($spin loads)"; obad=$((obad+1)); } ;;
+	*) [ "$red" -eq 1 ] && [ "$spin" -le 1 ] ||
+		{ echo "FAIL $v: hierarchical backward without reduce/carry or with a look-back spin"; obad=$((obad+1)); } ;;
+	esac
+done
+[ "$obad" -eq 0 ] && [ "$on" -gt 0 ]
+tally $? "$on single-pass backwards: bwd_apply alone, spinning on published maps; every other backward reduces and carries" \
+	"single-pass backward: $obad wrong ($on found)"
 # a look-back forward with projections, one group per quad and one segment
 # per chunk keeps its per-step maps in fp16 for the second sweep, guarded
 # by a block vote on overflow (bar.red.or); no other forward packs fp16
@@ -125,16 +148,16 @@ for f in "$work"/ptx/*.ptx; do
 		b=$(body "$f" "$k")
 		n=$(echo "$b" | grep -c "cvt.rn.f16x2.f32")
 		case "$(basename "$f")" in
-		rglru.*_prefix32_lookback_chunk8.ptx)
+		rglru.*_prefix32_lookback_chunk8.ptx | rglru.*_prefix32_onepass_chunk8.ptx)
 			kn=$((kn+1))
 			{ [ "$n" -gt 0 ] && echo "$b" | grep -q "bar.red.or"; } || { echo "FAIL $(basename "$f") $k: no kept fp16 maps or no overflow vote"; kbad=$((kbad+1)); } ;;
 		*) [ "$n" -eq 0 ] || { echo "FAIL $(basename "$f") $k: fp16 maps where the plan keeps none"; kbad=$((kbad+1)); } ;;
 		esac
 	done
 done
-[ "$kbad" -eq 0 ] && [ "$kn" -eq 1 ]
-tally $? "RG-LRU's look-back forward of prefix 32, chunk 8 keeps fp16 step maps behind an overflow vote; no other forward does" \
-	"kept forward maps: $kbad wrong, $kn of 1 found"
+[ "$kbad" -eq 0 ] && [ "$kn" -eq 2 ]
+tally $? "RG-LRU's look-back forward of prefix 32, chunk 8 (scan lookback and onepass) keeps fp16 step maps behind an overflow vote; no other forward does" \
+	"kept forward maps: $kbad wrong, $kn of 2 found"
 # the scan kernels that write y or dx store a row's 4 channels per lane as
 # one 8-byte piece (4 lanes fill a 32-byte sector), never as 4-byte pairs:
 # lane q holds channels 4q .. 4q+3 (ch4), the projections' columns permuted
@@ -151,9 +174,10 @@ for f in "$work"/ptx/*.ptx; do
 		esac
 	done
 done
-[ "$sbad" -eq 0 ] && [ "$sn" -eq 112 ]
+nv=$(ls "$work"/ptx/*.ptx | wc -l)
+[ "$sbad" -eq 0 ] && [ "$sn" -eq $((2 * nv)) ]
 tally $? "$sn scan kernels store y / dx in 8-byte row pieces (full sectors), but RG-LRU's backward at prefix 64 and 128 (4-byte pairs)" \
-	"row stores: $sbad wrong of $sn (want 112: forward and backward apply of 56 variants)"
+	"row stores: $sbad wrong of $sn (want $((2 * nv)): forward and backward apply of $nv variants)"
 # ptxas on every core, then the reports in order
 one() { v=$(basename "$2" .ptx); "$1" -arch=sm_90 -v "$2" -o /dev/null > "$3/$v.log" 2>&1; echo $? > "$3/$v.rc"; }
 export -f one

@@ -101,22 +101,26 @@ static void test_rglru(void)
 				const Variant *v = find_variant(s, name);
 				int ok = v && v->chunk == chunks[c] && v->prefix == prefixes[p] && v->fused == f &&
 				         v->materialized == !f && !v->shared_sfu && !v->fused_output && !v->fused_write &&
-				         !v->lookback && v->controller[0] == 0 && v->line == 10;
+				         !v->lookback && !v->bwd_lookback && v->controller[0] == 0 && v->line == 10;
 				if (!ok) check(0, "rglru variant %s present with its flags", name);
 				all &= ok;
 			}
 	check(all, "rglru: every chunk x prefix x fused name present, flags and line 10 right");
-	/* the second set: the single-pass forward, fused, chunks 8 and 16, prefixes 32 and 64 */
+	/* the second set: the single-pass forward, alone and with the
+	 * single-pass backward, fused, chunks 8 and 16, prefixes 32 and 64 */
 	const VariantSet *lb = &sets[1];
-	int lbok = lb->nvar == 4 && strcmp(lb->mixer.name, "rglru") == 0;
+	int lbok = lb->nvar == 8 && strcmp(lb->mixer.name, "rglru") == 0, nbwd = 0;
 	for (int i = 0; lbok && i < lb->nvar; i++) {
 		const Variant *w = &lb->var[i];
 		char name[128];
-		snprintf(name, sizeof name, "fused_grouped_prefix%d_lookback_chunk%d", w->prefix, w->chunk);
+		snprintf(name, sizeof name, "fused_grouped_prefix%d_%s_chunk%d", w->prefix,
+		         w->bwd_lookback ? "onepass" : "lookback", w->chunk);
+		nbwd += w->bwd_lookback;
 		lbok = w->lookback && w->fused && !w->materialized && (w->chunk == 8 || w->chunk == 16) &&
 		       (w->prefix == 32 || w->prefix == 64) && strcmp(w->name, name) == 0 && w->line == 16;
 	}
-	check(lbok, "rglru look-back set: 4 fused variants named ..._lookback_chunkC, scan flag set, line 16");
+	check(lbok && nbwd == 4, "rglru look-back set: 8 fused variants named ..._lookback_chunkC and "
+	      "..._onepass_chunkC (4 with the single-pass backward), scan flags set, line 16");
 	const Variant *v = find_variant(s, "fused_grouped_prefix32_hierarchical_chunk16");
 	check(v && v->fused && !v->materialized && v->chunk == 16 && v->prefix == 32,
 	      "fused_grouped_prefix32_hierarchical_chunk16: fused, not materialized");
@@ -249,8 +253,8 @@ static void test_all(void)
 	int n = 0;
 	int rc = script_run(path, g_lua, &sets, &n, err, sizeof err);
 	check(rc == 0 && n == 4 && strcmp(sets[0].mixer.name, "rglru") == 0 && sets[0].nvar == 24 &&
-	      strcmp(sets[2].mixer.name, "samu") == 0 && sets[2].nvar == 24 && sets[1].nvar + sets[3].nvar == 8,
-	      "variants/all.lua: rglru's and samu's sets flattened into one list of 4 (24, 4, 24, 4) (%s)", rc ? err : "ok");
+	      strcmp(sets[2].mixer.name, "samu") == 0 && sets[2].nvar == 24 && sets[1].nvar + sets[3].nvar == 16,
+	      "variants/all.lua: rglru's and samu's sets flattened into one list of 4 (24, 8, 24, 8) (%s)", rc ? err : "ok");
 	script_free(sets, rc ? 0 : n);
 
 	rc = script_run("/nonexistent/script.lua", g_lua, &sets, &n, err, sizeof err);

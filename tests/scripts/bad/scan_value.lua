@@ -1,4 +1,4 @@
--- expect: scan "blelloch" is not one of hierarchical, lookback
+-- expect: scan "blelloch" is not one of hierarchical, lookback, onepass
 local R = require "recur"
 return R.variants { -- here
   mixer = require "arch.rglru",
