@@ -1,4 +1,6 @@
-/* Single-pass forward carry: decoupled look-back over a fixed window.
+/* Single-pass carries: decoupled look-back over a fixed window, forward
+ * (lb_ticket, lb_carry) and backward (lb_bwd_publish, lb_bwd_carry; the
+ * plan in tmpl.h).
  *
  * The hierarchical forward reads x three times (reduce, then apply's two
  * sweeps) and launches three kernels. Here apply publishes the tile map its
