@@ -38,6 +38,19 @@ if out=$("$recur" list --dir "$work/ptx" --plan $(for s in $shapes; do printf --
 else
 	echo "FAIL launch plans:"; echo "$out" | grep -E "PLAN ERROR|rglru_bwd_apply" | head -20; fail=$((fail+1))
 fi
+# a one-pass bwd_apply's blocks wait on each other: at most 16 per head
+# (its look-back window) and, where more than one, at most 256 in all,
+# what the H200 holds at once; the manifest marks the launch resident
+bad=$(echo "$out" | awk '/^[a-z]/ { v = $2 } v ~ /_onepass_/ && / backward\[[0-9]\] [a-z]+_bwd_apply / {
+	split($5, g, "x"); n++
+	if (g[1] > 16 || (g[1] > 1 && g[1] * g[2] * g[3] > 256)) { print v, $1, $5; b++ } }
+	END { if (!n) print "no one-pass bwd_apply launch planned" }')
+nres=$(grep -o '"resident": *true' "$work/ptx/manifest.json" | wc -l)
+if [ -z "$bad" ] && [ "$nres" -eq "$(ls "$work"/ptx/*_onepass_*.ptx | wc -l)" ]; then
+	echo "ok   one-pass bwd_apply grids within 16 blocks per head and 256 in all at $(echo $shapes | wc -w) shapes; $nres launches marked resident"; pass=$((pass+1))
+else
+	echo "FAIL one-pass bwd_apply grids ($nres launches marked resident):"; echo "$bad" | head -10; fail=$((fail+1))
+fi
 # bwd_apply's shared memory (maps, staged rows, weights, dW) lets two
 # blocks share an SM (228 KB less 1 KB per block): its latency needs them
 big=$(echo "$out" | awk '/_bwd_apply / { for (i = 1; i < NF; i++) if ($i == "smem" && $(i + 1) > 115712) print }' | head -5)
