@@ -52,6 +52,10 @@
  *           "cluster": "CS",                optional: blocks per thread-block cluster
  *                                           along x (1..8, dividing grid x); the
  *                                           kernel may use distributed shared memory
+ *           "resident": true,               optional: the blocks wait on each other
+ *                                           (a look-back across them), so where grid
+ *                                           x > 1 the runtime refuses a grid the
+ *                                           device cannot hold at once
  *           "args": ["x", "param:Wa", "grad:dWa", "ws:agg", "i32:L", ...]}
  *   args, in the kernel's parameter order:
  *     "x" "y" "dy" "dx"   the call's tensors (device pointers)
@@ -62,7 +66,7 @@
  *
  * What the runtime (runtime/manifest.c) accepts beyond the above: wherever a
  * shape expression goes, a JSON integer is also taken; "smem" defaults to
- * "0", "cluster" to "1" and "zero" to false; init "a" / "b" may be a string, a shape
+ * "0", "cluster" to "1", "resident" and "zero" to false; init "a" / "b" may be a string, a shape
  * expression or "rsqrt(EXPR)" (e.g. "rsqrt(K)" for std 1/sqrt(K)), evaluated
  * at the call's shape. Unknown keys are ignored. Variable names are at most
  * 15 characters, at most 29 vars per variant; parameters have at most 8 dims.
