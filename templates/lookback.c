@@ -38,10 +38,17 @@ void lb_ticket(Tmpl *T, LLVMValueRef ticket, int smem_off)
 	T->lb_thb[2] = LLVMBuildUDiv(I->b, r, H, "lb_b");
 }
 
-/* word (b, tile p, channel ch) of a [B][NT][D] workspace of 32-bit words */
+/* word (b, entry p, channel ch) of a [B][n][D] workspace of 32-bit words:
+ * n tiles forward, n groups backward */
+static LLVMValueRef lb_word(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRef p, LLVMValueRef n, LLVMValueRef ch)
+{
+	return gep_f32(&T->I, base, tile_chan(T, ln, p, n, ch));
+}
+
+/* word (b, tile p, channel ch) of a [B][NT][D] workspace (NT = nctaid.x) */
 static LLVMValueRef tile_elem(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRef p, LLVMValueRef ch)
 {
-	return gep_f32(&T->I, base, tile_chan(T, ln, p, nctaid(&T->I, 0), ch));
+	return lb_word(T, ln, base, p, nctaid(&T->I, 0), ch);
 }
 
 static LLVMValueRef enc(Irb *I, LLVMValueRef v)
@@ -135,12 +142,6 @@ void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
 	bar_sync(I);
 }
 
-/* word (b, group gi, channel ch) of a [B][NG][D] workspace of 32-bit words */
-static LLVMValueRef group_elem(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRef gi, LLVMValueRef NG, LLVMValueRef ch)
-{
-	return gep_f32(&T->I, base, tile_chan(T, ln, gi, NG, ch));
-}
-
 void lb_bwd_publish(Tmpl *T, Lanes *ln, const KSig *sig, LLVMValueRef gi, LLVMValueRef NG,
                     LLVMValueRef rA[4], LLVMValueRef rB[4])
 {
@@ -149,8 +150,8 @@ void lb_bwd_publish(Tmpl *T, Lanes *ln, const KSig *sig, LLVMValueRef gi, LLVMVa
 	IfBlk f;
 	if_begin(I, &f, ieq(I, ln->g, ci32(I, 0)), "bagg");
 	for (int c = 0; c < 4; c++) {
-		st_volatile(I, enc(I, rA[c]), group_elem(T, ln, aggA, gi, NG, ln->ch[c]), 4);
-		st_volatile(I, enc(I, rB[c]), group_elem(T, ln, aggB, gi, NG, ln->ch[c]), 4);
+		st_volatile(I, enc(I, rA[c]), lb_word(T, ln, aggA, gi, NG, ln->ch[c]), 4);
+		st_volatile(I, enc(I, rB[c]), lb_word(T, ln, aggB, gi, NG, ln->ch[c]), 4);
 	}
 	if_end(I, &f);
 }
@@ -177,8 +178,8 @@ void lb_bwd_carry(Tmpl *T, Lanes *ln, const KSig *sig, LLVMValueRef gi, LLVMValu
 	LLVMValueRef wa[2][4], wb[2][4], zero = ci32(I, 0), ready = LLVMConstInt(I->i1, 1, 0);
 	for (int e = 0; e < 2; e++)
 		for (int c = 0; c < 4; c++) {
-			wa[e][c] = ld_volatile(I, I->i32, group_elem(T, ln, aggA, pg[e], NG, ln->ch[c]), 4);
-			wb[e][c] = ld_volatile(I, I->i32, group_elem(T, ln, aggB, pg[e], NG, ln->ch[c]), 4);
+			wa[e][c] = ld_volatile(I, I->i32, lb_word(T, ln, aggA, pg[e], NG, ln->ch[c]), 4);
+			wb[e][c] = ld_volatile(I, I->i32, lb_word(T, ln, aggB, pg[e], NG, ln->ch[c]), 4);
 			LLVMValueRef got = land(I, LLVMBuildICmp(I->b, LLVMIntNE, wa[e][c], zero, ""),
 			                        LLVMBuildICmp(I->b, LLVMIntNE, wb[e][c], zero, ""));
 			ready = land(I, ready, LLVMBuildOr(I->b, LLVMBuildNot(I->b, in[e], ""), got, ""));

@@ -262,7 +262,6 @@ typedef struct {
 	int hm;                                 /* this segment reads h from pass A's maps */
 	LLVMValueRef dtokp;                     /* per-(token, head) adjoints of the per-token values */
 	const KSig *sig;
-	int lb;                                 /* single pass: uR from the look-back (lb_bwd_carry) */
 } Bwd;
 
 /* this thread's word w of a [word][thread] region at base */
@@ -840,9 +839,9 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 	Var h0[TM_SLOTS], ue[TM_SLOTS];
 	for (int s = 0; s < TM_SLOTS; s++) {
 		h0[s] = var_init(I, fadd(I, fmul(I, var_get(I, fm.A[s]), hg[slot_c(s)]), var_get(I, fm.B[s])), "h0");
-		ue[s] = bw->lb ? var_new(I, I->f32, "ue") : var_init(I, ue_at(bw, &rm, uR, s), "ue");
+		ue[s] = T->v->bwd_lookback ? var_new(I, I->f32, "ue") : var_init(I, ue_at(bw, &rm, uR, s), "ue");
 	}
-	if (bw->lb)
+	if (T->v->bwd_lookback)
 		lb_bwd_publish(T, ln, bw->sig, gi, NG, rA, rB);
 	/* segments of S steps from the end of the chunk */
 	bw->h0 = h0;
@@ -890,7 +889,7 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 			}
 			loop_end(I, &L);
 		}
-		if (bw->lb && sg == T->C / T->S - 1) {
+		if (T->v->bwd_lookback && sg == T->C / T->S - 1) {
 			lb_bwd_carry(T, ln, bw->sig, gi, NG, uR);
 			for (int s = 0; s < TM_SLOTS; s++)
 				var_set(I, ue[s], ue_at(bw, &rm, uR, s));
@@ -932,8 +931,10 @@ static void bwd_group_split(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[
 	Tmpl *T = bw->T;
 	Irb *I = &T->I;
 	struct GroupArg ga = { bw, ckpt, NG, uR };
-	LLVMValueRef in = LLVMBuildICmp(I->b, LLVMIntSLE, iadd(I, bw->gb, ci32(I, 16 * T->C)), bw->ln->L, "");
-	emit_split(T, bw->ln, T->C <= 32 || T->GQ == 1 ? in : NULL, bwd_group_body, &ga);
+	LLVMValueRef in = NULL;
+	if (T->C <= 32 || T->GQ == 1)
+		in = LLVMBuildICmp(I->b, LLVMIntSLE, iadd(I, bw->gb, ci32(I, 16 * T->C)), bw->ln->L, "");
+	emit_split(T, bw->ln, in, bwd_group_body, &ga);
 }
 
 /* hierarchical: the block's tiles (stride G), each from the message the
@@ -991,7 +992,7 @@ void tmpl_bwd_apply(Tmpl *T)
 	PartMap pm;
 	part_map(T, &pm);
 	int lb = T->v->bwd_lookback;
-	Bwd bw = { .T = T, .pm = &pm, .lb = lb };
+	Bwd bw = { .T = T, .pm = &pm };
 	bw.sm = bwd_smem(T, &pm);
 	/* dproj buffers: step si - 1 writes while slower warps may still read
 	 * step si's, so a segment needs at least two (chunks are >= 8) */

@@ -356,8 +356,10 @@ void tmpl_fwd_apply(Tmpl *T)
 	 * at prefix 32 and chunks over 8 (128 registers for two blocks) spills
 	 * with the copy: it keeps one. */
 	struct TileArg ta = { T, &ln, l, keep, lbo };
-	LLVMValueRef in = LLVMBuildICmp(I->b, LLVMIntSLE, imul(I, iadd(I, lane_tile(I, &ln), ci32(I, 1)), ci32(I, T->C * T->P)), ln.L, "");
-	emit_split(T, &ln, lb && T->nbd > 0 && T->GQ == 1 && T->C > 8 ? NULL : in, fwd_apply_tile_body, &ta);
+	LLVMValueRef in = NULL;
+	if (!(lb && T->nbd > 0 && T->GQ == 1 && T->C > 8))
+		in = LLVMBuildICmp(I->b, LLVMIntSLE, imul(I, iadd(I, lane_tile(I, &ln), ci32(I, 1)), ci32(I, T->C * T->P)), ln.L, "");
+	emit_split(T, &ln, in, fwd_apply_tile_body, &ta);
 	irb_ret(I);
 }
 
