@@ -517,36 +517,52 @@ static void launch_config(const rt_launch *l, const rt_geom *g, CUstream st, CUl
 	};
 }
 
+/* Blocks of launch li that fit one SM, and, where it runs in clusters,
+ * the clusters the device holds at once (0 otherwise): the profile's
+ * figures and resident_check's. */
+static int occupancy(recur_variant *v, int pass, int li, const rt_geom *g, CUstream st, int *per_sm,
+                     int *clusters, char *err, size_t errlen)
+{
+	rt_cu *cu = &v->rt->cu;
+	const rt_launch *l = &v->d->launch[pass][li];
+	CUfunction fn = v->kernel[v->kidx[pass][li]].fn;
+	if (RT_CU(cu, OccupancyMaxActiveBlocksPerMultiprocessor,
+	          (per_sm, fn, l->block[0] * l->block[1] * l->block[2], (size_t)g->p.smem), err, errlen,
+	          "occupancy of kernel %s (%s[%d]) of variant %s", l->kernel, rt_pass_name[pass], li, v->d->name))
+		return -1;
+	*clusters = 0;
+	if (g->p.cluster > 1) {
+		CUlaunchAttribute at;
+		CUlaunchConfig cfg;
+		launch_config(l, g, st, &cfg, &at);
+		if (RT_CU(cu, OccupancyMaxActiveClusters, (clusters, fn, &cfg), err, errlen,
+		          "cluster occupancy of kernel %s (%s[%d]) of variant %s (clusters of %u)",
+		          l->kernel, rt_pass_name[pass], li, v->d->name, g->p.cluster))
+			return -1;
+	}
+	return 0;
+}
+
 /* A kernel whose blocks wait on each other (a look-back across them)
  * hangs unless all are resident at once: refuse a grid the device cannot
  * hold rather than launch it. */
 static int resident_check(recur_variant *v, int pass, int li, CUstream st, const char *shape, char *err, size_t errlen)
 {
-	rt_cu *cu = &v->rt->cu;
 	const rt_launch *l = &v->d->launch[pass][li];
 	rt_kernel *K = &v->kernel[v->kidx[pass][li]];
 	const rt_geom *g = &v->geom[li];
 	long total = (long)g->p.grid[0] * g->p.grid[1] * g->p.grid[2];
 	if (K->cap_smem != g->p.smem || K->cap_cluster != g->p.cluster) {
-		int n = 0;
+		int per_sm = 0, clusters = 0, sms = 0;
+		if (occupancy(v, pass, li, g, st, &per_sm, &clusters, err, errlen))
+			return -1;
 		if (g->p.cluster > 1) {
-			CUlaunchAttribute at;
-			CUlaunchConfig cfg;
-			launch_config(l, g, st, &cfg, &at);
-			if (RT_CU(cu, OccupancyMaxActiveClusters, (&n, K->fn, &cfg), err, errlen,
-			          "cluster occupancy of kernel %s (%s[%d]) of variant %s (clusters of %u)",
-			          l->kernel, rt_pass_name[pass], li, v->d->name, g->p.cluster))
-				return -1;
-			K->resident_cap = (long)n * g->p.cluster;
+			K->resident_cap = (long)clusters * g->p.cluster;
 		} else {
-			int sms = 0;
-			if (RT_CU(cu, OccupancyMaxActiveBlocksPerMultiprocessor,
-			          (&n, K->fn, l->block[0] * l->block[1] * l->block[2], (size_t)g->p.smem), err, errlen,
-			          "occupancy of kernel %s (%s[%d]) of variant %s", l->kernel, rt_pass_name[pass], li, v->d->name) ||
-			    RT_CU(cu, DeviceGetAttribute, (&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, v->rt->dev), err, errlen,
-			          "multiprocessor count of device %d", v->rt->ordinal))
+			if (RT_CU(&v->rt->cu, DeviceGetAttribute, (&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, v->rt->dev),
+			          err, errlen, "multiprocessor count of device %d", v->rt->ordinal))
 				return -1;
-			K->resident_cap = (long)n * sms;
+			K->resident_cap = (long)per_sm * sms;
 		}
 		K->cap_smem = g->p.smem;
 		K->cap_cluster = g->p.cluster;
@@ -648,20 +664,8 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CU
 				return -1;
 			*g = v->geom[i];
 			g->block = l->block[0] * l->block[1] * l->block[2];
-			if (RT_CU(cu, OccupancyMaxActiveBlocksPerMultiprocessor,
-			          (&g->occupancy, v->kernel[v->kidx[pass][i]].fn, g->block, (size_t)g->p.smem), err, errlen,
-			          "occupancy of kernel %s (%s[%d]) of variant %s", l->kernel, rt_pass_name[pass], i, d->name))
+			if (occupancy(v, pass, i, g, st, &g->occupancy, &g->clusters, err, errlen))
 				return -1;
-			g->clusters = 0;
-			if (g->p.cluster > 1) {
-				CUlaunchAttribute at;
-				CUlaunchConfig cfg;
-				launch_config(l, g, st, &cfg, &at);
-				if (RT_CU(cu, OccupancyMaxActiveClusters, (&g->clusters, v->kernel[v->kidx[pass][i]].fn, &cfg),
-				          err, errlen, "cluster occupancy of kernel %s (%s[%d]) of variant %s (clusters of %u)",
-				          l->kernel, rt_pass_name[pass], i, d->name, g->p.cluster))
-					return -1;
-			}
 		}
 		v->nlast = n;
 	}
