@@ -142,17 +142,34 @@ void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
 	bar_sync(I);
 }
 
+/* a lane's four words of a [B][NG][D] backward workspace: the lane's slot
+ * channels in the order of its block of four (16w + 4q + c, the publisher's
+ * and every reader's alike), so that each is one 16-byte access; read as
+ * four words apiece, the window's loads were four times as many, each
+ * scattered over eight groups, and cost the one-pass backward most of what
+ * it saved */
+static LLVMValueRef lb_lane_words(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRef p, LLVMValueRef n)
+{
+	Irb *I = &T->I;
+	LLVMValueRef blk = iadd(I, imul(I, ln->w, ci32(I, 16)), imul(I, ln->q, ci32(I, 4)));
+	return lb_word(T, ln, base, p, n, blk);
+}
+
 void lb_bwd_publish(Tmpl *T, Lanes *ln, const KSig *sig, LLVMValueRef gi, LLVMValueRef NG,
                     LLVMValueRef rA[4], LLVMValueRef rB[4])
 {
 	Irb *I = &T->I;
 	LLVMValueRef aggA = ksig_arg(T, sig, "ws:baggA"), aggB = ksig_arg(T, sig, "ws:baggB");
+	LLVMTypeRef v4 = LLVMVectorType(I->i32, 4);
+	LLVMValueRef wa = LLVMGetUndef(v4), wb = LLVMGetUndef(v4);
+	for (int c = 0; c < 4; c++) {
+		wa = LLVMBuildInsertElement(I->b, wa, enc(I, rA[c]), ci32(I, c), "");
+		wb = LLVMBuildInsertElement(I->b, wb, enc(I, rB[c]), ci32(I, c), "");
+	}
 	IfBlk f;
 	if_begin(I, &f, ieq(I, ln->g, ci32(I, 0)), "bagg");
-	for (int c = 0; c < 4; c++) {
-		st_volatile(I, enc(I, rA[c]), lb_word(T, ln, aggA, gi, NG, ln->ch[c]), 4);
-		st_volatile(I, enc(I, rB[c]), lb_word(T, ln, aggB, gi, NG, ln->ch[c]), 4);
-	}
+	st_volatile(I, wa, lb_lane_words(T, ln, aggA, gi, NG), 16);
+	st_volatile(I, wb, lb_lane_words(T, ln, aggB, gi, NG), 16);
 	if_end(I, &f);
 }
 
@@ -161,6 +178,7 @@ void lb_bwd_carry(Tmpl *T, Lanes *ln, const KSig *sig, LLVMValueRef gi, LLVMValu
 	Irb *I = &T->I;
 	LLVMValueRef aggA = ksig_arg(T, sig, "ws:baggA"), aggB = ksig_arg(T, sig, "ws:baggB");
 	LLVMValueRef G = nctaid(I, 0);
+	LLVMTypeRef v4 = LLVMVectorType(I->i32, 4);
 	/* lane g folds entries j = 2g + 1 and 2g + 2: the maps of groups gi + j,
 	 * those the other blocks run between this block's last group and this
 	 * one (j < G) inside the sequence; the identity elsewhere */
@@ -176,14 +194,17 @@ void lb_bwd_carry(Tmpl *T, Lanes *ln, const KSig *sig, LLVMValueRef gi, LLVMValu
 	LLVMBuildBr(I->b, spin);
 	LLVMPositionBuilderAtEnd(I->b, spin);
 	LLVMValueRef wa[2][4], wb[2][4], zero = ci32(I, 0), ready = LLVMConstInt(I->i1, 1, 0);
-	for (int e = 0; e < 2; e++)
+	for (int e = 0; e < 2; e++) {
+		LLVMValueRef va = ld_volatile(I, v4, lb_lane_words(T, ln, aggA, pg[e], NG), 16);
+		LLVMValueRef vb = ld_volatile(I, v4, lb_lane_words(T, ln, aggB, pg[e], NG), 16);
 		for (int c = 0; c < 4; c++) {
-			wa[e][c] = ld_volatile(I, I->i32, lb_word(T, ln, aggA, pg[e], NG, ln->ch[c]), 4);
-			wb[e][c] = ld_volatile(I, I->i32, lb_word(T, ln, aggB, pg[e], NG, ln->ch[c]), 4);
+			wa[e][c] = LLVMBuildExtractElement(I->b, va, ci32(I, c), "");
+			wb[e][c] = LLVMBuildExtractElement(I->b, vb, ci32(I, c), "");
 			LLVMValueRef got = land(I, LLVMBuildICmp(I->b, LLVMIntNE, wa[e][c], zero, ""),
 			                        LLVMBuildICmp(I->b, LLVMIntNE, wb[e][c], zero, ""));
 			ready = land(I, ready, LLVMBuildOr(I->b, LLVMBuildNot(I->b, in[e], ""), got, ""));
 		}
+	}
 	LLVMBuildCondBr(I->b, ready, done, spin);
 	LLVMPositionBuilderAtEnd(I->b, done);
 	for (int c = 0; c < 4; c++) {

@@ -113,8 +113,8 @@ tally $? "$lbn look-back variants: one ticketed fwd_scan, no reduce or carry; hi
 # RG-LRU's bwd_apply pairs clusters on one weight-gradient slot: an arrival
 # count, a block-wide vote on who came second, the second's wait on the
 # flag and the first's fence before raising it; SAMU (no block-diagonal
-# weights) has none of it, but for the volatile words of a single-pass
-# backward's look-back
+# weights) has none of it (a single-pass backward's look-back words are
+# 16-byte accesses, checked below)
 pbad=0 pn=0
 for f in "$work"/ptx/*.ptx; do
 	v=$(basename "$f" .ptx); m=${v%%.*}; pn=$((pn+1))
@@ -125,32 +125,36 @@ for f in "$work"/ptx/*.ptx; do
 	done
 	case "$m:$v" in
 	rglru:*) [ "$n" -eq 5 ] || { echo "FAIL $v: bwd_apply lacks the pair step ($n of 5 parts)"; pbad=$((pbad+1)); } ;;
-	*_onepass_*) [ "$n" -eq 2 ] || { echo "FAIL $v: bwd_apply has $n of the 5 patterns (the look-back's 2 expected)"; pbad=$((pbad+1)); } ;;
 	*) [ "$n" -eq 0 ] || { echo "FAIL $v: bwd_apply has $n parts of a pair step it has no use for"; pbad=$((pbad+1)); } ;;
 	esac
 done
 [ "$pbad" -eq 0 ] && [ "$pn" -gt 0 ]
 tally $? "$pn bwd_apply kernels: RG-LRU's pair their clusters' weight slots, SAMU's do not" "pair step: $pbad wrong of $pn"
 # the single-pass backward: bwd_apply publishes its groups' maps and spins
-# on the other blocks' (a volatile load in a loop of its own), and the
-# backward has no reduce or carry kernel; every other backward has both
-# and no spin
+# on the other blocks' (volatile loads in a loop of their own), a lane's
+# four words of a map in one 16-byte access each way (lb_lane_words), and
+# the backward has no reduce or carry kernel; every other backward has
+# both and no spin
 obad=0 on=0
 for f in "$work"/ptx/*.ptx; do
 	v=$(basename "$f" .ptx); m=${v%%.*}
 	red=0
 	grep -q "^.visible .entry ${m}_bwd_reduce(" "$f" && grep -q "^.visible .entry ${m}_bwd_carry(" "$f" && red=1
-	# (16 words per lane in flight; the pair step's flag is one)
-	spin=$(body "$f" "${m}_bwd_apply" | grep -c "ld.volatile.global.u32")
+	# (per copy of the group's code: 2 window entries x 2 words of a map per
+	# lane in flight; the pair step's flag is one 4-byte load)
+	b=$(body "$f" "${m}_bwd_apply")
+	spin=$(echo "$b" | grep -c "ld.volatile.global.v4.u32")
+	pub=$(echo "$b" | grep -c "st.volatile.global.v4.u32")
+	word=$(echo "$b" | grep -c "ld.volatile.global.u32")
 	case "$v" in
-	*_onepass_*) on=$((on+1)); [ "$red" -eq 0 ] && [ "$spin" -ge 16 ] ||
-		{ echo "FAIL $v: single-pass backward with reduce/carry ($red) or without its spin ($spin loads)"; obad=$((obad+1)); } ;;
-	*) [ "$red" -eq 1 ] && [ "$spin" -le 1 ] ||
+	*_onepass_*) on=$((on+1)); [ "$red" -eq 0 ] && [ "$spin" -ge 4 ] && [ "$pub" -ge 2 ] && [ "$word" -le 1 ] ||
+		{ echo "FAIL $v: single-pass backward with reduce/carry ($red), or without its 16-byte spin ($spin loads, $pub stores, $word 4-byte loads)"; obad=$((obad+1)); } ;;
+	*) [ "$red" -eq 1 ] && [ "$spin" -eq 0 ] && [ "$pub" -eq 0 ] && [ "$word" -le 1 ] ||
 		{ echo "FAIL $v: hierarchical backward without reduce/carry or with a look-back spin"; obad=$((obad+1)); } ;;
 	esac
 done
 [ "$obad" -eq 0 ] && [ "$on" -gt 0 ]
-tally $? "$on single-pass backwards: bwd_apply alone, spinning on published maps; every other backward reduces and carries" \
+tally $? "$on single-pass backwards: bwd_apply alone, spinning on published maps in 16-byte words; every other backward reduces and carries" \
 	"single-pass backward: $obad wrong ($on found)"
 # a look-back forward with projections, one group per quad and one segment
 # per chunk keeps its per-step maps in fp16 for the second sweep, guarded
