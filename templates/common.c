@@ -567,16 +567,22 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
  * loads per segment); returns i inside the inner loop */
 LLVMValueRef seg_loop_begin(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L, LLVMValueRef gb, int end)
 {
+	return seg_loop_begin_n(T, ln, Ls, L, gb, end, 1);
+}
+
+/* the same, n steps per trip of the inner loop (the segment a multiple of n) */
+LLVMValueRef seg_loop_begin_n(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L, LLVMValueRef gb, int end, int n)
+{
 	Irb *I = &T->I;
-	CHECK(ln->seg_off >= 0 && end % ln->seg_n == 0);
+	CHECK(ln->seg_off >= 0 && end % ln->seg_n == 0 && ln->seg_n % n == 0);
 	loop_begin(I, Ls, ci32(I, 0), ci32(I, end), ci32(I, ln->seg_n), "seg");
 	LLVMValueRef i0 = loop_i(I, Ls);
 	if (ln->seg_keep)
 		ln->seg_i0 = i0;
 	else
 		seg_stage(T, ln, gb, i0);
-	loop_begin(I, L, ci32(I, 0), ci32(I, ln->seg_n), ci32(I, 1), "i");
-	L->unroll = 2;
+	loop_begin(I, L, ci32(I, 0), ci32(I, ln->seg_n), ci32(I, n), "i");
+	L->unroll = n == 1 ? 2 : 1;
 	return iadd(I, i0, loop_i(I, L));
 }
 
@@ -655,22 +661,29 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 	}
 }
 
-void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj)
+/* the gates of n consecutive steps from row offset i: each projection's
+ * weight fragments are read once for all n (ldmatrix is not shared across
+ * steps by the compiler where shared stores fall between them) */
+void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMValueRef i, int need_proj)
 {
 	Irb *I = &T->I;
 	const Mixer *mx = T->mx;
-	step_inputs(T, ln, st, gb, i);
+	CHECK(n >= 1 && n <= 2);
+	for (int k = 0; k < n; k++)
+		step_inputs(T, ln, &st[k], gb, iadd(I, i, ci32(I, k)));
 	int fused = gates_inline(T) || need_proj;
 	if (fused && T->nbd > 0) {
 		/* A fragments of 16 rows x 64 input channels, four k-steps */
 		/* every kernel that runs the projections stages x */
-		CHECK(st->xs);
-		LLVMValueRef A[4][4];
-		/* one ldmatrix per k-step: matrix m = rows 8(m&1).., columns 16ks + 8(m>>1).. */
-		LLVMValueRef ro = iadd(I, st->xs, xs_ldsm_at(I, ln, 0));
-		for (int ks = 0; ks < 4; ks++)
-			ldsm_x4(I, A[ks], ln->seg_flags & SEG_SWZ ? iadd(I, st->xs, xs_ldsm_at(I, ln, 2 * ks))
-			                                          : iadd(I, ro, ci32(I, 32 * ks)), 0);
+		LLVMValueRef A[2][4][4];
+		for (int k = 0; k < n; k++) {
+			CHECK(st[k].xs);
+			/* one ldmatrix per k-step: matrix m = rows 8(m&1).., columns 16ks + 8(m>>1).. */
+			LLVMValueRef ro = iadd(I, st[k].xs, xs_ldsm_at(I, ln, 0));
+			for (int ks = 0; ks < 4; ks++)
+				ldsm_x4(I, A[k][ks], ln->seg_flags & SEG_SWZ ? iadd(I, st[k].xs, xs_ldsm_at(I, ln, 2 * ks))
+				                                             : iadd(I, ro, ci32(I, 32 * ks)), 0);
+		}
 		for (int j = 0; j < T->nbd; j++) {
 			LLVMValueRef wf[4][2][2];   /* [ks][nt][r] */
 			for (int ks = 0; ks < 4; ks++)
@@ -678,48 +691,56 @@ void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, i
 					wmat_gate_frags(T, ln, j, ks, wf[ks]);
 				else
 					memcpy(wf[ks], ln->wfrag[j][ks], sizeof wf[ks]);
-			for (int nt = 0; nt < 2; nt++) {
-				LLVMValueRef acc[4] = {
-					ln->bias[j][2 * nt], ln->bias[j][2 * nt + 1],
-					ln->bias[j][2 * nt], ln->bias[j][2 * nt + 1] };
-				for (int ks = 0; ks < 4; ks++) {
-					LLVMValueRef d[4];
-					LLVMValueRef bfr[2] = { wf[ks][nt][0], wf[ks][nt][1] };
-					mma_bf16(I, d, A[ks], bfr, acc);
-					memcpy(acc, d, sizeof acc);
+			for (int k = 0; k < n; k++)
+				for (int nt = 0; nt < 2; nt++) {
+					LLVMValueRef acc[4] = {
+						ln->bias[j][2 * nt], ln->bias[j][2 * nt + 1],
+						ln->bias[j][2 * nt], ln->bias[j][2 * nt + 1] };
+					for (int ks = 0; ks < 4; ks++) {
+						LLVMValueRef d[4];
+						LLVMValueRef bfr[2] = { wf[ks][nt][0], wf[ks][nt][1] };
+						mma_bf16(I, d, A[k][ks], bfr, acc);
+						memcpy(acc, d, sizeof acc);
+					}
+					/* c0: (row g, ch 2q) c1: (g, 2q+1) c2: (g+8, 2q) c3: (g+8, 2q+1) */
+					for (int e = 0; e < 4; e++) {
+						int r = e >> 1, c = 2 * nt + (e & 1);
+						st[k].proj[r * 4 + c][T->bd[j]] = acc[e];
+					}
 				}
-				/* c0: (row g, ch 2q) c1: (g, 2q+1) c2: (g+8, 2q) c3: (g+8, 2q+1) */
-				for (int e = 0; e < 4; e++) {
-					int r = e >> 1, c = 2 * nt + (e & 1);
-					st->proj[r * 4 + c][T->bd[j]] = acc[e];
-				}
+		}
+	}
+	for (int k = 0; k < n; k++)
+		for (int s = 0; s < TM_SLOTS; s++) {
+			Step *sp = &st[k];
+			LLVMValueRef valid = sp->valid[slot_r(s)];
+			if (fused) {
+				LLVMValueRef pv[MX_MAXPARAM] = { 0 };
+				EmitEnv env = slot_env(T, ln, sp, s, pv);
+				LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
+				CHECK(memo);
+				sp->log_a[s] = emit_expr(I, &mx->g, T->e_log_a, &env, memo);
+				sp->bb[s] = emit_expr(I, &mx->g, T->e_b, &env, memo);
+				/* the exp m = sqrtb(1 - exp(2 log_a)) took: one ex2 */
+				sp->a[s] = emit_exp(I, &mx->g, T->e_log_a, &env, memo);
+				free(memo);
+			} else {
+				LLVMValueRef idx = LLVMBuildSelect(I->b, valid, slot_index(T, ln, sp, s), ci64(I, 0), "");
+				sp->log_a[s] = ld(I, I->f32, gep_f32(I, ln->la_ws, idx), 4);
+				sp->bb[s] = ld(I, I->f32, gep_f32(I, ln->b_ws, idx), 4);
+				sp->a[s] = f_exp(I, sp->log_a[s]);
 			}
+			/* a reset cuts the carry (a*h_prev dropped); rows past L are identities */
+			LLVMValueRef isfirst = LLVMBuildFCmp(I->b, LLVMRealONE, sp->first[s], cf32(I, 0.0), "");
+			LLVMValueRef ae = fsel(I, isfirst, cf32(I, 0.0), sp->a[s]);
+			sp->a_eff[s] = fsel(I, valid, ae, cf32(I, 1.0));
+			sp->b_eff[s] = fsel(I, valid, sp->bb[s], cf32(I, 0.0));
 		}
-	}
-	for (int s = 0; s < TM_SLOTS; s++) {
-		LLVMValueRef valid = st->valid[slot_r(s)];
-		if (fused) {
-			LLVMValueRef pv[MX_MAXPARAM] = { 0 };
-			EmitEnv env = slot_env(T, ln, st, s, pv);
-			LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
-			CHECK(memo);
-			st->log_a[s] = emit_expr(I, &mx->g, T->e_log_a, &env, memo);
-			st->bb[s] = emit_expr(I, &mx->g, T->e_b, &env, memo);
-			/* the exp m = sqrtb(1 - exp(2 log_a)) took: one ex2 */
-			st->a[s] = emit_exp(I, &mx->g, T->e_log_a, &env, memo);
-			free(memo);
-		} else {
-			LLVMValueRef idx = LLVMBuildSelect(I->b, valid, slot_index(T, ln, st, s), ci64(I, 0), "");
-			st->log_a[s] = ld(I, I->f32, gep_f32(I, ln->la_ws, idx), 4);
-			st->bb[s] = ld(I, I->f32, gep_f32(I, ln->b_ws, idx), 4);
-			st->a[s] = f_exp(I, st->log_a[s]);
-		}
-		/* a reset cuts the carry (a*h_prev dropped); rows past L are identities */
-		LLVMValueRef isfirst = LLVMBuildFCmp(I->b, LLVMRealONE, st->first[s], cf32(I, 0.0), "");
-		LLVMValueRef ae = fsel(I, isfirst, cf32(I, 0.0), st->a[s]);
-		st->a_eff[s] = fsel(I, valid, ae, cf32(I, 1.0));
-		st->b_eff[s] = fsel(I, valid, st->bb[s], cf32(I, 0.0));
-	}
+}
+
+void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj)
+{
+	step_gates_n(T, ln, st, 1, gb, i, need_proj);
 }
 
 /* Quad maps to shared memory [quad][64][2] at offset 0 (lanes g == 0 hold

@@ -58,21 +58,28 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 	for (int j = 0; j < T->GQ; j++) {
 		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->C));
 		maps_init(T, &ex[j], "m");
+		/* with kept maps, two steps per trip: their stores between the steps
+		 * keep the compiler from sharing the weight fragments of an unrolled
+		 * pair, so step_gates_n reads them once for both */
+		int n = keep >= 0 && ln->seg_n % 2 == 0 ? 2 : 1;
 		Loop Ls, L;
-		LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, T->C);
-		Step stp;
-		step_gates(T, ln, &stp, gb, i, 0);
-		for (int s = 0; s < TM_SLOTS; s++)
-			maps_push_fwd(T, &ex[j], s, stp.a_eff[s], stp.b_eff[s]);
-		if (keep >= 0) {
-			IfBlk f;
-			if_begin(I, &f, ilt(I, i, ci32(I, T->C - 1)), "keep");
-			for (int s = 0; s < TM_SLOTS; s++) {
-				LLVMValueRef A = var_get(I, ex[j].A[s]), B = var_get(I, ex[j].B[s]);
-				st(I, pack_f16x2(I, A, B), smem_ptr(I, keep_at(T, ln, keep, i, s)), 4);
-				var_set(I, *ovf, LLVMBuildOr(I->b, var_get(I, *ovf), f16_overflow(I, A, B), ""));
+		LLVMValueRef i = seg_loop_begin_n(T, ln, &Ls, &L, gb, T->C, n);
+		Step stp[2];
+		step_gates_n(T, ln, stp, n, gb, i, 0);
+		for (int k = 0; k < n; k++) {
+			LLVMValueRef ik = iadd(I, i, ci32(I, k));
+			for (int s = 0; s < TM_SLOTS; s++)
+				maps_push_fwd(T, &ex[j], s, stp[k].a_eff[s], stp[k].b_eff[s]);
+			if (keep >= 0) {
+				IfBlk f;
+				if_begin(I, &f, ilt(I, ik, ci32(I, T->C - 1)), "keep");
+				for (int s = 0; s < TM_SLOTS; s++) {
+					LLVMValueRef A = var_get(I, ex[j].A[s]), B = var_get(I, ex[j].B[s]);
+					st(I, pack_f16x2(I, A, B), smem_ptr(I, keep_at(T, ln, keep, ik, s)), 4);
+					var_set(I, *ovf, LLVMBuildOr(I->b, var_get(I, *ovf), f16_overflow(I, A, B), ""));
+				}
+				if_end(I, &f);
 			}
-			if_end(I, &f);
 		}
 		seg_loop_end(T, &Ls, &L);
 		warp_scan_fwd(T, ln, &ex[j], totA[j], totB[j]);

@@ -167,6 +167,7 @@ void seg_enable(Tmpl *T, Lanes *ln, int off, int n, int flags);
  * on): returns i inside the inner loop; the caller's body goes between
  * begin and end */
 LLVMValueRef seg_loop_begin(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L, LLVMValueRef gb, int end);
+LLVMValueRef seg_loop_begin_n(Tmpl *T, Lanes *ln, Loop *Ls, Loop *L, LLVMValueRef gb, int end, int n);
 void seg_loop_end(Tmpl *T, Loop *Ls, Loop *L);
 /* stages steps i0 .. i0+n-1 of the group starting at row gb (quad barriers on both sides) */
 void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0);
@@ -241,6 +242,7 @@ void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
 void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
 /* gate step: step_inputs, then projections (mma) and log_a, b for each slot; fused or loaded */
 void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj);
+void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMValueRef i, int need_proj);
 /* the parameters as slot s sees them (its channel's value, or the scalar), into pv */
 LLVMValueRef *param_vals(Tmpl *T, Lanes *ln, int s, LLVMValueRef *pv);
 /* the leaves of slot s at step st (x, the reset flag, parameters, projections,

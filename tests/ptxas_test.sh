@@ -167,13 +167,20 @@ for f in "$work"/ptx/*.ptx; do
 		case "$(basename "$f")" in
 		rglru.*_prefix32_lookback_chunk8.ptx | rglru.*_prefix32_onepass_chunk8.ptx)
 			kn=$((kn+1))
-			{ [ "$n" -gt 0 ] && echo "$b" | grep -q "bar.red.or"; } || { echo "FAIL $(basename "$f") $k: no kept fp16 maps or no overflow vote"; kbad=$((kbad+1)); } ;;
+			# the sweep that keeps them takes two steps per trip, each
+			# projection's weight fragments (ldmatrix .trans) read once for
+			# both: fewer than two per x fragment over the kernel (the
+			# fallback sweep, one step at a time, reads two)
+			wt=$(echo "$b" | grep -c "ldmatrix.*trans")
+			xf=$(echo "$b" | grep "ldmatrix" | grep -vc "trans")
+			{ [ "$n" -gt 0 ] && echo "$b" | grep -q "bar.red.or" && [ "$wt" -lt $((2 * xf)) ]; } ||
+				{ echo "FAIL $(basename "$f") $k: no kept fp16 maps, no overflow vote, or no step pairs ($wt weight, $xf x fragment loads)"; kbad=$((kbad+1)); } ;;
 		*) [ "$n" -eq 0 ] || { echo "FAIL $(basename "$f") $k: fp16 maps where the plan keeps none"; kbad=$((kbad+1)); } ;;
 		esac
 	done
 done
 [ "$kbad" -eq 0 ] && [ "$kn" -eq 2 ]
-tally $? "RG-LRU's look-back forward of prefix 32, chunk 8 (scan lookback and onepass) keeps fp16 step maps behind an overflow vote; no other forward does" \
+tally $? "RG-LRU's look-back forward of prefix 32, chunk 8 (scan lookback and onepass) keeps fp16 step maps behind an overflow vote, two steps per trip; no other forward does" \
 	"kept forward maps: $kbad wrong, $kn of 2 found"
 # the scan kernels that write y or dx store a row's 4 channels per lane as
 # one 8-byte piece (4 lanes fill a 32-byte sector), never as 4-byte pairs:
