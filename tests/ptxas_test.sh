@@ -123,8 +123,8 @@ for f in "$work"/ptx/*.ptx; do
 	for pat in "atom.global.add.u32" "bar.red.or.pred" "ld.volatile.global.u32" "membar.gl" "st.volatile.global.u32"; do
 		echo "$b" | grep -q "$pat" && n=$((n+1))
 	done
-	case "$m:$v" in
-	rglru:*) [ "$n" -eq 5 ] || { echo "FAIL $v: bwd_apply lacks the pair step ($n of 5 parts)"; pbad=$((pbad+1)); } ;;
+	case "$m" in
+	rglru) [ "$n" -eq 5 ] || { echo "FAIL $v: bwd_apply lacks the pair step ($n of 5 parts)"; pbad=$((pbad+1)); } ;;
 	*) [ "$n" -eq 0 ] || { echo "FAIL $v: bwd_apply has $n parts of a pair step it has no use for"; pbad=$((pbad+1)); } ;;
 	esac
 done
