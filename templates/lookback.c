@@ -51,14 +51,14 @@ static LLVMValueRef tile_elem(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRe
 	return lb_word(T, ln, base, p, nctaid(&T->I, 0), ch);
 }
 
-static LLVMValueRef enc(Irb *I, LLVMValueRef v)
+LLVMValueRef lb_enc(Irb *I, LLVMValueRef v)
 {
 	LLVMValueRef w = LLVMBuildBitCast(I->b, v, I->i32, "");
 	w = LLVMBuildSelect(I->b, ieq(I, w, ci32(I, -1)), ci32(I, 0x7fffffff), w, "");
 	return LLVMBuildXor(I->b, w, ci32(I, -1), "");
 }
 
-static LLVMValueRef dec(Irb *I, LLVMValueRef w)
+LLVMValueRef lb_dec(Irb *I, LLVMValueRef w)
 {
 	return LLVMBuildBitCast(I->b, LLVMBuildXor(I->b, w, ci32(I, -1), ""), I->f32, "");
 }
@@ -83,8 +83,8 @@ void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
 	quads_tile_map(T, c, &ta, &tb);
 	var_set(I, A, ta);
 	var_set(I, B, tb);
-	st_volatile(I, enc(I, ta), tile_elem(T, ln, aggA, tile, c), 4);
-	st_volatile(I, enc(I, tb), tile_elem(T, ln, aggB, tile, c), 4);
+	st_volatile(I, lb_enc(I, ta), tile_elem(T, ln, aggA, tile, c), 4);
+	st_volatile(I, lb_enc(I, tb), tile_elem(T, ln, aggB, tile, c), 4);
 	if_end(I, &f);
 
 	/* entry k of the window is tile t - LB_WIN + k: for k = 0 its end state,
@@ -118,8 +118,8 @@ void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
 	LLVMPositionBuilderAtEnd(I->b, done);
 	LLVMValueRef MA = cf32(I, 1.0), MB = cf32(I, 0.0);
 	for (int e = 0; e < m; e++) {
-		LLVMValueRef a = fsel(I, st0[e], cf32(I, 0.0), fsel(I, in[e], dec(I, wa[e]), cf32(I, 1.0)));
-		LLVMValueRef b = fsel(I, in[e], fsel(I, st0[e], dec(I, wa[e]), dec(I, wb[e])), cf32(I, 0.0));
+		LLVMValueRef a = fsel(I, st0[e], cf32(I, 0.0), fsel(I, in[e], lb_dec(I, wa[e]), cf32(I, 1.0)));
+		LLVMValueRef b = fsel(I, in[e], fsel(I, st0[e], lb_dec(I, wa[e]), lb_dec(I, wb[e])), cf32(I, 0.0));
 		MB = fadd(I, fmul(I, MB, a), b);
 		MA = fmul(I, MA, a);
 	}
@@ -137,7 +137,7 @@ void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
 		h = fadd(I, fmul(I, a, h), b);
 	}
 	st(I, h, smem_ptr(I, iadd(I, ci32(I, lb_carry_at(smem_off)), imul(I, c, ci32(I, 4)))), 4);
-	st_volatile(I, enc(I, fadd(I, fmul(I, var_get(I, A), h), var_get(I, B))), tile_elem(T, ln, hend, tile, c), 4);
+	st_volatile(I, lb_enc(I, fadd(I, fmul(I, var_get(I, A), h), var_get(I, B))), tile_elem(T, ln, hend, tile, c), 4);
 	if_end(I, &f);
 	bar_sync(I);
 }
@@ -163,8 +163,8 @@ void lb_bwd_publish(Tmpl *T, Lanes *ln, const KSig *sig, LLVMValueRef gi, LLVMVa
 	LLVMTypeRef v4 = LLVMVectorType(I->i32, 4);
 	LLVMValueRef wa = LLVMGetUndef(v4), wb = LLVMGetUndef(v4);
 	for (int c = 0; c < 4; c++) {
-		wa = LLVMBuildInsertElement(I->b, wa, enc(I, rA[c]), ci32(I, c), "");
-		wb = LLVMBuildInsertElement(I->b, wb, enc(I, rB[c]), ci32(I, c), "");
+		wa = LLVMBuildInsertElement(I->b, wa, lb_enc(I, rA[c]), ci32(I, c), "");
+		wb = LLVMBuildInsertElement(I->b, wb, lb_enc(I, rB[c]), ci32(I, c), "");
 	}
 	IfBlk f;
 	if_begin(I, &f, ieq(I, ln->g, ci32(I, 0)), "bagg");
@@ -210,8 +210,8 @@ void lb_bwd_carry(Tmpl *T, Lanes *ln, const KSig *sig, LLVMValueRef gi, LLVMValu
 	for (int c = 0; c < 4; c++) {
 		LLVMValueRef a[2], b[2];
 		for (int e = 0; e < 2; e++) {
-			a[e] = fsel(I, in[e], dec(I, wa[e][c]), cf32(I, 1.0));
-			b[e] = fsel(I, in[e], dec(I, wb[e][c]), cf32(I, 0.0));
+			a[e] = fsel(I, in[e], lb_dec(I, wa[e][c]), cf32(I, 1.0));
+			b[e] = fsel(I, in[e], lb_dec(I, wb[e][c]), cf32(I, 0.0));
 		}
 		/* R_j1 o R_j2, then across the lanes g in a fixed tree: the lower g
 		 * is the outer map, and both lanes of a pair compute the same bits */

@@ -160,7 +160,7 @@ typedef struct {
 	int nh, hm0;    /* the chunk's last nh segments read h from pass A's maps of steps hm0 .. C-2 */
 	int h16;        /* those maps as 16-bit pairs (map16_pack), half the bytes */
 	int segf;       /* what a segment stages (SEG_*) */
-	int dpa, scal, wmat, dW, xs, dz, bmap, nbm, total;
+	int dpa, scal, wmat, dW, xs, dz, tail, bmap, nbm, total;
 } BwdSmem;
 
 /* Two blocks per SM (4 warps each, SMEM_2BLK) are what hides this kernel's latency */
@@ -194,7 +194,8 @@ static BwdSmem bwd_layout(const Tmpl *T, const PartMap *pm, int nh, int swz, int
 	s.dW = s.wmat + nbd * WMAT_BYTES;                  /* dW^T accumulators, v4 [proj][kt][thread] */
 	s.xs = s.dW + nbd * 8 * 128 * 16;                  /* staged x rows */
 	s.dz = s.xs + seg_bytes(T, T->S, s.segf);          /* token adjoints [S][16 rows][4 warps][nz] */
-	s.total = s.dz + T->S * 16 * 4 * T->nz * 4;
+	s.tail = (s.dz + T->S * 16 * 4 * T->nz * 4 + 15) & ~15;   /* the token stage (tok_tail.c) */
+	s.total = s.tail + (tok_fused(T) ? tok_tail_bytes(T) : 0);
 	/* pass A's maps at the inner boundaries of the segments that sweep,
 	 * [boundary][slot][A, B][thread]: h at such a segment's start without
 	 * sweeping the gates from the chunk start again, where they fit */
@@ -261,6 +262,7 @@ typedef struct {
 	Var *h0;                                /* h at the chunk's start per slot */
 	int hm;                                 /* this segment reads h from pass A's maps */
 	LLVMValueRef dtokp;                     /* per-(token, head) adjoints of the per-token values */
+	LLVMValueRef NG;                        /* groups per sequence */
 	const KSig *sig;
 } Bwd;
 
@@ -433,10 +435,18 @@ static void tok_flush(Bwd *bw, int s0)
 			LLVMValueRef o = imul(I, iadd(I, imul(I, iadd(I, imul(I, sr, ci32(I, 4)), ci32(I, w)), ci32(I, T->nz)), k), ci32(I, 4));
 			sum = fadd(I, sum, ld(I, I->f32, smem_ptr(I, iadd(I, ci32(I, bw->sm.dz), o)), 4));
 		}
-		LLVMValueRef tok = iadd(I, imul(I, ln->b, ln->L), t);
-		LLVMValueRef H = LLVMBuildLShr(I->b, ln->D, ci32(I, 6), "");
-		LLVMValueRef idx = iadd(I, imul(I, iadd(I, imul(I, sext64(I, tok), sext64(I, H)), sext64(I, ln->head)), ci64(I, T->nz)), sext64(I, k));
-		st(I, sum, gep_f32(I, bw->dtokp, idx), 4);
+		if (tok_fused(T)) {
+			/* a look-back word, for the blocks of every head (tok_tail_group) */
+			LLVMValueRef n16 = ci32(I, 16 * T->C);
+			LLVMValueRef gi = idiv(I, bw->gb, n16), tl = isub(I, t, bw->gb);
+			LLVMValueRef idx = tok_part_index(T, ln, bw->NG, gi, tl, ln->head, k);
+			st_volatile(I, lb_enc(I, sum), gep_f32(I, bw->dtokp, idx), 4);
+		} else {
+			LLVMValueRef tok = iadd(I, imul(I, ln->b, ln->L), t);
+			LLVMValueRef H = LLVMBuildLShr(I->b, ln->D, ci32(I, 6), "");
+			LLVMValueRef idx = iadd(I, imul(I, iadd(I, imul(I, sext64(I, tok), sext64(I, H)), sext64(I, ln->head)), ci64(I, T->nz)), sext64(I, k));
+			st(I, sum, gep_f32(I, bw->dtokp, idx), 4);
+		}
 		if_end(I, &f);
 	}
 	bar_sync(I);
@@ -843,6 +853,20 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 	}
 	if (T->v->bwd_lookback)
 		lb_bwd_publish(T, ln, bw->sig, gi, NG, rA, rB);
+	if (tok_fused(T)) {
+		/* the token stage of the block's previous group (tok_tail.c), while
+		 * the blocks before this one finish their pass A: the heads have had
+		 * a trip and a pass A to publish their partials, and a block that
+		 * would wait for the others' maps works instead (at the start of the
+		 * trip, where every block waits on the slowest head, the tail cost
+		 * 0.23 ms at 1x131072x1024 against 0.10 here; for the group two
+		 * trips back, whose rows have left L2, 0.14) */
+		LLVMValueRef prev = iadd(I, gb, imul(I, nctaid(I, 0), ci32(I, 16 * T->C)));
+		IfBlk f;
+		if_begin(I, &f, ilt(I, prev, ln->L), "tt_prev");
+		tok_tail_group(T, ln, bw->sig, bw->sm.tail, NG, prev, bw->sacc);
+		if_end(I, &f);
+	}
 	/* segments of S steps from the end of the chunk */
 	bw->h0 = h0;
 	Var h[TM_SLOTS];
@@ -978,11 +1002,23 @@ static void bwd_groups_lookback(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG)
 	Var uR[4];
 	for (int c = 0; c < 4; c++)
 		uR[c] = var_init(I, cf32(I, 0.0), "uR");
+	Var last = var_init(I, ci32(I, 0), "last_gb");
 	Loop Lg;
 	loop_begin(I, &Lg, ctaid(I, 0), NG, nctaid(I, 0), "grp");
 	bw->gb = imul(I, isub(I, isub(I, NG, ci32(I, 1)), loop_i(I, &Lg)), ci32(I, 16 * T->C));
+	var_set(I, last, bw->gb);
 	bwd_group_split(bw, ckpt, NG, uR);
 	loop_end(I, &Lg);
+	/* the block's last group: the trip after it never comes. Every block
+	 * has one (G <= NG); the test, always true, is kept because without
+	 * it ptxas spills the chunk-16 kernel (24 bytes at 255 registers) */
+	if (tok_fused(T)) {
+		LLVMValueRef g = var_get(I, last);
+		IfBlk f;
+		if_begin(I, &f, ilt(I, g, bw->ln->L), "tt_last");
+		tok_tail_group(T, bw->ln, bw->sig, bw->sm.tail, NG, g, bw->sacc);
+		if_end(I, &f);
+	}
 }
 
 void tmpl_bwd_apply(Tmpl *T)
@@ -1011,6 +1047,10 @@ void tmpl_bwd_apply(Tmpl *T)
 	ksig_tok(T, &l->sig);
 	if (T->nz > 0)
 		ksig_add(T, &l->sig, "ws:dtokp", I->gptr);
+	if (tok_fused(T)) {
+		ksig_add(T, &l->sig, "ws:tproj", I->gptr);
+		ksig_add(T, &l->sig, "ws:part_tchan", I->gptr);
+	}
 	ksig_add(T, &l->sig, "ws:ckpt", I->gptr);
 	if (lb) {
 		ksig_add(T, &l->sig, "ws:baggA", I->gptr);
@@ -1069,6 +1109,9 @@ void tmpl_bwd_apply(Tmpl *T)
 	}
 	LLVMValueRef ckpt = ksig_arg(T, &l->sig, "ws:ckpt");
 	LLVMValueRef NG = idiv(I, iadd(I, ln.L, ci32(I, 16 * T->C - 1)), ci32(I, 16 * T->C));
+	bw.NG = NG;
+	if (tok_fused(T))
+		tok_tail_init(T, &ln, bw.sm.tail);
 	if (lb)
 		bwd_groups_lookback(&bw, ckpt, NG);
 	else
@@ -1078,6 +1121,8 @@ void tmpl_bwd_apply(Tmpl *T)
 	LLVMValueRef slot = iadd(I, imul(I, ctaid(I, 0), Bn), ln.b);
 	if (T->nbd > 0)
 		dw_cluster_write(&bw, &l->sig, Bn, H);
+	if (tok_fused(T))
+		tok_tail_flush(T, &ln, &l->sig, bw.sm.tail, slot);
 	LLVMValueRef pc = ksig_arg(T, &l->sig, "ws:part_chan");
 	for (int p = 0; p < mx->nparam; p++) {
 		if (pm.cidx[p] < 0)
@@ -1138,7 +1183,7 @@ static void scalar_reduce(Tmpl *T, const KSig *sig, const PartMap *pm, int p, LL
 	IfBlk f;
 	if_begin(I, &f, land(I, ieq(I, ctaid(I, 1), ci32(I, p)), ieq(I, ctaid(I, 0), ci32(I, 0))), "scal");
 	Var acc = var_init(I, cf32(I, 0.0), "acc");
-	for (int src = 0; src < 1 + (T->nz > 0); src++) {
+	for (int src = 0; src < 1 + (T->nz > 0 && !tok_fused(T)); src++) {
 		LLVMValueRef base = ksig_arg(T, sig, src ? "ws:part_tscal" : "ws:part_scal");
 		LLVMValueRef n = src ? ksig_arg(T, sig, "i32:NTB*8") : nslot;
 		Loop L;
@@ -1185,8 +1230,9 @@ void tmpl_param_reduce(Tmpl *T)
 	}
 	ksig_add(T, &l->sig, "ws:part_chan", I->gptr);
 	ksig_add(T, &l->sig, "ws:part_scal", I->gptr);
-	if (T->nz > 0) {
+	if (T->nz > 0)
 		ksig_add(T, &l->sig, "ws:part_tchan", I->gptr);
+	if (T->nz > 0 && !tok_fused(T)) {
 		ksig_add(T, &l->sig, "ws:part_tscal", I->gptr);
 		ksig_add(T, &l->sig, "i32:NXB", I->i32);
 		ksig_add(T, &l->sig, "i32:NTB*8", I->i32);
@@ -1239,7 +1285,8 @@ void tmpl_param_reduce(Tmpl *T)
 		var_set(I, acc, fadd(I, var_get(I, acc), ld(I, I->f32, gep_f32(I, src, iadd(I, sbase, sext64(I, e))), 4)));
 		loop_end(I, &L);
 		if (T->nz > 0) {
-			/* a token projection's weight: tok_dx's partials */
+			/* a token projection's weight: tok_dx's partials, or bwd_apply's
+			 * (tok_tail_flush: a slot per block, as part_chan) */
 			int j = -1;
 			for (int k = 0; k < T->ntp; k++)
 				if (mx->proj[T->tp[k]].weight == p)
@@ -1247,7 +1294,7 @@ void tmpl_param_reduce(Tmpl *T)
 			if (mx->param[p].kind == PK_CHANNEL && j >= 0) {
 				LLVMValueRef tsrc = ksig_arg(T, &l->sig, "ws:part_tchan");
 				Loop Lq;
-				loop_begin(I, &Lq, ci32(I, 0), ksig_arg(T, &l->sig, "i32:NXB"), ci32(I, 1), "ts");
+				loop_begin(I, &Lq, ci32(I, 0), tok_fused(T) ? nslot : ksig_arg(T, &l->sig, "i32:NXB"), ci32(I, 1), "ts");
 				LLVMValueRef row = iadd(I, imul(I, loop_i(I, &Lq), ci32(I, T->ntp)), ci32(I, j));
 				LLVMValueRef k = iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, e));
 				var_set(I, acc, fadd(I, var_get(I, acc), ld(I, I->f32, gep_f32(I, tsrc, k), 4)));

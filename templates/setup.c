@@ -263,13 +263,21 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		add_ws(T, "tok", buf, "saved", 0);
 		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntp);
 		add_ws(T, "tproj", buf, "saved", 0);
-		snprintf(buf, sizeof buf, "B*L*H*%d", 4 * T->nz);
-		add_ws(T, "dtokp", buf, "backward", 0);
-		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntp);
-		add_ws(T, "dtok", buf, "backward", 0);
-		add_ws(T, "part_tscal", "NTB*8*NSP*4", "backward", 0);
-		snprintf(buf, sizeof buf, "NXB*D*%d", 4 * T->ntp);
-		add_ws(T, "part_tchan", buf, "backward", 0);
+		if (tok_fused(T)) {
+			/* look-back words of every group's tokens, [B][NG][nz][H][16 C] */
+			snprintf(buf, sizeof buf, "B*NG*H*%d", 16 * T->C * 4 * T->nz);
+			add_ws(T, "dtokp", buf, "backward", 1);
+			snprintf(buf, sizeof buf, "G*B*D*%d", 4 * T->ntp);
+			add_ws(T, "part_tchan", buf, "backward", 0);
+		} else {
+			snprintf(buf, sizeof buf, "B*L*H*%d", 4 * T->nz);
+			add_ws(T, "dtokp", buf, "backward", 0);
+			snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntp);
+			add_ws(T, "dtok", buf, "backward", 0);
+			add_ws(T, "part_tscal", "NTB*8*NSP*4", "backward", 0);
+			snprintf(buf, sizeof buf, "NXB*D*%d", 4 * T->ntp);
+			add_ws(T, "part_tchan", buf, "backward", 0);
+		}
 	}
 
 	if (T->nz > 0)
@@ -287,7 +295,7 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		tmpl_carry(T, 1);
 	}
 	tmpl_bwd_apply(T);
-	if (T->nz > 0) {
+	if (T->nz > 0 && !tok_fused(T)) {
 		tmpl_tok_bwd(T);
 		tmpl_tok_dx(T);
 	}

@@ -329,6 +329,28 @@ static inline int lb_carry_at(int smem_off) { return smem_off + 16; }
 void lb_bwd_publish(Tmpl *T, Lanes *ln, const KSig *sig, LLVMValueRef gi, LLVMValueRef NG,
                     LLVMValueRef rA[4], LLVMValueRef rB[4]);
 void lb_bwd_carry(Tmpl *T, Lanes *ln, const KSig *sig, LLVMValueRef gi, LLVMValueRef NG, Var uR[4]);
+/* a float as a look-back word (never 0) and back */
+LLVMValueRef lb_enc(Irb *I, LLVMValueRef v);
+LLVMValueRef lb_dec(Irb *I, LLVMValueRef w);
+
+/* The token stage inside a one-pass backward (tok_tail.c): bwd_apply's
+ * blocks publish their per-(token, head) adjoints of the z as look-back
+ * words in ws:dtokp ([B][NG][nz][H][16 C], zeroed before the launch), and
+ * a block finishes a group's dx itself one trip later (tok_tail_group:
+ * the heads' partials summed in a fixed order, the token stage's
+ * derivative, dx += sum_j scale_j w_j[c] dp_j[t], the weight gradient
+ * per thread in its shared region), so no tok_bwd or tok_dx pass reads x
+ * and dx again. Scalar gradients of the token stage go to sacc in the
+ * blocks of head 0; tok_tail_flush writes the weight partials, slot
+ * (ctaid.x, b) of ws:part_tchan [G*B][ntp][D]. */
+static inline int tok_fused(const Tmpl *T) { return T->nz > 0 && T->v->bwd_lookback; }
+int tok_tail_bytes(const Tmpl *T);
+void tok_tail_init(Tmpl *T, Lanes *ln, int off);
+/* element index (i64) of head h's partial k of token gb + tl, group gi */
+LLVMValueRef tok_part_index(Tmpl *T, Lanes *ln, LLVMValueRef NG, LLVMValueRef gi, LLVMValueRef tl,
+                            LLVMValueRef h, LLVMValueRef k);
+void tok_tail_group(Tmpl *T, Lanes *ln, const KSig *sig, int off, LLVMValueRef NG, LLVMValueRef gb, Var sacc[]);
+void tok_tail_flush(Tmpl *T, Lanes *ln, const KSig *sig, int off, LLVMValueRef slot);
 
 /* the templates */
 void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v);
@@ -345,6 +367,11 @@ void tmpl_param_reduce(Tmpl *T);
 void tmpl_tok_fwd(Tmpl *T);        /* controller pass: token projections and the z */
 void tmpl_tok_bwd(Tmpl *T);        /* z adjoints summed over channels -> projection adjoints */
 void tmpl_tok_dx(Tmpl *T);         /* dx += w * dproj, weight-gradient partials */
+/* 1/sqrt(D) or 1, per token projection j */
+LLVMValueRef tok_proj_scale(Tmpl *T, int j, LLVMValueRef D);
+/* the 8 bf16 of a 16-byte word as floats, and back */
+void tok_unpack8(Irb *I, LLVMValueRef v4, LLVMValueRef out[8]);
+LLVMValueRef tok_pack8(Irb *I, LLVMValueRef in[8]);
 /* the launch's compulsory DRAM bytes as a shape expression: every tensor
  * (B*L*D bf16) and workspace argument once, plus bytes_extra */
 void tmpl_launch_bytes(const Tmpl *T, const Launch *l, char *buf, size_t n);

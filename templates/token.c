@@ -24,8 +24,7 @@
 
 #define TOKS_PER_WARP 4
 
-/* 1/sqrt(D) or 1, per token projection j */
-static LLVMValueRef proj_scale(Tmpl *T, int j, LLVMValueRef D)
+LLVMValueRef tok_proj_scale(Tmpl *T, int j, LLVMValueRef D)
 {
 	Irb *I = &T->I;
 	if (!T->mx->proj[T->tp[j]].scale_rsqrt_d)
@@ -50,8 +49,7 @@ static void open_tok(Tmpl *T, Launch *l, LLVMValueRef *BL, LLVMValueRef *D)
 	*D = ksig_arg(T, &l->sig, "i32:D");
 }
 
-/* the 8 bf16 of a 16-byte word as floats */
-static void unpack8(Irb *I, LLVMValueRef v4, LLVMValueRef out[8])
+void tok_unpack8(Irb *I, LLVMValueRef v4, LLVMValueRef out[8])
 {
 	for (int e = 0; e < 4; e++) {
 		LLVMValueRef w = LLVMBuildExtractElement(I->b, v4, ci32(I, e), "");
@@ -60,7 +58,7 @@ static void unpack8(Irb *I, LLVMValueRef v4, LLVMValueRef out[8])
 	}
 }
 
-static LLVMValueRef pack8(Irb *I, LLVMValueRef in[8])
+LLVMValueRef tok_pack8(Irb *I, LLVMValueRef in[8])
 {
 	LLVMTypeRef v4 = LLVMVectorType(I->i32, 4);
 	LLVMValueRef v = LLVMGetUndef(v4);
@@ -105,7 +103,7 @@ void tmpl_tok_fwd(Tmpl *T)
 	LLVMValueRef xv[TOKS_PER_WARP][8];
 	for (int k = 0; k < TOKS_PER_WARP; k++) {
 		LLVMValueRef v = ld(I, v4i, gep_bf16(I, x, iadd(I, row[k], sext64(I, c))), 16);
-		unpack8(I, LLVMBuildSelect(I->b, valid[k], v, LLVMConstNull(v4i), ""), xv[k]);
+		tok_unpack8(I, LLVMBuildSelect(I->b, valid[k], v, LLVMConstNull(v4i), ""), xv[k]);
 	}
 	for (int j = 0; j < T->ntp; j++) {
 		LLVMValueRef w = param_arg(T, &l->sig, mx->proj[T->tp[j]].weight);
@@ -134,7 +132,7 @@ void tmpl_tok_fwd(Tmpl *T)
 			LLVMValueRef s = var_get(I, acc[j][k]);
 			for (int m = 16; m >= 1; m >>= 1)   /* butterfly: every lane holds the same sum */
 				s = fadd(I, s, shfl_xor_f(I, s, m));
-			pv[T->tp[j]] = fadd(I, scal[mx->proj[T->tp[j]].bias], fmul(I, proj_scale(T, j, D), s));
+			pv[T->tp[j]] = fadd(I, scal[mx->proj[T->tp[j]].bias], fmul(I, tok_proj_scale(T, j, D), s));
 		}
 		IfBlk f;
 		if_begin(I, &f, land(I, valid[k], ieq(I, lane, ci32(I, k))), "tokst");
@@ -270,7 +268,7 @@ void tmpl_tok_dx(Tmpl *T)
 	Var acc[MX_MAXPROJ][8];
 	for (int j = 0; j < T->ntp; j++) {
 		LLVMValueRef wp = param_arg(T, &l->sig, mx->proj[T->tp[j]].weight);
-		LLVMValueRef sc = proj_scale(T, j, D);
+		LLVMValueRef sc = tok_proj_scale(T, j, D);
 		for (int h = 0; h < 2; h++) {
 			LLVMValueRef v = ld(I, v4f, gep_f32(I, wp, sext64(I, iadd(I, col, ci32(I, 4 * h)))), 16);
 			for (int e = 0; e < 4; e++)
@@ -294,8 +292,8 @@ void tmpl_tok_dx(Tmpl *T)
 		valid[k] = ilt(I, t, BL);
 		t = LLVMBuildSelect(I->b, valid[k], t, ci32(I, 0), "");   /* row 0 stands in: read, never written */
 		idx[k] = iadd(I, imul(I, sext64(I, t), sext64(I, D)), sext64(I, col));
-		unpack8(I, ld(I, v4i, gep_bf16(I, x, idx[k]), 16), xv[k]);
-		unpack8(I, ld(I, v4i, gep_bf16(I, dx, idx[k]), 16), dv[k]);
+		tok_unpack8(I, ld(I, v4i, gep_bf16(I, x, idx[k]), 16), xv[k]);
+		tok_unpack8(I, ld(I, v4i, gep_bf16(I, dx, idx[k]), 16), dv[k]);
 		for (int j = 0; j < T->ntp; j++)
 			dp[k][j] = ld(I, I->f32, gep_f32(I, dtok, iadd(I, imul(I, sext64(I, t), ci64(I, T->ntp)), ci64(I, j))), 4);
 	}
@@ -311,7 +309,7 @@ void tmpl_tok_dx(Tmpl *T)
 	for (int k = 0; k < TOKDX_ROWS; k++) {
 		IfBlk f;
 		if_begin(I, &f, valid[k], "st");
-		st(I, pack8(I, dv[k]), gep_bf16(I, dx, idx[k]), 16);
+		st(I, tok_pack8(I, dv[k]), gep_bf16(I, dx, idx[k]), 16);
 		if_end(I, &f);
 	}
 	loop_end(I, &L);
@@ -330,7 +328,7 @@ void tmpl_tok_dx(Tmpl *T)
 		LLVMValueRef s = cf32(I, 0.0);
 		for (int r = 0; r < 32; r++)
 			s = fadd(I, s, ld(I, I->f32, smem_ptr(I, imul(I, iadd(I, ci32(I, (r * T->ntp + j) * 64), tid), ci32(I, 4))), 4));
-		s = fmul(I, s, proj_scale(T, j, D));
+		s = fmul(I, s, tok_proj_scale(T, j, D));
 		/* [NXB][ntp][D] */
 		LLVMValueRef row = iadd(I, imul(I, ctaid(I, 0), ci32(I, T->ntp)), ci32(I, j));
 		LLVMValueRef o = iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, iadd(I, imul(I, ctaid(I, 1), ci32(I, 64)), tid)));
