@@ -232,11 +232,15 @@ static int bwd_gate_steps(const Tmpl *T, const BwdSmem *s)
  * chunk of more than 8 segments keeps the sweeps: its unrolled segments
  * already hold 250-255 registers, and with the maps' loads and the
  * swizzled addresses ptxas spills (RG-LRU chunk 64 at prefix 64 and 128),
- * for a tenth fewer evaluations. */
+ * for a tenth fewer evaluations. A mixer with a token stage keeps fp32
+ * maps: its token adjoints sum over whole tokens, where h rounded to
+ * 2^-11 before each step does not average out (SAMU at chunk 16, the one
+ * that took 16-bit maps, missed 1e-2 on dbu: 1.2e-2 at 1x37x128, 100 times
+ * chunk 8's error on the same inputs). */
 static BwdSmem bwd_smem(const Tmpl *T, const PartMap *pm)
 {
 	BwdSmem best = bwd_layout(T, pm, 0, 0, 0);
-	for (int h16 = 0; h16 < 2; h16++)
+	for (int h16 = 0; h16 < (T->nz > 0 ? 1 : 2); h16++)
 		for (int nh = 1; nh <= T->C / T->S && T->C / T->S <= 8; nh++) {
 			/* staged rows swizzled only where the padding is what does not fit */
 			BwdSmem s = bwd_layout(T, pm, nh, 0, h16);
@@ -451,6 +455,13 @@ static void tok_flush(Bwd *bw, int s0)
 	}
 	bar_sync(I);
 }
+
+/* Where a one-pass backward finishes its previous group's token stage:
+ * after the publish of pass A's map where a chunk is one segment, else at
+ * the start of the trip. A chunk of two segments (16) gained nothing from
+ * the later place (1.213 against 1.203 ms f+b at 1x131072x1024, 16-bit h
+ * maps then) and, with fp32 maps, spills there. */
+static int tok_tail_mid(const Tmpl *T) { return tok_fused(T) && T->C == T->S; }
 
 /* one backward step at row offset i of the group: gradients of the 8 slots,
  * dx through the transposed projection, dW accumulation */
@@ -853,14 +864,14 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 	}
 	if (T->v->bwd_lookback)
 		lb_bwd_publish(T, ln, bw->sig, gi, NG, rA, rB);
-	if (tok_fused(T)) {
+	if (tok_tail_mid(T)) {
 		/* the token stage of the block's previous group (tok_tail.c), while
 		 * the blocks before this one finish their pass A: the heads have had
 		 * a trip and a pass A to publish their partials, and a block that
 		 * would wait for the others' maps works instead (at the start of the
 		 * trip, where every block waits on the slowest head, the tail cost
-		 * 0.23 ms at 1x131072x1024 against 0.10 here; for the group two
-		 * trips back, whose rows have left L2, 0.14) */
+		 * chunk 8 0.23 ms at 1x131072x1024 against 0.10 here; for the group
+		 * two trips back, whose rows have left L2, 0.14) */
 		LLVMValueRef prev = iadd(I, gb, imul(I, nctaid(I, 0), ci32(I, 16 * T->C)));
 		IfBlk f;
 		if_begin(I, &f, ilt(I, prev, ln->L), "tt_prev");
@@ -1007,6 +1018,14 @@ static void bwd_groups_lookback(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG)
 	loop_begin(I, &Lg, ctaid(I, 0), NG, nctaid(I, 0), "grp");
 	bw->gb = imul(I, isub(I, isub(I, NG, ci32(I, 1)), loop_i(I, &Lg)), ci32(I, 16 * T->C));
 	var_set(I, last, bw->gb);
+	if (tok_fused(T) && !tok_tail_mid(T)) {
+		/* the previous group's token stage at the start of the trip */
+		LLVMValueRef prev = iadd(I, bw->gb, imul(I, nctaid(I, 0), ci32(I, 16 * T->C)));
+		IfBlk f;
+		if_begin(I, &f, ilt(I, prev, bw->ln->L), "tt_prev");
+		tok_tail_group(T, bw->ln, bw->sig, bw->sm.tail, NG, prev, bw->sacc);
+		if_end(I, &f);
+	}
 	bwd_group_split(bw, ckpt, NG, uR);
 	loop_end(I, &Lg);
 	/* the block's last group: the trip after it never comes. Every block

@@ -174,6 +174,20 @@ done
 [ "$obad" -eq 0 ] && [ "$on" -gt 0 ]
 tally $? "$on single-pass backwards: bwd_apply alone, spinning on published maps in 16-byte words; every other backward reduces and carries" \
 	"single-pass backward: $obad wrong ($on found)"
+# a mixer with a token stage keeps fp32 h maps in its backward: 16-bit
+# ones cost SAMU's chunk 16 the 1e-2 tolerance on dbu; RG-LRU's chunk 8
+# and 16 backwards do take them
+mbad=0 hrn=0
+for f in "$work"/ptx/*.ptx; do
+	v=$(basename "$f" .ptx); m=${v%%.*}
+	n=$(body "$f" "${m}_bwd_apply" | grep -c "cvt.rn.f16x2.f32")
+	case "$v" in
+	samu.*) [ "$n" -eq 0 ] || { echo "FAIL $v: bwd_apply packs 16-bit h maps ($n)"; mbad=$((mbad+1)); } ;;
+	rglru.*_chunk8 | rglru.*_chunk16) [ "$n" -gt 0 ] && hrn=$((hrn+1)) ;;
+	esac
+done
+[ "$mbad" -eq 0 ] && [ "$hrn" -gt 0 ]
+tally $? "SAMU's backwards keep fp32 h maps; $hrn RG-LRU backwards pack 16-bit ones" "h maps: $mbad SAMU backwards with 16-bit maps, $hrn RG-LRU with them"
 # a look-back forward with projections, one group per quad and one segment
 # per chunk keeps its per-step maps in fp16 for the second sweep, guarded
 # by a block vote on overflow (bar.red.or); no other forward packs fp16
