@@ -463,6 +463,24 @@ static void tok_flush(Bwd *bw, int s0)
  * maps then) and, with fp32 maps, spills there. */
 static int tok_tail_mid(const Tmpl *T) { return tok_fused(T) && T->C == T->S; }
 
+/* the group a block ran in its trip before the one at gb */
+static LLVMValueRef prev_group(Bwd *bw, LLVMValueRef gb)
+{
+	Irb *I = &bw->T->I;
+	return iadd(I, gb, imul(I, nctaid(I, 0), ci32(I, 16 * bw->T->C)));
+}
+
+/* the token stage of the group at gb (tok_tail.c), where it starts inside
+ * the sequence */
+static void tok_tail_at(Bwd *bw, LLVMValueRef NG, LLVMValueRef gb)
+{
+	Irb *I = &bw->T->I;
+	IfBlk f;
+	if_begin(I, &f, ilt(I, gb, bw->ln->L), "tt_group");
+	tok_tail_group(bw->T, bw->ln, bw->sig, bw->sm.tail, NG, gb, bw->sacc);
+	if_end(I, &f);
+}
+
 /* one backward step at row offset i of the group: gradients of the 8 slots,
  * dx through the transposed projection, dW accumulation */
 static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
@@ -872,11 +890,7 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 		 * trip, where every block waits on the slowest head, the tail cost
 		 * chunk 8 0.23 ms at 1x131072x1024 against 0.10 here; for the group
 		 * two trips back, whose rows have left L2, 0.14) */
-		LLVMValueRef prev = iadd(I, gb, imul(I, nctaid(I, 0), ci32(I, 16 * T->C)));
-		IfBlk f;
-		if_begin(I, &f, ilt(I, prev, ln->L), "tt_prev");
-		tok_tail_group(T, ln, bw->sig, bw->sm.tail, NG, prev, bw->sacc);
-		if_end(I, &f);
+		tok_tail_at(bw, NG, prev_group(bw, gb));
 	}
 	/* segments of S steps from the end of the chunk */
 	bw->h0 = h0;
@@ -1020,24 +1034,14 @@ static void bwd_groups_lookback(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG)
 	var_set(I, last, bw->gb);
 	if (tok_fused(T) && !tok_tail_mid(T)) {
 		/* the previous group's token stage at the start of the trip */
-		LLVMValueRef prev = iadd(I, bw->gb, imul(I, nctaid(I, 0), ci32(I, 16 * T->C)));
-		IfBlk f;
-		if_begin(I, &f, ilt(I, prev, bw->ln->L), "tt_prev");
-		tok_tail_group(T, bw->ln, bw->sig, bw->sm.tail, NG, prev, bw->sacc);
-		if_end(I, &f);
+		tok_tail_at(bw, NG, prev_group(bw, bw->gb));
 	}
 	bwd_group_split(bw, ckpt, NG, uR);
 	loop_end(I, &Lg);
 	/* the block's last group: the trip after it never comes. Every block
-	 * has one (G <= NG); the test, always true, is kept because without
-	 * it ptxas spills the chunk-16 kernel (24 bytes at 255 registers) */
-	if (tok_fused(T)) {
-		LLVMValueRef g = var_get(I, last);
-		IfBlk f;
-		if_begin(I, &f, ilt(I, g, bw->ln->L), "tt_last");
-		tok_tail_group(T, bw->ln, bw->sig, bw->sm.tail, NG, g, bw->sacc);
-		if_end(I, &f);
-	}
+	 * has one (G <= NG), so tok_tail_at's test holds here */
+	if (tok_fused(T))
+		tok_tail_at(bw, NG, var_get(I, last));
 }
 
 void tmpl_bwd_apply(Tmpl *T)
