@@ -421,6 +421,17 @@ LLVMValueRef atom_add_u32(Irb *I, LLVMValueRef gp, LLVMValueRef v)
 	return LLVMBuildAtomicRMW(I->b, LLVMAtomicRMWBinOpAdd, gp, v, LLVMAtomicOrderingMonotonic, 0);
 }
 
+/* LLVM 19 has no intrinsic for it. Side effects and the memory clobber
+ * keep every load and store after it. */
+void grid_dep_wait(Irb *I)
+{
+	LLVMTypeRef fty = LLVMFunctionType(I->voidt, NULL, 0, 0);
+	const char *as = "griddepcontrol.wait;", *cons = "~{memory}";
+	LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)as, strlen(as), (char *)cons, strlen(cons), 1, 0,
+	                                   LLVMInlineAsmDialectATT, 0);
+	LLVMBuildCall2(I->b, fty, fn, NULL, 0, "");
+}
+
 void bar_named(Irb *I, LLVMValueRef id, int n)
 {
 	LLVMValueRef a[2] = { id, ci32(I, n) };

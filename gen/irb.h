@@ -152,6 +152,10 @@ LLVMValueRef cluster_id_x(Irb *I);     /* %clusterid.x */
 void cluster_sync(Irb *I);
 /* llvm.trap (PTX trap): the launch fails with an illegal-instruction error */
 void irb_trap(Irb *I);
+/* griddepcontrol.wait: until the grids this one was launched early behind
+ * (programmatic dependent launch) have finished and their memory is
+ * visible; at once when it was launched normally */
+void grid_dep_wait(Irb *I);
 /* 16 bytes at shared byte offset off32 of the cluster's block `rank`
  * (mapa + ld.shared::cluster) into v[4] */
 void ld_cluster_v4(Irb *I, LLVMValueRef v[4], LLVMValueRef off32, LLVMValueRef rank);

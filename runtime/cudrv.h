@@ -45,6 +45,7 @@
 	X(MemcpyHtoD,              (CUdeviceptr dst, const void *src, size_t n)) \
 	X(MemcpyDtoH,              (void *dst, CUdeviceptr src, size_t n)) \
 	X(MemsetD8Async,           (CUdeviceptr dst, unsigned char v, size_t n, CUstream st)) \
+	X(MemsetD32Async,          (CUdeviceptr dst, unsigned int v, size_t n, CUstream st)) \
 	X(MemGetInfo,              (size_t *free_bytes, size_t *total_bytes)) \
 	X(EventCreate,             (CUevent *e, unsigned int flags)) \
 	X(EventRecord,             (CUevent e, CUstream st)) \

@@ -459,7 +459,8 @@ static int ld_launch(Ld *L, json_t *j, const rt_mixer *mx, const rt_vdesc *d, in
 	    ld_expr(L, j, "smem", 0, "0", &l->smem) || ld_array(L, j, "args", 1, &args) ||
 	    ld_check(L, "smem", l->smem, sv) || ld_expr(L, j, "cluster", 0, "1", &l->cluster) ||
 	    ld_check(L, "cluster", l->cluster, sv) || ld_expr(L, j, "bytes", 0, "0", &l->bytes) ||
-	    ld_check(L, "bytes", l->bytes, sv) || ld_bool(L, j, "resident", &l->resident))
+	    ld_check(L, "bytes", l->bytes, sv) || ld_bool(L, j, "resident", &l->resident) ||
+	    ld_bool(L, j, "early", &l->early))
 		return -1;
 	if (!*l->kernel)
 		return ld_fail(L, "empty kernel name");

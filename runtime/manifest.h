@@ -56,6 +56,12 @@
  *                                           (a look-back across them), so where grid
  *                                           x > 1 the runtime refuses a grid the
  *                                           device cannot hold at once
+ *           "early": true,                  optional: the kernel executes
+ *                                           griddepcontrol.wait before it touches
+ *                                           memory, so the runtime launches it with
+ *                                           programmatic stream serialisation: its
+ *                                           blocks may start while the kernel ahead
+ *                                           of it on the stream finishes
  *           "args": ["x", "param:Wa", "grad:dWa", "ws:agg", "i32:L", ...]}
  *   args, in the kernel's parameter order:
  *     "x" "y" "dy" "dx"   the call's tensors (device pointers)
@@ -66,7 +72,7 @@
  *
  * What the runtime (runtime/manifest.c) accepts beyond the above: wherever a
  * shape expression goes, a JSON integer is also taken; "smem" defaults to
- * "0", "cluster" to "1", "resident" and "zero" to false; init "a" / "b" may be a string, a shape
+ * "0", "cluster" to "1", "resident", "early" and "zero" to false; init "a" / "b" may be a string, a shape
  * expression or "rsqrt(EXPR)" (e.g. "rsqrt(K)" for std 1/sqrt(K)), evaluated
  * at the call's shape. Unknown keys are ignored. Variable names are at most
  * 15 characters, at most 29 vars per variant; parameters have at most 8 dims.

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +35,15 @@ typedef struct {
 	long resident_cap;           /* blocks the device holds at once */
 } rt_kernel;
 
-typedef struct { CUdeviceptr p; size_t cap, need; } rt_wsbuf;   /* need: bytes of the last call */
+/* need: bytes of the last call. The workspaces zeroed before their pass
+ * live in one arena (off into it, cap 0: the arena owns the memory), the
+ * forward's first: the forward clears the whole arena with one memset and
+ * the backward after it clears nothing. Each clear is a stream operation
+ * of its own, about 1.5 us of GPU time between the launches at any size,
+ * and with none before it the backward's first kernel follows the
+ * forward's last directly. */
+typedef struct { CUdeviceptr p; size_t cap, need, off; } rt_wsbuf;
+#define RT_ARENA_ALIGN 256
 
 typedef union { CUdeviceptr p; int32_t i32; int64_t i64; } rt_argval;
 
@@ -52,6 +61,9 @@ struct recur_variant {
 	rt_kernel *kernel;
 	int *kidx[2];                /* kernel of each launch, per pass */
 	rt_wsbuf *ws;                /* one per manifest workspace */
+	rt_wsbuf zero;               /* the arena of the zeroed workspaces */
+	size_t zero_bwd;             /* where the backward's part of it starts */
+	int bwd_clear;               /* that part is clear: no backward since the forward */
 	int saved;                   /* a forward ran and its saved workspaces are valid */
 	recur_shape saved_shape;
 	rt_argval *val;              /* argument values, one slice per launch */
@@ -295,9 +307,14 @@ int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, 
 static void release_ws(recur_variant *v)
 {
 	for (int i = 0; i < v->d->nws; i++) {
-		recur_free(v->rt, v->ws[i].p);
-		v->ws[i] = (rt_wsbuf){0, 0, 0};
+		if (!v->d->ws[i].zero)
+			recur_free(v->rt, v->ws[i].p);
+		v->ws[i] = (rt_wsbuf){0, 0, 0, 0};
 	}
+	recur_free(v->rt, v->zero.p);
+	v->zero = (rt_wsbuf){0, 0, 0, 0};
+	v->zero_bwd = 0;
+	v->bwd_clear = 0;
 	v->saved = 0;
 }
 
@@ -351,7 +368,7 @@ size_t recur_variant_workspace_bytes(const recur_variant *v)
 	size_t n = 0;
 	for (int i = 0; i < v->d->nws; i++)
 		n += v->ws[i].cap;
-	return n;
+	return n + v->zero.cap;
 }
 
 int recur_variant_trim(recur_variant *v, char *err, size_t errlen)
@@ -400,34 +417,83 @@ static int ws_in_pass(rt_life life, int pass)
 	return pass == RT_FWD ? life != RT_LIFE_BACKWARD : life == RT_LIFE_BACKWARD;
 }
 
+static int ws_bytes(const recur_variant *v, int i, const ShapeVars *sv, const char *shape, size_t *out,
+                    char *err, size_t errlen)
+{
+	const rt_ws *w = &v->d->ws[i];
+	int64_t bytes;
+	char e[512];
+	if (shapex_eval(w->bytes, sv, &bytes, e, sizeof e))
+		return vfail(err, errlen, "variant %s: workspace %s at %s: %s", v->d->name, w->name, shape, e);
+	if (bytes < 0)
+		return vfail(err, errlen, "variant %s: workspace %s at %s: bytes \"%s\" = %lld is negative",
+		             v->d->name, w->name, shape, w->bytes, (long long)bytes);
+	*out = (size_t)bytes;
+	return 0;
+}
+
+/* The forward lays out the arena of both passes' zeroed workspaces (the
+ * backward runs at the forward's shape); each pass allocates its others. */
 static int prepare_ws(recur_variant *v, int pass, const ShapeVars *sv, const char *shape,
                       char *err, size_t errlen)
 {
 	const rt_vdesc *d = v->d;
+	char why[768];
 	for (int i = 0; i < d->nws; i++) {
 		const rt_ws *w = &d->ws[i];
-		if (!ws_in_pass(w->life, pass))
+		if (!ws_in_pass(w->life, pass) || w->zero)
 			continue;
-		int64_t bytes;
-		char e[512];
-		if (shapex_eval(w->bytes, sv, &bytes, e, sizeof e))
-			return vfail(err, errlen, "variant %s: workspace %s at %s: %s", d->name, w->name, shape, e);
-		if (bytes < 0)
-			return vfail(err, errlen, "variant %s: workspace %s at %s: bytes \"%s\" = %lld is negative",
-			             d->name, w->name, shape, w->bytes, (long long)bytes);
-		v->ws[i].need = (size_t)bytes;
-		if ((uint64_t)bytes <= v->ws[i].cap)
+		size_t bytes;
+		if (ws_bytes(v, i, sv, shape, &bytes, err, errlen))
+			return -1;
+		v->ws[i].need = bytes;
+		if (bytes <= v->ws[i].cap)
 			continue;
 		/* grow: the old buffer may be in use by queued kernels, and cuMemFree waits for them */
 		recur_free(v->rt, v->ws[i].p);
 		v->ws[i].p = 0;
 		v->ws[i].cap = 0;
-		char why[768];
-		if (recur_alloc(v->rt, (size_t)bytes, &v->ws[i].p, why, sizeof why))
-			return vfail(err, errlen, "variant %s: workspace %s (%lld bytes at %s): %s", d->name, w->name,
-			             (long long)bytes, shape, why);
-		v->ws[i].cap = (size_t)bytes;
+		if (recur_alloc(v->rt, bytes, &v->ws[i].p, why, sizeof why))
+			return vfail(err, errlen, "variant %s: workspace %s (%zu bytes at %s): %s", d->name, w->name,
+			             bytes, shape, why);
+		v->ws[i].cap = bytes;
 	}
+	if (pass != RT_FWD)
+		return 0;
+	/* offsets aligned only where a workspace starts: the arena of one
+	 * workspace is exactly its size (rounded to whole 32-bit words, for
+	 * one cuMemsetD32Async) */
+	size_t end = 0, bwd = SIZE_MAX;
+	for (int p = RT_FWD; p <= RT_BWD; p++) {
+		for (int i = 0; i < d->nws; i++) {
+			if (!d->ws[i].zero || !ws_in_pass(d->ws[i].life, p))
+				continue;
+			if (ws_bytes(v, i, sv, shape, &v->ws[i].need, err, errlen))
+				return -1;
+			if (!v->ws[i].need)
+				continue;
+			end = (end + RT_ARENA_ALIGN - 1) / RT_ARENA_ALIGN * RT_ARENA_ALIGN;
+			v->ws[i].off = end;
+			if (p == RT_BWD && bwd == SIZE_MAX)
+				bwd = end;
+			end += v->ws[i].need;
+		}
+	}
+	rt_wsbuf *z = &v->zero;
+	z->need = (end + 3) / 4 * 4;
+	v->zero_bwd = bwd == SIZE_MAX ? z->need : bwd;   /* nothing of the backward's to clear */
+	if (z->need > z->cap) {
+		recur_free(v->rt, z->p);
+		z->p = 0;
+		z->cap = 0;
+		if (recur_alloc(v->rt, z->need, &z->p, why, sizeof why))
+			return vfail(err, errlen, "variant %s: the zeroed workspaces (%zu bytes at %s): %s", d->name,
+			             z->need, shape, why);
+		z->cap = z->need;
+	}
+	for (int i = 0; i < d->nws; i++)
+		if (d->ws[i].zero)
+			v->ws[i].p = v->ws[i].need ? z->p + v->ws[i].off : 0;
 	return 0;
 }
 
@@ -503,17 +569,28 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 /* One launch configuration (cuLaunchKernelEx, and the cluster occupancy
  * query) for every kernel: a cluster dimension along x only where the
  * manifest asks for clusters; cfg points at *at. */
-static void launch_config(const rt_launch *l, const rt_geom *g, CUstream st, CUlaunchConfig *cfg,
-                          CUlaunchAttribute *at)
+/* at: room for 2 attributes. An "early" kernel is launched with
+ * programmatic stream serialisation: the launch of the kernel ahead of it
+ * (about 1-2 us of GPU time between kernels) overlaps that kernel's end,
+ * and the kernel's own griddepcontrol.wait orders its memory accesses. */
+static void launch_config(const rt_launch *l, const rt_geom *g, CUstream st, int early, CUlaunchConfig *cfg,
+                          CUlaunchAttribute at[2])
 {
-	*at = (CUlaunchAttribute){ .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
-	at->value.clusterDim.x = g->p.cluster;
-	at->value.clusterDim.y = 1;
-	at->value.clusterDim.z = 1;
+	unsigned n = 0;
+	if (g->p.cluster > 1) {
+		at[n] = (CUlaunchAttribute){ .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
+		at[n].value.clusterDim.x = g->p.cluster;
+		at[n].value.clusterDim.y = 1;
+		at[n++].value.clusterDim.z = 1;
+	}
+	if (early) {
+		at[n] = (CUlaunchAttribute){ .id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION };
+		at[n++].value.programmaticStreamSerializationAllowed = 1;
+	}
 	*cfg = (CUlaunchConfig){
 		.gridDimX = g->p.grid[0], .gridDimY = g->p.grid[1], .gridDimZ = g->p.grid[2],
 		.blockDimX = (unsigned)l->block[0], .blockDimY = (unsigned)l->block[1], .blockDimZ = (unsigned)l->block[2],
-		.sharedMemBytes = (unsigned)g->p.smem, .hStream = st, .attrs = at, .numAttrs = g->p.cluster > 1,
+		.sharedMemBytes = (unsigned)g->p.smem, .hStream = st, .attrs = at, .numAttrs = n,
 	};
 }
 
@@ -532,9 +609,9 @@ static int occupancy(recur_variant *v, int pass, int li, const rt_geom *g, CUstr
 		return -1;
 	*clusters = 0;
 	if (g->p.cluster > 1) {
-		CUlaunchAttribute at;
+		CUlaunchAttribute at[2];
 		CUlaunchConfig cfg;
-		launch_config(l, g, st, &cfg, &at);
+		launch_config(l, g, st, 0, &cfg, at);
 		if (RT_CU(cu, OccupancyMaxActiveClusters, (clusters, fn, &cfg), err, errlen,
 		          "cluster occupancy of kernel %s (%s[%d]) of variant %s (clusters of %u)",
 		          l->kernel, rt_pass_name[pass], li, v->d->name, g->p.cluster))
@@ -591,16 +668,17 @@ static int launch(recur_variant *v, int pass, int li, CUstream st, const char *s
 	}
 	if (l->resident && g->p.grid[0] > 1 && resident_check(v, pass, li, st, shape, err, errlen))
 		return -1;
-	CUlaunchAttribute at;
+	CUlaunchAttribute at[2];
 	CUlaunchConfig cfg;
 	char cl[40] = "";
 	if (g->p.cluster > 1)
 		snprintf(cl, sizeof cl, " in clusters of %u blocks", g->p.cluster);
-	launch_config(l, g, st, &cfg, &at);
+	launch_config(l, g, st, l->early, &cfg, at);
 	return RT_CU(cu, LaunchKernelEx, (&cfg, K->fn, &v->argp[v->argoff[pass][li]], NULL), err, errlen,
-	             "launching %s[%d] kernel %s of variant %s at %s: grid (%u,%u,%u) block (%d,%d,%d) smem %lld%s",
+	             "launching %s[%d] kernel %s of variant %s at %s: grid (%u,%u,%u) block (%d,%d,%d) smem %lld%s%s",
 	             rt_pass_name[pass], li, l->kernel, v->d->name, shape, g->p.grid[0], g->p.grid[1], g->p.grid[2],
-	             l->block[0], l->block[1], l->block[2], (long long)g->p.smem, cl);
+	             l->block[0], l->block[1], l->block[2], (long long)g->p.smem, cl,
+	             l->early ? ", early (programmatic stream serialisation)" : "");
 }
 
 static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CUstream st,
@@ -640,11 +718,13 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CU
 	}
 
 	/* phase 2: clear, launch */
-	for (int i = 0; i < d->nws; i++)
-		if (d->ws[i].zero && ws_in_pass(d->ws[i].life, pass) && v->ws[i].need &&
-		    RT_CU(cu, MemsetD8Async, (v->ws[i].p, 0, v->ws[i].need, st), err, errlen,
-		          "clearing workspace %s of variant %s", d->ws[i].name, d->name))
-			return -1;
+	size_t zfrom = pass == RT_FWD ? 0 : v->bwd_clear ? v->zero.need : v->zero_bwd;
+	if (zfrom < v->zero.need &&
+	    RT_CU(cu, MemsetD32Async, (v->zero.p + zfrom, 0, (v->zero.need - zfrom) / 4, st), err, errlen,
+	          "clearing the zeroed workspaces of variant %s (%zu bytes at %s)", d->name, v->zero.need - zfrom,
+	          shape))
+		return -1;
+	v->bwd_clear = pass == RT_FWD;
 	v->nlast = 0;
 	for (int i = 0; i < d->nlaunch[pass]; i++) {
 		if (v->profiling && recur_event_record(v->rt, v->ev[i], st, err, errlen))

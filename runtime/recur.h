@@ -102,8 +102,11 @@ void recur_variant_kernel(const recur_variant *v, int i, recur_kernel_info *info
  * the saved workspaces of the last forward, which must have run at the same
  * shape. Workspaces are allocated on first use and cached in the variant for
  * the next call (so that a timed loop never allocates); recur_variant_trim
- * frees them. The shape is checked before anything is launched. Calls are
- * asynchronous on stream s. */
+ * frees them. The forward also clears the workspaces the backward needs
+ * zeroed, so a backward right after its forward launches its kernels alone
+ * (a second backward clears them itself). The shape is checked before
+ * anything is launched. Calls are asynchronous on stream s, and a backward
+ * must follow its forward in stream order. */
 int  recur_forward(recur_variant *v, recur_shape s, const recur_io *io, CUstream st, char *err, size_t errlen);
 int  recur_backward(recur_variant *v, recur_shape s, const recur_io *io, CUstream st, char *err, size_t errlen);
 /* Optional per-kernel timing of the last forward/backward (events around each launch) */

@@ -49,6 +49,7 @@ typedef struct {
 	const char *cluster;         /* blocks per thread-block cluster along x, "1" = a plain launch */
 	const char *bytes;           /* compulsory DRAM bytes, "0" when not declared */
 	int resident;                /* blocks wait on each other: all resident at once where grid x > 1 */
+	int early;                   /* waits for the grid ahead (griddepcontrol.wait) before touching memory */
 	int narg;
 	rt_arg *arg;
 } rt_launch;

@@ -23,6 +23,9 @@ Launch *tmpl_launch(Tmpl *T, int fwd, const char *kname, const char *g0, const c
 void tmpl_open(Tmpl *T, Launch *l)
 {
 	irb_kernel(&T->I, l->kernel, l->sig.ty, l->sig.n, l->block, l->minblocks);
+	/* before any memory access: the runtime may launch this kernel while the
+	 * one ahead of it on the stream still runs (the manifest's "early") */
+	grid_dep_wait(&T->I);
 	T->cur_threads = l->block;
 	/* A lane takes 4 adjacent channels where it can: a row's 16 channels
 	 * are then 4 lanes x 8 bytes, one full 32-byte sector per store (in the

@@ -43,7 +43,9 @@ static void write_file(const char *name, const char *text)
 	}
 }
 
-/* put(y, a, b, ws): y[0..4) = a (int32), y[8..16) = b (int64), y[16..24) = ws[0..8) */
+/* put(y, a, b, ws): y[0..4) = a (int32), y[8..16) = b (int64), y[16..24) = ws[0..8),
+ * then ws[0..8) = b: a workspace that is not cleared again before the next
+ * call shows b there */
 static const char *ptx_good =
 	".version 8.0\n"
 	".target sm_90\n"
@@ -73,6 +75,7 @@ static const char *ptx_good =
 	"\tst.global.u64 [%rd4+8], %rd2;\n"
 	"\tld.global.u64 %rd6, [%rd5];\n"
 	"\tst.global.u64 [%rd4+16], %rd6;\n"
+	"\tst.global.u64 [%rd5], %rd2;\n"
 	"DONE:\n"
 	"\tret;\n"
 	"}\n";
@@ -93,12 +96,13 @@ static const char *ptx_broken =
 	"    {\"name\": \"" name "\", \"mixer\": \"toy\", \"ptx\": \"" ptx "\",\n" \
 	"     \"vars\": [[\"N\", \"L*D\"]],\n" \
 	"     \"rules\": [{\"expr\": \"D%4==0\", \"message\": \"D must be a multiple of 4\"}],\n" \
-	"     \"workspaces\": [{\"name\": \"w\", \"bytes\": \"64\", \"life\": \"saved\", \"zero\": true}],\n" \
+	"     \"workspaces\": [{\"name\": \"w\", \"bytes\": \"64\", \"life\": \"saved\", \"zero\": true},\n" \
+	"                    {\"name\": \"b\", \"bytes\": \"8\", \"life\": \"backward\", \"zero\": true}],\n" \
 	"     \"forward\": [{\"kernel\": \"" fwd_kernel "\", \"grid\": [\"" grid0 "\", 1, 1], \"block\": [32, 1, 1],\n" \
 	"                  \"cluster\": \"" cluster "\",\n" \
 	"                  \"args\": [\"y\", \"i32:N\", \"i64:B*L*D*1000000000\", \"ws:w\"]}],\n" \
 	"     \"backward\": [{\"kernel\": \"put\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],\n" \
-	"                   \"args\": [\"dx\", \"i32:N+1\", \"i64:7\", \"ws:w\"]}]}"
+	"                   \"args\": [\"dx\", \"i32:N+1\", \"i64:7\", \"ws:b\"]}]}"
 
 static const char *manifest =
 	"{\"format\": 1, \"target\": \"sm_90\", \"ptx_isa\": \"8.0\",\n"
@@ -222,8 +226,12 @@ static void gpu_part(recur_rt *rt)
 	verdict(rc == 0 && li.kernel && !strcmp(li.kernel, "put") && li.block >= 1 && li.grid[0] >= 1 &&
 	        li.blocks_per_sm >= 1 && recur_variant_last_launch(v, 1, &li) == -1,
 	        "GPU: the profiled launch's geometry and occupancy; an index past the last is refused", info);
-	verdict(recur_mem_current(rt) == base + 64 && recur_variant_workspace_bytes(v) == 64,
-	        "GPU: the workspace is counted", "");
+	/* the zeroed workspaces share one arena: w's 64 bytes, then b's 8 at the
+	 * next 256-byte boundary */
+	snprintf(info, sizeof info, "current %zu over the buffers, workspaces %zu", recur_mem_current(rt) - base,
+	         recur_variant_workspace_bytes(v));
+	verdict(recur_mem_current(rt) == base + 264 && recur_variant_workspace_bytes(v) == 264,
+	        "GPU: the workspaces are counted", info);
 
 	recur_shape other = {1, 3, 4};
 	rc = recur_backward(v, other, &io, 0, err, sizeof err);
@@ -234,10 +242,35 @@ static void gpu_part(recur_rt *rt)
 	recur_memcpy_dtoh(rt, host, dx, 64, err, sizeof err);
 	memcpy(&a, host, 4);
 	memcpy(&b, host + 8, 8);
-	verdict(rc == 0 && a == 13 && b == 7, "GPU: backward runs with its own arguments", rc ? err : "");
+	memcpy(&w, host + 16, 8);
+	snprintf(info, sizeof info, "i32 %d, i64 %lld, ws %lld%s%s", a, (long long)b, (long long)w, rc ? ": " : "",
+	         rc ? err : "");
+	verdict(rc == 0 && a == 13 && b == 7 && w == 0, "GPU: backward runs with its own arguments, its workspace clear",
+	        info);
+
+	/* the forward cleared the backward's workspace too; a second backward
+	 * (which the first wrote 7 into) must clear it itself */
+	rc = recur_backward(v, s, &io, 0, err, sizeof err);
+	if (!rc)
+		rc = recur_sync(rt, err, sizeof err);
+	memset(host, 0xff, sizeof host);
+	recur_memcpy_dtoh(rt, host, dx, 64, err, sizeof err);
+	memcpy(&w, host + 16, 8);
+	snprintf(info, sizeof info, "ws %lld%s%s", (long long)w, rc ? ": " : "", rc ? err : "");
+	verdict(rc == 0 && w == 0, "GPU: a second backward clears its workspace again", info);
+
+	/* a second forward clears what the first wrote into its workspace */
+	rc = recur_forward(v, s, &io, 0, err, sizeof err);
+	if (!rc)
+		rc = recur_sync(rt, err, sizeof err);
+	memset(host, 0xff, sizeof host);
+	recur_memcpy_dtoh(rt, host, y, 64, err, sizeof err);
+	memcpy(&w, host + 16, 8);
+	snprintf(info, sizeof info, "ws %lld%s%s", (long long)w, rc ? ": " : "", rc ? err : "");
+	verdict(rc == 0 && w == 0, "GPU: a second forward clears its workspace again", info);
 
 	rc = recur_variant_trim(v, err, sizeof err);
-	verdict(rc == 0 && recur_mem_current(rt) == base && recur_mem_peak(rt) == base + 64,
+	verdict(rc == 0 && recur_mem_current(rt) == base && recur_mem_peak(rt) == base + 264,
 	        "GPU: trim frees the workspace; the peak remembers it", rc ? err : "");
 	recur_mem_reset_peak(rt);
 	verdict(recur_mem_peak(rt) == base, "GPU: reset peak", "");
