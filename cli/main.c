@@ -2,7 +2,7 @@
  *
  *   recur gen [SCRIPT] [-o DIR] [--sm sm_90] [--ptx 8.0] [--dump-ir] [--dump-ptx] [--only VARIANT] [-j N]
  *   recur list [--dir DIR] [--shape BxLxD]
- *   recur verify [--dir DIR] [--variant NAME]... [--mixer NAME] [--shape BxLxD]... [--seed N]
+ *   recur verify [--dir DIR] [--variant NAME]... [--mixer NAME]... [--shape BxLxD]... [--seed N]
  *                [--dump DIR] [--goldens DIR] [--time N]
  *   recur calibrate [--dir DIR] [--shapes BxLxD,...] [--mixer NAME]... [--out FILE]
  *                   [--samples 5] [--warmup 2] [--skip VARIANT]... [--seed N]
@@ -30,7 +30,7 @@ static void usage(FILE *f)
 	      "  list [--dir DIR]          variants and their legality per shape (--shape BxLxD)\n"
 	      "       [--plan]             and each legal shape's launches: grid, threads, shared bytes, cluster\n"
 	      "  verify [--dir DIR]        run variants on the GPU against the float64 reference\n"
-	      "         [--variant NAME]... [--mixer NAME] [--shape BxLxD]... [--seed N]\n"
+	      "         [--variant NAME]... [--mixer NAME]... [--shape BxLxD]... [--seed N]\n"
 	      "         [--dump DIR] [--goldens DIR] [--time N]\n"
 	      "  calibrate [--dir DIR]     time every legal, non-materialising variant per mixer and shape;\n"
 	      "         [--shapes BxLxD,...] [--mixer NAME]... [--out FILE] (bench/results/calibration.json)\n"

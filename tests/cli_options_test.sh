@@ -28,5 +28,19 @@ refused "--seed x" calibrate --seed x
 refused "--warmup -1" calibrate --warmup -1
 refused "--memory-budget 0" calibrate --memory-budget 0
 refused "--memory-budget 4.5x" calibrate --memory-budget 4.5x
+# --mixer accumulates; a --variant of a mixer none names is refused, not
+# silently left out (a manifest is all this needs: the check comes before
+# the driver)
+mkdir -p "$work/m"
+variant() { printf '{"name": "%s", "mixer": "%s", "ptx": "x.ptx", "vars": [], "rules": [], "workspaces": [], "forward": [{"kernel": "k", "grid": [1, 1, 1], "block": [32, 1, 1], "args": []}], "backward": []}' "$1" "$2"; }
+printf '{"format": 1, "target": "sm_90", "ptx_isa": "8.0", "mixers": {"toy": {"params": []}, "other": {"params": []}},\n "variants": [%s, %s]}\n' \
+	"$(variant a toy)" "$(variant b other)" > "$work/m/manifest.json"
+: > "$work/m/x.ptx"
+out=$("$recur" verify --dir "$work/m" --mixer other --variant a 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$out" | grep -qF "variant a is of mixer toy"
+check $? "recur verify --mixer other --variant a refused, naming the variant's mixer (rc $rc: $(echo "$out" | head -1))"
+out=$("$recur" verify --dir "$work/m" --mixer other --mixer toy --variant a --variant b 2>&1)
+echo "$out" | grep -q "variant\|manifest"; [ $? -ne 0 ]
+check $? "recur verify --mixer other --mixer toy takes both mixers' variants ($(echo "$out" | head -1))"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
