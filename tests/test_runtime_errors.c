@@ -116,6 +116,25 @@ static const char *manifest =
 	VARIANT_C("oddcluster", "good.ptx", "4", "put", "L") "\n"
 	" ]}\n";
 
+/* runs the forward (bwd 0) or backward, then requires what the toy kernel
+ * read from its workspace (out[16..24)) to be 0: cleared before the call */
+static void verdict_ws_clear(recur_rt *rt, recur_variant *v, int bwd, recur_shape s, const recur_io *io,
+                             CUdeviceptr out, const char *what)
+{
+	char err[2048] = "", info[2300];
+	unsigned char host[64];
+	int64_t w = -1;
+	int rc = bwd ? recur_backward(v, s, io, 0, err, sizeof err) : recur_forward(v, s, io, 0, err, sizeof err);
+	if (!rc)
+		rc = recur_sync(rt, err, sizeof err);
+	memset(host, 0xff, sizeof host);
+	if (!rc)
+		rc = recur_memcpy_dtoh(rt, host, out, 64, err, sizeof err);
+	memcpy(&w, host + 16, 8);
+	snprintf(info, sizeof info, "ws %lld%s%s", (long long)w, rc ? ": " : "", rc ? err : "");
+	verdict(rc == 0 && w == 0, what, info);
+}
+
 static void gpu_part(recur_rt *rt)
 {
 	char err[8192] = "", name[256] = "";
@@ -249,25 +268,10 @@ static void gpu_part(recur_rt *rt)
 	        info);
 
 	/* the forward cleared the backward's workspace too; a second backward
-	 * (which the first wrote 7 into) must clear it itself */
-	rc = recur_backward(v, s, &io, 0, err, sizeof err);
-	if (!rc)
-		rc = recur_sync(rt, err, sizeof err);
-	memset(host, 0xff, sizeof host);
-	recur_memcpy_dtoh(rt, host, dx, 64, err, sizeof err);
-	memcpy(&w, host + 16, 8);
-	snprintf(info, sizeof info, "ws %lld%s%s", (long long)w, rc ? ": " : "", rc ? err : "");
-	verdict(rc == 0 && w == 0, "GPU: a second backward clears its workspace again", info);
-
-	/* a second forward clears what the first wrote into its workspace */
-	rc = recur_forward(v, s, &io, 0, err, sizeof err);
-	if (!rc)
-		rc = recur_sync(rt, err, sizeof err);
-	memset(host, 0xff, sizeof host);
-	recur_memcpy_dtoh(rt, host, y, 64, err, sizeof err);
-	memcpy(&w, host + 16, 8);
-	snprintf(info, sizeof info, "ws %lld%s%s", (long long)w, rc ? ": " : "", rc ? err : "");
-	verdict(rc == 0 && w == 0, "GPU: a second forward clears its workspace again", info);
+	 * (which the first wrote 7 into) must clear it itself, and a second
+	 * forward what the first wrote into its own */
+	verdict_ws_clear(rt, v, 1, s, &io, dx, "GPU: a second backward clears its workspace again");
+	verdict_ws_clear(rt, v, 0, s, &io, y, "GPU: a second forward clears its workspace again");
 
 	rc = recur_variant_trim(v, err, sizeof err);
 	verdict(rc == 0 && recur_mem_current(rt) == base && recur_mem_peak(rt) == base + 264,
