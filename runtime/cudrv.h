@@ -52,7 +52,16 @@
 	X(EventSynchronize,        (CUevent e)) \
 	X(EventElapsedTime,        (float *ms, CUevent a, CUevent b)) \
 	X(EventDestroy,            (CUevent e)) \
-	X(StreamSynchronize,       (CUstream st))
+	X(StreamSynchronize,       (CUstream st)) \
+	X(StreamCreate,            (CUstream *st, unsigned int flags)) \
+	X(StreamDestroy,           (CUstream st)) \
+	X(StreamBeginCapture,      (CUstream st, CUstreamCaptureMode mode)) \
+	X(StreamEndCapture,        (CUstream st, CUgraph *graph)) \
+	X(GraphGetNodes,           (CUgraph graph, CUgraphNode *nodes, size_t *n)) \
+	X(GraphInstantiateWithFlags, (CUgraphExec *exec, CUgraph graph, unsigned long long flags)) \
+	X(GraphLaunch,             (CUgraphExec exec, CUstream st)) \
+	X(GraphExecDestroy,        (CUgraphExec exec)) \
+	X(GraphDestroy,            (CUgraph graph))
 
 /* Resolved with dlsym before cuInit: cuInit itself and the error strings
  * (needed to report a failing cuInit); none of them has a renamed ABI.

@@ -65,6 +65,7 @@ struct recur_variant {
 	size_t zero_bwd;             /* where the backward's part of it starts */
 	int bwd_clear;               /* that part is clear: no backward since the forward */
 	int saved;                   /* a forward ran and its saved workspaces are valid */
+	int pinned;                  /* live graphs holding the workspaces' addresses */
 	recur_shape saved_shape;
 	rt_argval *val;              /* argument values, one slice per launch */
 	void **argp;                 /* pointers into val, as cuLaunchKernelEx takes them */
@@ -79,8 +80,7 @@ struct recur_variant {
 	rt_geom *last_geom;          /* geometry and occupancy of each timed launch */
 };
 
-static int vfail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int vfail(char *err, size_t errlen, const char *fmt, ...)
+int rt_vfail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -95,7 +95,7 @@ static char *read_text(const char *path, char *err, size_t errlen, const char *v
 {
 	FILE *f = fopen(path, "rb");
 	if (!f) {
-		vfail(err, errlen, "variant %s: cannot open its PTX %s: %s", variant, path, strerror(errno));
+		rt_vfail(err, errlen, "variant %s: cannot open its PTX %s: %s", variant, path, strerror(errno));
 		return NULL;
 	}
 	char *buf = NULL;
@@ -106,7 +106,7 @@ static char *read_text(const char *path, char *err, size_t errlen, const char *v
 		fclose(f);
 		return buf;
 	}
-	vfail(err, errlen, "variant %s: cannot read its PTX %s: %s", variant, path,
+	rt_vfail(err, errlen, "variant %s: cannot read its PTX %s: %s", variant, path,
 	      buf ? "short read" : n < 0 ? strerror(errno) : "out of host memory");
 	free(buf);
 	fclose(f);
@@ -152,7 +152,7 @@ static int load_module(recur_variant *v, const char *ptx, char *err, size_t errl
 	if (!elog || !ilog) {
 		free(elog);
 		free(ilog);
-		return vfail(err, errlen, "variant %s: out of host memory", v->d->name);
+		return rt_vfail(err, errlen, "variant %s: out of host memory", v->d->name);
 	}
 	CUjit_option opt[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
 	                      CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_LOG_VERBOSE};
@@ -176,7 +176,7 @@ static int load_module(recur_variant *v, const char *ptx, char *err, size_t errl
 		else if (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_PTX)
 			snprintf(hint, sizeof hint, "\nthe PTX declares .version %s .target %s; the device is sm_%d%d, "
 			         "the driver %d.%d", ver, target, major, minor, dv / 1000, dv % 1000 / 10);
-		vfail(err, errlen, "variant %s: %s%s\nJIT log:\n%s", v->d->name, why, hint,
+		rt_vfail(err, errlen, "variant %s: %s%s\nJIT log:\n%s", v->d->name, why, hint,
 		      elog[0] ? elog : "(empty)");
 		v->mod = NULL;
 		free(elog);
@@ -202,7 +202,7 @@ static int load_kernel(recur_variant *v, const char *name, int pass, int li, con
 	if (r == CUDA_ERROR_NOT_FOUND) {
 		char entries[1024];
 		ptx_entries(ptx, entries, sizeof entries);
-		return vfail(err, errlen, "variant %s: %s[%d] launches kernel %s, which %s does not define "
+		return rt_vfail(err, errlen, "variant %s: %s[%d] launches kernel %s, which %s does not define "
 		             "(its entries: %s)", v->d->name, rt_pass_name[pass], li, name, v->d->ptx_path, entries);
 	}
 	if (rt_cu_check(cu, r, "cuModuleGetFunction", err, errlen, "resolving kernel %s of variant %s (%s)",
@@ -233,7 +233,7 @@ int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, 
 		size_t used = 0;
 		for (int i = 0; i < m->nvariant && used < sizeof list; i++)
 			used += snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", m->variant[i].name);
-		return vfail(err, errlen, "no variant %s in %s (it has: %s)", name, m->path,
+		return rt_vfail(err, errlen, "no variant %s in %s (it has: %s)", name, m->path,
 		             m->nvariant ? list : "none");
 	}
 	const rt_vdesc *d = &m->variant[vi];
@@ -243,7 +243,7 @@ int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, 
 		for (int i = 0; i < d->nlaunch[p]; i++)
 			nargs += d->launch[p][i].narg;
 	if (!v)
-		return vfail(err, errlen, "variant %s: out of host memory", name);
+		return rt_vfail(err, errlen, "variant %s: out of host memory", name);
 	v->rt = rt;
 	v->m = m;
 	v->d = d;
@@ -263,7 +263,7 @@ int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, 
 	if (!v->kernel || !v->kidx[RT_FWD] || !v->argoff[RT_FWD] || !v->ws || !v->val || !v->argp ||
 	    !v->geom || !v->last_name || !v->last_ms || !v->last_geom) {
 		recur_variant_free(v);
-		return vfail(err, errlen, "variant %s: out of host memory", name);
+		return rt_vfail(err, errlen, "variant %s: out of host memory", name);
 	}
 	char *ptx = read_text(d->ptx_path, err, errlen, name);
 	if (!ptx || load_module(v, ptx, err, errlen)) {
@@ -290,7 +290,7 @@ int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, 
 			const recur_kernel_info *I = &v->kernel[k].info;
 			int threads = l->block[0] * l->block[1] * l->block[2];
 			if (threads > I->max_threads) {
-				vfail(err, errlen, "variant %s: %s[%d] launches kernel %s with block %dx%dx%d (%d threads), "
+				rt_vfail(err, errlen, "variant %s: %s[%d] launches kernel %s with block %dx%dx%d (%d threads), "
 				      "but it can run at most %d threads per block (%d registers per thread)", name,
 				      rt_pass_name[p], i, l->kernel, l->block[0], l->block[1], l->block[2], threads,
 				      I->max_threads, I->registers);
@@ -373,6 +373,9 @@ size_t recur_variant_workspace_bytes(const recur_variant *v)
 
 int recur_variant_trim(recur_variant *v, char *err, size_t errlen)
 {
+	if (v->pinned)
+		return rt_vfail(err, errlen, "variant %s: cannot free its workspaces while %d graph(s) hold their "
+		             "addresses: free them first (recur_graph_free)", v->d->name, v->pinned);
 	/* kernels in flight may still use the buffers */
 	if (recur_sync(v->rt, err, errlen))
 		return -1;
@@ -424,9 +427,9 @@ static int ws_bytes(const recur_variant *v, int i, const ShapeVars *sv, const ch
 	int64_t bytes;
 	char e[512];
 	if (shapex_eval(w->bytes, sv, &bytes, e, sizeof e))
-		return vfail(err, errlen, "variant %s: workspace %s at %s: %s", v->d->name, w->name, shape, e);
+		return rt_vfail(err, errlen, "variant %s: workspace %s at %s: %s", v->d->name, w->name, shape, e);
 	if (bytes < 0)
-		return vfail(err, errlen, "variant %s: workspace %s at %s: bytes \"%s\" = %lld is negative",
+		return rt_vfail(err, errlen, "variant %s: workspace %s at %s: bytes \"%s\" = %lld is negative",
 		             v->d->name, w->name, shape, w->bytes, (long long)bytes);
 	*out = (size_t)bytes;
 	return 0;
@@ -434,6 +437,13 @@ static int ws_bytes(const recur_variant *v, int i, const ShapeVars *sv, const ch
 
 /* The forward lays out the arena of both passes' zeroed workspaces (the
  * backward runs at the forward's shape); each pass allocates its others. */
+static int pinned_fail(const recur_variant *v, const char *ws, size_t bytes, const char *shape, char *err,
+                       size_t errlen)
+{
+	return rt_vfail(err, errlen, "variant %s: %s must grow to %zu bytes at %s, but %d graph(s) hold its address: "
+	             "free them first (recur_graph_free)", v->d->name, ws, bytes, shape, v->pinned);
+}
+
 static int prepare_ws(recur_variant *v, int pass, const ShapeVars *sv, const char *shape,
                       char *err, size_t errlen)
 {
@@ -449,12 +459,17 @@ static int prepare_ws(recur_variant *v, int pass, const ShapeVars *sv, const cha
 		v->ws[i].need = bytes;
 		if (bytes <= v->ws[i].cap)
 			continue;
+		if (v->pinned) {
+			char what[96];
+			snprintf(what, sizeof what, "workspace %s", w->name);
+			return pinned_fail(v, what, bytes, shape, err, errlen);
+		}
 		/* grow: the old buffer may be in use by queued kernels, and cuMemFree waits for them */
 		recur_free(v->rt, v->ws[i].p);
 		v->ws[i].p = 0;
 		v->ws[i].cap = 0;
 		if (recur_alloc(v->rt, bytes, &v->ws[i].p, why, sizeof why))
-			return vfail(err, errlen, "variant %s: workspace %s (%zu bytes at %s): %s", d->name, w->name,
+			return rt_vfail(err, errlen, "variant %s: workspace %s (%zu bytes at %s): %s", d->name, w->name,
 			             bytes, shape, why);
 		v->ws[i].cap = bytes;
 	}
@@ -482,12 +497,14 @@ static int prepare_ws(recur_variant *v, int pass, const ShapeVars *sv, const cha
 	rt_wsbuf *z = &v->zero;
 	z->need = (end + 3) / 4 * 4;
 	v->zero_bwd = bwd == SIZE_MAX ? z->need : bwd;   /* nothing of the backward's to clear */
+	if (z->need > z->cap && v->pinned)
+		return pinned_fail(v, "the arena of the zeroed workspaces", z->need, shape, err, errlen);
 	if (z->need > z->cap) {
 		recur_free(v->rt, z->p);
 		z->p = 0;
 		z->cap = 0;
 		if (recur_alloc(v->rt, z->need, &z->p, why, sizeof why))
-			return vfail(err, errlen, "variant %s: the zeroed workspaces (%zu bytes at %s): %s", d->name,
+			return rt_vfail(err, errlen, "variant %s: the zeroed workspaces (%zu bytes at %s): %s", d->name,
 			             z->need, shape, why);
 		z->cap = z->need;
 	}
@@ -510,10 +527,10 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 #define WARGS d->name, rt_pass_name[pass], li, l->kernel, shape
 	rt_plan_geom pg;
 	if (rt_launch_geom(l, sv, &pg, e, sizeof e))
-		return vfail(err, errlen, WHERE "%s", WARGS, e);
+		return rt_vfail(err, errlen, WHERE "%s", WARGS, e);
 	int64_t limit = (int64_t)v->rt->smem_optin - K->info.static_smem;
 	if (pg.smem > limit)
-		return vfail(err, errlen, WHERE "dynamic shared memory \"%s\" = %lld bytes, outside 0..%lld "
+		return rt_vfail(err, errlen, WHERE "dynamic shared memory \"%s\" = %lld bytes, outside 0..%lld "
 		             "(the device's %d per block less %d static)", WARGS, l->smem, (long long)pg.smem,
 		             (long long)limit, v->rt->smem_optin, K->info.static_smem);
 	g->p = pg;
@@ -531,7 +548,7 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 		case RT_ARG_GRAD:
 			list = a->kind == RT_ARG_PARAM ? io->params : io->grads;
 			if (!list)
-				return vfail(err, errlen, WHERE "args[%d] \"%s\": io->%s is NULL", WARGS, i, a->text,
+				return rt_vfail(err, errlen, WHERE "args[%d] \"%s\": io->%s is NULL", WARGS, i, a->text,
 				             a->kind == RT_ARG_PARAM ? "params" : "grads");
 			p = list[a->index];
 			break;
@@ -542,9 +559,9 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 		case RT_ARG_I64: {
 			int64_t x;
 			if (shapex_eval(a->expr, sv, &x, e, sizeof e))
-				return vfail(err, errlen, WHERE "args[%d]: %s", WARGS, i, e);
+				return rt_vfail(err, errlen, WHERE "args[%d]: %s", WARGS, i, e);
 			if (a->kind == RT_ARG_I32 && (x < INT32_MIN || x > INT32_MAX))
-				return vfail(err, errlen, WHERE "args[%d] \"%s\" = %lld does not fit 32 bits", WARGS, i,
+				return rt_vfail(err, errlen, WHERE "args[%d] \"%s\" = %lld does not fit 32 bits", WARGS, i,
 				             a->text, (long long)x);
 			if (a->kind == RT_ARG_I32)
 				val[i].i32 = (int32_t)x;
@@ -554,10 +571,10 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 		}
 		}
 		if (!p)
-			return vfail(err, errlen, WHERE "args[%d] \"%s\" is a null device pointer", WARGS, i, a->text);
+			return rt_vfail(err, errlen, WHERE "args[%d] \"%s\" is a null device pointer", WARGS, i, a->text);
 		/* the kernels move tensors and weights with 16-byte vector accesses */
 		if (p % 16)
-			return vfail(err, errlen, WHERE "args[%d] \"%s\" = 0x%llx is not 16-byte aligned", WARGS, i,
+			return rt_vfail(err, errlen, WHERE "args[%d] \"%s\" = 0x%llx is not 16-byte aligned", WARGS, i,
 			             a->text, (unsigned long long)p);
 		val[i].p = p;
 	}
@@ -645,7 +662,7 @@ static int resident_check(recur_variant *v, int pass, int li, CUstream st, const
 		K->cap_cluster = g->p.cluster;
 	}
 	if (total > K->resident_cap)
-		return vfail(err, errlen, "variant %s at %s: %s[%d] kernel %s waits across its blocks (look-back), so "
+		return rt_vfail(err, errlen, "variant %s at %s: %s[%d] kernel %s waits across its blocks (look-back), so "
 		             "all %ld of grid (%u,%u,%u) must be resident at once; this device holds %ld", v->d->name,
 		             shape, rt_pass_name[pass], li, l->kernel, total, g->p.grid[0], g->p.grid[1], g->p.grid[2],
 		             K->resident_cap);
@@ -690,14 +707,14 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CU
 	char why[768], shape[64];
 	snprintf(shape, sizeof shape, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
 	if (!io)
-		return vfail(err, errlen, "variant %s: %s without buffers (io is NULL)", d->name, rt_pass_name[pass]);
+		return rt_vfail(err, errlen, "variant %s: %s without buffers (io is NULL)", d->name, rt_pass_name[pass]);
 	if (rt_shape_vars(v->m, (int)(d - v->m->variant), s, 1, &sv, why, sizeof why))
-		return vfail(err, errlen, "variant %s refuses %s", d->name, why);
+		return rt_vfail(err, errlen, "variant %s refuses %s", d->name, why);
 	if (pass == RT_BWD && !v->saved)
-		return vfail(err, errlen, "variant %s: backward at %s without a forward before it (the saved "
+		return rt_vfail(err, errlen, "variant %s: backward at %s without a forward before it (the saved "
 		             "workspaces hold nothing)", d->name, shape);
 	if (pass == RT_BWD && memcmp(&s, &v->saved_shape, sizeof s))
-		return vfail(err, errlen, "variant %s: backward at %s, but the last forward ran at B=%d L=%d D=%d",
+		return rt_vfail(err, errlen, "variant %s: backward at %s, but the last forward ran at B=%d L=%d D=%d",
 		             d->name, shape, v->saved_shape.B, v->saved_shape.L, v->saved_shape.D);
 
 	/* phase 1: everything that can fail before a launch */
@@ -714,7 +731,7 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CU
 			if (recur_event_create(v->rt, &v->ev[i], err, errlen))
 				return -1;
 		if (!v->ev)
-			return vfail(err, errlen, "variant %s: out of host memory", d->name);
+			return rt_vfail(err, errlen, "variant %s: out of host memory", d->name);
 	}
 
 	/* phase 2: clear, launch */
@@ -764,4 +781,50 @@ int recur_forward(recur_variant *v, recur_shape s, const recur_io *io, CUstream 
 int recur_backward(recur_variant *v, recur_shape s, const recur_io *io, CUstream st, char *err, size_t errlen)
 {
 	return run(v, RT_BWD, s, io, st, err, errlen);
+}
+
+/* ---- what graph.c needs ---- */
+
+void rt_variant_state_get(const recur_variant *v, rt_vstate *st)
+{
+	*st = (rt_vstate){ .saved = v->saved, .bwd_clear = v->bwd_clear, .saved_shape = v->saved_shape };
+}
+
+void rt_variant_state_set(recur_variant *v, const rt_vstate *st)
+{
+	v->saved = st->saved;
+	v->bwd_clear = st->bwd_clear;
+	v->saved_shape = st->saved_shape;
+}
+
+int rt_variant_prepare(recur_variant *v, int pass, recur_shape s, char *err, size_t errlen)
+{
+	ShapeVars sv;
+	char why[768], shape[64];
+	snprintf(shape, sizeof shape, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
+	if (rt_shape_vars(v->m, (int)(v->d - v->m->variant), s, 1, &sv, why, sizeof why))
+		return rt_vfail(err, errlen, "variant %s refuses %s", v->d->name, why);
+	if (pass == RT_FWD)
+		v->saved = 0;   /* growing may move the saved workspaces */
+	return prepare_ws(v, pass, &sv, shape, err, errlen);
+}
+
+void rt_variant_pin(recur_variant *v, int delta)
+{
+	v->pinned += delta;
+}
+
+recur_rt *rt_variant_rt(const recur_variant *v)
+{
+	return v->rt;
+}
+
+const char *rt_variant_name(const recur_variant *v)
+{
+	return v->d->name;
+}
+
+int rt_variant_profiling(const recur_variant *v)
+{
+	return v->profiling;
 }

@@ -178,4 +178,25 @@ int  recur_launch_plan(const recur_manifest *m, int variant, int backward, int i
 /* Bytes held by the variant's cached workspaces. */
 size_t recur_variant_workspace_bytes(const recur_variant *v);
 
+/* A CUDA graph of a variant's passes at one shape with one set of buffers:
+ * passes RECUR_GRAPH_FORWARD, RECUR_GRAPH_BACKWARD or both (forward, then
+ * backward). recur_graph_launch replays them as one cuGraphLaunch, the
+ * launches early where the kernels allow it, as in recur_forward: the host
+ * pays the plan's launches once, at creation. Creation allocates the
+ * workspaces (nothing runs; a graph with a forward ends the last forward's
+ * saved state), and the graph holds their addresses: while it lives, the
+ * variant refuses to trim them or to grow them for a larger shape, and it
+ * must be freed before its variant. A backward-only graph needs the
+ * variant's last forward at s, and clears its own workspaces each replay.
+ * A launch sets what the passes set (the saved state of the forward), so a
+ * recur_backward may follow a graph of the forward. Profiling must be off. */
+typedef struct recur_graph recur_graph;
+enum { RECUR_GRAPH_FORWARD = 1, RECUR_GRAPH_BACKWARD = 2 };
+int  recur_graph_create(recur_variant *v, recur_shape s, const recur_io *io, int passes, recur_graph **g,
+                        char *err, size_t errlen);
+int  recur_graph_launch(recur_graph *g, CUstream st, char *err, size_t errlen);
+/* Nodes of the graph (memsets and kernels) */
+int  recur_graph_nodes(const recur_graph *g);
+void recur_graph_free(recur_graph *g);
+
 #endif

@@ -119,4 +119,25 @@ struct recur_rt {
 	int nblock, capblock;
 };
 
+/* ---- what a graph (graph.c) needs of a variant (plan.c) ---- */
+
+/* err = the formatted message; returns -1 */
+int  rt_vfail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The state a pass leaves in its variant. A capture runs the passes
+ * without executing them, so graph.c restores the state after it and sets
+ * the passes' state when the graph is launched. */
+typedef struct { int saved, bwd_clear; recur_shape saved_shape; } rt_vstate;
+void rt_variant_state_get(const recur_variant *v, rt_vstate *st);
+void rt_variant_state_set(recur_variant *v, const rt_vstate *st);
+/* A pass's workspaces allocated at shape s, nothing launched (a capture
+ * must not allocate). A forward's ends the saved state: it may move them. */
+int  rt_variant_prepare(recur_variant *v, int pass, recur_shape s, char *err, size_t errlen);
+/* Graphs holding the workspaces' addresses: while any, plan.c refuses to
+ * move or free them. */
+void rt_variant_pin(recur_variant *v, int delta);
+recur_rt *rt_variant_rt(const recur_variant *v);
+const char *rt_variant_name(const recur_variant *v);
+int  rt_variant_profiling(const recur_variant *v);
+
 #endif

@@ -97,7 +97,7 @@ static const char *ptx_broken =
 	"     \"vars\": [[\"N\", \"L*D\"]],\n" \
 	"     \"rules\": [{\"expr\": \"D%4==0\", \"message\": \"D must be a multiple of 4\"}],\n" \
 	"     \"workspaces\": [{\"name\": \"w\", \"bytes\": \"64\", \"life\": \"saved\", \"zero\": true},\n" \
-	"                    {\"name\": \"b\", \"bytes\": \"8\", \"life\": \"backward\", \"zero\": true}],\n" \
+	"                    {\"name\": \"b\", \"bytes\": \"8*B\", \"life\": \"backward\", \"zero\": true}],\n" \
 	"     \"forward\": [{\"kernel\": \"" fwd_kernel "\", \"grid\": [\"" grid0 "\", 1, 1], \"block\": [32, 1, 1],\n" \
 	"                  \"cluster\": \"" cluster "\",\n" \
 	"                  \"args\": [\"y\", \"i32:N\", \"i64:B*L*D*1000000000\", \"ws:w\"]}],\n" \
@@ -133,6 +133,84 @@ static void verdict_ws_clear(recur_rt *rt, recur_variant *v, int bwd, recur_shap
 	memcpy(&w, host + 16, 8);
 	snprintf(info, sizeof info, "ws %lld%s%s", (long long)w, rc ? ": " : "", rc ? err : "");
 	verdict(rc == 0 && w == 0, what, info);
+}
+
+/* y (forward) and dx (backward) as the toy kernel leaves them: a and b
+ * its arguments, w what it read from its workspace */
+static int read_put(recur_rt *rt, CUdeviceptr out, int32_t *a, int64_t *b, int64_t *w, char *err, size_t n)
+{
+	unsigned char host[64];
+	memset(host, 0xff, sizeof host);
+	int rc = recur_memcpy_dtoh(rt, host, out, 64, err, n);
+	memcpy(a, host, 4);
+	memcpy(b, host + 8, 8);
+	memcpy(w, host + 16, 8);
+	return rc;
+}
+
+static int poison(recur_rt *rt, CUdeviceptr out, char *err, size_t n)
+{
+	unsigned char host[64];
+	memset(host, 0xff, sizeof host);
+	return recur_memcpy_htod(rt, out, host, 64, err, n);
+}
+
+/* Graphs: the same launches and clears as the calls, on every replay; the
+ * state a replay leaves; the workspaces held while a graph lives. */
+static void graph_part(recur_rt *rt, recur_variant *v, recur_shape s, const recur_io *io, CUdeviceptr y,
+                       CUdeviceptr dx)
+{
+	char err[4096] = "", info[4400];
+	recur_graph *g = NULL, *gb = NULL;
+	int rc = recur_graph_create(v, s, io, RECUR_GRAPH_FORWARD | RECUR_GRAPH_BACKWARD, &g, err, sizeof err);
+	verdict(rc != 0 && !g && has(err, "profiling") && has(err, "good"), "GPU: no graph with profiling on", err);
+	recur_set_profiling(v, 0);
+	rc = recur_graph_create(v, s, io, 4, &g, err, sizeof err);
+	verdict(rc != 0 && !g && has(err, "passes 4"), "GPU: a graph of unknown passes is refused", err);
+
+	rc = recur_graph_create(v, s, io, RECUR_GRAPH_FORWARD | RECUR_GRAPH_BACKWARD, &g, err, sizeof err);
+	snprintf(info, sizeof info, "%d nodes%s%s", g ? recur_graph_nodes(g) : -1, rc ? ": " : "", rc ? err : "");
+	verdict(rc == 0 && g && recur_graph_nodes(g) == 3, "GPU: a graph of forward and backward: one clear, two kernels",
+	        info);
+	if (!g)
+		return;
+	/* twice: the second replay's forward must clear what the first's backward wrote */
+	int32_t fa = 0, ba = 0;
+	int64_t fb = 0, fw = -1, bb = 0, bw = -1;
+	rc = poison(rt, y, err, sizeof err) || poison(rt, dx, err, sizeof err) ||
+	     recur_graph_launch(g, 0, err, sizeof err) || recur_graph_launch(g, 0, err, sizeof err) ||
+	     recur_sync(rt, err, sizeof err) || read_put(rt, y, &fa, &fb, &fw, err, sizeof err) ||
+	     read_put(rt, dx, &ba, &bb, &bw, err, sizeof err);
+	snprintf(info, sizeof info, "y: %d %lld ws %lld; dx: %d %lld ws %lld%s%s", fa, (long long)fb, (long long)fw, ba,
+	         (long long)bb, (long long)bw, rc ? ": " : "", rc ? err : "");
+	verdict(rc == 0 && fa == 12 && fb == 24000000000LL && fw == 0 && ba == 13 && bb == 7 && bw == 0,
+	        "GPU: two replays of the graph: the calls' arguments, the workspaces clear each time", info);
+
+	rc = recur_variant_trim(v, err, sizeof err);
+	verdict(rc != 0 && has(err, "graph"), "GPU: trim is refused while a graph holds the workspaces", err);
+	/* the replay left a dirty backward workspace and the forward's saved state */
+	verdict_ws_clear(rt, v, 1, s, io, dx, "GPU: a backward after a replay runs and clears what the graph's wrote");
+	recur_shape big = { 3, 3, 4 };
+	rc = recur_forward(v, big, io, 0, err, sizeof err);
+	verdict(rc != 0 && has(err, "graph") && has(err, "B=3"), "GPU: growing the workspaces is refused while a graph "
+	        "holds them", err);
+	/* (the refused call ended the saved state: a forward again) */
+	rc = recur_forward(v, s, io, 0, err, sizeof err) ||
+	     recur_graph_create(v, s, io, RECUR_GRAPH_BACKWARD, &gb, err, sizeof err);
+	snprintf(info, sizeof info, "%d nodes%s%s", gb ? recur_graph_nodes(gb) : -1, rc ? ": " : "", rc ? err : "");
+	verdict(rc == 0 && gb && recur_graph_nodes(gb) == 2, "GPU: a graph of the backward alone clears its own workspace",
+	        info);
+	rc = rc || poison(rt, dx, err, sizeof err) || recur_graph_launch(gb, 0, err, sizeof err) ||
+	     recur_graph_launch(gb, 0, err, sizeof err) || recur_sync(rt, err, sizeof err) ||
+	     read_put(rt, dx, &ba, &bb, &bw, err, sizeof err);
+	snprintf(info, sizeof info, "dx: %d %lld ws %lld%s%s", ba, (long long)bb, (long long)bw, rc ? ": " : "",
+	         rc ? err : "");
+	verdict(rc == 0 && ba == 13 && bb == 7 && bw == 0, "GPU: two replays of the backward alone, clear each time", info);
+	recur_graph_free(gb);
+	recur_graph_free(g);
+	rc = recur_forward(v, s, io, 0, err, sizeof err);
+	verdict(rc == 0, "GPU: the variant runs on once its graphs are freed", rc ? err : "");
+	recur_set_profiling(v, 1);
 }
 
 static void gpu_part(recur_rt *rt)
@@ -245,11 +323,11 @@ static void gpu_part(recur_rt *rt)
 	verdict(rc == 0 && li.kernel && !strcmp(li.kernel, "put") && li.block >= 1 && li.grid[0] >= 1 &&
 	        li.blocks_per_sm >= 1 && recur_variant_last_launch(v, 1, &li) == -1,
 	        "GPU: the profiled launch's geometry and occupancy; an index past the last is refused", info);
-	/* the zeroed workspaces share one arena: w's 64 bytes, then b's 8 at the
-	 * next 256-byte boundary */
+	/* the zeroed workspaces share one arena: w's 64 bytes, then b's 8 B = 16
+	 * at the next 256-byte boundary */
 	snprintf(info, sizeof info, "current %zu over the buffers, workspaces %zu", recur_mem_current(rt) - base,
 	         recur_variant_workspace_bytes(v));
-	verdict(recur_mem_current(rt) == base + 264 && recur_variant_workspace_bytes(v) == 264,
+	verdict(recur_mem_current(rt) == base + 272 && recur_variant_workspace_bytes(v) == 272,
 	        "GPU: the workspaces are counted", info);
 
 	recur_shape other = {1, 3, 4};
@@ -273,8 +351,10 @@ static void gpu_part(recur_rt *rt)
 	verdict_ws_clear(rt, v, 1, s, &io, dx, "GPU: a second backward clears its workspace again");
 	verdict_ws_clear(rt, v, 0, s, &io, y, "GPU: a second forward clears its workspace again");
 
+	graph_part(rt, v, s, &io, y, dx);
+
 	rc = recur_variant_trim(v, err, sizeof err);
-	verdict(rc == 0 && recur_mem_current(rt) == base && recur_mem_peak(rt) == base + 264,
+	verdict(rc == 0 && recur_mem_current(rt) == base && recur_mem_peak(rt) == base + 272,
 	        "GPU: trim frees the workspace; the peak remembers it", rc ? err : "");
 	recur_mem_reset_peak(rt);
 	verdict(recur_mem_peak(rt) == base, "GPU: reset peak", "");
