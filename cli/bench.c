@@ -382,6 +382,59 @@ static int mix_profile(Bench *bn, Mix *mx, char *err, size_t n)
 	return 0;
 }
 
+static double host_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
+
+/* Forward+backward as the calls and as one CUDA graph (recur_graph), NREP
+ * pairs back to back with no L2 flush between them (outside the protocol's
+ * timing): the GPU's time per pair (events around all of them) and the
+ * host's time to enqueue one pair. */
+#define NREP 20
+static int pair_times(Bench *bn, Mix *mx, recur_graph *g, double *gpu_ms, double *host, char *err, size_t n)
+{
+	recur_io io = { .x = mx->b.x, .y = mx->b.y, .dy = mx->b.dy, .dx = mx->b.dx, .params = mx->b.p, .grads = mx->b.g };
+	recur_shape s = mx->row->shape;
+	CUevent e0 = NULL, e1 = NULL;
+	float ms = 0;
+	int rc = recur_event_create(bn->rt, &e0, err, n) || recur_event_create(bn->rt, &e1, err, n) ||
+	         recur_sync(bn->rt, err, n) || recur_event_record(bn->rt, e0, 0, err, n);
+	double t0 = host_us();
+	for (int i = 0; !rc && i < NREP; i++)
+		rc = g ? recur_graph_launch(g, 0, err, n)
+		       : recur_forward(mx->v, s, &io, 0, err, n) || recur_backward(mx->v, s, &io, 0, err, n);
+	*host = (host_us() - t0) / NREP;
+	rc = rc || recur_event_record(bn->rt, e1, 0, err, n) || recur_event_elapsed_ms(bn->rt, e0, e1, &ms, err, n);
+	*gpu_ms = ms / NREP;
+	recur_event_destroy(bn->rt, e0);
+	recur_event_destroy(bn->rt, e1);
+	return rc ? -1 : 0;
+}
+
+static int mix_graph(Bench *bn, Mix *mx, char *err, size_t n)
+{
+	recur_io io = { .x = mx->b.x, .y = mx->b.y, .dy = mx->b.dy, .dx = mx->b.dx, .params = mx->b.p, .grads = mx->b.g };
+	recur_graph *g = NULL;
+	double dg, dh, gg, gh;
+	int rc = pair_times(bn, mx, NULL, &dg, &dh, err, n) ||
+	         recur_graph_create(mx->v, mx->row->shape, &io, RECUR_GRAPH_FORWARD | RECUR_GRAPH_BACKWARD, &g, err, n) ||
+	         pair_times(bn, mx, g, &gg, &gh, err, n) || pair_times(bn, mx, NULL, &dg, &dh, err, n) ||
+	         recur_sync(bn->rt, err, n);
+	if (!rc)
+		printf("  forward+backward, %d back to back, warm: calls %.4f ms per pair on the GPU, host %.1f us to "
+		       "enqueue; one graph of %d nodes %.4f ms, host %.1f us\n", NREP, dg, dh, recur_graph_nodes(g), gg, gh);
+	recur_graph_free(g);
+	if (rc) {
+		char t[4096];
+		snprintf(t, sizeof t, "%s: forward+backward as a graph: %s", mx->b.what, err);
+		snprintf(err, n, "%s", t);
+	}
+	return rc ? -1 : 0;
+}
+
 static void mix_release(Bench *bn, Mix *mx)
 {
 	hbufs_free(&bn->h, &mx->b);
@@ -442,7 +495,7 @@ static int run_shape(Bench *bn, int s, char *err, size_t n)
 			fprintf(stderr, "bench: %s round %d (order %d) done\n", mx->b.what, r, pos);
 		}
 	for (int k = 0; k < nm; k++) {
-		if (bn->o.profile && mix_profile(bn, &bn->mix[k], err, n))
+		if (bn->o.profile && (mix_profile(bn, &bn->mix[k], err, n) || mix_graph(bn, &bn->mix[k], err, n)))
 			return -1;
 		row_line(stderr, bn->mix[k].row);
 		mix_release(bn, &bn->mix[k]);

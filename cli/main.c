@@ -3,7 +3,7 @@
  *   recur gen [SCRIPT] [-o DIR] [--sm sm_90] [--ptx 8.0] [--dump-ir] [--dump-ptx] [--only VARIANT] [-j N]
  *   recur list [--dir DIR] [--shape BxLxD]
  *   recur verify [--dir DIR] [--variant NAME]... [--mixer NAME]... [--shape BxLxD]... [--seed N]
- *                [--dump DIR] [--goldens DIR] [--time N]
+ *                [--dump DIR] [--goldens DIR] [--time N] [--graph]
  *   recur calibrate [--dir DIR] [--shapes BxLxD,...] [--mixer NAME]... [--out FILE]
  *                   [--samples 5] [--warmup 2] [--skip VARIANT]... [--seed N]
  *   recur bench [--dir DIR] [--shapes BxLxD,...] [--rounds 2] [--samples 5] [--warmup 2]
@@ -31,7 +31,7 @@ static void usage(FILE *f)
 	      "       [--plan]             and each legal shape's launches: grid, threads, shared bytes, cluster\n"
 	      "  verify [--dir DIR]        run variants on the GPU against the float64 reference\n"
 	      "         [--variant NAME]... [--mixer NAME]... [--shape BxLxD]... [--seed N]\n"
-	      "         [--dump DIR] [--goldens DIR] [--time N]\n"
+	      "         [--dump DIR] [--goldens DIR] [--time N] [--graph]\n"
 	      "  calibrate [--dir DIR]     time every legal, non-materialising variant per mixer and shape;\n"
 	      "         [--shapes BxLxD,...] [--mixer NAME]... [--out FILE] (bench/results/calibration.json)\n"
 	      "         [--samples 5] [--warmup 2] [--skip VARIANT]... [--seed N]\n"

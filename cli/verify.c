@@ -9,7 +9,9 @@
  * Beyond the spec's whole-tensor norm, y and dx must hold it per token row
  * and per channel within LOCAL_TOL (vm_local): a wrong value confined to a
  * few steps of one chunk moves the whole tensor's norm by less than the
- * rounding does.
+ * rounding does. With --graph the checked forward+backward is one
+ * recur_graph replayed twice, and the second pass's calls must give its
+ * gradient bits.
  */
 #include "cli.h"
 #include "pinit.h"
@@ -45,6 +47,7 @@ typedef struct {
 	const char *dump;
 	int fails, passes;
 	int time_reps;      /* > 0: time forward and backward after a pass */
+	int graph;          /* the checked forward+backward through a graph */
 	double xscale;      /* x ~ N(0, xscale^2): large activations reach the kernels' overflow guards */
 } Ctx;
 
@@ -234,6 +237,21 @@ static int dump_case(const char *dir, const Case *c, const float *y, const float
 #define TRY(call) do { if ((call) != 0) goto fail; } while (0)
 
 /* Runs variant v on case c; prints one table row. */
+/* The forward+backward whose outputs are checked: the calls, or with
+ * --graph one recur_graph replayed twice (the second replay on the
+ * workspaces the first left); the determinism pass after it makes the
+ * calls, so the graph's gradient bits must equal theirs. */
+static int first_pair(Ctx *cx, recur_variant *rv, recur_shape s, const recur_io *io, char *err, size_t n)
+{
+	if (!cx->graph)
+		return recur_forward(rv, s, io, 0, err, n) || recur_backward(rv, s, io, 0, err, n) ? -1 : 0;
+	recur_graph *g = NULL;
+	int rc = recur_graph_create(rv, s, io, RECUR_GRAPH_FORWARD | RECUR_GRAPH_BACKWARD, &g, err, n) ||
+	         recur_graph_launch(g, 0, err, n) || recur_graph_launch(g, 0, err, n) || recur_sync(cx->rt, err, n);
+	recur_graph_free(g);
+	return rc ? -1 : 0;
+}
+
 static void run_variant(Ctx *cx, int v, Case *c)
 {
 	char err[8192] = "";
@@ -291,8 +309,7 @@ static void run_variant(Ctx *cx, int v, Case *c)
 	TRY(recur_memset_u8(cx->rt, dyy, 0xff, ne * 2, err, sizeof err));
 	TRY(recur_memset_u8(cx->rt, ddx, 0xff, ne * 2, err, sizeof err));
 	recur_io io = { .x = dxp, .y = dyy, .dy = dyp, .dx = ddx, .params = dp, .grads = dg };
-	TRY(recur_forward(rv, s, &io, 0, err, sizeof err));
-	TRY(recur_backward(rv, s, &io, 0, err, sizeof err));
+	TRY(first_pair(cx, rv, s, &io, err, sizeof err));
 	TRY(recur_sync(cx->rt, err, sizeof err));
 	TRY(recur_memcpy_dtoh(cx->rt, hb, dyy, ne * 2, err, sizeof err));
 	vm_from_bf16(hb, y, ne);
@@ -482,6 +499,7 @@ int cli_verify(int argc, char **argv)
 			}
 		}
 		else if (!strcmp(a, "--goldens") && i + 1 < argc) goldens = argv[++i];
+		else if (!strcmp(a, "--graph")) cx.graph = 1;
 		else if (!strcmp(a, "--time") && i + 1 < argc) {
 			if (cli_parse_int(argv[++i], 1, 100000, &cx.time_reps)) {
 				fprintf(stderr, "recur verify: --time %s: want a number of repetitions in 1..100000\n", argv[i]);
@@ -530,7 +548,7 @@ int cli_verify(int argc, char **argv)
 	char gpu[256] = "?";
 	recur_rt_device_name(cx.rt, gpu, sizeof gpu);
 	printf("verify on %s, tolerance %.0e (||out - ref|| / ||ref||), y and dx per token row and channel "
-	       "%.0e (local)\n", gpu, TOL, LOCAL_TOL);
+	       "%.0e (local)%s\n", gpu, TOL, LOCAL_TOL, cx.graph ? "; forward+backward through a CUDA graph" : "");
 	int nv = recur_manifest_nvariants(cx.m);
 	if (goldens) {
 		static const char *const cases[] = { "rglru_B2_L37_D128", "rglru_B1_L300_D64", "samu_B2_L37_D128", "samu_B1_L300_D64" };

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU test: every variant verified against the float64 reference at
 # L in {1, 37, 8192} x B in {1, 3} (D = 128 and 1024), at the cluster edge
-# shapes, on the golden cases' inputs against their expected outputs, and
+# shapes, through a CUDA graph at two of them, on the golden cases' inputs against their expected outputs, and
 # with large activations (the fp16 overflow guard); a single-pass backward
 # over the device's capacity refused; and calibration under a
 # memory budget (its winner within it; none below y and dx alone). Skips, saying why, where no
@@ -22,6 +22,10 @@ for B in 1 3; do for L in 1 37 8192; do args+=(--shape "${B}x${L}x128"); done; d
 # divide them (L = 768 and 1280 at tiles of 256: 3 and 5 tiles)
 args+=(--shape 1x8192x1024 --shape 3x37x1024 --shape 2x768x128 --shape 1x1280x128)
 "$recur" verify --dir "$work/ptx" "${args[@]}" || rc=1
+# every variant through a CUDA graph of its forward+backward, replayed twice
+# (the replays must clear their workspaces; the calls after them must give
+# the same gradient bits)
+"$recur" verify --dir "$work/ptx" --graph --shape 2x37x128 --shape 1x8192x1024 || rc=1
 # activations large enough that RG-LRU's kept fp16 step maps (look-back,
 # prefix 32, chunk 8) would overflow: the blocks that meet one must sweep
 # the gates in fp32 instead, so no output may be Inf or NaN. (At this scale
