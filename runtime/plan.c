@@ -323,6 +323,9 @@ void recur_variant_free(recur_variant *v)
 	if (!v)
 		return;
 	char err[512];
+	if (v->pinned)   /* a caller's bug the signature cannot refuse: say it */
+		fprintf(stderr, "recur: freeing variant %s while %d graph(s) of it live: free them first; "
+		        "launching them now is undefined\n", v->d->name, v->pinned);
 	if (v->ws)
 		release_ws(v);
 	for (int i = 0; v->ev && i <= v->maxlaunch; i++)
