@@ -324,7 +324,7 @@ static void kernel_info(const recur_variant *v, const char *name, ResKernel *k)
 static int mix_profile(Bench *bn, Mix *mx, char *err, size_t n)
 {
 	ResRow *r = mx->row;
-	recur_io io = { .x = mx->b.x, .y = mx->b.y, .dy = mx->b.dy, .dx = mx->b.dx, .params = mx->b.p, .grads = mx->b.g };
+	recur_io io = hbufs_io(&mx->b);
 	recur_set_profiling(mx->v, 1);
 	for (int p = 0; p < 2; p++) {
 		int rc = harness_flush(&bn->h, err, n) ||
@@ -396,7 +396,7 @@ static double host_us(void)
 #define NREP 20
 static int pair_times(Bench *bn, Mix *mx, recur_graph *g, double *gpu_ms, double *host, char *err, size_t n)
 {
-	recur_io io = { .x = mx->b.x, .y = mx->b.y, .dy = mx->b.dy, .dx = mx->b.dx, .params = mx->b.p, .grads = mx->b.g };
+	recur_io io = hbufs_io(&mx->b);
 	recur_shape s = mx->row->shape;
 	CUevent e0 = NULL, e1 = NULL;
 	float ms = 0;
@@ -416,9 +416,10 @@ static int pair_times(Bench *bn, Mix *mx, recur_graph *g, double *gpu_ms, double
 
 static int mix_graph(Bench *bn, Mix *mx, char *err, size_t n)
 {
-	recur_io io = { .x = mx->b.x, .y = mx->b.y, .dy = mx->b.dy, .dx = mx->b.dx, .params = mx->b.p, .grads = mx->b.g };
+	recur_io io = hbufs_io(&mx->b);
 	recur_graph *g = NULL;
 	double dg, dh, gg, gh;
+	/* the calls once to warm up, then timed after the graph */
 	int rc = pair_times(bn, mx, NULL, &dg, &dh, err, n) ||
 	         recur_graph_create(mx->v, mx->row->shape, &io, RECUR_GRAPH_FORWARD | RECUR_GRAPH_BACKWARD, &g, err, n) ||
 	         pair_times(bn, mx, g, &gg, &gh, err, n) || pair_times(bn, mx, NULL, &dg, &dh, err, n) ||

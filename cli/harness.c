@@ -171,7 +171,7 @@ void hbufs_free(Harness *h, HBufs *b)
 	memset(b, 0, sizeof *b);
 }
 
-static recur_io io_of(const HBufs *b)
+recur_io hbufs_io(const HBufs *b)
 {
 	return (recur_io){ .x = b->x, .y = b->y, .dy = b->dy, .dx = b->dx, .params = b->p, .grads = b->g };
 }
@@ -180,7 +180,7 @@ static recur_io io_of(const HBufs *b)
 
 static int pass(recur_variant *v, HBufs *b, int region, char *err, size_t errlen)
 {
-	recur_io io = io_of(b);
+	recur_io io = hbufs_io(b);
 	if (region != H_BWD && recur_forward(v, b->s, &io, 0, err, errlen))
 		return fail(err, errlen, b->what, "recur_forward");
 	if (region != H_FWD && recur_backward(v, b->s, &io, 0, err, errlen))

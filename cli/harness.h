@@ -51,6 +51,8 @@ void hbufs_free_outputs(Harness *h, HBufs *b);
 void hbufs_free(Harness *h, HBufs *b);
 /* Names the variant in messages from now on. */
 void hbufs_label(HBufs *b, const char *mixer, const char *variant);
+/* the buffers as the runtime's calls take them */
+recur_io hbufs_io(const HBufs *b);
 
 /* One untimed forward + backward. */
 int  harness_run(Harness *h, recur_variant *v, HBufs *b, char *err, size_t errlen);

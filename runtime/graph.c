@@ -50,10 +50,10 @@ int recur_graph_create(recur_variant *v, recur_shape s, const recur_io *io, int 
 	snprintf(shape, sizeof shape, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
 	if (passes < 1 || passes > (RECUR_GRAPH_FORWARD | RECUR_GRAPH_BACKWARD))
 		return rt_vfail(err, errlen, "variant %s: a graph of passes %d at %s: want RECUR_GRAPH_FORWARD, "
-		             "RECUR_GRAPH_BACKWARD or both", name, passes, shape);
+		                "RECUR_GRAPH_BACKWARD or both", name, passes, shape);
 	if (rt_variant_profiling(v))
 		return rt_vfail(err, errlen, "variant %s: a graph at %s with profiling on: its events would be captured, "
-		             "not timed; turn profiling off", name, shape);
+		                "not timed; turn profiling off", name, shape);
 	if (((passes & RECUR_GRAPH_FORWARD) && rt_variant_prepare(v, RT_FWD, s, e, sizeof e)) ||
 	    ((passes & RECUR_GRAPH_BACKWARD) && rt_variant_prepare(v, RT_BWD, s, e, sizeof e)))
 		return rt_vfail(err, errlen, "a graph of variant %s: %s", name, e);

@@ -107,7 +107,7 @@ static char *read_text(const char *path, char *err, size_t errlen, const char *v
 		return buf;
 	}
 	rt_vfail(err, errlen, "variant %s: cannot read its PTX %s: %s", variant, path,
-	      buf ? "short read" : n < 0 ? strerror(errno) : "out of host memory");
+	         buf ? "short read" : n < 0 ? strerror(errno) : "out of host memory");
 	free(buf);
 	fclose(f);
 	return NULL;
@@ -177,7 +177,7 @@ static int load_module(recur_variant *v, const char *ptx, char *err, size_t errl
 			snprintf(hint, sizeof hint, "\nthe PTX declares .version %s .target %s; the device is sm_%d%d, "
 			         "the driver %d.%d", ver, target, major, minor, dv / 1000, dv % 1000 / 10);
 		rt_vfail(err, errlen, "variant %s: %s%s\nJIT log:\n%s", v->d->name, why, hint,
-		      elog[0] ? elog : "(empty)");
+		         elog[0] ? elog : "(empty)");
 		v->mod = NULL;
 		free(elog);
 		free(ilog);
@@ -203,7 +203,7 @@ static int load_kernel(recur_variant *v, const char *name, int pass, int li, con
 		char entries[1024];
 		ptx_entries(ptx, entries, sizeof entries);
 		return rt_vfail(err, errlen, "variant %s: %s[%d] launches kernel %s, which %s does not define "
-		             "(its entries: %s)", v->d->name, rt_pass_name[pass], li, name, v->d->ptx_path, entries);
+		                "(its entries: %s)", v->d->name, rt_pass_name[pass], li, name, v->d->ptx_path, entries);
 	}
 	if (rt_cu_check(cu, r, "cuModuleGetFunction", err, errlen, "resolving kernel %s of variant %s (%s)",
 	                name, v->d->name, v->d->ptx_path))
@@ -234,7 +234,7 @@ int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, 
 		for (int i = 0; i < m->nvariant && used < sizeof list; i++)
 			used += snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", m->variant[i].name);
 		return rt_vfail(err, errlen, "no variant %s in %s (it has: %s)", name, m->path,
-		             m->nvariant ? list : "none");
+		                m->nvariant ? list : "none");
 	}
 	const rt_vdesc *d = &m->variant[vi];
 	recur_variant *v = calloc(1, sizeof *v);
@@ -291,9 +291,9 @@ int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, 
 			int threads = l->block[0] * l->block[1] * l->block[2];
 			if (threads > I->max_threads) {
 				rt_vfail(err, errlen, "variant %s: %s[%d] launches kernel %s with block %dx%dx%d (%d threads), "
-				      "but it can run at most %d threads per block (%d registers per thread)", name,
-				      rt_pass_name[p], i, l->kernel, l->block[0], l->block[1], l->block[2], threads,
-				      I->max_threads, I->registers);
+				         "but it can run at most %d threads per block (%d registers per thread)", name,
+				         rt_pass_name[p], i, l->kernel, l->block[0], l->block[1], l->block[2], threads,
+				         I->max_threads, I->registers);
 				free(ptx);
 				recur_variant_free(v);
 				return -1;
@@ -378,7 +378,7 @@ int recur_variant_trim(recur_variant *v, char *err, size_t errlen)
 {
 	if (v->pinned)
 		return rt_vfail(err, errlen, "variant %s: cannot free its workspaces while %d graph(s) hold their "
-		             "addresses: free them first (recur_graph_free)", v->d->name, v->pinned);
+		                "addresses: free them first (recur_graph_free)", v->d->name, v->pinned);
 	/* kernels in flight may still use the buffers */
 	if (recur_sync(v->rt, err, errlen))
 		return -1;
@@ -433,20 +433,20 @@ static int ws_bytes(const recur_variant *v, int i, const ShapeVars *sv, const ch
 		return rt_vfail(err, errlen, "variant %s: workspace %s at %s: %s", v->d->name, w->name, shape, e);
 	if (bytes < 0)
 		return rt_vfail(err, errlen, "variant %s: workspace %s at %s: bytes \"%s\" = %lld is negative",
-		             v->d->name, w->name, shape, w->bytes, (long long)bytes);
+		                v->d->name, w->name, shape, w->bytes, (long long)bytes);
 	*out = (size_t)bytes;
 	return 0;
 }
 
-/* The forward lays out the arena of both passes' zeroed workspaces (the
- * backward runs at the forward's shape); each pass allocates its others. */
 static int pinned_fail(const recur_variant *v, const char *ws, size_t bytes, const char *shape, char *err,
                        size_t errlen)
 {
 	return rt_vfail(err, errlen, "variant %s: %s must grow to %zu bytes at %s, but %d graph(s) hold its address: "
-	             "free them first (recur_graph_free)", v->d->name, ws, bytes, shape, v->pinned);
+	                "free them first (recur_graph_free)", v->d->name, ws, bytes, shape, v->pinned);
 }
 
+/* The forward lays out the arena of both passes' zeroed workspaces (the
+ * backward runs at the forward's shape); each pass allocates its others. */
 static int prepare_ws(recur_variant *v, int pass, const ShapeVars *sv, const char *shape,
                       char *err, size_t errlen)
 {
@@ -473,7 +473,7 @@ static int prepare_ws(recur_variant *v, int pass, const ShapeVars *sv, const cha
 		v->ws[i].cap = 0;
 		if (recur_alloc(v->rt, bytes, &v->ws[i].p, why, sizeof why))
 			return rt_vfail(err, errlen, "variant %s: workspace %s (%zu bytes at %s): %s", d->name, w->name,
-			             bytes, shape, why);
+			                bytes, shape, why);
 		v->ws[i].cap = bytes;
 	}
 	if (pass != RT_FWD)
@@ -508,7 +508,7 @@ static int prepare_ws(recur_variant *v, int pass, const ShapeVars *sv, const cha
 		z->cap = 0;
 		if (recur_alloc(v->rt, z->need, &z->p, why, sizeof why))
 			return rt_vfail(err, errlen, "variant %s: the zeroed workspaces (%zu bytes at %s): %s", d->name,
-			             z->need, shape, why);
+			                z->need, shape, why);
 		z->cap = z->need;
 	}
 	for (int i = 0; i < d->nws; i++)
@@ -534,8 +534,8 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 	int64_t limit = (int64_t)v->rt->smem_optin - K->info.static_smem;
 	if (pg.smem > limit)
 		return rt_vfail(err, errlen, WHERE "dynamic shared memory \"%s\" = %lld bytes, outside 0..%lld "
-		             "(the device's %d per block less %d static)", WARGS, l->smem, (long long)pg.smem,
-		             (long long)limit, v->rt->smem_optin, K->info.static_smem);
+		                "(the device's %d per block less %d static)", WARGS, l->smem, (long long)pg.smem,
+		                (long long)limit, v->rt->smem_optin, K->info.static_smem);
 	g->p = pg;
 
 	for (int i = 0; i < l->narg; i++) {
@@ -552,7 +552,7 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 			list = a->kind == RT_ARG_PARAM ? io->params : io->grads;
 			if (!list)
 				return rt_vfail(err, errlen, WHERE "args[%d] \"%s\": io->%s is NULL", WARGS, i, a->text,
-				             a->kind == RT_ARG_PARAM ? "params" : "grads");
+				                a->kind == RT_ARG_PARAM ? "params" : "grads");
 			p = list[a->index];
 			break;
 		case RT_ARG_WS:
@@ -565,7 +565,7 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 				return rt_vfail(err, errlen, WHERE "args[%d]: %s", WARGS, i, e);
 			if (a->kind == RT_ARG_I32 && (x < INT32_MIN || x > INT32_MAX))
 				return rt_vfail(err, errlen, WHERE "args[%d] \"%s\" = %lld does not fit 32 bits", WARGS, i,
-				             a->text, (long long)x);
+				                a->text, (long long)x);
 			if (a->kind == RT_ARG_I32)
 				val[i].i32 = (int32_t)x;
 			else
@@ -578,7 +578,7 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 		/* the kernels move tensors and weights with 16-byte vector accesses */
 		if (p % 16)
 			return rt_vfail(err, errlen, WHERE "args[%d] \"%s\" = 0x%llx is not 16-byte aligned", WARGS, i,
-			             a->text, (unsigned long long)p);
+			                a->text, (unsigned long long)p);
 		val[i].p = p;
 	}
 	return 0;
@@ -666,9 +666,9 @@ static int resident_check(recur_variant *v, int pass, int li, CUstream st, const
 	}
 	if (total > K->resident_cap)
 		return rt_vfail(err, errlen, "variant %s at %s: %s[%d] kernel %s waits across its blocks (look-back), so "
-		             "all %ld of grid (%u,%u,%u) must be resident at once; this device holds %ld", v->d->name,
-		             shape, rt_pass_name[pass], li, l->kernel, total, g->p.grid[0], g->p.grid[1], g->p.grid[2],
-		             K->resident_cap);
+		                "all %ld of grid (%u,%u,%u) must be resident at once; this device holds %ld", v->d->name,
+		                shape, rt_pass_name[pass], li, l->kernel, total, g->p.grid[0], g->p.grid[1], g->p.grid[2],
+		                K->resident_cap);
 	return 0;
 }
 
@@ -701,24 +701,34 @@ static int launch(recur_variant *v, int pass, int li, CUstream st, const char *s
 	             l->early ? ", early (programmatic stream serialisation)" : "");
 }
 
+/* The shape's variables, its rules checked, and its name for messages */
+static int shape_setup(const recur_variant *v, recur_shape s, ShapeVars *sv, char shape[64], char *err,
+                       size_t errlen)
+{
+	char why[768];
+	snprintf(shape, 64, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
+	if (rt_shape_vars(v->m, (int)(v->d - v->m->variant), s, 1, sv, why, sizeof why))
+		return rt_vfail(err, errlen, "variant %s refuses %s", v->d->name, why);
+	return 0;
+}
+
 static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CUstream st,
                char *err, size_t errlen)
 {
 	const rt_vdesc *d = v->d;
 	rt_cu *cu = &v->rt->cu;
 	ShapeVars sv;
-	char why[768], shape[64];
-	snprintf(shape, sizeof shape, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
+	char shape[64];
 	if (!io)
 		return rt_vfail(err, errlen, "variant %s: %s without buffers (io is NULL)", d->name, rt_pass_name[pass]);
-	if (rt_shape_vars(v->m, (int)(d - v->m->variant), s, 1, &sv, why, sizeof why))
-		return rt_vfail(err, errlen, "variant %s refuses %s", d->name, why);
+	if (shape_setup(v, s, &sv, shape, err, errlen))
+		return -1;
 	if (pass == RT_BWD && !v->saved)
 		return rt_vfail(err, errlen, "variant %s: backward at %s without a forward before it (the saved "
-		             "workspaces hold nothing)", d->name, shape);
+		                "workspaces hold nothing)", d->name, shape);
 	if (pass == RT_BWD && memcmp(&s, &v->saved_shape, sizeof s))
 		return rt_vfail(err, errlen, "variant %s: backward at %s, but the last forward ran at B=%d L=%d D=%d",
-		             d->name, shape, v->saved_shape.B, v->saved_shape.L, v->saved_shape.D);
+		                d->name, shape, v->saved_shape.B, v->saved_shape.L, v->saved_shape.D);
 
 	/* phase 1: everything that can fail before a launch */
 	if (pass == RT_FWD)
@@ -803,10 +813,9 @@ void rt_variant_state_set(recur_variant *v, const rt_vstate *st)
 int rt_variant_prepare(recur_variant *v, int pass, recur_shape s, char *err, size_t errlen)
 {
 	ShapeVars sv;
-	char why[768], shape[64];
-	snprintf(shape, sizeof shape, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
-	if (rt_shape_vars(v->m, (int)(v->d - v->m->variant), s, 1, &sv, why, sizeof why))
-		return rt_vfail(err, errlen, "variant %s refuses %s", v->d->name, why);
+	char shape[64];
+	if (shape_setup(v, s, &sv, shape, err, errlen))
+		return -1;
 	if (pass == RT_FWD)
 		v->saved = 0;   /* growing may move the saved workspaces */
 	return prepare_ws(v, pass, &sv, shape, err, errlen);
