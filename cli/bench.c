@@ -123,12 +123,7 @@ static int parse(int argc, char **argv, BenchOpts *o)
 
 static int wanted(const BenchOpts *o, const char *mixer)
 {
-	if (o->nonly == 0)
-		return 1;
-	for (int i = 0; i < o->nonly; i++)
-		if (!strcmp(o->only[i], mixer))
-			return 1;
-	return 0;
+	return cli_mixer_wanted(o->only, o->nonly, mixer);
 }
 
 /* The mixers to run, in manifest order, and their --variant overrides. */

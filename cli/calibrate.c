@@ -314,9 +314,7 @@ static int cal_main(Cal *c, char *err, size_t n)
 	fprintf(stderr, "calibrate: %s, driver %s, %s -> %s (%s)\n", c->env.gpu, c->env.driver, c->env.generator,
 	        o->out, budget);
 	for (int k = 0; k < nm; k++) {
-		int want = o->nonly == 0;
-		for (int i = 0; i < o->nonly; i++)
-			want |= !strcmp(o->only[i], mixers[k]);
+		int want = cli_mixer_wanted(o->only, o->nonly, mixers[k]);
 		for (int s = 0; want && s < o->nsh; s++)
 			if (calibrate_one(c, mixers[k], o->sh[s], s, err, n))
 				return -1;

@@ -13,6 +13,8 @@ int cli_parse_positive(const char *s, double lo, double hi, double *out);
 /* a random seed: a whole unsigned decimal that fits 64 bits; 0, or -1
  * after telling stderr which command's --seed value was refused */
 int cli_parse_seed(const char *cmd, const char *s, uint64_t *out);
+/* --mixer's filter: 1 when name is among the n names, or n is 0 (every mixer) */
+int cli_mixer_wanted(const char *const *names, int n, const char *name);
 int cli_verify(int argc, char **argv);
 int cli_calibrate(int argc, char **argv);   /* calibrate.c */
 int cli_bench(int argc, char **argv);       /* bench.c */

@@ -87,6 +87,14 @@ int cli_parse_seed(const char *cmd, const char *s, uint64_t *out)
 	return 0;
 }
 
+int cli_mixer_wanted(const char *const *names, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return 1;
+	return n == 0;
+}
+
 int cli_parse_shape(const char *s, recur_shape *sh)
 {
 	int B, L, D;

@@ -448,10 +448,7 @@ typedef struct { const char *name[MAXMIX]; int n; } Mixers;
 
 static int mixer_chosen(const Mixers *mx, const char *mixer)
 {
-	for (int i = 0; i < mx->n; i++)
-		if (!strcmp(mx->name[i], mixer))
-			return 1;
-	return mx->n == 0;
+	return cli_mixer_wanted(mx->name, mx->n, mixer);
 }
 
 static int chosen(int v, recur_manifest *m, char **names, int nnames, const Mixers *mixer)
