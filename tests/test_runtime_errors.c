@@ -116,25 +116,6 @@ static const char *manifest =
 	VARIANT_C("oddcluster", "good.ptx", "4", "put", "L") "\n"
 	" ]}\n";
 
-/* runs the forward (bwd 0) or backward, then requires what the toy kernel
- * read from its workspace (out[16..24)) to be 0: cleared before the call */
-static void verdict_ws_clear(recur_rt *rt, recur_variant *v, int bwd, recur_shape s, const recur_io *io,
-                             CUdeviceptr out, const char *what)
-{
-	char err[2048] = "", info[2300];
-	unsigned char host[64];
-	int64_t w = -1;
-	int rc = bwd ? recur_backward(v, s, io, 0, err, sizeof err) : recur_forward(v, s, io, 0, err, sizeof err);
-	if (!rc)
-		rc = recur_sync(rt, err, sizeof err);
-	memset(host, 0xff, sizeof host);
-	if (!rc)
-		rc = recur_memcpy_dtoh(rt, host, out, 64, err, sizeof err);
-	memcpy(&w, host + 16, 8);
-	snprintf(info, sizeof info, "ws %lld%s%s", (long long)w, rc ? ": " : "", rc ? err : "");
-	verdict(rc == 0 && w == 0, what, info);
-}
-
 /* y (forward) and dx (backward) as the toy kernel leaves them: a and b
  * its arguments, w what it read from its workspace */
 static int read_put(recur_rt *rt, CUdeviceptr out, int32_t *a, int64_t *b, int64_t *w, char *err, size_t n)
@@ -153,6 +134,23 @@ static int poison(recur_rt *rt, CUdeviceptr out, char *err, size_t n)
 	unsigned char host[64];
 	memset(host, 0xff, sizeof host);
 	return recur_memcpy_htod(rt, out, host, 64, err, n);
+}
+
+/* runs the forward (bwd 0) or backward, then requires what the toy kernel
+ * read from its workspace (out[16..24)) to be 0: cleared before the call */
+static void verdict_ws_clear(recur_rt *rt, recur_variant *v, int bwd, recur_shape s, const recur_io *io,
+                             CUdeviceptr out, const char *what)
+{
+	char err[2048] = "", info[2300];
+	int32_t a;
+	int64_t b, w = -1;
+	int rc = bwd ? recur_backward(v, s, io, 0, err, sizeof err) : recur_forward(v, s, io, 0, err, sizeof err);
+	if (!rc)
+		rc = recur_sync(rt, err, sizeof err);
+	if (!rc)
+		rc = read_put(rt, out, &a, &b, &w, err, sizeof err);
+	snprintf(info, sizeof info, "ws %lld%s%s", (long long)w, rc ? ": " : "", rc ? err : "");
+	verdict(rc == 0 && w == 0, what, info);
 }
 
 /* Graphs: the same launches and clears as the calls, on every replay; the
@@ -302,13 +300,9 @@ static void gpu_part(recur_rt *rt)
 	if (!rc)
 		rc = recur_sync(rt, err, sizeof err);
 	verdict(rc == 0, "GPU: forward runs", rc ? err : "");
-	memset(host, 0, sizeof host);
-	recur_memcpy_dtoh(rt, host, y, 64, err, sizeof err);
 	int32_t a;
 	int64_t b, w;
-	memcpy(&a, host, 4);
-	memcpy(&b, host + 8, 8);
-	memcpy(&w, host + 16, 8);
+	read_put(rt, y, &a, &b, &w, err, sizeof err);
 	snprintf(info, sizeof info, "i32 %d, i64 %lld, ws %lld", a, (long long)b, (long long)w);
 	verdict(a == 12 && b == 24000000000LL && w == 0, "GPU: forward arguments (i32 L*D, i64, zeroed ws)", info);
 	const char *names[4];
@@ -336,10 +330,8 @@ static void gpu_part(recur_rt *rt)
 	rc = recur_backward(v, s, &io, 0, err, sizeof err);
 	if (!rc)
 		rc = recur_sync(rt, err, sizeof err);
-	recur_memcpy_dtoh(rt, host, dx, 64, err, sizeof err);
-	memcpy(&a, host, 4);
-	memcpy(&b, host + 8, 8);
-	memcpy(&w, host + 16, 8);
+	if (!rc)
+		rc = read_put(rt, dx, &a, &b, &w, err, sizeof err);
 	snprintf(info, sizeof info, "i32 %d, i64 %lld, ws %lld%s%s", a, (long long)b, (long long)w, rc ? ": " : "",
 	         rc ? err : "");
 	verdict(rc == 0 && a == 13 && b == 7 && w == 0, "GPU: backward runs with its own arguments, its workspace clear",
