@@ -36,6 +36,14 @@ void irb_dispose(Irb *I)
 	LLVMDisposeBuilder(I->b);
 }
 
+/* An inline PTX block of type fty; side_effects keeps it in place
+ * (LLVM 19 has no intrinsic for the instructions that use it) */
+static LLVMValueRef inline_asm(LLVMTypeRef fty, const char *as, const char *cons, int side_effects)
+{
+	return LLVMGetInlineAsm(fty, (char *)as, strlen(as), (char *)cons, strlen(cons), side_effects, 0,
+	                        LLVMInlineAsmDialectATT, 0);
+}
+
 static void add_attr(Irb *I, LLVMValueRef fn, unsigned idx, const char *name)
 {
 	unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
@@ -256,8 +264,7 @@ LLVMValueRef f_tanh(Irb *I, LLVMValueRef a)
 {
 	LLVMTypeRef fty = LLVMFunctionType(I->f32, &I->f32, 1, 0);
 	const char *as = "tanh.approx.f32 $0, $1;", *cons = "=f,f";
-	LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)as, strlen(as), (char *)cons, strlen(cons), 0, 0,
-	                                   LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef fn = inline_asm(fty, as, cons, 0);
 	LLVMValueRef c = LLVMBuildCall2(I->b, fty, fn, &a, 1, "");
 	unsigned mem = LLVMGetEnumAttributeKindForName("memory", 6), nounw = LLVMGetEnumAttributeKindForName("nounwind", 8);
 	CHECK(mem != 0 && nounw != 0);
@@ -318,8 +325,7 @@ static LLVMValueRef cvt_x2(Irb *I, const char *as, LLVMValueRef lo, LLVMValueRef
 	LLVMTypeRef in[2] = { I->f32, I->f32 };
 	LLVMTypeRef fty = LLVMFunctionType(I->i32, in, 2, 0);
 	const char *cons = "=r,f,f";
-	LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)as, strlen(as), (char *)cons, strlen(cons), 0, 0,
-	                                   LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef fn = inline_asm(fty, as, cons, 0);
 	LLVMValueRef args[2] = { hi, lo };   /* d.hi = first source */
 	return LLVMBuildCall2(I->b, fty, fn, args, 2, "");
 }
@@ -407,8 +413,7 @@ void ld_cluster_v4(Irb *I, LLVMValueRef v[4], LLVMValueRef off32, LLVMValueRef r
 	const char *as = "{\n\t.reg .u32 ra;\n\tmapa.shared::cluster.u32 ra, $4, $5;\n\t"
 	                 "ld.shared::cluster.v4.f32 {$0, $1, $2, $3}, [ra];\n\t}";
 	const char *cons = "=f,=f,=f,=f,r,r,~{memory}";
-	LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)as, strlen(as), (char *)cons, strlen(cons), 1, 0,
-	                                   LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef fn = inline_asm(fty, as, cons, 1);
 	LLVMValueRef addr = LLVMBuildPtrToInt(I->b, smem_ptr(I, off32), I->i32, "");
 	LLVMValueRef args[2] = { addr, rank };
 	LLVMValueRef r = LLVMBuildCall2(I->b, fty, fn, args, 2, "");
@@ -427,8 +432,7 @@ void grid_dep_wait(Irb *I)
 {
 	LLVMTypeRef fty = LLVMFunctionType(I->voidt, NULL, 0, 0);
 	const char *as = "griddepcontrol.wait;", *cons = "~{memory}";
-	LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)as, strlen(as), (char *)cons, strlen(cons), 1, 0,
-	                                   LLVMInlineAsmDialectATT, 0);
+	LLVMValueRef fn = inline_asm(fty, as, cons, 1);
 	LLVMBuildCall2(I->b, fty, fn, NULL, 0, "");
 }
 
