@@ -1194,17 +1194,19 @@ void tmpl_bwd_apply(Tmpl *T)
 	T->v = saved;
 }
 
-/* Sums the per-block partials of every parameter gradient in a fixed order.
- * blockIdx.y selects the parameter; threads cover its elements. */
+/* param_reduce sums the per-block partials of every parameter gradient in
+ * a fixed order: each parameter has its range of blocks (pr_kind), whose
+ * threads cover its elements. */
 /* A scalar's partials (every block and head of bwd_apply, every warp of
- * tok_bwd) summed by the 256 threads of block 0: strided sums, then a tree
- * in shared memory -- an order fixed by the shape. */
-static void scalar_reduce(Tmpl *T, const KSig *sig, const PartMap *pm, int p, LLVMValueRef out, LLVMValueRef nslot)
+ * tok_bwd) summed by the 256 threads of its one block (mine): strided
+ * sums, then a tree in shared memory -- an order fixed by the shape. */
+static void scalar_reduce(Tmpl *T, const KSig *sig, const PartMap *pm, int p, LLVMValueRef mine, LLVMValueRef out,
+                          LLVMValueRef nslot)
 {
 	Irb *I = &T->I;
 	LLVMValueRef tid = tid_x(I);
 	IfBlk f;
-	if_begin(I, &f, land(I, ieq(I, ctaid(I, 1), ci32(I, p)), ieq(I, ctaid(I, 0), ci32(I, 0))), "scal");
+	if_begin(I, &f, mine, "scal");
 	Var acc = var_init(I, cf32(I, 0.0), "acc");
 	for (int src = 0; src < 1 + (T->nz > 0 && !tok_fused(T)); src++) {
 		LLVMValueRef base = ksig_arg(T, sig, src ? "ws:part_tscal" : "ws:part_scal");
@@ -1233,15 +1235,38 @@ static void scalar_reduce(Tmpl *T, const KSig *sig, const PartMap *pm, int p, LL
 	if_end(I, &f);
 }
 
+/* the blocks of parameter p's range in param_reduce's grid: a scalar's
+ * one, a channel vector's one per 256 channels, a weight's one per 256 of
+ * its 64 D entries, none for a weight no projection uses (no gradient path) */
+enum { PR_NONE, PR_SCALAR, PR_CHANNEL, PR_WEIGHT };
+static int pr_kind(const Tmpl *T, int p)
+{
+	const Mixer *mx = T->mx;
+	if (mx->param[p].kind == PK_SCALAR)
+		return PR_SCALAR;
+	if (mx->param[p].kind != PK_BLOCKDIAG)
+		return PR_CHANNEL;
+	for (int k = 0; k < T->nbd; k++)
+		if (mx->proj[T->bd[k]].weight == p)
+			return PR_WEIGHT;
+	return PR_NONE;
+}
+
 void tmpl_param_reduce(Tmpl *T)
 {
 	Irb *I = &T->I;
 	Mixer *mx = (Mixer *)T->mx;
 	PartMap pm;
 	part_map(T, &pm);
-	char g1[16];
-	snprintf(g1, sizeof g1, "%d", mx->nparam);
-	Launch *l = tmpl_launch(T, 0, "param_reduce", "cdiv(D*64,256)", g1, "1", 256, "1024");
+	/* one 1-D grid of the parameters' block ranges in mixer order: a grid
+	 * of 256 blocks per parameter, most of them idle, cost its launch a
+	 * few microseconds */
+	int cnt[4] = { 0 };
+	for (int p = 0; p < mx->nparam; p++)
+		cnt[pr_kind(T, p)]++;
+	char g0[64];
+	snprintf(g0, sizeof g0, "%d*cdiv(D*64,256)+%d*cdiv(D,256)+%d", cnt[PR_WEIGHT], cnt[PR_CHANNEL], cnt[PR_SCALAR]);
+	Launch *l = tmpl_launch(T, 0, "param_reduce", g0, "1", "1", 256, "1024");
 	char a[64];
 	for (int p = 0; p < mx->nparam; p++) {
 		snprintf(a, sizeof a, "grad:%s", mx->param[p].name);
@@ -1270,23 +1295,25 @@ void tmpl_param_reduce(Tmpl *T)
 	LLVMValueRef Bn = ksig_arg(T, &l->sig, "i32:B");
 	LLVMValueRef D = ksig_arg(T, &l->sig, "i32:D");
 	LLVMValueRef H = idiv(I, D, ci32(I, 64));
-	LLVMValueRef e = iadd(I, imul(I, ctaid(I, 0), ci32(I, 256)), tid_x(I));
-	LLVMValueRef py = ctaid(I, 1);
 	LLVMValueRef nslot = imul(I, G, Bn);
+	LLVMValueRef nb[4] = { ci32(I, 0), ci32(I, 1), idiv(I, iadd(I, D, ci32(I, 255)), ci32(I, 256)),
+	                       idiv(I, iadd(I, imul(I, D, ci32(I, 64)), ci32(I, 255)), ci32(I, 256)) };
+	LLVMValueRef first = ci32(I, 0);   /* the range's first block */
 	for (int p = 0; p < mx->nparam; p++) {
+		int kind = pr_kind(T, p);
+		LLVMValueRef rb = isub(I, ctaid(I, 0), first);   /* the block within the range */
+		LLVMValueRef mine = land(I, ige(I, rb, ci32(I, 0)), ilt(I, rb, nb[kind]));
+		LLVMValueRef e = iadd(I, imul(I, rb, ci32(I, 256)), tid_x(I));
+		first = iadd(I, first, nb[kind]);
+		if (kind == PR_NONE)
+			continue;
 		LLVMValueRef out = ksig_arg(T, &l->sig, (snprintf(a, sizeof a, "grad:%s", mx->param[p].name), a));
-		if (mx->param[p].kind == PK_SCALAR) {
-			scalar_reduce(T, &l->sig, &pm, p, out, imul(I, nslot, H));
+		if (kind == PR_SCALAR) {
+			scalar_reduce(T, &l->sig, &pm, p, mine, out, imul(I, nslot, H));
 			continue;
 		}
 		LLVMValueRef src = NULL, n = NULL, stride = NULL, off = NULL, ns = nslot;
-		if (mx->param[p].kind == PK_BLOCKDIAG) {
-			int j = -1;
-			for (int k = 0; k < T->nbd; k++)
-				if (mx->proj[T->bd[k]].weight == p)
-					j = k;
-			if (j < 0)
-				continue;   /* a weight no projection uses has no gradient path */
+		if (kind == PR_WEIGHT) {
 			snprintf(a, sizeof a, "ws:part_%s", mx->param[p].name);
 			src = ksig_arg(T, &l->sig, a);
 			n = imul(I, H, ci32(I, 4096));
@@ -1300,7 +1327,7 @@ void tmpl_param_reduce(Tmpl *T)
 			off = imul(I, D, ci32(I, pm.cidx[p]));
 		}
 		IfBlk f;
-		if_begin(I, &f, land(I, ieq(I, py, ci32(I, p)), ilt(I, e, n)), "p");
+		if_begin(I, &f, land(I, mine, ilt(I, e, n)), "p");
 		Var acc = var_init(I, cf32(I, 0.0), "acc");
 		Loop L;
 		loop_begin(I, &L, ci32(I, 0), ns, ci32(I, 1), "s");

@@ -59,6 +59,22 @@ if [ -z "$big" ] && echo "$out" | grep -q "_bwd_apply .* smem "; then
 else
 	echo "FAIL bwd_apply shared memory over 113 KB (or no plan lines):"; echo "$big"; fail=$((fail+1))
 fi
+# param_reduce launches the blocks that have work: per parameter a weight's
+# cdiv(64 D, 256), a channel vector's cdiv(D, 256), a scalar's one --
+# RG-LRU (2 weights, 3 channel vectors) 2*256+3*4 = 524 at D = 1024 and
+# 2*16+3 = 35 at D = 64; SAMU (3 channel vectors, 4 scalars) 3*4+4 = 16 and 7
+pr=$(echo "$out" | awk '/ backward\[[0-9]\] [a-z]+_param_reduce / {
+	want = ""
+	if ($1 == "1x8192x1024") want = ($3 ~ /^rglru/) ? "524x1x1" : "16x1x1"
+	if ($1 == "1x1x64") want = ($3 ~ /^rglru/) ? "35x1x1" : "7x1x1"
+	if (want == "") next
+	n++; if ($5 != want) { print $1, $3, $5, "want", want; b++ } }
+	END { if (n != 128) print "param_reduce plans at 1x8192x1024 and 1x1x64:", n, "of 128" }')
+if [ -z "$pr" ]; then
+	echo "ok   param_reduce grids hold only working blocks (RG-LRU 524 and SAMU 16 at D = 1024; 35 and 7 at D = 64)"; pass=$((pass+1))
+else
+	echo "FAIL param_reduce grids:"; echo "$pr" | head -5; fail=$((fail+1))
+fi
 # every kernel a plan launches is an .entry of its variant's PTX
 missing=0
 for f in "$work"/ptx/*.ptx; do
