@@ -2,7 +2,8 @@
 # The GPU suite in one device call, nothing built there: it runs the recur
 # binary and PTX built here and carried in .carry/ (recur, ptx.tar.xz holding
 # ptx/, goldens/). Full logs and result files go to $OUT; a short table is
-# printed last.
+# printed last. Every mode first compiles all variants' PTX into the
+# driver's JIT cache, many at once (bench/jit_warm.sh; NOWARM=1 skips it).
 #   usage: bench/h200_suite.sh results   calibrate every variant at the seed's
 #                                        shapes, bench (the protocol), compare
 #          bench/h200_suite.sh verify    goldens, then every variant at the
@@ -41,6 +42,8 @@ CLUSTER_SHAPES="--shape 2x768x256 --shape 1x1280x512"
 # end of this script packs them into $OUT/suite.tar.xz)
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 rc=0
+# every variant's PTX compiled into the driver's cache, many at once (NOWARM=1: skip)
+[ -n "${NOWARM:-}" ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$OUT/jit_warm.log" || rc=1
 if [ "$mode" = verify ] || [ "$mode" = all ]; then
 	"$BIN" verify --dir "$D" --goldens .carry/goldens > "$OUT/verify_goldens.log" 2>&1 || rc=1
 	"$BIN" verify --dir "$D" $(echo "$SEED" | tr ',' '\n' | sed 's/^/--shape /') --shape 3x1000x1024 \

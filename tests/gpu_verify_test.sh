@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU test: every variant verified against the float64 reference at
-# L in {1, 37, 8192} x B in {1, 3} (D = 128 and 1024), at the cluster edge
+# 1x64x64 (the JIT cache's warm-up) and L in {1, 37, 8192} x B in {1, 3} (D = 128 and 1024), at the cluster edge
 # shapes, through a CUDA graph at two of them, on the golden cases' inputs against their expected outputs, and
 # with large activations (the fp16 overflow guard); a single-pass backward
 # over the device's capacity refused; and calibration under a
@@ -16,6 +16,10 @@ fi
 rm -rf "$work"; mkdir -p "$work"
 "$recur" gen "$src/lua/variants/all.lua" -o "$work/ptx" -q || { echo "FAIL: recur gen"; exit 1; }
 rc=0
+# the driver compiles each variant's PTX once into its cache, many at once
+# (each a verify at 1x64x64), instead of one after another in the first
+# verify below
+bash "$src/bench/jit_warm.sh" "$recur" "$work/ptx" "" "$work/jit_warm.log" || rc=1
 args=()
 for B in 1 3; do for L in 1 37 8192; do args+=(--shape "${B}x${L}x128"); done; done
 # RG-LRU's bwd_apply with fewer blocks than tiles, so that its clusters of 2

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Compiles every variant's PTX into the CUDA driver's JIT cache
+# (~/.nv/ComputeCache), JOBS processes at once, before a run that loads
+# them one after another. The driver compiles a module's PTX when it is
+# loaded: on the H200 machine `recur verify` of all 64 variants at one
+# small shape took about 150 s, the same variants through a graph right
+# after it (a second process, the cache filled) 2 s. Each job is a real
+# `recur verify` of one variant at 1x64x64; a failure is reported here,
+# and the caller's own verify reports it again.
+#   usage: jit_warm.sh RECUR_BINARY PTX_DIR [JOBS (default: CPUs)] [LOG]
+set -u
+recur=$1 dir=$2 jobs=${3:-$(nproc 2>/dev/null || echo 4)} log=${4:-/dev/null}
+t0=$(date +%s)
+list=$("$recur" list --dir "$dir" 2>&1) || { echo "jit warm: recur list failed: $list"; exit 1; }
+n=$(echo "$list" | awk 'NF == 2' | wc -l)
+[ "$n" -gt 0 ] || { echo "jit warm: no variants in $dir"; exit 1; }
+# each line "mixer variant" becomes one verify; a failed one prints its name and last lines
+fails=$(echo "$list" | awk 'NF == 2 { print $1, $2 }' |
+	xargs -P "$jobs" -L 1 sh -c 'out=$("$0" verify --dir "$1" --mixer "$2" --variant "$3" --shape 1x64x64 2>&1) ||
+		{ echo "failed: $2 $3"; echo "$out" | tail -3 | sed "s/^/    /"; }' "$recur" "$dir")
+nf=$(echo "$fails" | grep -c '^failed: ' || true)
+{ echo "jit warm: $n variants, $jobs at once, $(( $(date +%s) - t0 )) s, $nf failed"; [ -z "$fails" ] || echo "$fails"; } | tee -a "$log" | head -8
+[ "$nf" -eq 0 ]
