@@ -1296,17 +1296,17 @@ void tmpl_param_reduce(Tmpl *T)
 	LLVMValueRef D = ksig_arg(T, &l->sig, "i32:D");
 	LLVMValueRef H = idiv(I, D, ci32(I, 64));
 	LLVMValueRef nslot = imul(I, G, Bn);
-	LLVMValueRef nb[4] = { ci32(I, 0), ci32(I, 1), idiv(I, iadd(I, D, ci32(I, 255)), ci32(I, 256)),
+	LLVMValueRef nb[4] = { NULL, ci32(I, 1), idiv(I, iadd(I, D, ci32(I, 255)), ci32(I, 256)),
 	                       idiv(I, iadd(I, imul(I, D, ci32(I, 64)), ci32(I, 255)), ci32(I, 256)) };
 	LLVMValueRef first = ci32(I, 0);   /* the range's first block */
 	for (int p = 0; p < mx->nparam; p++) {
 		int kind = pr_kind(T, p);
+		if (kind == PR_NONE)
+			continue;   /* an empty range */
 		LLVMValueRef rb = isub(I, ctaid(I, 0), first);   /* the block within the range */
 		LLVMValueRef mine = land(I, ige(I, rb, ci32(I, 0)), ilt(I, rb, nb[kind]));
 		LLVMValueRef e = iadd(I, imul(I, rb, ci32(I, 256)), tid_x(I));
 		first = iadd(I, first, nb[kind]);
-		if (kind == PR_NONE)
-			continue;
 		LLVMValueRef out = ksig_arg(T, &l->sig, (snprintf(a, sizeof a, "grad:%s", mx->param[p].name), a));
 		if (kind == PR_SCALAR) {
 			scalar_reduce(T, &l->sig, &pm, p, mine, out, imul(I, nslot, H));
