@@ -92,6 +92,8 @@ static json_t *launches_json(const Tmpl *T, const Launch *l, int n)
 		if (l[i].resident)
 			json_object_set_new(o, "resident", json_true());
 		json_object_set_new(o, "early", json_true());   /* tmpl_open's grid_dep_wait */
+		if (l[i].clears)
+			json_object_set_new(o, "clears", json_true());
 		tmpl_launch_bytes(T, &l[i], bytes, sizeof bytes);
 		json_object_set_new(o, "bytes", json_string(bytes));
 		json_t *args = json_array();

@@ -437,13 +437,16 @@ static int ld_arg(Ld *L, const char *s, const rt_mixer *mx, const rt_vdesc *d, i
 			return ld_fail(L, "\"%s\": workspace of life \"%s\" used in the %s", s,
 			               life == RT_LIFE_FORWARD ? "forward" : "backward", rt_pass_name[pass]);
 		return 0;
+	} else if (!strcmp(s, "zero:base") || !strcmp(s, "zero:words")) {
+		a->kind = s[5] == 'b' ? RT_ARG_ZBASE : RT_ARG_ZWORDS;
+		return 0;
 	} else if (n == 3 && (!strncmp(s, "i32", 3) || !strncmp(s, "i64", 3))) {
 		a->kind = s[1] == '3' ? RT_ARG_I32 : RT_ARG_I64;
 		a->expr = ar_str(L->m, rest);
 		return ld_check(L, s, a->expr, sv);
 	} else {
 		return ld_fail(L, "unknown arg kind \"%s\" (expected x, y, dy, dx, param:NAME, grad:NAME, "
-		               "ws:NAME, i32:EXPR or i64:EXPR)", s);
+		               "ws:NAME, zero:base, zero:words, i32:EXPR or i64:EXPR)", s);
 	}
 	if ((a->index = find_param(mx, rest)) < 0)
 		return ld_fail(L, "\"%s\" names no parameter of mixer %s", s, mx->name);
@@ -460,7 +463,7 @@ static int ld_launch(Ld *L, json_t *j, const rt_mixer *mx, const rt_vdesc *d, in
 	    ld_check(L, "smem", l->smem, sv) || ld_expr(L, j, "cluster", 0, "1", &l->cluster) ||
 	    ld_check(L, "cluster", l->cluster, sv) || ld_expr(L, j, "bytes", 0, "0", &l->bytes) ||
 	    ld_check(L, "bytes", l->bytes, sv) || ld_bool(L, j, "resident", &l->resident) ||
-	    ld_bool(L, j, "early", &l->early))
+	    ld_bool(L, j, "early", &l->early) || ld_bool(L, j, "clears", &l->clears))
 		return -1;
 	if (!*l->kernel)
 		return ld_fail(L, "empty kernel name");
@@ -493,6 +496,15 @@ static int ld_launch(Ld *L, json_t *j, const rt_mixer *mx, const rt_vdesc *d, in
 			return -1;
 		ld_pop(L, at);
 	}
+	/* the runtime leaves the arena to a launch that clears: it must be
+	 * told where the arena is, and only such a launch is */
+	int nzero = 0;
+	for (int i = 0; i < l->narg; i++)
+		nzero += l->arg[i].kind == RT_ARG_ZBASE || l->arg[i].kind == RT_ARG_ZWORDS;
+	if (l->clears && nzero != 2)
+		return ld_fail(L, "a launch with \"clears\" takes the args zero:base and zero:words, once each");
+	if (!l->clears && nzero)
+		return ld_fail(L, "zero:base and zero:words are the args of a launch with \"clears\"");
 	return 0;
 }
 
@@ -585,6 +597,9 @@ static int ld_variant(Ld *L, int vi, json_t *j, rt_vdesc *d)
 			size_t at2 = ld_push(L, "%s[%d]", rt_pass_name[p], i);
 			if (ld_launch(L, json_array_get(passes[p], i), mx, d, p, &sv, &d->launch[p][i]))
 				return -1;
+			if (d->launch[p][i].clears && (p != RT_FWD || i != 0))
+				return ld_fail(L, "\"clears\": only the forward's first launch may clear the zeroed workspaces "
+				               "(the memset it replaces comes before the forward)");
 			ld_pop(L, at2);
 		}
 	}

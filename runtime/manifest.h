@@ -62,6 +62,11 @@
  *                                           programmatic stream serialisation: its
  *                                           blocks may start while the kernel ahead
  *                                           of it on the stream finishes
+ *           "clears": true,                 optional, the forward's first launch
+ *                                           only: the kernel zeroes the arena of
+ *                                           the zeroed workspaces of both passes
+ *                                           (args "zero:base", "zero:words"), and
+ *                                           the runtime clears nothing ahead of it
  *           "args": ["x", "param:Wa", "grad:dWa", "ws:agg", "i32:L", ...]}
  *   args, in the kernel's parameter order:
  *     "x" "y" "dy" "dx"   the call's tensors (device pointers)
@@ -69,10 +74,13 @@
  *     "ws:NAME"           a workspace's device pointer
  *     "i32:EXPR"          a 32-bit integer, EXPR a shape expression
  *     "i64:EXPR"          a 64-bit integer
+ *     "zero:base"         the arena of the zeroed workspaces (device pointer, null
+ *                         when it is empty) and "zero:words" its length in 32-bit
+ *                         words (64-bit): the args of a launch with "clears"
  *
  * What the runtime (runtime/manifest.c) accepts beyond the above: wherever a
  * shape expression goes, a JSON integer is also taken; "smem" defaults to
- * "0", "cluster" to "1", "resident", "early" and "zero" to false; init "a" / "b" may be a string, a shape
+ * "0", "cluster" to "1", "resident", "early", "clears" and "zero" to false; init "a" / "b" may be a string, a shape
  * expression or "rsqrt(EXPR)" (e.g. "rsqrt(K)" for std 1/sqrt(K)), evaluated
  * at the call's shape. Unknown keys are ignored. Variable names are at most
  * 15 characters, at most 29 vars per variant; parameters have at most 8 dims.

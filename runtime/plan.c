@@ -37,7 +37,8 @@ typedef struct {
 
 /* need: bytes of the last call. The workspaces zeroed before their pass
  * live in one arena (off into it, cap 0: the arena owns the memory), the
- * forward's first: the forward clears the whole arena with one memset and
+ * forward's first: the forward clears the whole arena with one memset,
+ * or its first kernel does (the manifest's "clears": then no memset), and
  * the backward after it clears nothing. Each clear is a stream operation
  * of its own, about 1.5 us of GPU time between the launches at any size,
  * and with none before it the backward's first kernel follows the
@@ -558,6 +559,12 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 		case RT_ARG_WS:
 			val[i].p = v->ws[a->index].p;   /* null when it has 0 bytes */
 			continue;
+		case RT_ARG_ZBASE:
+			val[i].p = v->zero.p;   /* null when no workspace is zeroed: then 0 words */
+			continue;
+		case RT_ARG_ZWORDS:
+			val[i].i64 = (int64_t)(v->zero.need / 4);
+			continue;
 		case RT_ARG_I32:
 		case RT_ARG_I64: {
 			int64_t x;
@@ -748,7 +755,10 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CU
 	}
 
 	/* phase 2: clear, launch */
-	size_t zfrom = pass == RT_FWD ? 0 : v->bwd_clear ? v->zero.need : v->zero_bwd;
+	/* a forward whose first kernel clears the arena itself (the manifest's
+	 * "clears") needs no memset ahead of it */
+	int self = pass == RT_FWD && d->launch[RT_FWD][0].clears;
+	size_t zfrom = pass == RT_FWD ? (self ? v->zero.need : 0) : v->bwd_clear ? v->zero.need : v->zero_bwd;
 	if (zfrom < v->zero.need &&
 	    RT_CU(cu, MemsetD32Async, (v->zero.p + zfrom, 0, (v->zero.need - zfrom) / 4, st), err, errlen,
 	          "clearing the zeroed workspaces of variant %s (%zu bytes at %s)", d->name, v->zero.need - zfrom,

@@ -32,7 +32,7 @@ typedef struct {
 } rt_mixer;
 
 typedef enum { RT_ARG_X, RT_ARG_Y, RT_ARG_DY, RT_ARG_DX, RT_ARG_PARAM, RT_ARG_GRAD,
-               RT_ARG_WS, RT_ARG_I32, RT_ARG_I64 } rt_argkind;
+               RT_ARG_WS, RT_ARG_I32, RT_ARG_I64, RT_ARG_ZBASE, RT_ARG_ZWORDS } rt_argkind;
 
 typedef struct {
 	rt_argkind kind;
@@ -50,6 +50,7 @@ typedef struct {
 	const char *bytes;           /* compulsory DRAM bytes, "0" when not declared */
 	int resident;                /* blocks wait on each other: all resident at once where grid x > 1 */
 	int early;                   /* waits for the grid ahead (griddepcontrol.wait) before touching memory */
+	int clears;                  /* clears the arena of zeroed workspaces (zero:base, zero:words): no memset */
 	int narg;
 	rt_arg *arg;
 } rt_launch;

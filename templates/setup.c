@@ -281,7 +281,7 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 	}
 
 	if (T->nz > 0)
-		tmpl_tok_fwd(T);
+		tmpl_tok_fwd(T);   /* it clears the arena */
 
 	if (!gates_inline(T))
 		tmpl_fwd_gates(T);

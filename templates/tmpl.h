@@ -59,6 +59,7 @@ typedef struct {
 	char bytes_extra[64]; /* bytes beyond one touch of each tensor and workspace argument ("" = none) */
 	char bytes_unread[16];/* an argument of the signature the kernel never touches ("" = none) */
 	int resident;         /* its blocks wait on each other: all must be resident at once where grid x > 1 */
+	int clears;           /* it clears the arena of zeroed workspaces (tmpl_clear_args): the forward's first */
 	KSig sig;
 } Launch;
 
@@ -183,6 +184,8 @@ typedef struct { Var A[TM_SLOTS], B[TM_SLOTS]; } Maps;
 Launch *tmpl_launch(Tmpl *T, int fwd, const char *kname, const char *g0, const char *g1,
                     const char *g2, int block, const char *smem);
 void tmpl_open(Tmpl *T, Launch *l);
+void tmpl_clear_args(Tmpl *T, Launch *l);
+void tmpl_clear_emit(Tmpl *T, const Launch *l);
 void ksig_add(Tmpl *T, KSig *s, const char *arg, LLVMTypeRef ty);
 /* standard argument list helpers */
 void ksig_params(Tmpl *T, KSig *s);          /* every parameter, in mixer order */

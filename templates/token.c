@@ -78,8 +78,10 @@ void tmpl_tok_fwd(Tmpl *T)
 	ksig_params(T, &l->sig);
 	ksig_add(T, &l->sig, "ws:tok", I->gptr);
 	ksig_add(T, &l->sig, "ws:tproj", I->gptr);
+	tmpl_clear_args(T, l);   /* the forward's first kernel, and it uses none of the arena */
 	LLVMValueRef BL, D;
 	open_tok(T, l, &BL, &D);
+	tmpl_clear_emit(T, l);
 	LLVMValueRef x = ksig_arg(T, &l->sig, "x");
 	LLVMValueRef tid = tid_x(I);
 	LLVMValueRef lane = LLVMBuildAnd(I->b, tid, ci32(I, 31), "lane");

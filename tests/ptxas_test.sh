@@ -75,6 +75,18 @@ if [ -z "$pr" ]; then
 else
 	echo "FAIL param_reduce grids:"; echo "$pr" | head -5; fail=$((fail+1))
 fi
+# SAMU's forward starts with tok_fwd, which uses none of the zeroed
+# workspaces: it clears them itself, in place of the runtime's memset (the
+# manifest's "clears", which the runtime accepts on the forward's first
+# launch alone: recur list above loaded it); RG-LRU's scans use them at once
+ncl=$(grep -o '"clears": *true' "$work/ptx/manifest.json" | wc -l)
+nsamu=$(ls "$work"/ptx/samu.*.ptx | wc -l)
+nzarg=$(grep -c '"zero:base"' "$work/ptx/manifest.json")
+if [ "$ncl" -eq "$nsamu" ] && [ "$nzarg" -eq "$nsamu" ] && [ "$nsamu" -gt 0 ]; then
+	echo "ok   every SAMU forward's tok_fwd clears the zeroed workspaces ($ncl of $nsamu variants; no RG-LRU one)"; pass=$((pass+1))
+else
+	echo "FAIL launches that clear: $ncl \"clears\", $nzarg zero:base args, $nsamu SAMU variants"; fail=$((fail+1))
+fi
 # every kernel a plan launches is an .entry of its variant's PTX
 missing=0
 for f in "$work"/ptx/*.ptx; do

@@ -235,6 +235,27 @@ int main(void)
 	must_fail("bad arg kind", "\"i64:B*L*D\"", "\"f32:1\"", "unknown arg kind \"f32:1\"", "forward[1]");
 	must_fail("unknown parameter", "\"grad:W\"", "\"grad:V\"", "grad:V", "backward[0]");
 	must_fail("unknown workspace", "\"ws:part\"", "\"ws:nope\"", "ws:nope", "backward[0]");
+	/* the arena's clear left to a kernel: the forward's first, told where the arena is */
+	if (write_edit("\"args\": [\"x\", \"param:w\"", "\"clears\": true, \"args\": [\"zero:base\", \"x\", "
+	               "\"zero:words\", \"param:w\"") == 0) {
+		recur_manifest *mc = NULL;
+		err[0] = 0;
+		int rcc = recur_manifest_load(dir, &mc, err, sizeof err);
+		verdict(rcc == 0 && mc, "the forward's first launch clears the arena (zero:base, zero:words)", err);
+		recur_manifest_free(mc);
+	}
+	must_fail("clears on a later launch", "\"args\": [\"x\", \"y\", \"param:W\", \"ws:agg\", \"i64:B*L*D\"]",
+	          "\"clears\": true, \"args\": [\"x\", \"zero:base\", \"zero:words\"]",
+	          "only the forward's first launch may clear", "forward[1]");
+	must_fail("clears without the arena's args", "\"args\": [\"x\", \"param:w\"",
+	          "\"clears\": true, \"args\": [\"x\", \"param:w\"", "takes the args zero:base and zero:words",
+	          "forward[0]");
+	must_fail("the arena's args without clears", "\"args\": [\"x\", \"param:w\"",
+	          "\"args\": [\"x\", \"zero:base\", \"zero:words\", \"param:w\"",
+	          "are the args of a launch with \"clears\"", "forward[0]");
+	must_fail("clears in the backward", "\"args\": [\"x\", \"dy\"",
+	          "\"clears\": true, \"args\": [\"zero:base\", \"zero:words\", \"x\", \"dy\"",
+	          "only the forward's first launch may clear", "backward[0]");
 	must_fail("missing ptx file", "\"ptx\": \"toy.v1.ptx\", \"chunk\"", "\"ptx\": \"gone.ptx\", \"chunk\"",
 	          "gone.ptx", "missing");
 	must_fail("unknown workspace life", "\"life\": \"backward\"", "\"life\": \"forever\"",

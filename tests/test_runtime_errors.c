@@ -80,6 +80,46 @@ static const char *ptx_good =
 	"\tret;\n"
 	"}\n";
 
+/* the forward's first kernel clearing the arena (the manifest's "clears"):
+ * clr(base, words) zeroes words 32-bit words from base (thread 0 alone);
+ * clr_noop takes the same arguments and clears nothing, so a runtime that
+ * still cleared ahead of it would show there */
+#define PTX_CLR(name, body) \
+	".visible .entry " name "(\n" \
+	"\t.param .u64 " name "_param_0,\n" \
+	"\t.param .u64 " name "_param_1\n" \
+	")\n" \
+	"{\n" \
+	"\t.reg .pred %p<3>;\n" \
+	"\t.reg .b32 %r<3>;\n" \
+	"\t.reg .b64 %rd<8>;\n" \
+	"\n" \
+	"\tmov.u32 %r1, %tid.x;\n" \
+	"\tsetp.ne.s32 %p1, %r1, 0;\n" \
+	"\t@%p1 bra DONE;\n" \
+	"\tld.param.u64 %rd1, [" name "_param_0];\n" \
+	"\tld.param.u64 %rd2, [" name "_param_1];\n" \
+	"\tcvta.to.global.u64 %rd3, %rd1;\n" \
+	"\tmov.u64 %rd4, 0;\n" \
+	"\tmov.u32 %r2, 0;\n" \
+	body \
+	"DONE:\n" \
+	"\tret;\n" \
+	"}\n"
+
+static const char *ptx_clear_tail =
+	PTX_CLR("clr",
+		"LOOP:\n"
+		"\tsetp.ge.u64 %p2, %rd4, %rd2;\n"
+		"\t@%p2 bra DONE;\n"
+		"\tshl.b64 %rd5, %rd4, 2;\n"
+		"\tadd.s64 %rd6, %rd3, %rd5;\n"
+		"\tst.global.u32 [%rd6], %r2;\n"
+		"\tadd.s64 %rd4, %rd4, 1;\n"
+		"\tbra.uni LOOP;\n")
+	"\n"
+	PTX_CLR("clr_noop", "");
+
 static const char *ptx_broken =
 	".version 8.0\n"
 	".target sm_90\n"
@@ -104,6 +144,19 @@ static const char *ptx_broken =
 	"     \"backward\": [{\"kernel\": \"put\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],\n" \
 	"                   \"args\": [\"dx\", \"i32:N+1\", \"i64:7\", \"ws:b\"]}]}"
 
+/* put's variant behind a first kernel that clears the arena */
+#define SELFCLEAR(name, clr) \
+	"    {\"name\": \"" name "\", \"mixer\": \"toy\", \"ptx\": \"clear.ptx\",\n" \
+	"     \"vars\": [[\"N\", \"L*D\"]], \"rules\": [],\n" \
+	"     \"workspaces\": [{\"name\": \"w\", \"bytes\": \"64\", \"life\": \"saved\", \"zero\": true},\n" \
+	"                    {\"name\": \"b\", \"bytes\": \"8*B\", \"life\": \"backward\", \"zero\": true}],\n" \
+	"     \"forward\": [{\"kernel\": \"" clr "\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"clears\": true,\n" \
+	"                  \"args\": [\"zero:base\", \"zero:words\"]},\n" \
+	"                 {\"kernel\": \"put\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],\n" \
+	"                  \"args\": [\"y\", \"i32:N\", \"i64:B*L*D*1000000000\", \"ws:w\"]}],\n" \
+	"     \"backward\": [{\"kernel\": \"put\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],\n" \
+	"                   \"args\": [\"dx\", \"i32:N+1\", \"i64:7\", \"ws:b\"]}]}"
+
 static const char *manifest =
 	"{\"format\": 1, \"target\": \"sm_90\", \"ptx_isa\": \"8.0\",\n"
 	" \"mixers\": {\"toy\": {\"params\": []}},\n"
@@ -113,7 +166,9 @@ static const char *manifest =
 	VARIANT("nokernel", "good.ptx", "1", "absent") ",\n"
 	VARIANT("zerogrid", "good.ptx", "L-L", "put") ",\n"
 	VARIANT_C("clustered", "good.ptx", "4", "put", "2") ",\n"
-	VARIANT_C("oddcluster", "good.ptx", "4", "put", "L") "\n"
+	VARIANT_C("oddcluster", "good.ptx", "4", "put", "L") ",\n"
+	SELFCLEAR("selfclear", "clr") ",\n"
+	SELFCLEAR("noclear", "clr_noop") "\n"
 	" ]}\n";
 
 /* y (forward) and dx (backward) as the toy kernel leaves them: a and b
@@ -211,6 +266,39 @@ static void graph_part(recur_rt *rt, recur_variant *v, recur_shape s, const recu
 	recur_set_profiling(v, 1);
 }
 
+/* A forward whose first kernel clears the arena: no memset ahead of it
+ * (clr_noop leaves both workspaces dirty from the calls before), and what
+ * clr clears is all a forward+backward needs (w for the forward, b for the
+ * backward after it, both written by the first forward+backward). */
+static void clears_part(recur_rt *rt, recur_manifest *m, recur_shape s, const recur_io *io, CUdeviceptr y,
+                        CUdeviceptr dx)
+{
+	static const char *const names[2] = {"selfclear", "noclear"};
+	for (int k = 0; k < 2; k++) {
+		char err[2048] = "", info[2400];
+		recur_variant *v = NULL;
+		int rc = recur_variant_load(rt, m, names[k], &v, err, sizeof err);
+		int64_t wf = -1, wb = -1;
+		int32_t a;
+		int64_t b;
+		for (int r = 0; r < 2 && !rc; r++) {
+			rc = recur_forward(v, s, io, 0, err, sizeof err) || recur_sync(rt, err, sizeof err) ||
+			     read_put(rt, y, &a, &b, &wf, err, sizeof err) || recur_backward(v, s, io, 0, err, sizeof err) ||
+			     recur_sync(rt, err, sizeof err) || read_put(rt, dx, &a, &b, &wb, err, sizeof err);
+		}
+		/* the second round reads what the first wrote, unless cleared */
+		snprintf(info, sizeof info, "second forward+backward read ws w %lld, ws b %lld%s%s", (long long)wf,
+		         (long long)wb, rc ? ": " : "", rc ? err : "");
+		if (k == 0)
+			verdict(rc == 0 && wf == 0 && wb == 0, "GPU: a forward's first kernel that clears the arena clears "
+			        "both passes' zeroed workspaces", info);
+		else
+			verdict(rc == 0 && wf == (int64_t)s.B * s.L * s.D * 1000000000LL && wb == 7, "GPU: behind a first kernel that clears, the "
+			        "runtime clears nothing itself", info);
+		recur_variant_free(v);
+	}
+}
+
 static void gpu_part(recur_rt *rt)
 {
 	char err[8192] = "", name[256] = "";
@@ -220,6 +308,13 @@ static void gpu_part(recur_rt *rt)
 	printf("device: %s, driver %d\n", name, ver);
 
 	write_file("good.ptx", ptx_good);
+	size_t nclr = strlen(ptx_good) + strlen(ptx_clear_tail) + 2;
+	char *clr = malloc(nclr);
+	if (clr) {
+		snprintf(clr, nclr, "%s\n%s", ptx_good, ptx_clear_tail);
+		write_file("clear.ptx", clr);
+		free(clr);
+	}
 	write_file("broken.ptx", ptx_broken);
 	write_file("manifest.json", manifest);
 	recur_manifest *m = NULL;
@@ -388,6 +483,8 @@ static void gpu_part(recur_rt *rt)
 	verdict(rc == 1 && has(err, "oddcluster") && has(err, "put") && has(err, "cluster \"L\" = 3") &&
 	        has(err, "grid x = 4"), "GPU: a cluster that does not divide the grid names the kernel and expression", err);
 	recur_variant_free(c);
+
+	clears_part(rt, m, s, &io, y, dx);
 
 	CUevent e0, e1;
 	float t = -1;
