@@ -754,11 +754,10 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CU
 			return rt_vfail(err, errlen, "variant %s: out of host memory", d->name);
 	}
 
-	/* phase 2: clear, launch */
-	/* a forward whose first kernel clears the arena itself (the manifest's
-	 * "clears") needs no memset ahead of it */
-	int self = pass == RT_FWD && d->launch[RT_FWD][0].clears;
-	size_t zfrom = pass == RT_FWD ? (self ? v->zero.need : 0) : v->bwd_clear ? v->zero.need : v->zero_bwd;
+	/* phase 2: clear, launch. A forward whose first kernel clears the arena
+	 * itself (the manifest's "clears") needs no memset ahead of it */
+	size_t zfrom = pass == RT_FWD ? (d->launch[RT_FWD][0].clears ? v->zero.need : 0)
+	                              : (v->bwd_clear ? v->zero.need : v->zero_bwd);
 	if (zfrom < v->zero.need &&
 	    RT_CU(cu, MemsetD32Async, (v->zero.p + zfrom, 0, (v->zero.need - zfrom) / 4, st), err, errlen,
 	          "clearing the zeroed workspaces of variant %s (%zu bytes at %s)", d->name, v->zero.need - zfrom,

@@ -293,8 +293,8 @@ static void clears_part(recur_rt *rt, recur_manifest *m, recur_shape s, const re
 			verdict(rc == 0 && wf == 0 && wb == 0, "GPU: a forward's first kernel that clears the arena clears "
 			        "both passes' zeroed workspaces", info);
 		else
-			verdict(rc == 0 && wf == (int64_t)s.B * s.L * s.D * 1000000000LL && wb == 7, "GPU: behind a first kernel that clears, the "
-			        "runtime clears nothing itself", info);
+			verdict(rc == 0 && wf == (int64_t)s.B * s.L * s.D * 1000000000LL && wb == 7,
+			        "GPU: behind a first kernel that clears, the runtime clears nothing itself", info);
 		recur_variant_free(v);
 	}
 }
