@@ -268,6 +268,7 @@ typedef struct {
 	LLVMValueRef dtokp;                     /* per-(token, head) adjoints of the per-token values */
 	LLVMValueRef NG;                        /* groups per sequence */
 	const KSig *sig;
+	LLVMValueRef (*wdx)[4][2][2];           /* dx's B fragments held over the reverse sweep, or NULL */
 } Bwd;
 
 /* this thread's word w of a [word][thread] region at base */
@@ -576,7 +577,10 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 			/* a0..a3 = (t 0-7, j 0-7), (t 8-15, j 0-7), (t 0-7, j 8-15), (t 8-15, j 8-15) */
 			LLVMValueRef A[4], bfr[2][2];
 			ldsm_x4(I, A, dpa_at(bw, si, j, ci32(I, ks), mt, mh), 0);
-			wmat_dx_frags(T, ln, j, ks, bfr);
+			if (bw->wdx)
+				memcpy(bfr, bw->wdx[j][ks], sizeof bfr);
+			else
+				wmat_dx_frags(T, ln, j, ks, bfr);
 			for (int nt = 0; nt < 2; nt++) {
 				LLVMValueRef d[4];
 				mma_bf16(I, d, A, bfr[nt], acc[nt]);
@@ -816,6 +820,27 @@ static LLVMValueRef ue_at(Bwd *bw, Maps *rm, Var uR[4], int s)
 	return fadd(I, fmul(I, var_get(I, rm->A[s]), var_get(I, uR[slot_c(s)])), var_get(I, rm->B[s]));
 }
 
+/* The gates' weight fragments (16 registers per projection) read from
+ * shared memory once and held in registers (ln->wfrag) over a sweep,
+ * instead of by every warp at every step; returns what ln->wmat_smem was,
+ * for the caller to put back. Every warp re-reading them at every step was
+ * most of this kernel's shared-memory wavefronts. Held over pass A and the
+ * sweeps that recompute h at every chunk, and with dx's fragments as well
+ * (bw->wdx: 32 registers more for RG-LRU) over the reverse sweep at chunk
+ * 8 only: from chunk 16 on, ptxas 13.0 spills 8-240 bytes with them held
+ * there (and 24-72 with the gates' alone). */
+static int gate_frags_hold(Tmpl *T, Lanes *ln)
+{
+	int was = ln->wmat_smem;
+	if (T->nbd == 0 || was < 0)
+		return was;
+	for (int j = 0; j < T->nbd; j++)
+		for (int ks = 0; ks < 4; ks++)
+			wmat_gate_frags(T, ln, j, ks, ln->wfrag[j][ks]);
+	ln->wmat_smem = -1;
+	return was;
+}
+
 /* One group of the tile (16 rows of C steps from token bw->gb): pass A,
  * the rows' starting h and ending messages, then the segments from the
  * end; uR, the message entering the group from the right, leaves as the
@@ -835,6 +860,7 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 	maps_init(T, &fm, "f");
 	maps_init(T, &rm, "r");
 	{
+		int wsave = gate_frags_hold(T, ln);
 		Loop Ls, L;
 		LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, T->C);
 		L.unroll = 0;
@@ -868,6 +894,7 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 			if_end(I, &f);
 		}
 		loop_end(I, &Ls);
+		ln->wmat_smem = wsave;
 	}
 	LLVMValueRef fA[4], fB[4], rA[4], rB[4];
 	warp_scan_fwd(T, ln, &fm, fA, fB);
@@ -911,6 +938,7 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 				var_set(I, h[s], fadd(I, fmul(I, A, var_get(I, h0[s])), B));
 			}
 		} else if (!bw->hm && s0 > 0) {
+			int was = gate_frags_hold(T, ln);
 			Loop Ls, L;
 			LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, s0);
 			L.unroll = 0;
@@ -919,6 +947,7 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 			for (int s = 0; s < TM_SLOTS; s++)
 				var_set(I, h[s], fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]));
 			seg_loop_end(T, &Ls, &L);
+			ln->wmat_smem = was;
 		}
 		/* the segment's own steps, staged once for both of its sweeps; a
 		 * chunk of one segment is still staged from pass A */
@@ -927,6 +956,7 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 		else
 			seg_stage(T, ln, gb, ci32(I, s0));
 		if (!bw->hm) {
+			int was = gate_frags_hold(T, ln);
 			Loop L;
 			loop_begin(I, &L, ci32(I, 0), ci32(I, T->S), ci32(I, 1), "si");
 			LLVMValueRef si = loop_i(I, &L);
@@ -937,11 +967,21 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 				var_set(I, h[s], fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]));
 			}
 			loop_end(I, &L);
+			ln->wmat_smem = was;
 		}
 		if (T->v->bwd_lookback && sg == T->C / T->S - 1) {
 			lb_bwd_carry(T, ln, bw->sig, gi, NG, uR);
 			for (int s = 0; s < TM_SLOTS; s++)
 				var_set(I, ue[s], ue_at(bw, &rm, uR, s));
+		}
+		LLVMValueRef wdx[MX_MAXPROJ][4][2][2];
+		int wsave = ln->wmat_smem;
+		if (T->nbd > 0 && T->C <= 8) {
+			for (int j = 0; j < T->nbd; j++)
+				for (int ks = 0; ks < 4; ks++)
+					wmat_dx_frags(T, ln, j, ks, wdx[j][ks]);
+			bw->wdx = wdx;
+			wsave = gate_frags_hold(T, ln);
 		}
 		{
 			Loop L;
@@ -950,6 +990,8 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 			bwd_step(bw, iadd(I, si, ci32(I, s0)), si, ue);
 			loop_end(I, &L);
 		}
+		bw->wdx = NULL;
+		ln->wmat_smem = wsave;
 		if (T->nbd > 0)
 			dw_segment(bw, s0);
 		if (T->nz > 0)
@@ -1120,7 +1162,8 @@ void tmpl_bwd_apply(Tmpl *T)
 		for (int kt = 0; kt < 8; kt++)
 			st(I, LLVMConstNull(v4), smem_ptr(I, dw_acc(&bw, j, kt, 0)), 16);
 	/* the weights once, as bf16 matrices read by ldmatrix as the gate's and
-	 * dx's B fragments: registers this kernel does not have */
+	 * dx's B fragments, once per sweep where registers hold them over it
+	 * (gate_frags_hold), else at every step */
 	if (T->nbd > 0)
 		wmat_stage(T, &ln, bw.sm.wmat);
 	for (int p = 0; p < mx->nparam; p++) {

@@ -242,6 +242,28 @@ done
 [ "$kbad" -eq 0 ] && [ "$kn" -eq 2 ]
 tally $? "RG-LRU's look-back forward of prefix 32, chunk 8 (scan lookback and onepass) keeps fp16 step maps behind an overflow vote, two steps per trip; no other forward does" \
 	"kept forward maps: $kbad wrong, $kn of 2 found"
+# RG-LRU's bwd_apply holds the weights' fragments in registers over its
+# sweeps instead of re-reading them from shared memory at every step
+# (gate_frags_hold): every loop of one step's gates (16 mma) reads only
+# the step's x fragments (4 ldmatrix); at chunk 8 the reverse step (32
+# mma: the gates and dx) reads only those and dproj's (4 + 8). Re-read,
+# they are 12 and 28.
+wbad=0 wn=0
+for f in "$work"/ptx/rglru.*.ptx; do
+	v=$(basename "$f" .ptx); wn=$((wn+1))
+	lim32=99
+	case "$v" in *_chunk8) lim32=12 ;; esac
+	r=$("$src/bench/ptx_loops.sh" "$f" rglru_bwd_apply | awk -v l32="$lim32" '
+		NR > 1 && $4 == 16 { g++; if ($10 > 4) bad++ }
+		NR > 1 && $4 == 32 { s++; if ($10 > l32) bad++ }
+		END { printf "%d %d %d", bad + 0, g + 0, s + 0 }')
+	read -r wo wg ws <<< "$r"
+	[ "$wo" -eq 0 ] && [ "$wg" -gt 0 ] && [ "$ws" -gt 0 ] ||
+		{ echo "FAIL $v: bwd_apply re-reads weight fragments at every step ($wo loops over the limit; $wg gate sweeps, $ws reverse steps found)"; wbad=$((wbad+1)); }
+done
+[ "$wbad" -eq 0 ] && [ "$wn" -gt 0 ]
+tally $? "$wn RG-LRU bwd_apply kernels hold the weight fragments over their gate sweeps (and, at chunk 8, the reverse step)" \
+	"held weight fragments: $wbad wrong of $wn"
 # the scan kernels that write y or dx store a row's 4 channels per lane as
 # one 8-byte piece (4 lanes fill a 32-byte sector), never as 4-byte pairs:
 # lane q holds channels 4q .. 4q+3 (ch4), the projections' columns permuted
