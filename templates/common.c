@@ -345,6 +345,18 @@ void wmat_gate_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2])
 		b[e >> 1][e & 1] = d[e];
 }
 
+int gate_frags_hold(Tmpl *T, Lanes *ln)
+{
+	int was = ln->wmat_smem;
+	if (T->nbd == 0 || was < 0)
+		return was;
+	for (int j = 0; j < T->nbd; j++)
+		for (int ks = 0; ks < 4; ks++)
+			wmat_gate_frags(T, ln, j, ks, ln->wfrag[j][ks]);
+	ln->wmat_smem = -1;
+	return was;
+}
+
 void wmat_dx_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2])
 {
 	Irb *I = &T->I;

@@ -820,27 +820,6 @@ static LLVMValueRef ue_at(Bwd *bw, Maps *rm, Var uR[4], int s)
 	return fadd(I, fmul(I, var_get(I, rm->A[s]), var_get(I, uR[slot_c(s)])), var_get(I, rm->B[s]));
 }
 
-/* The gates' weight fragments (16 registers per projection) read from
- * shared memory once and held in registers (ln->wfrag) over a sweep,
- * instead of by every warp at every step; returns what ln->wmat_smem was,
- * for the caller to put back. Every warp re-reading them at every step was
- * most of this kernel's shared-memory wavefronts. Held over pass A and the
- * sweeps that recompute h at every chunk, and with dx's fragments as well
- * (bw->wdx: 32 registers more for RG-LRU) over the reverse sweep at chunk
- * 8 only: from chunk 16 on, ptxas 13.0 spills 8-240 bytes with them held
- * there (and 24-72 with the gates' alone). */
-static int gate_frags_hold(Tmpl *T, Lanes *ln)
-{
-	int was = ln->wmat_smem;
-	if (T->nbd == 0 || was < 0)
-		return was;
-	for (int j = 0; j < T->nbd; j++)
-		for (int ks = 0; ks < 4; ks++)
-			wmat_gate_frags(T, ln, j, ks, ln->wfrag[j][ks]);
-	ln->wmat_smem = -1;
-	return was;
-}
-
 /* One group of the tile (16 rows of C steps from token bw->gb): pass A,
  * the rows' starting h and ending messages, then the segments from the
  * end; uR, the message entering the group from the right, leaves as the
@@ -974,6 +953,12 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 			for (int s = 0; s < TM_SLOTS; s++)
 				var_set(I, ue[s], ue_at(bw, &rm, uR, s));
 		}
+		/* the weights' fragments held in registers over every gate sweep
+		 * (gate_frags_hold): re-read by every warp at every step, they were
+		 * most of this kernel's shared-memory wavefronts. Over the reverse
+		 * sweep, with dx's as well (32 registers more for RG-LRU), at chunk
+		 * 8 only: from chunk 16 on ptxas 13.0 spills 8-240 bytes with them
+		 * held there (24-72 with the gates' alone) */
 		LLVMValueRef wdx[MX_MAXPROJ][4][2][2];
 		int wsave = ln->wmat_smem;
 		if (T->nbd > 0 && T->C <= 8) {

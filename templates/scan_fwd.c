@@ -62,6 +62,10 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 		 * keep the compiler from sharing the weight fragments of an unrolled
 		 * pair, so step_gates_n reads them once for both */
 		int n = keep >= 0 && ln->seg_n % 2 == 0 ? 2 : 1;
+		/* and there, with one group per quad (121 registers), the weight
+		 * fragments are held over the sweep (4 more; elsewhere ptxas
+		 * spills under the 2-block cap or the kernel loses a block) */
+		int was = keep >= 0 ? gate_frags_hold(T, ln) : ln->wmat_smem;
 		Loop Ls, L;
 		LLVMValueRef i = seg_loop_begin_n(T, ln, &Ls, &L, gb, T->C, n);
 		Step stp[2];
@@ -82,6 +86,7 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 			}
 		}
 		seg_loop_end(T, &Ls, &L);
+		ln->wmat_smem = was;
 		warp_scan_fwd(T, ln, &ex[j], totA[j], totB[j]);
 		for (int c = 0; c < 4; c++) {
 			LLVMValueRef A = var_get(I, qA[c]);

@@ -222,6 +222,11 @@ LLVMValueRef xs_ldsm_at(Irb *I, const Lanes *ln, int blk0);
 void wmat_stage(Tmpl *T, Lanes *ln, int off);
 void wmat_gate_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2]);  /* [nt][r] */
 void wmat_dx_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2]);    /* [nt][r], own 16 k */
+/* The gates' weight fragments (16 registers per projection) read from
+ * shared memory once and held in registers (ln->wfrag) over a sweep that
+ * would otherwise re-read them at every step in every warp; returns what
+ * ln->wmat_smem was, for the caller to put back after the sweep. */
+int gate_frags_hold(Tmpl *T, Lanes *ln);
 /* lane geometry, params and weight fragments for the kernel being built */
 void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights);
 /* the channel of a projection's mma column 16w + 8nt + n8: itself, or with

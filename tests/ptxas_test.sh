@@ -233,14 +233,18 @@ for f in "$work"/ptx/*.ptx; do
 			# fallback sweep, one step at a time, reads two)
 			wt=$(echo "$b" | grep -c "ldmatrix.*trans")
 			xf=$(echo "$b" | grep "ldmatrix" | grep -vc "trans")
-			{ [ "$n" -gt 0 ] && echo "$b" | grep -q "bar.red.or" && [ "$wt" -lt $((2 * xf)) ]; } ||
-				{ echo "FAIL $(basename "$f") $k: no kept fp16 maps, no overflow vote, or no step pairs ($wt weight, $xf x fragment loads)"; kbad=$((kbad+1)); } ;;
+			# and that sweep holds the fragments in registers (gate_frags_hold):
+			# a trip of two steps (32 mma) reads only their x fragments (8
+			# ldmatrix; 16 with the weights', 24 in the one-step fallback)
+			held=$("$src/bench/ptx_loops.sh" "$f" "$k" | awk 'NR > 1 && $4 == 32 && $10 <= 8 { n++ } END { print n + 0 }')
+			{ [ "$n" -gt 0 ] && echo "$b" | grep -q "bar.red.or" && [ "$wt" -lt $((2 * xf)) ] && [ "$held" -gt 0 ]; } ||
+				{ echo "FAIL $(basename "$f") $k: no kept fp16 maps, no overflow vote, no step pairs ($wt weight, $xf x fragment loads) or no held fragments ($held sweeps)"; kbad=$((kbad+1)); } ;;
 		*) [ "$n" -eq 0 ] || { echo "FAIL $(basename "$f") $k: fp16 maps where the plan keeps none"; kbad=$((kbad+1)); } ;;
 		esac
 	done
 done
 [ "$kbad" -eq 0 ] && [ "$kn" -eq 2 ]
-tally $? "RG-LRU's look-back forward of prefix 32, chunk 8 (scan lookback and onepass) keeps fp16 step maps behind an overflow vote, two steps per trip; no other forward does" \
+tally $? "RG-LRU's look-back forward of prefix 32, chunk 8 (scan lookback and onepass) keeps fp16 step maps behind an overflow vote, two steps per trip, weight fragments held; no other forward does" \
 	"kept forward maps: $kbad wrong, $kn of 2 found"
 # RG-LRU's bwd_apply holds the weights' fragments in registers over its
 # sweeps instead of re-reading them from shared memory at every step
