@@ -16,7 +16,13 @@
 #                                        16x2048x1024, 1x262144x1024, 2x65536x2048
 #          bench/h200_suite.sh ncu       Nsight Compute (--set full) of the kernels
 #                                        matching $NCU_KERNELS (a regex) for each
-#                                        MIXER/VARIANT in $VARIANTS at 1x32768x1024
+#                                        MIXER/VARIANT in $VARIANTS at $NCU_SHAPE
+#                                        (default 1x32768x1024)
+#          bench/h200_suite.sh sass      Nsight Compute's source counters of the
+#                                        same kernels: every SASS instruction with
+#                                        its executed count and stall samples, as
+#                                        CSV ($OUT/sass_MIXER.csv.xz), for
+#                                        bench/sass_mix.py
 #          bench/h200_suite.sh ab        bench --profile of each MIXER/VARIANT in
 #                                        $VARIANTS at $AB_SHAPES (default
 #                                        1x131072x1024) with each carried PTX set
@@ -84,10 +90,25 @@ if [ "$mode" = ncu ]; then
 		[ -n "$NCU" ] || break
 		m=${mv%%/*}
 		"$NCU" --set full -k "regex:${NCU_KERNELS:-scan|apply|reduce}" -c "${NCU_COUNT:-3}" \
-			"$BIN" bench --dir "$D" --shapes 1x32768x1024 --mixer "$m" --variant "${mv#*/}" --rounds 1 --samples 1 \
+			"$BIN" bench --dir "$D" --shapes "${NCU_SHAPE:-1x32768x1024}" --mixer "$m" --variant "${mv#*/}" --rounds 1 --samples 1 \
 			--out /tmp/ncu_bench.json > "$OUT/ncu_$m.txt" 2>&1 || rc=1
 		grep -E "^  [a-z_]+ \(|Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|No Eligible|Theoretical Occ|Block Limit|Memory Throughput|Compute \(SM\) Th" \
 			"$OUT/ncu_$m.txt" | head -80
+	done
+fi
+if [ "$mode" = sass ]; then
+	NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
+	[ -n "$NCU" ] || { echo "ncu: not found"; rc=1; }
+	for mv in ${VARIANTS:-}; do
+		[ -n "$NCU" ] || break
+		m=${mv%%/*}
+		rm -f "/tmp/sass_$m.ncu-rep"
+		"$NCU" --section SourceCounters --section InstructionStats -k "regex:${NCU_KERNELS:-.}" -c "${NCU_COUNT:-4}" \
+			-o "/tmp/sass_$m" "$BIN" bench --dir "$D" --shapes "${NCU_SHAPE:-1x32768x1024}" --mixer "$m" --variant "${mv#*/}" \
+			--rounds 1 --samples 1 --out /tmp/ncu_bench.json > "$OUT/sass_$m.log" 2>&1 || rc=1
+		"$NCU" -i "/tmp/sass_$m.ncu-rep" --page source --csv --print-source sass > "/tmp/sass_$m.csv" 2>> "$OUT/sass_$m.log" || rc=1
+		xz -9 -c "/tmp/sass_$m.csv" > "$OUT/sass_$m.csv.xz" || rc=1
+		echo "sass $m: $(wc -l < "/tmp/sass_$m.csv") lines"
 	done
 fi
 if [ "$mode" = others ]; then
