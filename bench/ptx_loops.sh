@@ -24,9 +24,9 @@ awk -v k="$2" '
 		}
 	}
 	END {
-		printf "%-12s %6s %6s %5s %5s %5s %5s %5s %5s %6s %6s %4s\n", "loop", "lines", "instr", "mma", "ex2", "tanh", "sqrt", "rsqrt", "lg2", "ldsm", "ld/st.s", "bar"
+		printf "%-12s %6s %6s %5s %5s %5s %5s %5s %5s %6s %6s %4s %4s\n", "loop", "lines", "instr", "mma", "ex2", "tanh", "sqrt", "rsqrt", "lg2", "ldsm", "ld/st.s", "bar", "vote"
 		for (i = 1; i <= nl; i++) {
-			ins = mma = ex2 = th = sq = rs = lg = ls = sh = bar = 0
+			ins = mma = ex2 = th = sq = rs = lg = ls = sh = bar = vo = 0
 			for (j = lo[i]; j <= hi[i]; j++) {
 				s = line[j]
 				if (s ~ /^[ \t]*(\/\/|\{|\$L__BB|\.pragma)/ || s ~ /^[ \t]*$/) continue
@@ -40,7 +40,8 @@ awk -v k="$2" '
 				if (s ~ /ldmatrix/) ls++
 				if (s ~ /(ld|st)\.shared/) sh++
 				if (s ~ /bar\.sync/) bar++
+				if (s ~ /vote\./) vo++
 			}
-			printf "%-12s %6d %6d %5d %5d %5d %5d %5d %5d %6d %6d %4d\n", name[i], hi[i] - lo[i] + 1, ins, mma, ex2, th, sq, rs, lg, ls, sh, bar
+			printf "%-12s %6d %6d %5d %5d %5d %5d %5d %5d %6d %6d %4d %4d\n", name[i], hi[i] - lo[i] + 1, ins, mma, ex2, th, sq, rs, lg, ls, sh, bar, vo
 		}
 	}' "$1"

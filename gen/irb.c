@@ -222,6 +222,14 @@ LLVMValueRef fabs_(Irb *I, LLVMValueRef a)
 	return call_intr(I, "llvm.fabs", &I->f32, 1, &a, 1);
 }
 
+/* max.f32: one instruction where fmaxf_'s compare-and-select keeps two
+ * (a NaN operand gives the other one) */
+LLVMValueRef fmaxnum_(Irb *I, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMValueRef args[2] = { a, b };
+	return call_intr(I, "llvm.maxnum", &I->f32, 1, args, 2);
+}
+
 /* exp(x) = 2^(x log2 e) on the SFU; relative error ~2^-22, far inside the
  * spec's 1e-2 and below bf16 rounding of the outputs. */
 LLVMValueRef f_exp(Irb *I, LLVMValueRef a)

@@ -88,6 +88,7 @@ LLVMValueRef fsel(Irb *I, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef fmaxf_(Irb *I, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef fminf_(Irb *I, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef fabs_(Irb *I, LLVMValueRef a);
+LLVMValueRef fmaxnum_(Irb *I, LLVMValueRef a, LLVMValueRef b);   /* max.f32; NaN loses */
 LLVMValueRef b2f(Irb *I, LLVMValueRef i1v);                     /* bool -> 0.0 / 1.0 */
 
 /* fast special functions (ex2/lg2/rcp/sqrt approximations of the SFU) */

@@ -385,7 +385,7 @@ LLVMValueRef in_seq(Tmpl *T, const Lanes *ln, LLVMValueRef t)
 
 LLVMValueRef f16_overflow(Irb *I, LLVMValueRef a, LLVMValueRef b)
 {
-	return LLVMBuildOr(I->b, fgt(I, fabs_(I, a), cf32(I, 6.0e4)), fgt(I, fabs_(I, b), cf32(I, 6.0e4)), "");
+	return LLVMBuildOr(I->b, fgt(I, fabs_(I, a), cf32(I, F16_MAP_MAX)), fgt(I, fabs_(I, b), cf32(I, F16_MAP_MAX)), "");
 }
 
 void emit_split(Tmpl *T, Lanes *ln, LLVMValueRef in, void (*body)(void *arg), void *arg)

@@ -312,16 +312,37 @@ static LLVMValueRef map16_pack(Irb *I, LLVMValueRef A, LLVMValueRef B)
 	return LLVMBuildSelect(I->b, big, wide, pack_f16x2(I, B, A), "");
 }
 
-/* pass A keeps the map of the chunk's steps 0 .. hm0 + k */
-static void hmap_store(Bwd *bw, LLVMValueRef k, int s, LLVMValueRef A, LLVMValueRef B)
+/* pass A keeps the map of the chunk's steps 0 .. hm0 + k, every slot. The
+ * 16-bit words are stored as fp16 pairs with one running max of the
+ * values for the range test, and rewritten through map16_pack only in a
+ * warp where one passed it: the same words as map16_pack's everywhere,
+ * for 2 instructions per pair where the test per value took 5. */
+static void hmap_store(Bwd *bw, LLVMValueRef k, const Maps *fm)
 {
 	Irb *I = &bw->T->I;
-	if (bw->sm.h16) {
-		st(I, map16_pack(I, A, B), smem_ptr(I, hprev_at(bw, k, s)), 4);
+	LLVMValueRef A[TM_SLOTS], B[TM_SLOTS];
+	for (int s = 0; s < TM_SLOTS; s++) {
+		A[s] = var_get(I, fm->A[s]);
+		B[s] = var_get(I, fm->B[s]);
+	}
+	if (!bw->sm.h16) {
+		for (int s = 0; s < TM_SLOTS; s++) {
+			st(I, A[s], smem_ptr(I, hmap_at(bw, k, s, 0)), 4);
+			st(I, B[s], smem_ptr(I, hmap_at(bw, k, s, 1)), 4);
+		}
 		return;
 	}
-	st(I, A, smem_ptr(I, hmap_at(bw, k, s, 0)), 4);
-	st(I, B, smem_ptr(I, hmap_at(bw, k, s, 1)), 4);
+	LLVMValueRef big = NULL;
+	for (int s = 0; s < TM_SLOTS; s++) {
+		st(I, pack_f16x2(I, B[s], A[s]), smem_ptr(I, hprev_at(bw, k, s)), 4);
+		LLVMValueRef m = fmaxnum_(I, fabs_(I, A[s]), fabs_(I, B[s]));
+		big = big ? fmaxnum_(I, big, m) : m;
+	}
+	IfBlk wide;
+	if_begin(I, &wide, warp_any(I, fgt(I, big, cf32(I, F16_MAP_MAX))), "map_wide_st");
+	for (int s = 0; s < TM_SLOTS; s++)
+		st(I, map16_pack(I, A[s], B[s]), smem_ptr(I, hprev_at(bw, k, s)), 4);
+	if_end(I, &wide);
 }
 
 /* h before step i of the chunk, every slot: the map of steps 0 .. i-1 on
@@ -855,9 +876,7 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 			/* the map of steps 0 .. i: h before step i + 1 */
 			IfBlk f;
 			if_begin(I, &f, land(I, ilt(I, i, ci32(I, T->C - 1)), LLVMBuildICmp(I->b, LLVMIntSGE, i, ci32(I, bw->sm.hm0), "")), "hmap");
-			LLVMValueRef k = isub(I, i, ci32(I, bw->sm.hm0));
-			for (int s = 0; s < TM_SLOTS; s++)
-				hmap_store(bw, k, s, var_get(I, fm.A[s]), var_get(I, fm.B[s]));
+			hmap_store(bw, isub(I, i, ci32(I, bw->sm.hm0)), &fm);
 			if_end(I, &f);
 		}
 		loop_end(I, &L);

@@ -236,8 +236,9 @@ LLVMValueRef wcol(const Tmpl *T, Irb *I, LLVMValueRef w, LLVMValueRef n8, int nt
 /* token t of the sequence is inside it (t < L); true without a test where
  * ln->full says the code covers no step past the end */
 LLVMValueRef in_seq(Tmpl *T, const Lanes *ln, LLVMValueRef t);
-/* either of two values past fp16's range (above 6e4: fp16 rounds from
- * 65520 up to infinity), where 16-bit maps fall back */
+/* either of two values past fp16's range (above F16_MAP_MAX: fp16 rounds
+ * from 65520 up to infinity), where 16-bit maps fall back */
+#define F16_MAP_MAX 6.0e4
 LLVMValueRef f16_overflow(Irb *I, LLVMValueRef a, LLVMValueRef b);
 /* body emitted twice: under `in` with ln->full set, so that every in_seq
  * test folds away (a block's work wholly inside the sequence runs its own

@@ -268,6 +268,21 @@ done
 [ "$wbad" -eq 0 ] && [ "$wn" -gt 0 ]
 tally $? "$wn RG-LRU bwd_apply kernels hold the weight fragments over their gate sweeps (and, at chunk 8, the reverse step)" \
 	"held weight fragments: $wbad wrong of $wn"
+# RG-LRU's bwd_apply keeps pass A's h maps as fp16 pairs (map16_pack) and
+# tests their range once per step and warp (a running max, one vote), the
+# per-value test only where that fails: pass A's loop (16 mma, the maps'
+# cvt.rn.f16x2) has a vote. Tested per value, it has none.
+mbad=0 mn=0
+for f in "$work"/ptx/rglru.*.ptx; do
+	b=$(body "$f" rglru_bwd_apply)
+	echo "$b" | grep -q "cvt.rn.f16x2.f32" || continue
+	mn=$((mn+1))
+	nv=$("$src/bench/ptx_loops.sh" "$f" rglru_bwd_apply | awk 'NR > 1 && $4 == 16 && $13 > 0 { n++ } END { print n + 0 }')
+	[ "$nv" -gt 0 ] || { echo "FAIL $(basename "$f" .ptx): pass A tests its 16-bit maps' range per value (no voting gate sweep)"; mbad=$((mbad+1)); }
+done
+[ "$mbad" -eq 0 ] && [ "$mn" -gt 0 ]
+tally $? "$mn RG-LRU bwd_apply kernels with 16-bit maps test their range once per step (one vote), not per value" \
+	"16-bit map range tests: $mbad wrong of $mn"
 # the scan kernels that write y or dx store a row's 4 channels per lane as
 # one 8-byte piece (4 lanes fill a 32-byte sector), never as 4-byte pairs:
 # lane q holds channels 4q .. 4q+3 (ch4), the projections' columns permuted
