@@ -83,9 +83,11 @@ if [ "$mode" = ab ]; then
 	awk '/^== /{ tag = $2 " " $3 } /^(rglru|samu) +[0-9]+x/ && NF >= 9 && !seen[$0]++ { print tag, $2, "f+b", $6 }
 	     /^  (forward|backward) /{ print tag, "  ", $2, $3 }' "$OUT/ab.log"
 fi
-if [ "$mode" = ncu ]; then
+if [ "$mode" = ncu ] || [ "$mode" = sass ]; then
 	NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
 	[ -n "$NCU" ] || { echo "ncu: not found"; rc=1; }
+fi
+if [ "$mode" = ncu ]; then
 	for mv in ${VARIANTS:-}; do
 		[ -n "$NCU" ] || break
 		m=${mv%%/*}
@@ -97,8 +99,6 @@ if [ "$mode" = ncu ]; then
 	done
 fi
 if [ "$mode" = sass ]; then
-	NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
-	[ -n "$NCU" ] || { echo "ncu: not found"; rc=1; }
 	for mv in ${VARIANTS:-}; do
 		[ -n "$NCU" ] || break
 		m=${mv%%/*}

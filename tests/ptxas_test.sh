@@ -252,34 +252,32 @@ tally $? "RG-LRU's look-back forward of prefix 32, chunk 8 (scan lookback and on
 # the step's x fragments (4 ldmatrix); at chunk 8 the reverse step (32
 # mma: the gates and dx) reads only those and dproj's (4 + 8). Re-read,
 # they are 12 and 28.
-wbad=0 wn=0
+# And it keeps pass A's h maps as fp16 pairs (map16_pack), testing their
+# range once per step and warp (a running max, one vote), the per-value
+# test only where that fails: pass A's loop (16 mma) of a kernel with
+# 16-bit maps (cvt.rn.f16x2) has a vote. Tested per value, it has none.
+# Both from one loop table per kernel.
+wbad=0 wn=0 mbad=0 mn=0
 for f in "$work"/ptx/rglru.*.ptx; do
 	v=$(basename "$f" .ptx); wn=$((wn+1))
+	loops=$("$src/bench/ptx_loops.sh" "$f" rglru_bwd_apply)
 	lim32=99
 	case "$v" in *_chunk8) lim32=12 ;; esac
-	r=$("$src/bench/ptx_loops.sh" "$f" rglru_bwd_apply | awk -v l32="$lim32" '
+	r=$(echo "$loops" | awk -v l32="$lim32" '
 		NR > 1 && $4 == 16 { g++; if ($10 > 4) bad++ }
 		NR > 1 && $4 == 32 { s++; if ($10 > l32) bad++ }
 		END { printf "%d %d %d", bad + 0, g + 0, s + 0 }')
 	read -r wo wg ws <<< "$r"
 	[ "$wo" -eq 0 ] && [ "$wg" -gt 0 ] && [ "$ws" -gt 0 ] ||
 		{ echo "FAIL $v: bwd_apply re-reads weight fragments at every step ($wo loops over the limit; $wg gate sweeps, $ws reverse steps found)"; wbad=$((wbad+1)); }
+	body "$f" rglru_bwd_apply | grep -q "cvt.rn.f16x2.f32" || continue
+	mn=$((mn+1))
+	nv=$(echo "$loops" | awk 'NR > 1 && $4 == 16 && $13 > 0 { n++ } END { print n + 0 }')
+	[ "$nv" -gt 0 ] || { echo "FAIL $v: pass A tests its 16-bit maps' range per value (no voting gate sweep)"; mbad=$((mbad+1)); }
 done
 [ "$wbad" -eq 0 ] && [ "$wn" -gt 0 ]
 tally $? "$wn RG-LRU bwd_apply kernels hold the weight fragments over their gate sweeps (and, at chunk 8, the reverse step)" \
 	"held weight fragments: $wbad wrong of $wn"
-# RG-LRU's bwd_apply keeps pass A's h maps as fp16 pairs (map16_pack) and
-# tests their range once per step and warp (a running max, one vote), the
-# per-value test only where that fails: pass A's loop (16 mma, the maps'
-# cvt.rn.f16x2) has a vote. Tested per value, it has none.
-mbad=0 mn=0
-for f in "$work"/ptx/rglru.*.ptx; do
-	b=$(body "$f" rglru_bwd_apply)
-	echo "$b" | grep -q "cvt.rn.f16x2.f32" || continue
-	mn=$((mn+1))
-	nv=$("$src/bench/ptx_loops.sh" "$f" rglru_bwd_apply | awk 'NR > 1 && $4 == 16 && $13 > 0 { n++ } END { print n + 0 }')
-	[ "$nv" -gt 0 ] || { echo "FAIL $(basename "$f" .ptx): pass A tests its 16-bit maps' range per value (no voting gate sweep)"; mbad=$((mbad+1)); }
-done
 [ "$mbad" -eq 0 ] && [ "$mn" -gt 0 ]
 tally $? "$mn RG-LRU bwd_apply kernels with 16-bit maps test their range once per step (one vote), not per value" \
 	"16-bit map range tests: $mbad wrong of $mn"
