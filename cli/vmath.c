@@ -52,7 +52,7 @@ double vm_relerr(const float *out, const double *ref, size_t n, int *bad)
 		*bad += 1;   /* no memory to judge: counted as a failure, never a pass */
 		return INFINITY;
 	}
-	ref_parallel(nc, relerr_chunk, &j);
+	par_run(nc, relerr_chunk, &j);
 	double num = 0, den = 0;
 	for (int k = 0; k < nc; k++) {
 		num += j.num[k];
@@ -113,7 +113,7 @@ int vm_local(const float *out, const double *ref, size_t rows, size_t cols, VmLo
 	double *cd = calloc(cols + 1, sizeof(double)), *cr = calloc(cols + 1, sizeof(double));
 	int rc = -1;
 	if (j.rd && j.rr && j.cd && j.cr && cd && cr) {
-		ref_parallel(nc, local_chunk, &j);
+		par_run(nc, local_chunk, &j);
 		double tot = 0;
 		for (size_t r = 0; r < rows; r++)
 			tot += j.rr[r];
@@ -141,7 +141,7 @@ static void to_bf16_chunk(void *ctx, int k)
 void vm_to_bf16(const double *v, uint16_t *bits, size_t n)
 {
 	VmJob j = { .dv = v, .bits = bits, .n = n };
-	ref_parallel(nchunks(n), to_bf16_chunk, &j);
+	par_run(nchunks(n), to_bf16_chunk, &j);
 }
 
 static void from_bf16_chunk(void *ctx, int k)
@@ -155,5 +155,5 @@ static void from_bf16_chunk(void *ctx, int k)
 void vm_from_bf16(const uint16_t *bits, float *f, size_t n)
 {
 	VmJob j = { .cbits = bits, .f = f, .n = n };
-	ref_parallel(nchunks(n), from_bf16_chunk, &j);
+	par_run(nchunks(n), from_bf16_chunk, &j);
 }

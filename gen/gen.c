@@ -20,35 +20,6 @@
 #include <unistd.h>
 #include <dirent.h>
 
-static int write_file(const char *path, const char *data, size_t n, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "wb");
-	if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) {
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-		if (f)
-			fclose(f);
-		return -1;
-	}
-	return 0;
-}
-
-static void rm_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *e;
-	char p[4096];
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-		unlink(p);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
 /* Checks what the templates support; a located message otherwise. */
 static int mixer_check(const Tmpl *T, int derived, char *err, size_t errlen)
 {
@@ -57,10 +28,10 @@ static int mixer_check(const Tmpl *T, int derived, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: mixer %s: heads of %d channels; the templates need 64", mx->script, mx->name, mx->k);
 		return -1;
 	}
-	if (!derived && T->ntp > 0 && T->v->fused) {
+	if (!derived && T->ntokproj > 0 && T->v->fused) {
 		snprintf(err, errlen, "%s:%d: variant %s: the per-token projection %s reduces over the whole width, which a scan "
 		         "block (one head) does not see; these templates compute it in a separate fp32 pass (fused = false)",
-		         T->v->file, T->v->line, T->v->name, mx->proj[T->tp[0]].name);
+		         T->v->file, T->v->line, T->v->name, mx->proj[T->tokproj[0]].name);
 		return -1;
 	}
 	if (!derived && !T->v->fused_output && mx->y != ex_leaf(&T->mx->g, EX_H, 0)) {
@@ -172,8 +143,8 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	if (v->bwd_lookback)
 		snprintf(g0, sizeof g0, "min(NG,min(%d,max(1,256/(H*B))))", LB_BWD_MAXG);
 	else
-		snprintf(g0, sizeof g0, "min(NT,cdiv(%d,B))", T->nbd ? 32 : 128);
-	if (T->nbd) {
+		snprintf(g0, sizeof g0, "min(NT,cdiv(%d,B))", T->nbdproj ? 32 : 128);
+	if (T->nbdproj) {
 		json_array_append_new(vars, json_pack("[ss]", "G0", g0));
 		snprintf(buf, sizeof buf, "min(G0,%d)", BWD_CLUSTER);
 		json_array_append_new(vars, json_pack("[ss]", "CS", buf));
@@ -267,7 +238,7 @@ static int build_all(Job *job, int njob, const GenOpts *o, char *err, size_t err
 	/* IR dumps come out of the builds: one thread keeps them in script order */
 	Build b = { .job = job, .o = o };
 	if (rc == 0)
-		ref_parallel_n(njob, o->dump_ir ? 1 : o->jobs, build_one, &b);
+		par_run_n(njob, o->dump_ir ? 1 : o->jobs, build_one, &b);
 	for (int i = 0; i < made; i++)
 		target_free(&job[i].tg);
 	return rc;
@@ -290,7 +261,7 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 		return -1;
 	}
 	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", o->outdir, (long)getpid());
-	rm_tree(tmp);
+	fs_rm_tree(tmp);
 	if (mkdir(tmp, 0755) != 0) {
 		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
 		script_free(sets, nsets);
@@ -347,7 +318,7 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 		char file[256], path[4400];
 		snprintf(file, sizeof file, "%s.%s.ptx", j->vs->mixer.name, j->T->v->name);
 		snprintf(path, sizeof path, "%s/%s", tmp, file);
-		rc = write_file(path, j->ptx, strlen(j->ptx), err, errlen);
+		rc = fs_write_file(path, j->ptx, strlen(j->ptx), err, errlen);
 		if (rc == 0 && o->dump_ptx && (!o->only || !strcmp(o->only, j->T->v->name)))
 			fputs(j->ptx, stdout);
 		json_array_append_new(variants, variant_json(j->T, j->vs, file));
@@ -374,7 +345,7 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 	json_decref(man);
 	script_free(sets, nsets);
 	if (rc != 0) {
-		rm_tree(tmp);
+		fs_rm_tree(tmp);
 		return -1;
 	}
 	/* swap in the finished directory */
@@ -384,18 +355,18 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 	int had = stat(o->outdir, &sb) == 0;
 	if (had && rename(o->outdir, old) != 0) {
 		snprintf(err, errlen, "cannot move the old %s aside: %s", o->outdir, strerror(errno));
-		rm_tree(tmp);
+		fs_rm_tree(tmp);
 		return -1;
 	}
 	if (rename(tmp, o->outdir) != 0) {
 		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, o->outdir, strerror(errno));
 		if (had)
 			rename(old, o->outdir);
-		rm_tree(tmp);
+		fs_rm_tree(tmp);
 		return -1;
 	}
 	if (had)
-		rm_tree(old);
+		fs_rm_tree(old);
 	if (o->verbose)
 		fprintf(stderr, "wrote %d variants to %s\n", count, o->outdir);
 	return 0;

@@ -95,7 +95,7 @@ static void forward(const RefShape *s, const double *const *p, const double *x, 
 {
 	Job j = { .s = s, .p = p, .x = x, .y = y };
 	row_alloc(&j.w, (long)s->L * s->D);
-	ref_parallel(s->H, forward_head, &j);
+	par_run(s->H, forward_head, &j);
 	row_free(&j.w);
 }
 
@@ -160,7 +160,7 @@ static void backward(const RefShape *s, const double *const *p, const double *x,
 	Job j = { .s = s, .p = p, .x = x, .dy = dy, .dx = dx, .dp = dp };
 	row_alloc(&j.w, (long)s->L * s->D);
 	j.dh = zeros(s->D); j.dpa = zeros(s->D); j.dpx = zeros(s->D);
-	ref_parallel(s->H, backward_head, &j);
+	par_run(s->H, backward_head, &j);
 	free(j.dh); free(j.dpa); free(j.dpx);
 	row_free(&j.w);
 }

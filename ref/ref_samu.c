@@ -104,8 +104,8 @@ static void recurrence(void *ctx, int blk)
  * when j->y is set, y. */
 static void row_forward(Job *j)
 {
-	ref_parallel((j->sh->L + TOKBLK - 1) / TOKBLK, controller, j);
-	ref_parallel((j->sh->D + CHBLK - 1) / CHBLK, recurrence, j);
+	par_run((j->sh->L + TOKBLK - 1) / TOKBLK, controller, j);
+	par_run((j->sh->D + CHBLK - 1) / CHBLK, recurrence, j);
 }
 
 static void forward(const RefShape *sh, const double *const *p, const double *x, double *y)
@@ -196,7 +196,7 @@ static void backward(const RefShape *sh, const double *const *p, const double *x
 		j.dx = dx + b * n;
 		j.y = NULL;
 		row_forward(&j);
-		ref_parallel(nblk, reverse, &j);
+		par_run(nblk, reverse, &j);
 		for (int t = L - 1; t >= 0; t--) {
 			double dg = 0, ds = 0;
 			for (int k = 0; k < nblk; k++) {
@@ -208,7 +208,7 @@ static void backward(const RefShape *sh, const double *const *p, const double *x
 			dp[BU][0] += j.du[t];
 			dp[BV][0] += j.dv[t];
 		}
-		ref_parallel(nblk, controller_back, &j);
+		par_run(nblk, controller_back, &j);
 	}
 	for (int k = 0; k < nblk; k++) {
 		dp[THETA][0] += j.dthp[k];

@@ -11,7 +11,7 @@ Launch *tmpl_launch(Tmpl *T, int fwd, const char *kname, const char *g0, const c
 	CHECK(fwd ? T->nfwd < 8 : T->nbwd < 8);
 	Launch *l = fwd ? &T->fwd[T->nfwd++] : &T->bwd[T->nbwd++];
 	memset(l, 0, sizeof *l);
-	snprintf(l->kernel, sizeof l->kernel, "%s_%s", T->prefix, kname);
+	snprintf(l->kernel, sizeof l->kernel, "%s_%s", T->kname, kname);
 	snprintf(l->grid[0], sizeof l->grid[0], "%s", g0);
 	snprintf(l->grid[1], sizeof l->grid[1], "%s", g1);
 	snprintf(l->grid[2], sizeof l->grid[2], "%s", g2);
@@ -26,15 +26,16 @@ void tmpl_open(Tmpl *T, Launch *l)
 	/* before any memory access: the runtime may launch this kernel while the
 	 * one ahead of it on the stream still runs (the manifest's "early") */
 	grid_dep_wait(&T->I);
-	T->cur_threads = l->block;
+	T->k.threads = l->block;
+	T->k.gates_inline = gates_inline(T);
 	/* A lane takes 4 adjacent channels where it can: a row's 16 channels
 	 * are then 4 lanes x 8 bytes, one full 32-byte sector per store (in the
 	 * mma's column order, 2q and 2q+1 of each 8, a store half-fills 8).
 	 * Without projections nothing ties a slot to an mma column. With them
-	 * the kernels that store rows set ch4 after this (tmpl_fwd_apply,
+	 * the kernels that store rows set slots_adjacent after this (tmpl_fwd_apply,
 	 * tmpl_bwd_apply) and permute the projections to match (wcol); the
 	 * others keep the mma's order. */
-	T->ch4 = T->nbd == 0;
+	T->k.slots_adjacent = T->nbdproj == 0;
 }
 
 /* The zeroed workspaces of both passes -- the runtime's arena -- cleared
@@ -108,7 +109,7 @@ void ksig_params(Tmpl *T, KSig *s)
 
 void ksig_tok(Tmpl *T, KSig *s)
 {
-	if (T->nz > 0)
+	if (T->ntokval > 0)
 		ksig_add(T, s, "ws:tok", T->I.gptr);
 }
 
@@ -137,7 +138,7 @@ static LLVMValueRef load_pair(Tmpl *T, LLVMValueRef base, LLVMValueRef idx64, LL
 LLVMValueRef wcol(const Tmpl *T, Irb *I, LLVMValueRef w, LLVMValueRef n8, int nt)
 {
 	LLVMValueRef base = imul(I, w, ci32(I, 16));
-	if (!T->ch4)
+	if (!T->k.slots_adjacent)
 		return iadd(I, iadd(I, base, n8), ci32(I, 8 * nt));
 	LLVMValueRef pair = imul(I, LLVMBuildLShr(I->b, n8, ci32(I, 1), ""), ci32(I, 4));
 	return iadd(I, base, iadd(I, iadd(I, pair, LLVMBuildAnd(I->b, n8, ci32(I, 1), "")), ci32(I, 2 * nt)));
@@ -157,9 +158,9 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	ln->q = LLVMBuildAnd(I->b, ln->lane, ci32(I, 3), "q");
 	ln->quad = LLVMBuildLShr(I->b, ln->warp, ci32(I, 2), "quad");
 	ln->w = LLVMBuildAnd(I->b, ln->warp, ci32(I, 3), "w");
-	ln->tile = T->lb_thb[0];   /* NULL: the block index, read where used (lane_tile) */
-	ln->head = T->lb_thb[1] ? T->lb_thb[1] : ctaid(I, 1);
-	ln->b = T->lb_thb[2] ? T->lb_thb[2] : ctaid(I, 2);
+	ln->tile = T->k.ticket_thb[0];   /* NULL: the block index, read where used (lane_tile) */
+	ln->head = T->k.ticket_thb[1] ? T->k.ticket_thb[1] : ctaid(I, 1);
+	ln->b = T->k.ticket_thb[2] ? T->k.ticket_thb[2] : ctaid(I, 2);
 	ln->L = argv_of(T, s, "i32:L");
 	ln->D = argv_of(T, s, "i32:D");
 	ln->x = argv_of(T, s, "x");
@@ -176,9 +177,9 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	}
 	/* slot column c is the accumulator's n-tile c >> 1, column 2q + (c & 1),
 	 * so its channel is that column's (wcol): 16w + 8*(c>>1) + 2q + (c&1),
-	 * or with ch4 16w + 4q + c; pairs (c, c+1) for even c are adjacent either way */
+	 * or with slots_adjacent 16w + 4q + c; pairs (c, c+1) for even c are adjacent either way */
 	for (int c = 0; c < 4; c++)
-		ln->ch[c] = T->ch4 ? iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), imul(I, ln->q, ci32(I, 4))), ci32(I, c))
+		ln->ch[c] = T->k.slots_adjacent ? iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), imul(I, ln->q, ci32(I, 4))), ci32(I, c))
 		                   : iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), imul(I, ln->q, ci32(I, 2))),
 		                          ci32(I, 8 * (c >> 1) + (c & 1)));
 	LLVMValueRef hbase = imul(I, ln->head, ci32(I, 64));
@@ -195,17 +196,17 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	 * every loop below comes after */
 	CHECK(T->inv_node);
 	size_t ninv = 8 * (size_t)mx->g.len;
-	if (!T->inv_memo)
-		T->inv_memo = malloc(ninv * sizeof *T->inv_memo);
-	CHECK(T->inv_memo);
-	memset(T->inv_memo, 0, ninv * sizeof *T->inv_memo);
+	if (!T->k.inv_memo)
+		T->k.inv_memo = malloc(ninv * sizeof *T->k.inv_memo);
+	CHECK(T->k.inv_memo);
+	memset(T->k.inv_memo, 0, ninv * sizeof *T->k.inv_memo);
 	ln->hoist = irb_hoist_block(I);
 	if (!load_weights)
 		return;
 	/* gate B fragments: b0 = (k = 16ks + 2q, 2q+1 ; column n = 16w + 8nt + g), b1 = k + 8;
 	 * column n is channel wcol(n) */
-	for (int j = 0; j < T->nbd; j++) {
-		const MxProj *pj = &mx->proj[T->bd[j]];
+	for (int j = 0; j < T->nbdproj; j++) {
+		const MxProj *pj = &mx->proj[T->bdproj[j]];
 		LLVMValueRef W = ln->param[pj->weight];
 		CHECK(W);
 		LLVMValueRef wbase = imul(I, ln->head, ci32(I, 64 * 64));
@@ -230,13 +231,13 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 /* W[k][j] of projection j at row k, 16-byte column chunk c: rows of 128
  * bytes with the chunk index XOR a 3-bit function of k, so that the eight
  * rows an ldmatrix matrix reads (same chunk) fall in eight different bank
- * groups: k mod 8 where rows are consecutive k; with ch4 the transposed
+ * groups: k mod 8 where rows are consecutive k; with slots_adjacent the transposed
  * projection's rows are k = 2nt + {0, 1, 4, 5, 8, 9, 12, 13} (wcol) as well,
  * and (k0, k2, k1 ^ k3) tells both sets apart */
 static LLVMValueRef wmat_at(const Tmpl *T, Lanes *ln, Irb *I, int j, LLVMValueRef k, LLVMValueRef c)
 {
 	LLVMValueRef f = LLVMBuildAnd(I->b, k, ci32(I, 7), "");
-	if (T->ch4) {
+	if (T->k.slots_adjacent) {
 		LLVMValueRef k1k3 = LLVMBuildAnd(I->b, LLVMBuildXor(I->b, k, LLVMBuildLShr(I->b, k, ci32(I, 2), ""), ""), ci32(I, 2), "");
 		f = LLVMBuildOr(I->b, LLVMBuildAnd(I->b, k, ci32(I, 1), ""),
 		                LLVMBuildOr(I->b, LLVMBuildAnd(I->b, LLVMBuildLShr(I->b, k, ci32(I, 1), ""), ci32(I, 2), ""),
@@ -252,12 +253,12 @@ void wmat_stage(Tmpl *T, Lanes *ln, int off)
 	const Mixer *mx = T->mx;
 	ln->wmat_smem = off;
 	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4), v4i = LLVMVectorType(I->i32, 4);
-	for (int j = 0; j < T->nbd; j++) {
-		LLVMValueRef W = ln->param[mx->proj[T->bd[j]].weight];
+	for (int j = 0; j < T->nbdproj; j++) {
+		LLVMValueRef W = ln->param[mx->proj[T->bdproj[j]].weight];
 		CHECK(W);
-		for (int it = 0; it < 512 / T->cur_threads; it++) {
+		for (int it = 0; it < 512 / T->k.threads; it++) {
 			/* chunk e of 8 weights: row k = e / 8, column chunk e % 8 */
-			LLVMValueRef e = iadd(I, ln->tid, ci32(I, it * T->cur_threads));
+			LLVMValueRef e = iadd(I, ln->tid, ci32(I, it * T->k.threads));
 			LLVMValueRef k = LLVMBuildLShr(I->b, e, ci32(I, 3), "");
 			LLVMValueRef c = LLVMBuildAnd(I->b, e, ci32(I, 7), "");
 			LLVMValueRef g = sext64(I, iadd(I, imul(I, ln->head, ci32(I, 4096)), imul(I, e, ci32(I, 8))));
@@ -270,7 +271,7 @@ void wmat_stage(Tmpl *T, Lanes *ln, int off)
 				LLVMValueRef b = LLVMBuildExtractElement(I->b, src, ci32(I, (2 * p + 1) & 3), "");
 				w = LLVMBuildInsertElement(I->b, w, pack_bf16x2(I, a, b), ci32(I, p), "");
 			}
-			if (!T->ch4) {
+			if (!T->k.slots_adjacent) {
 				st(I, w, smem_ptr(I, wmat_at(T, ln, I, j, k, c)), 16);
 				continue;
 			}
@@ -292,14 +293,14 @@ void wmat_stage(Tmpl *T, Lanes *ln, int off)
 }
 
 /* quad maps [quad][64][2] floats, the segment buffers, then the weights */
-static int quad_seg_at(const Tmpl *T) { return T->TW * 64 * 8; }
-static int quad_wmat_at(const Tmpl *T, int flags) { return quad_seg_at(T) + T->TW * seg_bytes(T, seg_len(T), flags); }
+static int quad_seg_at(const Tmpl *T) { return T->quads * 64 * 8; }
+static int quad_wmat_at(const Tmpl *T, int flags) { return quad_seg_at(T) + T->quads * seg_bytes(T, seg_len(T), flags); }
 
 int quad_smem(const Tmpl *T, int flags) { return quad_wmat_at(T, flags) + wmat_bytes(T); }
 
 void quad_lanes(Tmpl *T, Lanes *ln, const KSig *sig, int segn, int flags)
 {
-	lanes_init(T, ln, sig, gates_inline(T));
+	lanes_init(T, ln, sig, T->k.gates_inline);
 	seg_enable(T, ln, quad_seg_at(T), segn, flags);
 	if (wmat_bytes(T))
 		wmat_stage(T, ln, quad_wmat_at(T, flags));
@@ -348,9 +349,9 @@ void wmat_gate_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2])
 int gate_frags_hold(Tmpl *T, Lanes *ln)
 {
 	int was = ln->wmat_smem;
-	if (T->nbd == 0 || was < 0)
+	if (T->nbdproj == 0 || was < 0)
 		return was;
-	for (int j = 0; j < T->nbd; j++)
+	for (int j = 0; j < T->nbdproj; j++)
 		for (int ks = 0; ks < 4; ks++)
 			wmat_gate_frags(T, ln, j, ks, ln->wfrag[j][ks]);
 	ln->wmat_smem = -1;
@@ -361,12 +362,12 @@ void wmat_dx_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2])
 {
 	Irb *I = &T->I;
 	/* B[jj][k] = W[k][jj] for the warp's own k: matrix m = (nt, r) holds rows
-	 * k = 16w + 8nt.. (with ch4 the rows wcol(w, 0..7, nt): the output's
+	 * k = 16w + 8nt.. (with slots_adjacent the rows wcol(w, 0..7, nt): the output's
 	 * columns then land on the slots' channels), columns jj = 16ks + 8r.. */
 	LLVMValueRef r, blk, d[4];
 	ldsm_lane(I, ln, 1, &r, &blk);
 	LLVMValueRef k;
-	if (T->ch4) {   /* rows 8..15 of r are n-tile 1 */
+	if (T->k.slots_adjacent) {   /* rows 8..15 of r are n-tile 1 */
 		LLVMValueRef row = wcol(T, I, ln->w, LLVMBuildAnd(I->b, r, ci32(I, 7), ""), 0);
 		k = iadd(I, row, imul(I, LLVMBuildLShr(I->b, r, ci32(I, 3), ""), ci32(I, 2)));
 	} else {
@@ -414,7 +415,7 @@ void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 	Irb *I = &T->I;
 	for (int r = 0; r < 2; r++) {
 		LLVMValueRef row = iadd(I, ln->g, ci32(I, 8 * r));
-		st->t[r] = iadd(I, gb, iadd(I, imul(I, row, ci32(I, T->C)), i));
+		st->t[r] = iadd(I, gb, iadd(I, imul(I, row, ci32(I, T->chunk)), i));
 		st->valid[r] = in_seq(T, ln, st->t[r]);
 	}
 }
@@ -433,8 +434,8 @@ EmitEnv slot_env(Tmpl *T, Lanes *ln, const Step *st, int s, LLVMValueRef *pv)
 	if (ln->hoist) {
 		size_t n = (size_t)T->mx->g.len;
 		e.inv_node = T->inv_node;
-		e.inv = T->inv_memo + (size_t)slot_c(s) * n;
-		e.inv_l2e = T->inv_memo + (size_t)(4 + slot_c(s)) * n;
+		e.inv = T->k.inv_memo + (size_t)slot_c(s) * n;
+		e.inv_l2e = T->k.inv_memo + (size_t)(4 + slot_c(s)) * n;
 		e.hoist = ln->hoist;
 	}
 	return e;
@@ -459,7 +460,7 @@ void store_slots(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef out, LLVMValueRef v
 {
 	Irb *I = &T->I;
 	for (int r = 0; r < 2; r++) {
-		if (T->ch4) {   /* the row's four channels are adjacent: one 8-byte store */
+		if (T->k.slots_adjacent) {   /* the row's four channels are adjacent: one 8-byte store */
 			LLVMValueRef w = LLVMGetUndef(I->v2i32), u[4];
 			for (int c = 0; c < 4; c++)
 				u[c] = slot_out(I, v, acc, r, c);
@@ -506,13 +507,13 @@ static LLVMValueRef xs_pair(Tmpl *T, const Lanes *ln, LLVMValueRef base, LLVMVal
 }
 
 /* the bf16 of the lane's four slots of a staged row, as pairs (ch[0], ch[1])
- * and (ch[2], ch[3]): with ch4 they are four adjacent channels, 8 aligned
+ * and (ch[2], ch[3]): with slots_adjacent they are four adjacent channels, 8 aligned
  * bytes (rows of 144 bytes, or 16-byte blocks swizzled whole), read by one
  * 8-byte load instead of two */
 static void xs_slots(Tmpl *T, const Lanes *ln, LLVMValueRef base, LLVMValueRef row, LLVMValueRef pr[2])
 {
 	Irb *I = &T->I;
-	if (!T->ch4) {
+	if (!T->k.slots_adjacent) {
 		for (int nt = 0; nt < 2; nt++)
 			pr[nt] = xs_pair(T, ln, base, row, ln->ch[2 * nt]);
 		return;
@@ -531,12 +532,12 @@ static int seg_part(const Tmpl *T, int flags, int part)
 	off += flags & SEG_X ? buf : 0;
 	if (part == SEG_DY) return off;
 	off += flags & SEG_DY ? buf : 0;
-	if (part == 0) return (off + 16 * T->nz * 4 + 15) & ~15;   /* the whole step */
+	if (part == 0) return (off + 16 * T->ntokval * 4 + 15) & ~15;   /* the whole step */
 	return off;                                                  /* token values */
 }
 
 int seg_bytes(const Tmpl *T, int n, int flags) { return n * seg_part(T, flags, 0); }
-int seg_len(const Tmpl *T) { return T->C < 8 ? T->C : 8; }
+int seg_len(const Tmpl *T) { return T->chunk < 8 ? T->chunk : 8; }
 
 void seg_enable(Tmpl *T, Lanes *ln, int off, int n, int flags)
 {
@@ -549,7 +550,7 @@ void seg_enable(Tmpl *T, Lanes *ln, int off, int n, int flags)
 static void quad_bar(Tmpl *T, Lanes *ln)
 {
 	Irb *I = &T->I;
-	if (T->cur_threads == 128)
+	if (T->k.threads == 128)
 		bar_sync(I);
 	else
 		bar_named(I, iadd(I, ln->quad, ci32(I, 1)), 128);
@@ -572,11 +573,11 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 	LLVMValueRef xv[8], dv[8], tv[8];
 	CHECK(n <= 8);
 	/* token rows: thread tq < 16 * nz loads (row tq / nz, value tq % nz) */
-	LLVMValueRef trow = T->nz ? LLVMBuildUDiv(I->b, tq, ci32(I, T->nz), "") : NULL;
-	LLVMValueRef tz = T->nz ? LLVMBuildURem(I->b, tq, ci32(I, T->nz), "") : NULL;
-	LLVMValueRef tl = T->nz ? ilt(I, tq, ci32(I, 16 * T->nz)) : NULL;
+	LLVMValueRef trow = T->ntokval ? LLVMBuildUDiv(I->b, tq, ci32(I, T->ntokval), "") : NULL;
+	LLVMValueRef tz = T->ntokval ? LLVMBuildURem(I->b, tq, ci32(I, T->ntokval), "") : NULL;
+	LLVMValueRef tl = T->ntokval ? ilt(I, tq, ci32(I, 16 * T->ntokval)) : NULL;
 	for (int k = 0; k < n; k++) {
-		LLVMValueRef t = iadd(I, gb, iadd(I, imul(I, row, ci32(I, T->C)), iadd(I, i0, ci32(I, k))));
+		LLVMValueRef t = iadd(I, gb, iadd(I, imul(I, row, ci32(I, T->chunk)), iadd(I, i0, ci32(I, k))));
 		LLVMValueRef valid = in_seq(T, ln, t);
 		LLVMValueRef rowi = iadd(I, imul(I, ln->b, ln->L), t);
 		LLVMValueRef e = iadd(I, imul(I, sext64(I, rowi), sext64(I, ln->D)),
@@ -586,11 +587,11 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 			xv[k] = LLVMBuildSelect(I->b, valid, ld(I, v4, gep_bf16(I, ln->x, e), 16), LLVMConstNull(v4), "");
 		if (ln->seg_flags & SEG_DY)
 			dv[k] = LLVMBuildSelect(I->b, valid, ld(I, v4, gep_bf16(I, ln->dy, e), 16), LLVMConstNull(v4), "");
-		if (T->nz) {
-			LLVMValueRef tt = iadd(I, gb, iadd(I, imul(I, trow, ci32(I, T->C)), iadd(I, i0, ci32(I, k))));
+		if (T->ntokval) {
+			LLVMValueRef tt = iadd(I, gb, iadd(I, imul(I, trow, ci32(I, T->chunk)), iadd(I, i0, ci32(I, k))));
 			LLVMValueRef tvalid = land(I, tl, in_seq(T, ln, tt));
 			LLVMValueRef ti = iadd(I, imul(I, sext64(I, LLVMBuildSelect(I->b, tvalid, iadd(I, imul(I, ln->b, ln->L), tt), ci32(I, 0), "")),
-			                            ci64(I, T->nz)), sext64(I, tz));
+			                            ci64(I, T->ntokval)), sext64(I, tz));
 			tv[k] = fsel(I, tvalid, ld(I, I->f32, gep_f32(I, ln->tok, ti), 4), cf32(I, 0.0));
 		}
 	}
@@ -604,7 +605,7 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 			st(I, xv[k], smem_ptr(I, iadd(I, sb, o)), 16);
 		if (ln->seg_flags & SEG_DY)
 			st(I, dv[k], smem_ptr(I, iadd(I, iadd(I, sb, ci32(I, seg_part(T, ln->seg_flags, SEG_DY))), o)), 16);
-		if (T->nz) {
+		if (T->ntokval) {
 			IfBlk f;
 			if_begin(I, &f, tl, "tokst");
 			st(I, tv[k], smem_ptr(I, iadd(I, iadd(I, sb, ci32(I, seg_part(T, ln->seg_flags, SEG_TOK))), imul(I, tq, ci32(I, 4)))), 4);
@@ -682,19 +683,19 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 		st->first[s] = b2f(I, ieq(I, t, ci32(I, 0)));
 	}
 	/* the row's per-token values: the q lanes of a row read the same words */
-	if (T->nz > 0 && st->seg) {
+	if (T->ntokval > 0 && st->seg) {
 		LLVMValueRef tb = iadd(I, st->seg, ci32(I, seg_part(T, ln->seg_flags, SEG_TOK)));
 		for (int r = 0; r < 2; r++)
-			for (int k = 0; k < T->nz; k++) {
-				LLVMValueRef o = imul(I, iadd(I, imul(I, iadd(I, ln->g, ci32(I, 8 * r)), ci32(I, T->nz)), ci32(I, k)), ci32(I, 4));
+			for (int k = 0; k < T->ntokval; k++) {
+				LLVMValueRef o = imul(I, iadd(I, imul(I, iadd(I, ln->g, ci32(I, 8 * r)), ci32(I, T->ntokval)), ci32(I, k)), ci32(I, 4));
 				st->tok[r][k] = ld(I, I->f32, smem_ptr(I, iadd(I, tb, o)), 4);
 			}
-	} else if (T->nz > 0) {
+	} else if (T->ntokval > 0) {
 		CHECK(ln->tok);
 		for (int r = 0; r < 2; r++) {
 			LLVMValueRef row = LLVMBuildSelect(I->b, st->valid[r], iadd(I, imul(I, ln->b, ln->L), st->t[r]), ci32(I, 0), "");
-			LLVMValueRef base = imul(I, sext64(I, row), ci64(I, T->nz));
-			for (int k = 0; k < T->nz; k++)
+			LLVMValueRef base = imul(I, sext64(I, row), ci64(I, T->ntokval));
+			for (int k = 0; k < T->ntokval; k++)
 				st->tok[r][k] = ld(I, I->f32, gep_f32(I, ln->tok, iadd(I, base, ci64(I, k))), 4);
 		}
 	}
@@ -723,8 +724,8 @@ void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMVal
 	CHECK(n >= 1 && n <= 2);
 	for (int k = 0; k < n; k++)
 		step_inputs(T, ln, &st[k], gb, iadd(I, i, ci32(I, k)));
-	int fused = gates_inline(T) || need_proj;
-	if (fused && T->nbd > 0) {
+	int fused = T->k.gates_inline || need_proj;
+	if (fused && T->nbdproj > 0) {
 		/* A fragments of 16 rows x 64 input channels, four k-steps */
 		/* every kernel that runs the projections stages x */
 		LLVMValueRef A[2][4][4];
@@ -736,7 +737,7 @@ void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMVal
 				ldsm_x4(I, A[k][ks], ln->seg_flags & SEG_SWZ ? iadd(I, st[k].xs, xs_ldsm_at(I, ln, 2 * ks))
 				                                             : iadd(I, ro, ci32(I, 32 * ks)), 0);
 		}
-		for (int j = 0; j < T->nbd; j++) {
+		for (int j = 0; j < T->nbdproj; j++) {
 			LLVMValueRef wf[4][2][2];   /* [ks][nt][r] */
 			for (int ks = 0; ks < 4; ks++)
 				if (ln->wmat_smem >= 0)
@@ -757,7 +758,7 @@ void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMVal
 					/* c0: (row g, ch 2q) c1: (g, 2q+1) c2: (g+8, 2q) c3: (g+8, 2q+1) */
 					for (int e = 0; e < 4; e++) {
 						int r = e >> 1, c = 2 * nt + (e & 1);
-						st[k].proj[r * 4 + c][T->bd[j]] = acc[e];
+						st[k].proj[r * 4 + c][T->bdproj[j]] = acc[e];
 					}
 				}
 		}
@@ -824,7 +825,7 @@ void quads_tile_map(Tmpl *T, LLVMValueRef ch, LLVMValueRef *A, LLVMValueRef *B)
 	Irb *I = &T->I;
 	*A = cf32(I, 1.0);
 	*B = cf32(I, 0.0);
-	for (int qd = 0; qd < T->TW; qd++) {
+	for (int qd = 0; qd < T->quads; qd++) {
 		LLVMValueRef off = imul(I, iadd(I, ci32(I, qd * 64), ch), ci32(I, 8));
 		LLVMValueRef a = ld(I, I->f32, smem_ptr(I, off), 4);
 		LLVMValueRef b = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, 4))), 4);

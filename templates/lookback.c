@@ -33,9 +33,9 @@ void lb_ticket(Tmpl *T, LLVMValueRef ticket, int smem_off)
 	LLVMValueRef t = ld(I, I->i32, slot, 4);
 	LLVMValueRef H = nctaid(I, 1), HB = imul(I, H, nctaid(I, 2));
 	LLVMValueRef r = LLVMBuildURem(I->b, t, HB, "");
-	T->lb_thb[0] = LLVMBuildUDiv(I->b, t, HB, "lb_tile");
-	T->lb_thb[1] = LLVMBuildURem(I->b, r, H, "lb_head");
-	T->lb_thb[2] = LLVMBuildUDiv(I->b, r, H, "lb_b");
+	T->k.ticket_thb[0] = LLVMBuildUDiv(I->b, t, HB, "lb_tile");
+	T->k.ticket_thb[1] = LLVMBuildURem(I->b, r, H, "lb_head");
+	T->k.ticket_thb[2] = LLVMBuildUDiv(I->b, r, H, "lb_b");
 }
 
 /* word (b, entry p, channel ch) of a [B][n][D] workspace of 32-bit words:
@@ -68,7 +68,7 @@ void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
 	Irb *I = &T->I;
 	/* the window is split among the block's threads: part j (threads
 	 * 64j .. 64j + 63, one per channel) folds entries m j .. m j + m - 1 */
-	int nparts = T->cur_threads / 64, m = LB_WIN / nparts;
+	int nparts = T->k.threads / 64, m = LB_WIN / nparts;
 	CHECK(nparts >= 1 && LB_WIN % nparts == 0 && nparts <= LB_MAXPARTS);
 	LLVMValueRef aggA = ksig_arg(T, sig, "ws:aggA"), aggB = ksig_arg(T, sig, "ws:aggB");
 	LLVMValueRef hend = ksig_arg(T, sig, "ws:hend");

@@ -62,10 +62,10 @@ void tmpl_bwd_reduce(Tmpl *T)
 	/* the adjoint maps need a and dy/dh only: x is read when they use it */
 	const ExGraph *eg = &T->mx->g;
 	int segf = SEG_DY;
-	if (T->nbd > 0 || ex_depends(eg, T->e_log_a, EX_X, -1) || ex_depends(eg, T->g_h, EX_X, -1))
+	if (T->nbdproj > 0 || ex_depends(eg, T->e_log_a, EX_X, -1) || ex_depends(eg, T->g_h, EX_X, -1))
 		segf |= SEG_X;
 	snprintf(sm, sizeof sm, "%d", quad_smem(T, segf));
-	Launch *l = tmpl_launch(T, 0, "bwd_reduce", "NT", "H", "B", 128 * T->TW, sm);
+	Launch *l = tmpl_launch(T, 0, "bwd_reduce", "NT", "H", "B", 128 * T->quads, sm);
 	l->minblocks = reduce_minblocks(T);
 	if (!(segf & SEG_X))
 		snprintf(l->bytes_unread, sizeof l->bytes_unread, "x");
@@ -84,18 +84,18 @@ void tmpl_bwd_reduce(Tmpl *T)
 	Lanes ln;
 	quad_lanes(T, &ln, &l->sig, seg_len(T), segf);
 	LLVMValueRef tile = ctaid(I, 0);
-	LLVMValueRef qbase = iadd(I, imul(I, tile, ci32(I, T->C * T->P)), imul(I, ln.quad, ci32(I, T->GQ * 16 * T->C)));
+	LLVMValueRef qbase = iadd(I, imul(I, tile, ci32(I, T->chunk * T->prefix)), imul(I, ln.quad, ci32(I, T->quad_groups * 16 * T->chunk)));
 	Var qA[4], qB[4];
 	for (int c = 0; c < 4; c++) {
 		qA[c] = var_init(I, cf32(I, 1.0), "qA");
 		qB[c] = var_init(I, cf32(I, 0.0), "qB");
 	}
-	for (int j = 0; j < T->GQ; j++) {
-		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->C));
+	for (int j = 0; j < T->quad_groups; j++) {
+		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->chunk));
 		Maps m;
 		maps_init(T, &m, "r");
 		Loop Ls, L;
-		LLVMValueRef i = seg_loop_begin(T, &ln, &Ls, &L, gb, T->C);
+		LLVMValueRef i = seg_loop_begin(T, &ln, &Ls, &L, gb, T->chunk);
 		Step stp;
 		step_gates(T, &ln, &stp, gb, i, 0);
 		LLVMValueRef dy[TM_SLOTS];
@@ -118,7 +118,7 @@ void tmpl_bwd_reduce(Tmpl *T)
 	IfBlk f2;
 	if_begin(I, &f2, ilt(I, ln.tid, ci32(I, 64)), "tile");
 	LLVMValueRef A = cf32(I, 1.0), B = cf32(I, 0.0);
-	for (int qd = 0; qd < T->TW; qd++) {   /* tile := tile o Q_qd */
+	for (int qd = 0; qd < T->quads; qd++) {   /* tile := tile o Q_qd */
 		LLVMValueRef off = imul(I, iadd(I, ci32(I, qd * 64), ln.tid), ci32(I, 8));
 		LLVMValueRef a = ld(I, I->f32, smem_ptr(I, off), 4);
 		LLVMValueRef b = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, 4))), 4);
@@ -175,26 +175,26 @@ typedef struct {
  * boundary where those fit. */
 static BwdSmem bwd_layout(const Tmpl *T, const PartMap *pm, int nh, int swz, int h16)
 {
-	int nbd = T->nbd, nseg = T->C / T->S;
+	int nbd = T->nbdproj, nseg = T->chunk / T->seg;
 	BwdSmem s;
 	s.nh = nh;
 	s.h16 = h16;
 	s.segf = SEG_X | SEG_DY | (swz ? SEG_SWZ : 0);
-	s.hm0 = T->C - nh * T->S - 1;
+	s.hm0 = T->chunk - nh * T->seg - 1;
 	if (s.hm0 < 0)
 		s.hm0 = 0;          /* step 0 starts from the chunk's start itself */
-	int hbytes = nh > 0 ? (T->C - 1 - s.hm0) * (h16 ? MAP16_BYTES : MAP_BYTES) : 0, hseg = T->S * TM_SLOTS * 128 * 4;
+	int hbytes = nh > 0 ? (T->chunk - 1 - s.hm0) * (h16 ? MAP16_BYTES : MAP_BYTES) : 0, hseg = T->seg * TM_SLOTS * 128 * 4;
 	if (nh < nseg && hbytes < hseg)
 		hbytes = hseg;
 	s.hprev = 0;
 	s.dpa = s.hprev + hbytes;                           /* dproj, bf16 [step][proj][warp][16 t][16 j] */
-	s.scal = s.dpa + T->S * nbd * 4 * 512;
+	s.scal = s.dpa + T->seg * nbd * 4 * 512;
 	s.wmat = s.scal + 4 * (pm->nscal ? pm->nscal : 1) * 4;
 	s.wmat = (s.wmat + 15) & ~15;
 	s.dW = s.wmat + nbd * WMAT_BYTES;                  /* dW^T accumulators, v4 [proj][kt][thread] */
 	s.xs = s.dW + nbd * 8 * 128 * 16;                  /* staged x rows */
-	s.dz = s.xs + seg_bytes(T, T->S, s.segf);          /* token adjoints [S][16 rows][4 warps][nz] */
-	s.tail = (s.dz + T->S * 16 * 4 * T->nz * 4 + 15) & ~15;   /* the token stage (tok_tail.c) */
+	s.dz = s.xs + seg_bytes(T, T->seg, s.segf);          /* token adjoints [S][16 rows][4 warps][nz] */
+	s.tail = (s.dz + T->seg * 16 * 4 * T->ntokval * 4 + 15) & ~15;   /* the token stage (tok_tail.c) */
 	s.total = s.tail + (tok_fused(T) ? tok_tail_bytes(T) : 0);
 	/* pass A's maps at the inner boundaries of the segments that sweep,
 	 * [boundary][slot][A, B][thread]: h at such a segment's start without
@@ -212,14 +212,14 @@ static BwdSmem bwd_layout(const Tmpl *T, const PartMap *pm, int nh, int swz, int
  * without a boundary map, the sweep from the chunk start to the segment */
 static int bwd_gate_steps(const Tmpl *T, const BwdSmem *s)
 {
-	int nseg = T->C / T->S, n = T->C;
+	int nseg = T->chunk / T->seg, n = T->chunk;
 	for (int sg = 0; sg < nseg; sg++) {
-		n += T->S;
+		n += T->seg;
 		if (sg >= nseg - s->nh)
 			continue;
-		n += T->S;
+		n += T->seg;
 		if (sg > 0 && s->nbm == 0)
-			n += sg * T->S;
+			n += sg * T->seg;
 	}
 	return n;
 }
@@ -240,8 +240,8 @@ static int bwd_gate_steps(const Tmpl *T, const BwdSmem *s)
 static BwdSmem bwd_smem(const Tmpl *T, const PartMap *pm)
 {
 	BwdSmem best = bwd_layout(T, pm, 0, 0, 0);
-	for (int h16 = 0; h16 < (T->nz > 0 ? 1 : 2); h16++)
-		for (int nh = 1; nh <= T->C / T->S && T->C / T->S <= 8; nh++) {
+	for (int h16 = 0; h16 < (T->ntokval > 0 ? 1 : 2); h16++)
+		for (int nh = 1; nh <= T->chunk / T->seg && T->chunk / T->seg <= 8; nh++) {
 			/* staged rows swizzled only where the padding is what does not fit */
 			BwdSmem s = bwd_layout(T, pm, nh, 0, h16);
 			if (s.total > SMEM_2BLK)
@@ -405,7 +405,7 @@ static LLVMValueRef dw_acc(Bwd *bw, int j, int kt, int e)
 static LLVMValueRef dpa_at(Bwd *bw, LLVMValueRef si, int j, LLVMValueRef w, LLVMValueRef t, LLVMValueRef half)
 {
 	Irb *I = &bw->T->I;
-	LLVMValueRef blk = iadd(I, imul(I, iadd(I, imul(I, si, ci32(I, bw->T->nbd)), ci32(I, j)), ci32(I, 4)), w);
+	LLVMValueRef blk = iadd(I, imul(I, iadd(I, imul(I, si, ci32(I, bw->T->nbdproj)), ci32(I, j)), ci32(I, 4)), w);
 	LLVMValueRef sw = LLVMBuildXor(I->b, half, LLVMBuildAnd(I->b, LLVMBuildLShr(I->b, t, ci32(I, 2), ""), ci32(I, 1), ""), "");
 	return iadd(I, ci32(I, bw->sm.dpa), iadd(I, imul(I, blk, ci32(I, 512)), iadd(I, imul(I, t, ci32(I, 32)), imul(I, sw, ci32(I, 16)))));
 }
@@ -422,7 +422,7 @@ static void tok_partials(Bwd *bw, Step *stp, LLVMValueRef si, LLVMValueRef gz[TM
 	Lanes *ln = bw->ln;
 	for (int r = 0; r < 2; r++) {
 		LLVMValueRef v[TM_MAXZ];
-		for (int k = 0; k < T->nz; k++) {
+		for (int k = 0; k < T->ntokval; k++) {
 			v[k] = fadd(I, fadd(I, gz[r * 4][k], gz[r * 4 + 1][k]), fadd(I, gz[r * 4 + 2][k], gz[r * 4 + 3][k]));
 			v[k] = fadd(I, v[k], shfl_xor_f(I, v[k], 1));
 			v[k] = fadd(I, v[k], shfl_xor_f(I, v[k], 2));
@@ -431,8 +431,8 @@ static void tok_partials(Bwd *bw, Step *stp, LLVMValueRef si, LLVMValueRef gz[TM
 		if_begin(I, &f, ieq(I, ln->q, ci32(I, 0)), "dz");
 		LLVMValueRef row = iadd(I, ln->g, ci32(I, 8 * r));
 		LLVMValueRef cell = iadd(I, imul(I, iadd(I, imul(I, si, ci32(I, 16)), row), ci32(I, 4)), ln->w);
-		for (int k = 0; k < T->nz; k++) {
-			LLVMValueRef o = imul(I, iadd(I, imul(I, cell, ci32(I, T->nz)), ci32(I, k)), ci32(I, 4));
+		for (int k = 0; k < T->ntokval; k++) {
+			LLVMValueRef o = imul(I, iadd(I, imul(I, cell, ci32(I, T->ntokval)), ci32(I, k)), ci32(I, 4));
 			st(I, v[k], smem_ptr(I, iadd(I, ci32(I, bw->sm.dz), o)), 4);
 		}
 		if_end(I, &f);
@@ -446,31 +446,31 @@ static void tok_flush(Bwd *bw, int s0)
 	Irb *I = &T->I;
 	Lanes *ln = bw->ln;
 	bar_sync(I);
-	int n = T->S * 16 * T->nz;
+	int n = T->seg * 16 * T->ntokval;
 	for (int base = 0; base < n; base += 128) {
 		LLVMValueRef e = iadd(I, ln->tid, ci32(I, base));
-		LLVMValueRef k = LLVMBuildURem(I->b, e, ci32(I, T->nz), "");
-		LLVMValueRef sr = LLVMBuildUDiv(I->b, e, ci32(I, T->nz), "");    /* si * 16 + row */
+		LLVMValueRef k = LLVMBuildURem(I->b, e, ci32(I, T->ntokval), "");
+		LLVMValueRef sr = LLVMBuildUDiv(I->b, e, ci32(I, T->ntokval), "");    /* si * 16 + row */
 		LLVMValueRef si = LLVMBuildUDiv(I->b, sr, ci32(I, 16), "");
 		LLVMValueRef row = LLVMBuildURem(I->b, sr, ci32(I, 16), "");
-		LLVMValueRef t = iadd(I, bw->gb, iadd(I, imul(I, row, ci32(I, T->C)), iadd(I, si, ci32(I, s0))));
+		LLVMValueRef t = iadd(I, bw->gb, iadd(I, imul(I, row, ci32(I, T->chunk)), iadd(I, si, ci32(I, s0))));
 		IfBlk f;
 		if_begin(I, &f, land(I, ilt(I, e, ci32(I, n)), in_seq(T, ln, t)), "flush");
 		LLVMValueRef sum = cf32(I, 0.0);
 		for (int w = 0; w < 4; w++) {
-			LLVMValueRef o = imul(I, iadd(I, imul(I, iadd(I, imul(I, sr, ci32(I, 4)), ci32(I, w)), ci32(I, T->nz)), k), ci32(I, 4));
+			LLVMValueRef o = imul(I, iadd(I, imul(I, iadd(I, imul(I, sr, ci32(I, 4)), ci32(I, w)), ci32(I, T->ntokval)), k), ci32(I, 4));
 			sum = fadd(I, sum, ld(I, I->f32, smem_ptr(I, iadd(I, ci32(I, bw->sm.dz), o)), 4));
 		}
 		if (tok_fused(T)) {
 			/* a look-back word, for the blocks of every head (tok_tail_group) */
-			LLVMValueRef n16 = ci32(I, 16 * T->C);
+			LLVMValueRef n16 = ci32(I, 16 * T->chunk);
 			LLVMValueRef gi = idiv(I, bw->gb, n16), tl = isub(I, t, bw->gb);
 			LLVMValueRef idx = tok_part_index(T, ln, bw->NG, gi, tl, ln->head, k);
 			st_volatile(I, lb_enc(I, sum), gep_f32(I, bw->dtokp, idx), 4);
 		} else {
 			LLVMValueRef tok = iadd(I, imul(I, ln->b, ln->L), t);
 			LLVMValueRef H = LLVMBuildLShr(I->b, ln->D, ci32(I, 6), "");
-			LLVMValueRef idx = iadd(I, imul(I, iadd(I, imul(I, sext64(I, tok), sext64(I, H)), sext64(I, ln->head)), ci64(I, T->nz)), sext64(I, k));
+			LLVMValueRef idx = iadd(I, imul(I, iadd(I, imul(I, sext64(I, tok), sext64(I, H)), sext64(I, ln->head)), ci64(I, T->ntokval)), sext64(I, k));
 			st(I, sum, gep_f32(I, bw->dtokp, idx), 4);
 		}
 		if_end(I, &f);
@@ -483,13 +483,13 @@ static void tok_flush(Bwd *bw, int s0)
  * the start of the trip. A chunk of two segments (16) gained nothing from
  * the later place (1.213 against 1.203 ms f+b at 1x131072x1024, 16-bit h
  * maps then) and, with fp32 maps, spills there. */
-static int tok_tail_mid(const Tmpl *T) { return tok_fused(T) && T->C == T->S; }
+static int tok_tail_mid(const Tmpl *T) { return tok_fused(T) && T->chunk == T->seg; }
 
 /* the group a block ran in its trip before the one at gb */
 static LLVMValueRef prev_group(Bwd *bw, LLVMValueRef gb)
 {
 	Irb *I = &bw->T->I;
-	return iadd(I, gb, imul(I, nctaid(I, 0), ci32(I, 16 * bw->T->C)));
+	return iadd(I, gb, imul(I, nctaid(I, 0), ci32(I, 16 * bw->T->chunk)));
 }
 
 /* the token stage of the group at gb (tok_tail.c), where it starts inside
@@ -543,10 +543,10 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 		CHECK(memo);
 		LLVMValueRef zero = cf32(I, 0.0);
 		gx[s] = fsel(I, valid, emit_expr(I, &mx->g, T->g_x, &env, memo), zero);
-		for (int k = 0; k < T->nz; k++)
+		for (int k = 0; k < T->ntokval; k++)
 			gz[s][k] = fsel(I, valid, emit_expr(I, &mx->g, T->g_tok[k], &env, memo), zero);
-		for (int j = 0; j < T->nbd; j++)
-			gp[s][j] = fsel(I, valid, emit_expr(I, &mx->g, T->g_proj[T->bd[j]], &env, memo), zero);
+		for (int j = 0; j < T->nbdproj; j++)
+			gp[s][j] = fsel(I, valid, emit_expr(I, &mx->g, T->g_proj[T->bdproj[j]], &env, memo), zero);
 		for (int p = 0; p < mx->nparam; p++) {
 			LLVMValueRef v = NULL;
 			/* a gradient the element stage never produces keeps no accumulator
@@ -555,8 +555,8 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 			int nil = gn->op == EX_CONST && gn->k == 0.0;
 			if ((bw->pm->cidx[p] >= 0 || bw->pm->sidx[p] >= 0) && !nil)
 				v = fsel(I, valid, emit_expr(I, &mx->g, T->g_param[p], &env, memo), zero);
-			for (int j = 0; j < T->nbd; j++)   /* a projection's bias collects its adjoint */
-				if (mx->proj[T->bd[j]].bias == p)
+			for (int j = 0; j < T->nbdproj; j++)   /* a projection's bias collects its adjoint */
+				if (mx->proj[T->bdproj[j]].bias == p)
 					v = v ? fadd(I, v, gp[s][j]) : gp[s][j];
 			if (!v)
 				continue;
@@ -567,9 +567,9 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 		}
 		free(memo);
 	}
-	if (T->nz > 0)
+	if (T->ntokval > 0)
 		tok_partials(bw, &stp, si, gz);
-	if (T->nbd == 0) {
+	if (T->nbdproj == 0) {
 		/* no projection: dx here is the direct term; a token stage adds its
 		 * term in tok_dx once the adjoints are summed over every channel */
 		store_slots(T, ln, &stp, ln->dx, gx, NULL);
@@ -577,7 +577,7 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 	}
 	/* dproj to this step's buffer (bf16, [16 t][16 j] per warp): dx needs
 	 * every warp's, the segment's dW pass (dw_segment) this warp's own */
-	for (int j = 0; j < T->nbd; j++)
+	for (int j = 0; j < T->nbdproj; j++)
 		for (int r = 0; r < 2; r++)
 			for (int nt = 0; nt < 2; nt++) {
 				LLVMValueRef t = iadd(I, ln->g, ci32(I, 8 * r));
@@ -593,7 +593,7 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 			acc[nt][e] = cf32(I, 0.0);
 	LLVMValueRef mt, mh;
 	ldsm_lane(I, ln, 0, &mt, &mh);
-	for (int j = 0; j < T->nbd; j++)
+	for (int j = 0; j < T->nbdproj; j++)
 		for (int ks = 0; ks < 4; ks++) {
 			/* a0..a3 = (t 0-7, j 0-7), (t 8-15, j 0-7), (t 0-7, j 8-15), (t 8-15, j 8-15) */
 			LLVMValueRef A[4], bfr[2][2];
@@ -622,7 +622,7 @@ static void dw_segment(Bwd *bw, int s0)
 	Tmpl *T = bw->T;
 	Irb *I = &T->I;
 	Lanes *ln = bw->ln;
-	CHECK(T->S <= 8);
+	CHECK(T->seg <= 8);
 	/* A: a0..a3 = (j 0-7, t 0-7), (j 8-15, t 0-7), (j 0-7, t 8-15), (j 8-15, t 8-15) */
 	LLVMValueRef at, ah;
 	ldsm_lane(I, ln, 1, &at, &ah);
@@ -635,15 +635,15 @@ static void dw_segment(Bwd *bw, int s0)
 	 * segment for RG-LRU); chunks of 64, and of 32 at more than one group
 	 * per quad, take one projection at a time, as their unrolled segments
 	 * already hold 254-255 registers and spill with the fragments of both */
-	int jn = T->C <= 16 || (T->C <= 32 && T->GQ == 1) ? T->nbd : 1;
-	for (int j0 = 0; j0 < T->nbd; j0 += jn) {
+	int jn = T->chunk <= 16 || (T->chunk <= 32 && T->quad_groups == 1) ? T->nbdproj : 1;
+	for (int j0 = 0; j0 < T->nbdproj; j0 += jn) {
 		LLVMValueRef A[MX_MAXPROJ][8][4];
 		for (int j = j0; j < j0 + jn; j++)
-			for (int si = 0; si < T->S; si++)
+			for (int si = 0; si < T->seg; si++)
 				ldsm_x4(I, A[j][si], dpa_at(bw, ci32(I, si), j, ln->w, at, ah), 1);
 		for (int kp = 0; kp < 8; kp += 2) {
 			LLVMValueRef Bx[8][4];
-			for (int si = 0; si < T->S; si++)
+			for (int si = 0; si < T->seg; si++)
 				ldsm_x4(I, Bx[si], iadd(I, seg_step_at(T, ln, ci32(I, s0 + si)), swz ? xs_ldsm_at(I, ln, kp) : iadd(I, xo, ci32(I, 16 * kp))), 1);
 			for (int j = j0; j < j0 + jn; j++)
 				for (int kt = kp; kt < kp + 2; kt++) {
@@ -652,7 +652,7 @@ static void dw_segment(Bwd *bw, int s0)
 					LLVMValueRef c[4];
 					for (int e = 0; e < 4; e++)
 						c[e] = LLVMBuildExtractElement(I->b, cv, ci32(I, e), "");
-					for (int si = 0; si < T->S; si++) {
+					for (int si = 0; si < T->seg; si++) {
 						LLVMValueRef B[2] = { Bx[si][2 * (kt - kp)], Bx[si][2 * (kt - kp) + 1] }, d[4];
 						mma_bf16(I, d, A[j][si], B, c);
 						memcpy(c, d, sizeof c);
@@ -695,11 +695,11 @@ static void dw_tile_at(Bwd *bw, LLVMValueRef const out[], LLVMValueRef jk, LLVMV
 	Lanes *ln = bw->ln;
 	LLVMValueRef j = LLVMBuildUDiv(I->b, jk, ci32(I, 8), ""), kt = LLVMBuildURem(I->b, jk, ci32(I, 8), "");
 	LLVMValueRef dst = out[0];
-	for (int p = 1; p < T->nbd; p++)
+	for (int p = 1; p < T->nbdproj; p++)
 		dst = LLVMBuildSelect(I->b, ieq(I, j, ci32(I, p)), out[p], dst, "");
 	for (int e = 0; e < 4; e++) {
 		/* dW^T fragment: row j = g (+8) (the channel wcol), column k = 8kt + 2q (+1); stored [k][j] */
-		LLVMValueRef jj = T->ch4 ? wcol(T, I, ln->w, ln->g, e >> 1)
+		LLVMValueRef jj = T->k.slots_adjacent ? wcol(T, I, ln->w, ln->g, e >> 1)
 		                         : iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), ln->g), ci32(I, 8 * (e >> 1)));
 		LLVMValueRef k = iadd(I, iadd(I, imul(I, ln->q, ci32(I, 2)), imul(I, kt, ci32(I, 8))), ci32(I, e & 1));
 		at[e] = gep_f32(I, dst, sext64(I, iadd(I, base, iadd(I, imul(I, k, ci32(I, 64)), jj))));
@@ -758,8 +758,8 @@ static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValu
 	LLVMValueRef second = bar_or(I, ieq(I, var_get(I, tk), one));
 	LLVMValueRef out[MX_MAXPROJ];
 	char a[64];
-	for (int j = 0; j < T->nbd; j++) {
-		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bd[j]].weight].name);
+	for (int j = 0; j < T->nbdproj; j++) {
+		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bdproj[j]].weight].name);
 		out[j] = ksig_arg(T, sig, a);
 	}
 
@@ -768,8 +768,8 @@ static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValu
 	 * flag, then has all its loads of the slot in flight at once; the
 	 * first's stores, which the second waits for, go out together */
 	enum { NTB = MX_MAXPROJ * 8 / BWD_CLUSTER };
-	int ntb = T->nbd * 8 / BWD_CLUSTER;
-	CHECK(T->nbd * 8 % BWD_CLUSTER == 0 && ntb <= NTB);
+	int ntb = T->nbdproj * 8 / BWD_CLUSTER;
+	CHECK(T->nbdproj * 8 % BWD_CLUSTER == 0 && ntb <= NTB);
 	LLVMValueRef full = ieq(I, nrank, ci32(I, BWD_CLUSTER));
 	IfBlk fu, fl;
 	if_begin(I, &fu, full, "dw_full");
@@ -812,7 +812,7 @@ static void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValu
 	 * loop over the tiles */
 	if_begin(I, &fl, LLVMBuildNot(I->b, full, ""), "dw_loop");
 	Loop L;
-	loop_begin(I, &L, rank, ci32(I, T->nbd * 8), nrank, "dwt");
+	loop_begin(I, &L, rank, ci32(I, T->nbdproj * 8), nrank, "dwt");
 	LLVMValueRef jk = loop_i(I, &L), acc[4], at[4];
 	dw_tile_sum(bw, jk, nrank, acc);
 	dw_tile_at(bw, out, jk, base, at);
@@ -851,7 +851,7 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 	Irb *I = &T->I;
 	Lanes *ln = bw->ln;
 	LLVMValueRef gb = bw->gb;
-	LLVMValueRef gi = idiv(I, gb, ci32(I, 16 * T->C));
+	LLVMValueRef gi = idiv(I, gb, ci32(I, 16 * T->chunk));
 	LLVMValueRef hg[4];
 	for (int c = 0; c < 4; c++)
 		hg[c] = ld(I, I->f32, gep_f32(I, ckpt, tile_chan(T, ln, gi, NG, ln->ch[c])), 4);
@@ -862,7 +862,7 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 	{
 		int wsave = gate_frags_hold(T, ln);
 		Loop Ls, L;
-		LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, T->C);
+		LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, T->chunk);
 		L.unroll = 0;
 		Step stp;
 		step_gates(T, ln, &stp, gb, i, 0);
@@ -875,14 +875,14 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 		if (bw->sm.nh > 0) {
 			/* the map of steps 0 .. i: h before step i + 1 */
 			IfBlk f;
-			if_begin(I, &f, land(I, ilt(I, i, ci32(I, T->C - 1)), LLVMBuildICmp(I->b, LLVMIntSGE, i, ci32(I, bw->sm.hm0), "")), "hmap");
+			if_begin(I, &f, land(I, ilt(I, i, ci32(I, T->chunk - 1)), LLVMBuildICmp(I->b, LLVMIntSGE, i, ci32(I, bw->sm.hm0), "")), "hmap");
 			hmap_store(bw, isub(I, i, ci32(I, bw->sm.hm0)), &fm);
 			if_end(I, &f);
 		}
 		loop_end(I, &L);
 		if (bw->sm.nbm > 0) {
 			/* the chunk's map so far, at every segment end but the last */
-			LLVMValueRef k = idiv(I, loop_i(I, &Ls), ci32(I, T->S));
+			LLVMValueRef k = idiv(I, loop_i(I, &Ls), ci32(I, T->seg));
 			IfBlk f;
 			if_begin(I, &f, ilt(I, k, ci32(I, bw->sm.nbm)), "bmap");
 			for (int s = 0; s < TM_SLOTS; s++) {
@@ -922,9 +922,9 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 	Var h[TM_SLOTS];
 	for (int s = 0; s < TM_SLOTS; s++)
 		h[s] = var_new(I, I->f32, "h");
-	for (int sg = T->C / T->S - 1; sg >= 0; sg--) {
-		int s0 = sg * T->S;
-		bw->hm = sg >= T->C / T->S - bw->sm.nh;
+	for (int sg = T->chunk / T->seg - 1; sg >= 0; sg--) {
+		int s0 = sg * T->seg;
+		bw->hm = sg >= T->chunk / T->seg - bw->sm.nh;
 		for (int s = 0; s < TM_SLOTS; s++)
 			var_set(I, h[s], var_get(I, h0[s]));
 		/* (a segment that reads pass A's maps needs no h here) */
@@ -949,14 +949,14 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 		}
 		/* the segment's own steps, staged once for both of its sweeps; a
 		 * chunk of one segment is still staged from pass A */
-		if (T->C == ln->seg_n)
+		if (T->chunk == ln->seg_n)
 			ln->seg_i0 = ci32(I, 0);
 		else
 			seg_stage(T, ln, gb, ci32(I, s0));
 		if (!bw->hm) {
 			int was = gate_frags_hold(T, ln);
 			Loop L;
-			loop_begin(I, &L, ci32(I, 0), ci32(I, T->S), ci32(I, 1), "si");
+			loop_begin(I, &L, ci32(I, 0), ci32(I, T->seg), ci32(I, 1), "si");
 			LLVMValueRef si = loop_i(I, &L);
 			Step stp;
 			step_gates(T, ln, &stp, gb, iadd(I, si, ci32(I, s0)), 0);
@@ -967,7 +967,7 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 			loop_end(I, &L);
 			ln->wmat_smem = was;
 		}
-		if (T->v->bwd_lookback && sg == T->C / T->S - 1) {
+		if (T->v->bwd_lookback && sg == T->chunk / T->seg - 1) {
 			lb_bwd_carry(T, ln, bw->sig, gi, NG, uR);
 			for (int s = 0; s < TM_SLOTS; s++)
 				var_set(I, ue[s], ue_at(bw, &rm, uR, s));
@@ -980,8 +980,8 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 		 * held there (24-72 with the gates' alone) */
 		LLVMValueRef wdx[MX_MAXPROJ][4][2][2];
 		int wsave = ln->wmat_smem;
-		if (T->nbd > 0 && T->C <= 8) {
-			for (int j = 0; j < T->nbd; j++)
+		if (T->nbdproj > 0 && T->chunk <= 8) {
+			for (int j = 0; j < T->nbdproj; j++)
 				for (int ks = 0; ks < 4; ks++)
 					wmat_dx_frags(T, ln, j, ks, wdx[j][ks]);
 			bw->wdx = wdx;
@@ -989,16 +989,16 @@ static void bwd_group(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[4])
 		}
 		{
 			Loop L;
-			loop_begin(I, &L, ci32(I, 0), ci32(I, T->S), ci32(I, 1), "ri");
-			LLVMValueRef si = isub(I, ci32(I, T->S - 1), loop_i(I, &L));
+			loop_begin(I, &L, ci32(I, 0), ci32(I, T->seg), ci32(I, 1), "ri");
+			LLVMValueRef si = isub(I, ci32(I, T->seg - 1), loop_i(I, &L));
 			bwd_step(bw, iadd(I, si, ci32(I, s0)), si, ue);
 			loop_end(I, &L);
 		}
 		bw->wdx = NULL;
 		ln->wmat_smem = wsave;
-		if (T->nbd > 0)
+		if (T->nbdproj > 0)
 			dw_segment(bw, s0);
-		if (T->nz > 0)
+		if (T->ntokval > 0)
 			tok_flush(bw, s0);
 	}
 	for (int c = 0; c < 4; c++)
@@ -1027,8 +1027,8 @@ static void bwd_group_split(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[
 	Irb *I = &T->I;
 	struct GroupArg ga = { bw, ckpt, NG, uR };
 	LLVMValueRef in = NULL;
-	if (T->C <= 32 || T->GQ == 1)
-		in = LLVMBuildICmp(I->b, LLVMIntSLE, iadd(I, bw->gb, ci32(I, 16 * T->C)), bw->ln->L, "");
+	if (T->chunk <= 32 || T->quad_groups == 1)
+		in = LLVMBuildICmp(I->b, LLVMIntSLE, iadd(I, bw->gb, ci32(I, 16 * T->chunk)), bw->ln->L, "");
 	emit_split(T, bw->ln, in, bwd_group_body, &ga);
 }
 
@@ -1045,10 +1045,10 @@ static void bwd_groups_tiles(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, LLVMVa
 	for (int c = 0; c < 4; c++)
 		uR[c] = var_init(I, ld(I, I->f32, gep_f32(I, ucarry, tile_chan(T, bw->ln, tile, NT, bw->ln->ch[c])), 4), "uR");
 	Loop Lg;
-	int ngroups = T->P / 16;
+	int ngroups = T->prefix / 16;
 	loop_begin(I, &Lg, ci32(I, 0), ci32(I, ngroups), ci32(I, 1), "grp");
 	LLVMValueRef jg = isub(I, ci32(I, ngroups - 1), loop_i(I, &Lg));
-	bw->gb = iadd(I, imul(I, tile, ci32(I, T->C * T->P)), imul(I, jg, ci32(I, 16 * T->C)));
+	bw->gb = iadd(I, imul(I, tile, ci32(I, T->chunk * T->prefix)), imul(I, jg, ci32(I, 16 * T->chunk)));
 	IfBlk live;
 	if_begin(I, &live, ilt(I, bw->gb, bw->ln->L), "live");
 	bwd_group_split(bw, ckpt, NG, uR);
@@ -1076,7 +1076,7 @@ static void bwd_groups_lookback(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG)
 	Var last = var_init(I, ci32(I, 0), "last_gb");
 	Loop Lg;
 	loop_begin(I, &Lg, ctaid(I, 0), NG, nctaid(I, 0), "grp");
-	bw->gb = imul(I, isub(I, isub(I, NG, ci32(I, 1)), loop_i(I, &Lg)), ci32(I, 16 * T->C));
+	bw->gb = imul(I, isub(I, isub(I, NG, ci32(I, 1)), loop_i(I, &Lg)), ci32(I, 16 * T->chunk));
 	var_set(I, last, bw->gb);
 	if (tok_fused(T) && !tok_tail_mid(T)) {
 		/* the previous group's token stage at the start of the trip */
@@ -1101,20 +1101,20 @@ void tmpl_bwd_apply(Tmpl *T)
 	bw.sm = bwd_smem(T, &pm);
 	/* dproj buffers: step si - 1 writes while slower warps may still read
 	 * step si's, so a segment needs at least two (chunks are >= 8) */
-	CHECK(T->nbd == 0 || T->S >= 2);
+	CHECK(T->nbdproj == 0 || T->seg >= 2);
 	char sm[32];
 	snprintf(sm, sizeof sm, "%d", bw.sm.total);
 	Launch *l = tmpl_launch(T, 0, "bwd_apply", "G", "H", "B", 128, sm);
 	l->minblocks = 1;
 	l->resident = lb;
-	if (T->nbd > 0)
+	if (T->nbdproj > 0)
 		snprintf(l->cluster, sizeof l->cluster, "CS");
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_add(T, &l->sig, "dy", I->gptr);
 	ksig_add(T, &l->sig, "dx", I->gptr);
 	ksig_params(T, &l->sig);
 	ksig_tok(T, &l->sig);
-	if (T->nz > 0)
+	if (T->ntokval > 0)
 		ksig_add(T, &l->sig, "ws:dtokp", I->gptr);
 	if (tok_fused(T)) {
 		ksig_add(T, &l->sig, "ws:tproj", I->gptr);
@@ -1128,11 +1128,11 @@ void tmpl_bwd_apply(Tmpl *T)
 		ksig_add(T, &l->sig, "ws:ucarry", I->gptr);
 	}
 	char a[64];
-	for (int j = 0; j < T->nbd; j++) {
-		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bd[j]].weight].name);
+	for (int j = 0; j < T->nbdproj; j++) {
+		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bdproj[j]].weight].name);
 		ksig_add(T, &l->sig, a, I->gptr);
 	}
-	if (T->nbd > 0)
+	if (T->nbdproj > 0)
 		ksig_add(T, &l->sig, "ws:dwsync", I->gptr);
 	ksig_add(T, &l->sig, "ws:part_chan", I->gptr);
 	ksig_add(T, &l->sig, "ws:part_scal", I->gptr);
@@ -1146,29 +1146,25 @@ void tmpl_bwd_apply(Tmpl *T)
 	 * order (wmat_dx_frags): about 10 registers more, which kernels with
 	 * several groups per quad do not have (prefix 64 and 128 at chunk 32
 	 * spilled) */
-	T->ch4 = T->nbd == 0 || T->GQ == 1;
+	T->k.slots_adjacent = T->nbdproj == 0 || T->quad_groups == 1;
 	Lanes ln;
-	/* this kernel always recomputes the projections: it needs their adjoints */
-	Variant fv = *T->v;
-	const Variant *saved = T->v;
-	fv.materialized = false;
-	T->v = &fv;
+	T->k.gates_inline = 1;   /* it needs the projections' adjoints, so it recomputes them */
 	lanes_init(T, &ln, &l->sig, 1);
-	seg_enable(T, &ln, bw.sm.xs, T->S, bw.sm.segf);
+	seg_enable(T, &ln, bw.sm.xs, T->seg, bw.sm.segf);
 	bw.ln = &ln;
-	if (T->nz > 0)
+	if (T->ntokval > 0)
 		bw.dtokp = ksig_arg(T, &l->sig, "ws:dtokp");
 	LLVMValueRef Bn = ksig_arg(T, &l->sig, "i32:B");
 	LLVMValueRef H = nctaid(I, 1);
 	/* dW accumulators from zero */
 	LLVMTypeRef v4 = LLVMVectorType(I->f32, 4);
-	for (int j = 0; j < T->nbd; j++)
+	for (int j = 0; j < T->nbdproj; j++)
 		for (int kt = 0; kt < 8; kt++)
 			st(I, LLVMConstNull(v4), smem_ptr(I, dw_acc(&bw, j, kt, 0)), 16);
 	/* the weights once, as bf16 matrices read by ldmatrix as the gate's and
 	 * dx's B fragments, once per sweep where registers hold them over it
 	 * (gate_frags_hold), else at every step */
-	if (T->nbd > 0)
+	if (T->nbdproj > 0)
 		wmat_stage(T, &ln, bw.sm.wmat);
 	for (int p = 0; p < mx->nparam; p++) {
 		if (pm.cidx[p] >= 0)
@@ -1178,7 +1174,7 @@ void tmpl_bwd_apply(Tmpl *T)
 			bw.sacc[p] = var_init(I, cf32(I, 0.0), "ds");
 	}
 	LLVMValueRef ckpt = ksig_arg(T, &l->sig, "ws:ckpt");
-	LLVMValueRef NG = idiv(I, iadd(I, ln.L, ci32(I, 16 * T->C - 1)), ci32(I, 16 * T->C));
+	LLVMValueRef NG = idiv(I, iadd(I, ln.L, ci32(I, 16 * T->chunk - 1)), ci32(I, 16 * T->chunk));
 	bw.NG = NG;
 	if (tok_fused(T))
 		tok_tail_init(T, &ln, bw.sm.tail);
@@ -1189,7 +1185,7 @@ void tmpl_bwd_apply(Tmpl *T)
 
 	/* partials of this block: slot (ctaid.x, b, head) */
 	LLVMValueRef slot = iadd(I, imul(I, ctaid(I, 0), Bn), ln.b);
-	if (T->nbd > 0)
+	if (T->nbdproj > 0)
 		dw_cluster_write(&bw, &l->sig, Bn, H);
 	if (tok_fused(T))
 		tok_tail_flush(T, &ln, &l->sig, bw.sm.tail, slot);
@@ -1238,7 +1234,6 @@ void tmpl_bwd_apply(Tmpl *T)
 		if_end(I, &f);
 	}
 	irb_ret(I);
-	T->v = saved;
 }
 
 /* param_reduce sums the per-block partials of every parameter gradient in
@@ -1255,7 +1250,7 @@ static void scalar_reduce(Tmpl *T, const KSig *sig, const PartMap *pm, int p, LL
 	IfBlk f;
 	if_begin(I, &f, mine, "scal");
 	Var acc = var_init(I, cf32(I, 0.0), "acc");
-	for (int src = 0; src < 1 + (T->nz > 0 && !tok_fused(T)); src++) {
+	for (int src = 0; src < 1 + (T->ntokval > 0 && !tok_fused(T)); src++) {
 		LLVMValueRef base = ksig_arg(T, sig, src ? "ws:part_tscal" : "ws:part_scal");
 		LLVMValueRef n = src ? ksig_arg(T, sig, "i32:NTB*8") : nslot;
 		Loop L;
@@ -1293,8 +1288,8 @@ static int pr_kind(const Tmpl *T, int p)
 		return PR_SCALAR;
 	if (mx->param[p].kind != PK_BLOCKDIAG)
 		return PR_CHANNEL;
-	for (int k = 0; k < T->nbd; k++)
-		if (mx->proj[T->bd[k]].weight == p)
+	for (int k = 0; k < T->nbdproj; k++)
+		if (mx->proj[T->bdproj[k]].weight == p)
 			return PR_WEIGHT;
 	return PR_NONE;
 }
@@ -1319,21 +1314,21 @@ void tmpl_param_reduce(Tmpl *T)
 		snprintf(a, sizeof a, "grad:%s", mx->param[p].name);
 		ksig_add(T, &l->sig, a, I->gptr);
 	}
-	for (int j = 0; j < T->nbd; j++) {
-		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bd[j]].weight].name);
+	for (int j = 0; j < T->nbdproj; j++) {
+		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bdproj[j]].weight].name);
 		ksig_add(T, &l->sig, a, I->gptr);
 	}
 	ksig_add(T, &l->sig, "ws:part_chan", I->gptr);
 	ksig_add(T, &l->sig, "ws:part_scal", I->gptr);
-	if (T->nz > 0)
+	if (T->ntokval > 0)
 		ksig_add(T, &l->sig, "ws:part_tchan", I->gptr);
-	if (T->nz > 0 && !tok_fused(T)) {
+	if (T->ntokval > 0 && !tok_fused(T)) {
 		ksig_add(T, &l->sig, "ws:part_tscal", I->gptr);
 		ksig_add(T, &l->sig, "i32:NXB", I->i32);
 		ksig_add(T, &l->sig, "i32:NTB*8", I->i32);
 	}
 	ksig_add(T, &l->sig, "i32:G", I->i32);
-	if (T->nbd > 0)
+	if (T->nbdproj > 0)
 		ksig_add(T, &l->sig, "i32:GP", I->i32);   /* weight partials: one slot per pair of bwd_apply clusters */
 	ksig_add(T, &l->sig, "i32:B", I->i32);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
@@ -1381,18 +1376,18 @@ void tmpl_param_reduce(Tmpl *T)
 		LLVMValueRef sbase = iadd(I, imul(I, sext64(I, loop_i(I, &L)), sext64(I, stride)), sext64(I, off));
 		var_set(I, acc, fadd(I, var_get(I, acc), ld(I, I->f32, gep_f32(I, src, iadd(I, sbase, sext64(I, e))), 4)));
 		loop_end(I, &L);
-		if (T->nz > 0) {
+		if (T->ntokval > 0) {
 			/* a token projection's weight: tok_dx's partials, or bwd_apply's
 			 * (tok_tail_flush: a slot per block, as part_chan) */
 			int j = -1;
-			for (int k = 0; k < T->ntp; k++)
-				if (mx->proj[T->tp[k]].weight == p)
+			for (int k = 0; k < T->ntokproj; k++)
+				if (mx->proj[T->tokproj[k]].weight == p)
 					j = k;
 			if (mx->param[p].kind == PK_CHANNEL && j >= 0) {
 				LLVMValueRef tsrc = ksig_arg(T, &l->sig, "ws:part_tchan");
 				Loop Lq;
 				loop_begin(I, &Lq, ci32(I, 0), tok_fused(T) ? nslot : ksig_arg(T, &l->sig, "i32:NXB"), ci32(I, 1), "ts");
-				LLVMValueRef row = iadd(I, imul(I, loop_i(I, &Lq), ci32(I, T->ntp)), ci32(I, j));
+				LLVMValueRef row = iadd(I, imul(I, loop_i(I, &Lq), ci32(I, T->ntokproj)), ci32(I, j));
 				LLVMValueRef k = iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, e));
 				var_set(I, acc, fadd(I, var_get(I, acc), ld(I, I->f32, gep_f32(I, tsrc, k), 4)));
 				loop_end(I, &Lq);

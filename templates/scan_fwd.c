@@ -40,7 +40,7 @@ static LLVMValueRef keep_at(Tmpl *T, Lanes *ln, int keep, LLVMValueRef k, int s)
 {
 	Irb *I = &T->I;
 	LLVMValueRef w = iadd(I, imul(I, k, ci32(I, TM_SLOTS)), ci32(I, s));
-	return iadd(I, ci32(I, keep), imul(I, iadd(I, imul(I, w, ci32(I, 128 * T->TW)), ln->tid), ci32(I, 4)));
+	return iadd(I, ci32(I, keep), imul(I, iadd(I, imul(I, w, ci32(I, 128 * T->quads)), ln->tid), ci32(I, 4)));
 }
 
 /* Phase 1 of reduce/apply: the quad's groups folded into chunk maps (kept
@@ -55,8 +55,8 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 		qA[c] = var_init(I, cf32(I, 1.0), "qA");
 		qB[c] = var_init(I, cf32(I, 0.0), "qB");
 	}
-	for (int j = 0; j < T->GQ; j++) {
-		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->C));
+	for (int j = 0; j < T->quad_groups; j++) {
+		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->chunk));
 		maps_init(T, &ex[j], "m");
 		/* with kept maps, two steps per trip: their stores between the steps
 		 * keep the compiler from sharing the weight fragments of an unrolled
@@ -67,7 +67,7 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 		 * spills under the 2-block cap or the kernel loses a block) */
 		int was = keep >= 0 ? gate_frags_hold(T, ln) : ln->wmat_smem;
 		Loop Ls, L;
-		LLVMValueRef i = seg_loop_begin_n(T, ln, &Ls, &L, gb, T->C, n);
+		LLVMValueRef i = seg_loop_begin_n(T, ln, &Ls, &L, gb, T->chunk, n);
 		Step stp[2];
 		step_gates_n(T, ln, stp, n, gb, i, 0);
 		for (int k = 0; k < n; k++) {
@@ -76,7 +76,7 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 				maps_push_fwd(T, &ex[j], s, stp[k].a_eff[s], stp[k].b_eff[s]);
 			if (keep >= 0) {
 				IfBlk f;
-				if_begin(I, &f, ilt(I, ik, ci32(I, T->C - 1)), "keep");
+				if_begin(I, &f, ilt(I, ik, ci32(I, T->chunk - 1)), "keep");
 				for (int s = 0; s < TM_SLOTS; s++) {
 					LLVMValueRef A = var_get(I, ex[j].A[s]), B = var_get(I, ex[j].B[s]);
 					st(I, pack_f16x2(I, A, B), smem_ptr(I, keep_at(T, ln, keep, ik, s)), 4);
@@ -106,13 +106,13 @@ static LLVMValueRef tile_chan_index(Tmpl *T, Lanes *ln, LLVMValueRef ch)
 static LLVMValueRef quad_base(Tmpl *T, Lanes *ln)
 {
 	Irb *I = &T->I;
-	LLVMValueRef tb = imul(I, lane_tile(I, ln), ci32(I, T->C * T->P));
-	return iadd(I, tb, imul(I, ln->quad, ci32(I, T->GQ * 16 * T->C)));
+	LLVMValueRef tb = imul(I, lane_tile(I, ln), ci32(I, T->chunk * T->prefix));
+	return iadd(I, tb, imul(I, ln->quad, ci32(I, T->quad_groups * 16 * T->chunk)));
 }
 
 /* apply keeps every group's chunk maps live: with four groups per quad a
  * shorter segment leaves registers for them */
-static int apply_seg(Tmpl *T) { return T->GQ >= 4 && seg_len(T) > 4 ? 4 : seg_len(T); }
+static int apply_seg(Tmpl *T) { return T->quad_groups >= 4 && seg_len(T) > 4 ? 4 : seg_len(T); }
 
 static char *smem_quads(Tmpl *T, char *buf, size_t n)
 {
@@ -124,7 +124,7 @@ void tmpl_fwd_reduce(Tmpl *T)
 {
 	Irb *I = &T->I;
 	char sm[32];
-	Launch *l = tmpl_launch(T, 1, "fwd_reduce", "NT", "H", "B", 128 * T->TW, smem_quads(T, sm, sizeof sm));
+	Launch *l = tmpl_launch(T, 1, "fwd_reduce", "NT", "H", "B", 128 * T->quads, smem_quads(T, sm, sizeof sm));
 	l->minblocks = reduce_minblocks(T);
 	sig_inputs(T, &l->sig);
 	ksig_add(T, &l->sig, "ws:aggA", I->gptr);
@@ -165,7 +165,7 @@ static LLVMValueRef emit_y(Tmpl *T, Lanes *ln, Step *stp, int s, LLVMValueRef h)
 }
 
 /* bytes of the kept maps: steps 0 .. C-2, a slot's fp16 pair per thread */
-static int keep_bytes(const Tmpl *T) { return (T->C - 1) * TM_SLOTS * 128 * T->TW * 4; }
+static int keep_bytes(const Tmpl *T) { return (T->chunk - 1) * TM_SLOTS * 128 * T->quads * 4; }
 
 /* whether the output needs a projection (or anything step_gates computes
  * beyond a step's inputs and h) */
@@ -191,7 +191,7 @@ static int y_needs_gates(const ExGraph *g, int node, signed char *memo)
  * L = 131072, against RG-LRU's 0.528 -> 0.437). */
 static int fwd_keep(Tmpl *T, int lbo)
 {
-	if (!T->v->lookback || T->GQ != 1 || T->C != apply_seg(T) || T->C < 2 || T->nbd == 0)
+	if (!T->v->lookback || T->quad_groups != 1 || T->chunk != apply_seg(T) || T->chunk < 2 || T->nbdproj == 0)
 		return -1;
 	signed char *memo = malloc((size_t)T->mx->g.len);
 	CHECK(memo);
@@ -226,11 +226,11 @@ static void apply_kept(Tmpl *T, Lanes *ln, LLVMValueRef gb, int keep, LLVMValueR
 	IfBlk f;
 	if_begin(I, &f, kept, "kept");
 	Loop Ls, L;
-	LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, T->C);
+	LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, T->chunk);
 	Step stp;
 	memset(&stp, 0, sizeof stp);
 	step_inputs(T, ln, &stp, gb, i);
-	LLVMValueRef end = ieq(I, i, ci32(I, T->C - 1));
+	LLVMValueRef end = ieq(I, i, ci32(I, T->chunk - 1));
 	LLVMValueRef k = LLVMBuildSelect(I->b, end, ci32(I, 0), i, "");   /* in range, unused at the end */
 	LLVMValueRef y[TM_SLOTS];
 	for (int s = 0; s < TM_SLOTS; s++) {
@@ -268,7 +268,7 @@ static void fwd_apply_tile(Tmpl *T, Lanes *ln, Launch *l, int keep, int lbo)
 	for (int c = 0; c < 4; c++) {
 		LLVMValueRef h = lb ? ld(I, I->f32, smem_ptr(I, iadd(I, ci32(I, lb_carry_at(lbo)), imul(I, ln->ch[c], ci32(I, 4)))), 4)
 		                    : ld(I, I->f32, gep_f32(I, ksig_arg(T, &l->sig, "ws:carry"), tile_chan_index(T, ln, ln->ch[c])), 4);
-		for (int qd = 0; qd < T->TW - 1; qd++) {
+		for (int qd = 0; qd < T->quads - 1; qd++) {
 			LLVMValueRef off = imul(I, iadd(I, ci32(I, qd * 64), ln->ch[c]), ci32(I, 8));
 			LLVMValueRef a = ld(I, I->f32, smem_ptr(I, off), 4);
 			LLVMValueRef b = ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, 4))), 4);
@@ -278,13 +278,13 @@ static void fwd_apply_tile(Tmpl *T, Lanes *ln, Launch *l, int keep, int lbo)
 		hg[c] = var_init(I, h, "hg");
 	}
 	LLVMValueRef ytmp[TM_SLOTS];
-	for (int j = 0; j < T->GQ; j++) {
-		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->C));
+	for (int j = 0; j < T->quad_groups; j++) {
+		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->chunk));
 		/* checkpoint: h at the group start, for the backward */
 		IfBlk f;
 		if_begin(I, &f, land(I, ieq(I, ln->g, ci32(I, 0)), ilt(I, gb, ln->L)), "ckpt");
-		LLVMValueRef gi = idiv(I, gb, ci32(I, 16 * T->C));
-		LLVMValueRef ng = idiv(I, iadd(I, ln->L, ci32(I, 16 * T->C - 1)), ci32(I, 16 * T->C));
+		LLVMValueRef gi = idiv(I, gb, ci32(I, 16 * T->chunk));
+		LLVMValueRef ng = idiv(I, iadd(I, ln->L, ci32(I, 16 * T->chunk - 1)), ci32(I, 16 * T->chunk));
 		for (int c = 0; c < 4; c++) {
 			st(I, var_get(I, hg[c]), gep_f32(I, ckpt, tile_chan(T, ln, gi, ng, ln->ch[c])), 4);
 		}
@@ -295,14 +295,14 @@ static void fwd_apply_tile(Tmpl *T, Lanes *ln, Launch *l, int keep, int lbo)
 			h[s] = var_init(I, fadd(I, fmul(I, var_get(I, ex[j].A[s]), hgc), var_get(I, ex[j].B[s])), "h");
 		}
 		/* one group of one segment per quad: phase 1's staging still holds it */
-		ln->seg_keep = T->GQ == 1 && T->C == ln->seg_n;
+		ln->seg_keep = T->quad_groups == 1 && T->chunk == ln->seg_n;
 		if (keep >= 0)
 			apply_kept(T, ln, gb, keep, kept, h, hg, tA[j], tB[j]);
 		IfBlk sweep;   /* the sweep over the gates, where no kept maps serve */
 		if (keep >= 0)
 			if_begin(I, &sweep, LLVMBuildNot(I->b, kept, ""), "sweep");
 		Loop Ls, L;
-		LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, T->C);
+		LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, T->chunk);
 		Step stp;
 		step_gates(T, ln, &stp, gb, i, 0);
 		for (int s = 0; s < TM_SLOTS; s++) {
@@ -342,8 +342,8 @@ void tmpl_fwd_apply(Tmpl *T)
 	int keep = fwd_keep(T, lbo);
 	char sm[32];
 	snprintf(sm, sizeof sm, "%d", keep >= 0 ? keep + keep_bytes(T) : lbo + (lb ? LB_SMEM : 0));
-	Launch *l = tmpl_launch(T, 1, lb ? "fwd_scan" : "fwd_apply", "NT", "H", "B", 128 * T->TW, sm);
-	l->minblocks = T->GQ == 1 ? 2 : 1;   /* more groups keep more chunk maps live: 128 registers spill */
+	Launch *l = tmpl_launch(T, 1, lb ? "fwd_scan" : "fwd_apply", "NT", "H", "B", 128 * T->quads, sm);
+	l->minblocks = T->quad_groups == 1 ? 2 : 1;   /* more groups keep more chunk maps live: 128 registers spill */
 	sig_inputs(T, &l->sig);
 	ksig_add(T, &l->sig, "y", I->gptr);
 	if (lb) {
@@ -357,20 +357,20 @@ void tmpl_fwd_apply(Tmpl *T)
 	ksig_add(T, &l->sig, "ws:ckpt", I->gptr);
 	ksig_shape(T, &l->sig);
 	tmpl_open(T, l);
-	T->ch4 = 1;
+	T->k.slots_adjacent = 1;
 	if (lb)
 		lb_ticket(T, ksig_arg(T, &l->sig, "ws:ticket"), lbo);
 	Lanes ln;
 	quad_lanes(T, &ln, &l->sig, apply_seg(T), SEG_X);
-	memset(T->lb_thb, 0, sizeof T->lb_thb);
+	memset(T->k.ticket_thb, 0, sizeof T->k.ticket_thb);
 	/* a tile inside the sequence has every step valid: its own copy of the
 	 * code, with the validity selects folded away. RG-LRU's look-back scan
 	 * at prefix 32 and chunks over 8 (128 registers for two blocks) spills
 	 * with the copy: it keeps one. */
 	struct TileArg ta = { T, &ln, l, keep, lbo };
 	LLVMValueRef in = NULL;
-	if (!(lb && T->nbd > 0 && T->GQ == 1 && T->C > 8))
-		in = LLVMBuildICmp(I->b, LLVMIntSLE, imul(I, iadd(I, lane_tile(I, &ln), ci32(I, 1)), ci32(I, T->C * T->P)), ln.L, "");
+	if (!(lb && T->nbdproj > 0 && T->quad_groups == 1 && T->chunk > 8))
+		in = LLVMBuildICmp(I->b, LLVMIntSLE, imul(I, iadd(I, lane_tile(I, &ln), ci32(I, 1)), ci32(I, T->chunk * T->prefix)), ln.L, "");
 	emit_split(T, &ln, in, fwd_apply_tile_body, &ta);
 	irb_ret(I);
 }
@@ -379,8 +379,8 @@ void tmpl_fwd_gates(Tmpl *T)
 {
 	Irb *I = &T->I;
 	char sm[32];
-	snprintf(sm, sizeof sm, "%d", T->TW * seg_bytes(T, seg_len(T), SEG_X));
-	Launch *l = tmpl_launch(T, 1, "fwd_gates", "NT", "H", "B", 128 * T->TW, sm);
+	snprintf(sm, sizeof sm, "%d", T->quads * seg_bytes(T, seg_len(T), SEG_X));
+	Launch *l = tmpl_launch(T, 1, "fwd_gates", "NT", "H", "B", 128 * T->quads, sm);
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_params(T, &l->sig);
 	ksig_tok(T, &l->sig);
@@ -394,10 +394,10 @@ void tmpl_fwd_gates(Tmpl *T)
 	LLVMValueRef la = ln.la_ws, bw = ln.b_ws;
 	ln.la_ws = ln.b_ws = NULL;
 	LLVMValueRef qbase = quad_base(T, &ln);
-	for (int j = 0; j < T->GQ; j++) {
-		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->C));
+	for (int j = 0; j < T->quad_groups; j++) {
+		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->chunk));
 		Loop Ls, L;
-		LLVMValueRef i = seg_loop_begin(T, &ln, &Ls, &L, gb, T->C);
+		LLVMValueRef i = seg_loop_begin(T, &ln, &Ls, &L, gb, T->chunk);
 		Step stp;
 		/* need_proj forces the fused path: this kernel is where gates are made */
 		step_gates(T, &ln, &stp, gb, i, 1);

@@ -14,25 +14,25 @@ void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v)
 	memset(T, 0, sizeof *T);
 	T->mx = mx;
 	T->v = v;
-	T->C = v->chunk;
-	T->P = v->prefix;
+	T->chunk = v->chunk;
+	T->prefix = v->prefix;
 	/* at most 2 quads (256 threads) per block, so a lane may use up to 255
 	 * registers for its weight fragments, accumulators and maps without
 	 * spilling; larger prefixes compose several groups per quad in order */
-	T->TW = T->P / 16 < 2 ? T->P / 16 : 2;
-	T->GQ = T->P / (16 * T->TW);
-	CHECK(T->P == 16 * T->TW * T->GQ);
+	T->quads = T->prefix / 16 < 2 ? T->prefix / 16 : 2;
+	T->quad_groups = T->prefix / (16 * T->quads);
+	CHECK(T->prefix == 16 * T->quads * T->quad_groups);
 	for (int j = 0; j < mx->nproj; j++)
 		if (mx->proj[j].kind == PJ_BLOCKDIAG)
-			T->bd[T->nbd++] = j;
+			T->bdproj[T->nbdproj++] = j;
 		else
-			T->tp[T->ntp++] = j;
+			T->tokproj[T->ntokproj++] = j;
 	/* backward segment: h of S steps kept in shared memory, and the steps'
 	 * inputs staged at once; with projections the weights, dproj of every
 	 * step and the dW accumulators take the room of longer segments */
-	int smax = T->nbd ? 4 : 8;
-	T->S = T->C < smax ? T->C : smax;
-	snprintf(T->prefix, sizeof T->prefix, "%s", mx->name);
+	int smax = T->nbdproj ? 4 : 8;
+	T->seg = T->chunk < smax ? T->chunk : smax;
+	snprintf(T->kname, sizeof T->kname, "%s", mx->name);
 }
 
 /* Which leaves a node depends on: bit 0 a token projection, bit 1 anything
@@ -62,13 +62,13 @@ static int deps(const Tmpl *T, const ExGraph *g, int node, signed char *memo)
 
 static int tok_leaf(Tmpl *T, ExGraph *g, int node)
 {
-	for (int k = 0; k < T->nz; k++)
-		if (T->z[k] == node)
+	for (int k = 0; k < T->ntokval; k++)
+		if (T->tokval[k] == node)
 			return ex_leaf(g, EX_TOK, k);
-	if (T->nz == TM_MAXZ)
+	if (T->ntokval == TM_MAXZ)
 		DIE("mixer %s: more than %d per-token values", T->mx->name, TM_MAXZ);
-	T->z[T->nz] = node;
-	return ex_leaf(g, EX_TOK, T->nz++);
+	T->tokval[T->ntokval] = node;
+	return ex_leaf(g, EX_TOK, T->ntokval++);
 }
 
 /* the element-stage copy of node: token-only parts become EX_TOK leaves */
@@ -112,7 +112,7 @@ static void split_stages(Tmpl *T, ExGraph *g)
 /* The adjoints the backward needs, derived once per variant from the
  * mixer's own expressions: seeds are d(loss)/d(log_a), d(loss)/d(b) at the
  * recurrence and d(loss)/d(y) at the output; the token stage's seeds are
- * the adjoints of its values z[k], summed over the channels of a token. */
+ * the adjoints of its values tokval[k], summed over the channels of a token. */
 void tmpl_derive(Tmpl *T)
 {
 	const Mixer *mx = T->mx;
@@ -135,7 +135,7 @@ void tmpl_derive(Tmpl *T)
 		leaves[n++] = ex_leaf(g, EX_PROJ, j);
 	for (int p = 0; p < mx->nparam; p++)
 		leaves[n++] = ex_leaf(g, EX_PARAM, p);
-	for (int k = 0; k < T->nz; k++)
+	for (int k = 0; k < T->ntokval; k++)
 		leaves[n++] = ex_leaf(g, EX_TOK, k);
 	for (int k = 0; k < 3; k++)
 		T->seed[k] = ex_leaf(g, EX_SEED, k);
@@ -149,24 +149,24 @@ void tmpl_derive(Tmpl *T)
 		T->g_proj[j] = grads[n++];
 	for (int p = 0; p < mx->nparam; p++)
 		T->g_param[p] = grads[n++];
-	for (int k = 0; k < T->nz; k++)
+	for (int k = 0; k < T->ntokval; k++)
 		T->g_tok[k] = grads[n++];
-	if (T->nz == 0) {
+	if (T->ntokval == 0) {
 		T->inv_node = ex_invariants(g);
 		return;
 	}
-	/* token stage: z[k] over the token projections and scalar parameters */
+	/* token stage: tokval[k] over the token projections and scalar parameters */
 	int tseed[TM_MAXZ];
 	n = 0;
-	for (int j = 0; j < T->ntp; j++)
-		leaves[n++] = ex_leaf(g, EX_PROJ, T->tp[j]);
+	for (int j = 0; j < T->ntokproj; j++)
+		leaves[n++] = ex_leaf(g, EX_PROJ, T->tokproj[j]);
 	for (int p = 0; p < mx->nparam; p++)
 		leaves[n++] = ex_leaf(g, EX_PARAM, p);
-	for (int k = 0; k < T->nz; k++)
+	for (int k = 0; k < T->ntokval; k++)
 		tseed[k] = ex_leaf(g, EX_SEED, 3 + k);
-	ex_grad(g, T->nz, T->z, tseed, n, leaves, grads);
+	ex_grad(g, T->ntokval, T->tokval, tseed, n, leaves, grads);
 	n = 0;
-	for (int j = 0; j < T->ntp; j++)
+	for (int j = 0; j < T->ntokproj; j++)
 		T->tg_proj[j] = grads[n++];
 	for (int p = 0; p < mx->nparam; p++)
 		T->tg_param[p] = grads[n++];
@@ -178,7 +178,7 @@ void tmpl_free(Tmpl *T)
 	if (!T)
 		return;
 	free(T->inv_node);
-	free(T->inv_memo);
+	free(T->k.inv_memo);
 	free(T);
 }
 
@@ -247,40 +247,40 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		add_ws(T, "ucarry", "B*NT*D*4", "backward", 0);
 	}
 	char buf[96];
-	for (int j = 0; j < T->nbd; j++) {
-		snprintf(buf, sizeof buf, "part_%s", T->mx->param[T->mx->proj[T->bd[j]].weight].name);
+	for (int j = 0; j < T->nbdproj; j++) {
+		snprintf(buf, sizeof buf, "part_%s", T->mx->param[T->mx->proj[T->bdproj[j]].weight].name);
 		add_ws(T, buf, "GP*B*H*4096*4", "backward", 0);   /* one slot per pair of clusters */
 	}
-	if (T->nbd > 0) {
+	if (T->nbdproj > 0) {
 		/* per slot and block rank: the pair's arrival count and flag */
 		snprintf(buf, sizeof buf, "GP*B*H*%d", 8 * BWD_CLUSTER);
 		add_ws(T, "dwsync", buf, "backward", 1);
 	}
 	add_ws(T, "part_chan", "G*B*NCP*D*4", "backward", 0);
 	add_ws(T, "part_scal", "G*B*H*NSP*4", "backward", 0);
-	if (T->nz > 0) {
-		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->nz);
+	if (T->ntokval > 0) {
+		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntokval);
 		add_ws(T, "tok", buf, "saved", 0);
-		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntp);
+		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntokproj);
 		add_ws(T, "tproj", buf, "saved", 0);
 		if (tok_fused(T)) {
 			/* look-back words of every group's tokens, [B][NG][nz][H][16 C] */
-			snprintf(buf, sizeof buf, "B*NG*H*%d", 16 * T->C * 4 * T->nz);
+			snprintf(buf, sizeof buf, "B*NG*H*%d", 16 * T->chunk * 4 * T->ntokval);
 			add_ws(T, "dtokp", buf, "backward", 1);
-			snprintf(buf, sizeof buf, "G*B*D*%d", 4 * T->ntp);
+			snprintf(buf, sizeof buf, "G*B*D*%d", 4 * T->ntokproj);
 			add_ws(T, "part_tchan", buf, "backward", 0);
 		} else {
-			snprintf(buf, sizeof buf, "B*L*H*%d", 4 * T->nz);
+			snprintf(buf, sizeof buf, "B*L*H*%d", 4 * T->ntokval);
 			add_ws(T, "dtokp", buf, "backward", 0);
-			snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntp);
+			snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntokproj);
 			add_ws(T, "dtok", buf, "backward", 0);
 			add_ws(T, "part_tscal", "NTB*8*NSP*4", "backward", 0);
-			snprintf(buf, sizeof buf, "NXB*D*%d", 4 * T->ntp);
+			snprintf(buf, sizeof buf, "NXB*D*%d", 4 * T->ntokproj);
 			add_ws(T, "part_tchan", buf, "backward", 0);
 		}
 	}
 
-	if (T->nz > 0)
+	if (T->ntokval > 0)
 		tmpl_tok_fwd(T);   /* it clears the arena */
 
 	if (!gates_inline(T))
@@ -295,7 +295,7 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		tmpl_carry(T, 1);
 	}
 	tmpl_bwd_apply(T);
-	if (T->nz > 0 && !tok_fused(T)) {
+	if (T->ntokval > 0 && !tok_fused(T)) {
 		tmpl_tok_bwd(T);
 		tmpl_tok_dx(T);
 	}

@@ -70,27 +70,44 @@ typedef struct {
 	int zero;
 } Workspace;
 
+/* The state of the one kernel being built: set by tmpl_open (and by the
+ * kernel itself after it), read by the building blocks, reset by the next
+ * kernel's tmpl_open. Nothing here outlives its kernel. */
+typedef struct {
+	int threads;              /* block size */
+	int gates_inline;         /* it computes the gates (bwd_apply always: it needs the projections' adjoints) */
+	int slots_adjacent;       /* lane q's slots are channels 4q .. 4q+3 of its warp's 16 (ln->ch), the
+	                           * projections' columns permuted to match */
+	LLVMValueRef ticket_thb[3]; /* tile, head, b from a ticket (lb_ticket), else NULL */
+	LLVMValueRef *inv_memo;   /* 8 x graph length: the hoisted lane-invariant values (lanes_init) */
+} Kern;
+
+/* One variant's templates: its configuration and geometry (tmpl_setup), the
+ * stage split and derivatives (tmpl_derive), the plan the kernels declare
+ * (launches, workspaces), and the kernel being built. */
 typedef struct {
 	Mixer *mx;            /* the caller's copy: derivation adds nodes to its graph */
 	const Variant *v;
 	Irb I;
-	/* geometry */
-	int C, P, TW, GQ, S, G;   /* chunk, prefix, quads, groups per quad, bwd segment, bwd block groups */
-	int nbd;                  /* block-diagonal projections */
-	int ch4;                  /* the kernel being built: lane q's slots are channels 4q .. 4q+3 of its
-	                           * warp's 16 (ln->ch), the projections' columns permuted to match */
-	int bd[MX_MAXPROJ];       /* their projection indices */
-	/* Token stage (mixers with per-token projections): the values z[k] of the
-	 * token stage (nodes over token projections and scalar parameters) are
-	 * computed once per token by the controller pass; the element stage sees
-	 * them as EX_TOK leaves. With shared_sfu the z are the largest token-only
-	 * subexpressions (softplus(u), sigmoid(v), ...), otherwise the raw
-	 * projections, and every element recomputes the special functions. */
-	int ntp, tp[MX_MAXPROJ];  /* token projections */
-	int nz, z[TM_MAXZ];
+	/* geometry: a block holds `quads` quads of 4 warps, each composing
+	 * `quad_groups` groups of 16 chunks of `chunk` steps: a tile of
+	 * chunk * prefix steps. The backward walks a chunk in segments of `seg`
+	 * steps. */
+	int chunk, prefix, quads, quad_groups, seg;
+	int nbdproj;                /* block-diagonal projections */
+	int bdproj[MX_MAXPROJ];     /* their projection indices */
+	/* Token stage (mixers with per-token projections): the values tokval[k]
+	 * of the token stage (nodes over token projections and scalar
+	 * parameters) are computed once per token by the controller pass; the
+	 * element stage sees them as EX_TOK leaves. With shared_sfu they are the
+	 * largest token-only subexpressions (softplus(u), sigmoid(v), ...),
+	 * otherwise the raw projections, and every element recomputes the
+	 * special functions. */
+	int ntokproj, tokproj[MX_MAXPROJ];  /* token projections */
+	int ntokval, tokval[TM_MAXZ];
 	int e_log_a, e_b, e_y;    /* element-stage roots */
-	int g_tok[TM_MAXZ];       /* element adjoints of the z */
-	int tg_proj[MX_MAXPROJ];  /* token stage: adjoint of projection tp[j] for seeds EX_SEED(3 + k) on z[k] */
+	int g_tok[TM_MAXZ];       /* element adjoints of the token values */
+	int tg_proj[MX_MAXPROJ];  /* token stage: adjoint of projection tokproj[j] for seeds EX_SEED(3 + k) on tokval[k] */
 	int tg_param[MX_MAXPARAM];
 	/* derivative graph: adjoints of leaves for seeds (dlog_a, db, dy) */
 	int seed[3];
@@ -99,15 +116,13 @@ typedef struct {
 	int g_param[MX_MAXPARAM];
 	int derived;              /* tmpl_derive has run */
 	unsigned char *inv_node;  /* lane-invariant nodes of the graph (ex_invariants), set by tmpl_derive */
-	LLVMValueRef *inv_memo;   /* 8 x graph length: the hoisted values of the kernel being built (lanes_init) */
 	/* plan */
 	Launch fwd[8], bwd[8];
 	int nfwd, nbwd;
 	Workspace ws[16];
 	int nws;
-	char prefix[64];          /* kernel name prefix: mixer name */
-	int cur_threads;          /* block size of the kernel being built */
-	LLVMValueRef lb_thb[3];   /* kernel being built takes tile, head, b from a ticket (lb_ticket), else NULL */
+	char kname[64];           /* kernel name prefix: the mixer's name */
+	Kern k;                   /* the kernel being built */
 } Tmpl;
 
 /* Per-kernel lane geometry and loaded parameters. */
@@ -230,7 +245,7 @@ int gate_frags_hold(Tmpl *T, Lanes *ln);
 /* lane geometry, params and weight fragments for the kernel being built */
 void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights);
 /* the channel of a projection's mma column 16w + 8nt + n8: itself, or with
- * T->ch4 the one that puts columns 2q, 2q+1 of both n-tiles on channels
+ * T->k.slots_adjacent the one that puts columns 2q, 2q+1 of both n-tiles on channels
  * 4q .. 4q+3 (ln->ch): the weights' columns are permuted to match */
 LLVMValueRef wcol(const Tmpl *T, Irb *I, LLVMValueRef w, LLVMValueRef n8, int nt);
 /* token t of the sequence is inside it (t < L); true without a test where
@@ -283,10 +298,11 @@ static inline LLVMValueRef lane_tile(Irb *I, const Lanes *ln) { return ln->tile 
 static inline int slot_c(int s) { return s & 3; }
 static inline int slot_r(int s) { return s >> 2; }
 
-/* gates are computed in the scan kernels (not read from a materialised tensor) */
+/* the variant's scan kernels compute the gates (not read from a materialised
+ * tensor); the kernel being built says it in T->k.gates_inline */
 static inline int gates_inline(const Tmpl *T) { return !T->v->materialized; }
 /* shared memory for the weights of a scan kernel that computes the gates (wmat_stage) */
-static inline int wmat_bytes(const Tmpl *T) { return gates_inline(T) ? T->nbd * WMAT_BYTES : 0; }
+static inline int wmat_bytes(const Tmpl *T) { return gates_inline(T) ? T->nbdproj * WMAT_BYTES : 0; }
 void ksig_tok(Tmpl *T, KSig *s);             /* "ws:tok" when the mixer has a token stage */
 
 /* Most blocks of bwd_apply per thread-block cluster: a cluster's blocks add
@@ -304,7 +320,7 @@ void ksig_tok(Tmpl *T, KSig *s);             /* "ws:tok" when the mixer has a to
 /* Blocks per SM the reduce kernels ask ptxas to fit: two of 256 threads
  * (128 registers) double the warps that hide their latency; with four
  * groups per quad that many registers spill. */
-static inline int reduce_minblocks(const Tmpl *T) { return T->TW == 2 && T->GQ <= 2 ? 2 : 1; }
+static inline int reduce_minblocks(const Tmpl *T) { return T->quads == 2 && T->quad_groups <= 2 ? 2 : 1; }
 
 /* Single-pass forward (scan "lookback", lookback.c). A block takes its
  * (tile, head, b) from an atomic ticket in tile-major order, so every tile
@@ -316,7 +332,7 @@ static inline int reduce_minblocks(const Tmpl *T) { return T->TW == 2 && T->GQ <
 #define LB_WIN 16
 #define LB_MAXPARTS 4          /* threads / 64 of a look-back kernel */
 #define LB_SMEM (16 + 64 * 4 + LB_MAXPARTS * 64 * 8)   /* ticket, the tile's start h per channel, the parts' maps */
-/* before lanes_init: the ticket into T->lb_thb (ticket = the "ws:ticket" argument) */
+/* before lanes_init: the ticket into T->k.ticket_thb (ticket = the "ws:ticket" argument) */
 void lb_ticket(Tmpl *T, LLVMValueRef ticket, int smem_off);
 /* after quad_publish: the tile's start h of channel ch at lb_carry_at(smem_off) + 4 ch,
  * visible to the block on return (ws:aggA, aggB, hend zeroed before the launch) */
@@ -343,7 +359,7 @@ LLVMValueRef lb_enc(Irb *I, LLVMValueRef v);
 LLVMValueRef lb_dec(Irb *I, LLVMValueRef w);
 
 /* The token stage inside a one-pass backward (tok_tail.c): bwd_apply's
- * blocks publish their per-(token, head) adjoints of the z as look-back
+ * blocks publish their per-(token, head) adjoints of the token values as look-back
  * words in ws:dtokp ([B][NG][nz][H][16 C], zeroed before the launch), and
  * a block finishes a group's dx itself one trip later (tok_tail_group:
  * the heads' partials summed in a fixed order, the token stage's
@@ -352,7 +368,7 @@ LLVMValueRef lb_dec(Irb *I, LLVMValueRef w);
  * and dx again. Scalar gradients of the token stage go to sacc in the
  * blocks of head 0; tok_tail_flush writes the weight partials, slot
  * (ctaid.x, b) of ws:part_tchan [G*B][ntp][D]. */
-static inline int tok_fused(const Tmpl *T) { return T->nz > 0 && T->v->bwd_lookback; }
+static inline int tok_fused(const Tmpl *T) { return T->ntokval > 0 && T->v->bwd_lookback; }
 int tok_tail_bytes(const Tmpl *T);
 void tok_tail_init(Tmpl *T, Lanes *ln, int off);
 /* element index (i64) of head h's partial k of token gb + tl, group gi */
@@ -373,7 +389,7 @@ void tmpl_carry(Tmpl *T, int backward);
 void tmpl_bwd_reduce(Tmpl *T);
 void tmpl_bwd_apply(Tmpl *T);
 void tmpl_param_reduce(Tmpl *T);
-void tmpl_tok_fwd(Tmpl *T);        /* controller pass: token projections and the z */
+void tmpl_tok_fwd(Tmpl *T);        /* controller pass: token projections and the token values */
 void tmpl_tok_bwd(Tmpl *T);        /* z adjoints summed over channels -> projection adjoints */
 void tmpl_tok_dx(Tmpl *T);         /* dx += w * dproj, weight-gradient partials */
 /* 1/sqrt(D) or 1, per token projection j */

@@ -25,9 +25,9 @@
  * each thread's weight-gradient sums [ntp * 8][128 threads], and the head's
  * scaled weights [ntp][64] (read there, not kept in registers: hoisted out
  * of the trip loop, they would be live across the whole backward step) */
-static int dp_bytes(const Tmpl *T) { return 16 * T->C * T->ntp * 4; }
-static int w_off(const Tmpl *T, int off) { return off + dp_bytes(T) + T->ntp * 8 * 128 * 4; }
-int tok_tail_bytes(const Tmpl *T) { return dp_bytes(T) + T->ntp * 8 * 128 * 4 + T->ntp * 64 * 4; }
+static int dp_bytes(const Tmpl *T) { return 16 * T->chunk * T->ntokproj * 4; }
+static int w_off(const Tmpl *T, int off) { return off + dp_bytes(T) + T->ntokproj * 8 * 128 * 4; }
+int tok_tail_bytes(const Tmpl *T) { return dp_bytes(T) + T->ntokproj * 8 * 128 * 4 + T->ntokproj * 64 * 4; }
 
 static LLVMValueRef acc_at(Tmpl *T, Lanes *ln, int off, int j, int e)
 {
@@ -39,21 +39,21 @@ static LLVMValueRef acc_at(Tmpl *T, Lanes *ln, int off, int j, int e)
 static LLVMValueRef dp_at(Tmpl *T, int off, LLVMValueRef tl, int j)
 {
 	Irb *I = &T->I;
-	return smem_ptr(I, iadd(I, ci32(I, off), imul(I, iadd(I, imul(I, tl, ci32(I, T->ntp)), ci32(I, j)), ci32(I, 4))));
+	return smem_ptr(I, iadd(I, ci32(I, off), imul(I, iadd(I, imul(I, tl, ci32(I, T->ntokproj)), ci32(I, j)), ci32(I, 4))));
 }
 
 /* (the first group's tail comes after barriers) */
 void tok_tail_init(Tmpl *T, Lanes *ln, int off)
 {
 	Irb *I = &T->I;
-	for (int j = 0; j < T->ntp; j++)
+	for (int j = 0; j < T->ntokproj; j++)
 		for (int e = 0; e < 8; e++)
 			st(I, cf32(I, 0.0), acc_at(T, ln, off, j, e), 4);
 	IfBlk f;
 	if_begin(I, &f, ilt(I, ln->tid, ci32(I, 64)), "tt_w");
 	LLVMValueRef c = iadd(I, imul(I, ln->head, ci32(I, 64)), ln->tid);
-	for (int j = 0; j < T->ntp; j++) {
-		LLVMValueRef w = ld(I, I->f32, gep_f32(I, ln->param[T->mx->proj[T->tp[j]].weight], sext64(I, c)), 4);
+	for (int j = 0; j < T->ntokproj; j++) {
+		LLVMValueRef w = ld(I, I->f32, gep_f32(I, ln->param[T->mx->proj[T->tokproj[j]].weight], sext64(I, c)), 4);
 		LLVMValueRef o = iadd(I, ci32(I, w_off(T, off) + j * 64 * 4), imul(I, ln->tid, ci32(I, 4)));
 		st(I, fmul(I, tok_proj_scale(T, j, ln->D), w), smem_ptr(I, o), 4);
 	}
@@ -66,8 +66,8 @@ LLVMValueRef tok_part_index(Tmpl *T, Lanes *ln, LLVMValueRef NG, LLVMValueRef gi
 	Irb *I = &T->I;
 	LLVMValueRef H = LLVMBuildLShr(I->b, ln->D, ci32(I, 6), "");
 	LLVMValueRef g = iadd(I, imul(I, sext64(I, ln->b), sext64(I, NG)), sext64(I, gi));
-	LLVMValueRef r = iadd(I, imul(I, iadd(I, imul(I, g, ci64(I, T->nz)), sext64(I, k)), sext64(I, H)), sext64(I, h));
-	return iadd(I, imul(I, r, ci64(I, 16 * T->C)), sext64(I, tl));
+	LLVMValueRef r = iadd(I, imul(I, iadd(I, imul(I, g, ci64(I, T->ntokval)), sext64(I, k)), sext64(I, H)), sext64(I, h));
+	return iadd(I, imul(I, r, ci64(I, 16 * T->chunk)), sext64(I, tl));
 }
 
 /* Lane geometry of the partials' read: the group's tokens in quads (one
@@ -79,14 +79,14 @@ typedef struct { int nq, nqr, np, ql; } TokGeo;
 static TokGeo tok_geo(const Tmpl *T)
 {
 	TokGeo g;
-	g.nq = 16 * T->C / 4;
+	g.nq = 16 * T->chunk / 4;
 	g.nqr = g.nq < 128 ? g.nq : 128;
 	g.np = 128 / g.nqr;
 	g.ql = 32 / g.np;
 	return g;
 }
 
-/* The 4 tokens of quad qd (from token gb): each one's adjoints of the z,
+/* The 4 tokens of quad qd (from token gb): each one's adjoints of the token values,
  * the H heads' partials added (each lane its heads in order, then the np
  * lanes in a fixed tree, every lane of the quad with the same bits), once
  * every word of a token inside the sequence has arrived. */
@@ -97,27 +97,27 @@ static void tok_quad_sums(Tmpl *T, Lanes *ln, LLVMValueRef dtokp, LLVMValueRef N
 	TokGeo G = tok_geo(T);
 	LLVMTypeRef v4 = LLVMVectorType(I->i32, 4);
 	LLVMValueRef H = LLVMBuildLShr(I->b, ln->D, ci32(I, 6), "");
-	LLVMValueRef gi = idiv(I, gb, ci32(I, 16 * T->C)), tl = imul(I, qd, ci32(I, 4));
+	LLVMValueRef gi = idiv(I, gb, ci32(I, 16 * T->chunk)), tl = imul(I, qd, ci32(I, 4));
 	LLVMValueRef in[4];
 	for (int i = 0; i < 4; i++)
 		in[i] = ilt(I, iadd(I, gb, iadd(I, tl, ci32(I, i))), ln->L);
 	LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "tt_spin");
 	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "tt_done");
 	Var s[TM_MAXZ][4], ok = var_new(I, I->i1, "tt_ok");
-	for (int k = 0; k < T->nz; k++)
+	for (int k = 0; k < T->ntokval; k++)
 		for (int i = 0; i < 4; i++)
 			s[k][i] = var_new(I, I->f32, "tt_dz");
 	LLVMBuildBr(I->b, spin);
 	LLVMPositionBuilderAtEnd(I->b, spin);
 	var_set(I, ok, LLVMConstInt(I->i1, 1, 0));
-	for (int k = 0; k < T->nz; k++)
+	for (int k = 0; k < T->ntokval; k++)
 		for (int i = 0; i < 4; i++)
 			var_set(I, s[k][i], cf32(I, 0.0));
 	Loop Lh;
 	loop_begin(I, &Lh, part, H, ci32(I, G.np), "th");
 	Lh.unroll = 4;
 	LLVMValueRef h = loop_i(I, &Lh);
-	for (int k = 0; k < T->nz; k++) {
+	for (int k = 0; k < T->ntokval; k++) {
 		LLVMValueRef w = ld_volatile(I, v4, gep_f32(I, dtokp, tok_part_index(T, ln, NG, gi, tl, h, ci32(I, k))), 16);
 		for (int i = 0; i < 4; i++) {
 			LLVMValueRef e = LLVMBuildExtractElement(I->b, w, ci32(I, i), "");
@@ -129,7 +129,7 @@ static void tok_quad_sums(Tmpl *T, Lanes *ln, LLVMValueRef dtokp, LLVMValueRef N
 	loop_end(I, &Lh);
 	LLVMBuildCondBr(I->b, var_get(I, ok), done, spin);
 	LLVMPositionBuilderAtEnd(I->b, done);
-	for (int k = 0; k < T->nz; k++)
+	for (int k = 0; k < T->ntokval; k++)
 		for (int i = 0; i < 4; i++) {
 			LLVMValueRef v = var_get(I, s[k][i]);
 			for (int d = G.ql; d < 32; d <<= 1)
@@ -148,7 +148,7 @@ void tok_tail_group(Tmpl *T, Lanes *ln, const KSig *sig, int off, LLVMValueRef N
 	Mixer *mx = T->mx;
 	TokGeo G = tok_geo(T);
 	int full = ln->full;
-	CHECK(G.nq % G.nqr == 0 && 4 % G.np == 0 && T->C % 4 == 0);
+	CHECK(G.nq % G.nqr == 0 && 4 % G.np == 0 && T->chunk % 4 == 0);
 	ln->full = 0;   /* the group may be the sequence's last, whatever the caller's copy covers */
 	LLVMValueRef dtokp = ksig_arg(T, sig, "ws:dtokp"), tproj = ksig_arg(T, sig, "ws:tproj");
 	LLVMValueRef head0 = ieq(I, ln->head, ci32(I, 0));
@@ -169,15 +169,15 @@ void tok_tail_group(Tmpl *T, Lanes *ln, const KSig *sig, int off, LLVMValueRef N
 			t[ii] = iadd(I, gb, tl[ii]);
 			valid[ii] = ilt(I, t[ii], ln->L);
 			LLVMValueRef row = sext64(I, iadd(I, imul(I, ln->b, ln->L), LLVMBuildSelect(I->b, valid[ii], t[ii], gb, "")));
-			for (int j = 0; j < T->ntp; j++)
-				pv[ii][T->tp[j]] = ld(I, I->f32, gep_f32(I, tproj, iadd(I, imul(I, row, ci64(I, T->ntp)), ci64(I, j))), 4);
+			for (int j = 0; j < T->ntokproj; j++)
+				pv[ii][T->tokproj[j]] = ld(I, I->f32, gep_f32(I, tproj, iadd(I, imul(I, row, ci64(I, T->ntokproj)), ci64(I, j))), 4);
 		}
 		LLVMValueRef dz[TM_MAXZ][4];
 		tok_quad_sums(T, ln, dtokp, NG, gb, qd, part, dz);
 		for (int ii = 0; ii < nt; ii++) {
 			LLVMValueRef ti = iadd(I, part, ci32(I, G.np * ii));   /* the token within the quad */
 			LLVMValueRef seeds[3 + TM_MAXZ] = { cf32(I, 0.0), cf32(I, 0.0), cf32(I, 0.0) };
-			for (int k = 0; k < T->nz; k++) {
+			for (int k = 0; k < T->ntokval; k++) {
 				LLVMValueRef v = dz[k][3];
 				for (int i = 2; i >= 0; i--)
 					v = fsel(I, ieq(I, ti, ci32(I, i)), dz[k][i], v);
@@ -187,7 +187,7 @@ void tok_tail_group(Tmpl *T, Lanes *ln, const KSig *sig, int off, LLVMValueRef N
 			LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
 			CHECK(memo);
 			LLVMValueRef d[MX_MAXPROJ];
-			for (int j = 0; j < T->ntp; j++)
+			for (int j = 0; j < T->ntokproj; j++)
 				d[j] = fsel(I, valid[ii], emit_expr(I, &mx->g, T->tg_proj[j], &env, memo), cf32(I, 0.0));
 			/* the scalar gradients once per token: in head 0's blocks */
 			LLVMValueRef on = land(I, valid[ii], head0);
@@ -196,14 +196,14 @@ void tok_tail_group(Tmpl *T, Lanes *ln, const KSig *sig, int off, LLVMValueRef N
 					continue;
 				const ExNode *gn = &mx->g.n[T->tg_param[p]];
 				LLVMValueRef g = gn->op == EX_CONST && gn->k == 0.0 ? NULL : emit_expr(I, &mx->g, T->tg_param[p], &env, memo);
-				for (int j = 0; j < T->ntp; j++)   /* a token projection's bias collects its adjoint */
-					if (mx->proj[T->tp[j]].bias == p)
+				for (int j = 0; j < T->ntokproj; j++)   /* a token projection's bias collects its adjoint */
+					if (mx->proj[T->tokproj[j]].bias == p)
 						g = g ? fadd(I, g, d[j]) : d[j];
 				if (g)
 					var_set(I, sacc[p], fadd(I, var_get(I, sacc[p]), fsel(I, on, g, cf32(I, 0.0))));
 			}
 			free(memo);
-			for (int j = 0; j < T->ntp; j++)
+			for (int j = 0; j < T->ntokproj; j++)
 				st(I, d[j], dp_at(T, off, tl[ii], j), 4);
 		}
 	}
@@ -211,10 +211,10 @@ void tok_tail_group(Tmpl *T, Lanes *ln, const KSig *sig, int off, LLVMValueRef N
 
 	LLVMValueRef acc[MX_MAXPROJ][8], w[MX_MAXPROJ][8];
 	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4);
-	for (int j = 0; j < T->ntp; j++)
+	for (int j = 0; j < T->ntokproj; j++)
 		for (int e = 0; e < 8; e++)
 			acc[j][e] = ld(I, I->f32, acc_at(T, ln, off, j, e), 4);
-	for (int j = 0; j < T->ntp; j++)
+	for (int j = 0; j < T->ntokproj; j++)
 		for (int h = 0; h < 2; h++) {
 			LLVMValueRef o = iadd(I, ci32(I, w_off(T, off) + j * 64 * 4 + 16 * h), imul(I, c8, ci32(I, 32)));
 			LLVMValueRef v = ld(I, v4f, smem_ptr(I, o), 16);
@@ -224,7 +224,7 @@ void tok_tail_group(Tmpl *T, Lanes *ln, const KSig *sig, int off, LLVMValueRef N
 	/* C rows per thread, 4 in flight at once: the loads of x and dx
 	 * (rows past L read the group's first row, never written) */
 	enum { BATCH = 4 };
-	for (int m0 = 0; m0 < T->C; m0 += BATCH) {
+	for (int m0 = 0; m0 < T->chunk; m0 += BATCH) {
 		LLVMValueRef valid[BATCH], idx[BATCH], xv[BATCH][8], dv[BATCH][8];
 		for (int m = 0; m < BATCH; m++) {
 			LLVMValueRef t = iadd(I, gb, iadd(I, rl, ci32(I, 16 * (m0 + m))));
@@ -236,7 +236,7 @@ void tok_tail_group(Tmpl *T, Lanes *ln, const KSig *sig, int off, LLVMValueRef N
 		}
 		for (int m = 0; m < BATCH; m++) {
 			LLVMValueRef tl = iadd(I, rl, ci32(I, 16 * (m0 + m)));
-			for (int j = 0; j < T->ntp; j++) {
+			for (int j = 0; j < T->ntokproj; j++) {
 				/* a row past L holds 0 */
 				LLVMValueRef d = ld(I, I->f32, dp_at(T, off, tl, j), 4);
 				for (int e = 0; e < 8; e++) {
@@ -250,7 +250,7 @@ void tok_tail_group(Tmpl *T, Lanes *ln, const KSig *sig, int off, LLVMValueRef N
 			if_end(I, &f);
 		}
 	}
-	for (int j = 0; j < T->ntp; j++)
+	for (int j = 0; j < T->ntokproj; j++)
 		for (int e = 0; e < 8; e++)
 			st(I, acc[j][e], acc_at(T, ln, off, j, e), 4);
 	ln->full = full;
@@ -265,7 +265,7 @@ void tok_tail_flush(Tmpl *T, Lanes *ln, const KSig *sig, int off, LLVMValueRef s
 	IfBlk f;
 	if_begin(I, &f, ilt(I, ln->tid, ci32(I, 64)), "tt_flush");
 	LLVMValueRef c8 = LLVMBuildLShr(I->b, ln->tid, ci32(I, 3), ""), e = LLVMBuildAnd(I->b, ln->tid, ci32(I, 7), "");
-	for (int j = 0; j < T->ntp; j++) {
+	for (int j = 0; j < T->ntokproj; j++) {
 		LLVMValueRef s = cf32(I, 0.0);
 		for (int r = 0; r < 16; r++) {
 			LLVMValueRef th = iadd(I, ci32(I, r * 8), c8);
@@ -274,7 +274,7 @@ void tok_tail_flush(Tmpl *T, Lanes *ln, const KSig *sig, int off, LLVMValueRef s
 			s = fadd(I, s, ld(I, I->f32, smem_ptr(I, o), 4));
 		}
 		s = fmul(I, s, tok_proj_scale(T, j, ln->D));
-		LLVMValueRef row = iadd(I, imul(I, slot, ci32(I, T->ntp)), ci32(I, j));
+		LLVMValueRef row = iadd(I, imul(I, slot, ci32(I, T->ntokproj)), ci32(I, j));
 		LLVMValueRef o = iadd(I, imul(I, sext64(I, row), sext64(I, ln->D)), sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), ln->tid)));
 		st(I, s, gep_f32(I, out, o), 4);
 	}

@@ -8,7 +8,7 @@
  *            from 16-byte loads of x, then the token stage's values z
  *            (with shared_sfu: softplus(u), sigmoid(v), ... once per token)
  *   tok_bwd  (backward, after bwd_apply) one warp per token: the adjoints of
- *            the z summed over the H per-head partials of bwd_apply in a
+ *            the token values summed over the H per-head partials of bwd_apply in a
  *            fixed order, the token stage's derivative, the projections'
  *            adjoints dp[t] and fixed-slot partials of scalar gradients
  *   tok_dx   dx += sum_j scale_j w_j[c] dp_j[t] (dx of bwd_apply held the
@@ -27,7 +27,7 @@
 LLVMValueRef tok_proj_scale(Tmpl *T, int j, LLVMValueRef D)
 {
 	Irb *I = &T->I;
-	if (!T->mx->proj[T->tp[j]].scale_rsqrt_d)
+	if (!T->mx->proj[T->tokproj[j]].scale_rsqrt_d)
 		return cf32(I, 1.0);
 	return fdiv(I, cf32(I, 1.0), f_sqrt(I, LLVMBuildSIToFP(I->b, D, I->f32, "")));
 }
@@ -94,7 +94,7 @@ void tmpl_tok_fwd(Tmpl *T)
 		row[k] = imul(I, sext64(I, LLVMBuildSelect(I->b, valid[k], t, ci32(I, 0), "")), sext64(I, D));
 	}
 	Var acc[MX_MAXPROJ][TOKS_PER_WARP];
-	for (int j = 0; j < T->ntp; j++)
+	for (int j = 0; j < T->ntokproj; j++)
 		for (int k = 0; k < TOKS_PER_WARP; k++)
 			acc[j][k] = var_init(I, cf32(I, 0.0), "acc");
 	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4), v4f = LLVMVectorType(I->f32, 4);
@@ -107,8 +107,8 @@ void tmpl_tok_fwd(Tmpl *T)
 		LLVMValueRef v = ld(I, v4i, gep_bf16(I, x, iadd(I, row[k], sext64(I, c))), 16);
 		tok_unpack8(I, LLVMBuildSelect(I->b, valid[k], v, LLVMConstNull(v4i), ""), xv[k]);
 	}
-	for (int j = 0; j < T->ntp; j++) {
-		LLVMValueRef w = param_arg(T, &l->sig, mx->proj[T->tp[j]].weight);
+	for (int j = 0; j < T->ntokproj; j++) {
+		LLVMValueRef w = param_arg(T, &l->sig, mx->proj[T->tokproj[j]].weight);
 		LLVMValueRef wv[8];
 		for (int h = 0; h < 2; h++) {
 			LLVMValueRef v = ld(I, v4f, gep_f32(I, w, sext64(I, iadd(I, c, ci32(I, 4 * h)))), 16);
@@ -130,11 +130,11 @@ void tmpl_tok_fwd(Tmpl *T)
 	LLVMValueRef tokp = ksig_arg(T, &l->sig, "ws:tok"), tproj = ksig_arg(T, &l->sig, "ws:tproj");
 	for (int k = 0; k < TOKS_PER_WARP; k++) {
 		LLVMValueRef pv[MX_MAXPROJ] = { 0 };
-		for (int j = 0; j < T->ntp; j++) {
+		for (int j = 0; j < T->ntokproj; j++) {
 			LLVMValueRef s = var_get(I, acc[j][k]);
 			for (int m = 16; m >= 1; m >>= 1)   /* butterfly: every lane holds the same sum */
 				s = fadd(I, s, shfl_xor_f(I, s, m));
-			pv[T->tp[j]] = fadd(I, scal[mx->proj[T->tp[j]].bias], fmul(I, tok_proj_scale(T, j, D), s));
+			pv[T->tokproj[j]] = fadd(I, scal[mx->proj[T->tokproj[j]].bias], fmul(I, tok_proj_scale(T, j, D), s));
 		}
 		IfBlk f;
 		if_begin(I, &f, land(I, valid[k], ieq(I, lane, ci32(I, k))), "tokst");
@@ -142,10 +142,10 @@ void tmpl_tok_fwd(Tmpl *T)
 		LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
 		CHECK(memo);
 		LLVMValueRef t = sext64(I, iadd(I, t0, ci32(I, k)));
-		for (int z = 0; z < T->nz; z++)
-			st(I, emit_expr(I, &mx->g, T->z[z], &env, memo), gep_f32(I, tokp, iadd(I, imul(I, t, ci64(I, T->nz)), ci64(I, z))), 4);
-		for (int j = 0; j < T->ntp; j++)
-			st(I, pv[T->tp[j]], gep_f32(I, tproj, iadd(I, imul(I, t, ci64(I, T->ntp)), ci64(I, j))), 4);
+		for (int z = 0; z < T->ntokval; z++)
+			st(I, emit_expr(I, &mx->g, T->tokval[z], &env, memo), gep_f32(I, tokp, iadd(I, imul(I, t, ci64(I, T->ntokval)), ci64(I, z))), 4);
+		for (int j = 0; j < T->ntokproj; j++)
+			st(I, pv[T->tokproj[j]], gep_f32(I, tproj, iadd(I, imul(I, t, ci64(I, T->ntokproj)), ci64(I, j))), 4);
 		free(memo);
 		if_end(I, &f);
 	}
@@ -184,52 +184,52 @@ void tmpl_tok_bwd(Tmpl *T)
 	LLVMValueRef dtokp = ksig_arg(T, &l->sig, "ws:dtokp"), dtok = ksig_arg(T, &l->sig, "ws:dtok");
 	LLVMValueRef tproj = ksig_arg(T, &l->sig, "ws:tproj");
 	/* a token's partials are contiguous: [H][nz] */
-	LLVMValueRef per = imul(I, LLVMBuildLShr(I->b, D, ci32(I, 6), ""), ci32(I, T->nz));
+	LLVMValueRef per = imul(I, LLVMBuildLShr(I->b, D, ci32(I, 6), ""), ci32(I, T->ntokval));
 	Loop Lt;
 	loop_begin(I, &Lt, gw, BL, nw, "t");
 	LLVMValueRef t = loop_i(I, &Lt);
 	Var acc[TM_MAXZ];
-	for (int k = 0; k < T->nz; k++)
+	for (int k = 0; k < T->ntokval; k++)
 		acc[k] = var_init(I, cf32(I, 0.0), "dz");
 	Loop Le;
 	loop_begin(I, &Le, lane, per, ci32(I, 32), "e");
 	Le.unroll = 2;
 	LLVMValueRef e = loop_i(I, &Le);
 	LLVMValueRef v = ld(I, I->f32, gep_f32(I, dtokp, iadd(I, imul(I, sext64(I, t), sext64(I, per)), sext64(I, e))), 4);
-	LLVMValueRef kz = LLVMBuildSRem(I->b, e, ci32(I, T->nz), "");
-	for (int k = 0; k < T->nz; k++)
+	LLVMValueRef kz = LLVMBuildSRem(I->b, e, ci32(I, T->ntokval), "");
+	for (int k = 0; k < T->ntokval; k++)
 		var_set(I, acc[k], fadd(I, var_get(I, acc[k]), fsel(I, ieq(I, kz, ci32(I, k)), v, cf32(I, 0.0))));
 	loop_end(I, &Le);
 	LLVMValueRef seeds[3 + TM_MAXZ] = { cf32(I, 0.0), cf32(I, 0.0), cf32(I, 0.0) };
-	for (int k = 0; k < T->nz; k++) {
+	for (int k = 0; k < T->ntokval; k++) {
 		LLVMValueRef s = var_get(I, acc[k]);
 		for (int m = 16; m >= 1; m >>= 1)
 			s = fadd(I, s, shfl_xor_f(I, s, m));
 		seeds[3 + k] = s;
 	}
 	LLVMValueRef pv[MX_MAXPROJ] = { 0 };
-	for (int j = 0; j < T->ntp; j++)
-		pv[T->tp[j]] = ld(I, I->f32, gep_f32(I, tproj, iadd(I, imul(I, sext64(I, t), ci64(I, T->ntp)), ci64(I, j))), 4);
+	for (int j = 0; j < T->ntokproj; j++)
+		pv[T->tokproj[j]] = ld(I, I->f32, gep_f32(I, tproj, iadd(I, imul(I, sext64(I, t), ci64(I, T->ntokproj)), ci64(I, j))), 4);
 	EmitEnv env = { .param = scal, .proj = pv, .seed = seeds, .precise = 1 };
 	LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
 	CHECK(memo);
 	/* every lane holds the same values; lane 0 stores */
 	LLVMValueRef dp[MX_MAXPROJ];
-	for (int j = 0; j < T->ntp; j++)
+	for (int j = 0; j < T->ntokproj; j++)
 		dp[j] = emit_expr(I, &mx->g, T->tg_proj[j], &env, memo);
 	for (int p = 0; p < mx->nparam; p++) {
 		if (sidx[p] < 0)
 			continue;
 		LLVMValueRef g = emit_expr(I, &mx->g, T->tg_param[p], &env, memo);
-		for (int j = 0; j < T->ntp; j++)   /* a token projection's bias collects its adjoint */
-			if (mx->proj[T->tp[j]].bias == p)
+		for (int j = 0; j < T->ntokproj; j++)   /* a token projection's bias collects its adjoint */
+			if (mx->proj[T->tokproj[j]].bias == p)
 				g = fadd(I, g, dp[j]);
 		var_set(I, sacc[p], fadd(I, var_get(I, sacc[p]), g));
 	}
 	IfBlk f;
 	if_begin(I, &f, ieq(I, lane, ci32(I, 0)), "st");
-	for (int j = 0; j < T->ntp; j++)
-		st(I, dp[j], gep_f32(I, dtok, iadd(I, imul(I, sext64(I, t), ci64(I, T->ntp)), ci64(I, j))), 4);
+	for (int j = 0; j < T->ntokproj; j++)
+		st(I, dp[j], gep_f32(I, dtok, iadd(I, imul(I, sext64(I, t), ci64(I, T->ntokproj)), ci64(I, j))), 4);
 	if_end(I, &f);
 	free(memo);
 	loop_end(I, &Lt);
@@ -250,7 +250,7 @@ void tmpl_tok_dx(Tmpl *T)
 	Irb *I = &T->I;
 	Mixer *mx = T->mx;
 	char sm[32];
-	snprintf(sm, sizeof sm, "%d", 32 * 64 * T->ntp * 4);
+	snprintf(sm, sizeof sm, "%d", 32 * 64 * T->ntokproj * 4);
 	Launch *l = tmpl_launch(T, 0, "tok_dx", "NXB", "H", "1", 256, sm);
 	snprintf(l->bytes_extra, sizeof l->bytes_extra, "B*L*D*2");   /* dx is read as well as written */
 	ksig_add(T, &l->sig, "x", I->gptr);
@@ -268,8 +268,8 @@ void tmpl_tok_dx(Tmpl *T)
 	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4), v4f = LLVMVectorType(I->f32, 4);
 	LLVMValueRef w[MX_MAXPROJ][8];
 	Var acc[MX_MAXPROJ][8];
-	for (int j = 0; j < T->ntp; j++) {
-		LLVMValueRef wp = param_arg(T, &l->sig, mx->proj[T->tp[j]].weight);
+	for (int j = 0; j < T->ntokproj; j++) {
+		LLVMValueRef wp = param_arg(T, &l->sig, mx->proj[T->tokproj[j]].weight);
 		LLVMValueRef sc = tok_proj_scale(T, j, D);
 		for (int h = 0; h < 2; h++) {
 			LLVMValueRef v = ld(I, v4f, gep_f32(I, wp, sext64(I, iadd(I, col, ci32(I, 4 * h)))), 16);
@@ -296,11 +296,11 @@ void tmpl_tok_dx(Tmpl *T)
 		idx[k] = iadd(I, imul(I, sext64(I, t), sext64(I, D)), sext64(I, col));
 		tok_unpack8(I, ld(I, v4i, gep_bf16(I, x, idx[k]), 16), xv[k]);
 		tok_unpack8(I, ld(I, v4i, gep_bf16(I, dx, idx[k]), 16), dv[k]);
-		for (int j = 0; j < T->ntp; j++)
-			dp[k][j] = ld(I, I->f32, gep_f32(I, dtok, iadd(I, imul(I, sext64(I, t), ci64(I, T->ntp)), ci64(I, j))), 4);
+		for (int j = 0; j < T->ntokproj; j++)
+			dp[k][j] = ld(I, I->f32, gep_f32(I, dtok, iadd(I, imul(I, sext64(I, t), ci64(I, T->ntokproj)), ci64(I, j))), 4);
 	}
 	for (int k = 0; k < TOKDX_ROWS; k++) {
-		for (int j = 0; j < T->ntp; j++) {
+		for (int j = 0; j < T->ntokproj; j++) {
 			LLVMValueRef d = fsel(I, valid[k], dp[k][j], cf32(I, 0.0));
 			for (int e = 0; e < 8; e++) {
 				dv[k][e] = fadd(I, dv[k][e], fmul(I, w[j][e], d));
@@ -316,23 +316,23 @@ void tmpl_tok_dx(Tmpl *T)
 	}
 	loop_end(I, &L);
 	/* the 32 row lanes of each channel summed in order through shared memory */
-	for (int j = 0; j < T->ntp; j++)
+	for (int j = 0; j < T->ntokproj; j++)
 		for (int e = 0; e < 8; e++) {
-			LLVMValueRef o = imul(I, iadd(I, imul(I, iadd(I, imul(I, rl, ci32(I, T->ntp)), ci32(I, j)), ci32(I, 64)),
+			LLVMValueRef o = imul(I, iadd(I, imul(I, iadd(I, imul(I, rl, ci32(I, T->ntokproj)), ci32(I, j)), ci32(I, 64)),
 			                               iadd(I, imul(I, c8, ci32(I, 8)), ci32(I, e))), ci32(I, 4));
 			st(I, var_get(I, acc[j][e]), smem_ptr(I, o), 4);
 		}
 	bar_sync(I);
 	LLVMValueRef out = ksig_arg(T, &l->sig, "ws:part_tchan");
-	for (int j = 0; j < T->ntp; j++) {
+	for (int j = 0; j < T->ntokproj; j++) {
 		IfBlk f;
 		if_begin(I, &f, ilt(I, tid, ci32(I, 64)), "red");
 		LLVMValueRef s = cf32(I, 0.0);
 		for (int r = 0; r < 32; r++)
-			s = fadd(I, s, ld(I, I->f32, smem_ptr(I, imul(I, iadd(I, ci32(I, (r * T->ntp + j) * 64), tid), ci32(I, 4))), 4));
+			s = fadd(I, s, ld(I, I->f32, smem_ptr(I, imul(I, iadd(I, ci32(I, (r * T->ntokproj + j) * 64), tid), ci32(I, 4))), 4));
 		s = fmul(I, s, tok_proj_scale(T, j, D));
 		/* [NXB][ntp][D] */
-		LLVMValueRef row = iadd(I, imul(I, ctaid(I, 0), ci32(I, T->ntp)), ci32(I, j));
+		LLVMValueRef row = iadd(I, imul(I, ctaid(I, 0), ci32(I, T->ntokproj)), ci32(I, j));
 		LLVMValueRef o = iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, iadd(I, imul(I, ctaid(I, 1), ci32(I, 64)), tid)));
 		st(I, s, gep_f32(I, out, o), 4);
 		if_end(I, &f);

@@ -70,18 +70,18 @@ static void check_variant(VariantSet *vs, int vi)
 	int var = grouped ? (T->inv_node[la->a] ? la->b : la->a) : -1;
 	check(grouped && g->n[var].op != EX_MUL, what, "log_a = (one varying factor) * (its invariant factors as one node) (varying op %s)",
 	      var >= 0 ? ex_opname(g->n[var].op) : "-");
-	if (T->ntp == 0)
-		check(T->nz == 0, what, "no token projection: no token stage (%d values)", T->nz);
+	if (T->ntokproj == 0)
+		check(T->ntokval == 0, what, "no token projection: no token stage (%d values)", T->ntokval);
 	int bare = 0;
-	for (int k = 0; k < T->nz; k++)
-		bare += g->n[T->z[k]].op == EX_PROJ;
-	if (T->ntp == 0)
+	for (int k = 0; k < T->ntokval; k++)
+		bare += g->n[T->tokval[k]].op == EX_PROJ;
+	if (T->ntokproj == 0)
 		;
 	else if (v->shared_sfu)
-		check(T->nz == 2 && bare == 0, what, "shared_sfu: %d token values, %d bare projections (want 2, 0)", T->nz, bare);
+		check(T->ntokval == 2 && bare == 0, what, "shared_sfu: %d token values, %d bare projections (want 2, 0)", T->ntokval, bare);
 	else
-		check(T->nz == T->ntp && bare == T->nz, what, "per element: the token values are the %d projections (got %d, %d bare)",
-		      T->ntp, T->nz, bare);
+		check(T->ntokval == T->ntokproj && bare == T->ntokval, what, "per element: the token values are the %d projections (got %d, %d bare)",
+		      T->ntokproj, T->ntokval, bare);
 
 	unsigned long long rng = 0x5eed0000ULL + (unsigned long long)vi;
 	double worst_fwd = 0, worst_grad = 0;
@@ -96,29 +96,29 @@ static void check_variant(VariantSet *vs, int vi)
 		double x = urand(&rng, -2, 2), h = urand(&rng, -2, 2), first = trial % 4 == 0;
 		ExEnv whole = { x, h, first, param, proj, seed, NULL };
 		ExEnv token = { 0, 0, 0, param, proj, NULL, NULL };
-		for (int k = 0; k < T->nz; k++)
-			tok[k] = ex_eval(g, T->z[k], &token);
+		for (int k = 0; k < T->ntokval; k++)
+			tok[k] = ex_eval(g, T->tokval[k], &token);
 		ExEnv elem = { x, h, first, param, NULL, seed, tok };
 		int roots[3][2] = { { mx.log_a, T->e_log_a }, { mx.b, T->e_b }, { mx.y, T->e_y } };
 		for (int r = 0; r < 3; r++)
 			worst_fwd = fmax(worst_fwd, relerr(ex_eval(g, roots[r][0], &whole), ex_eval(g, roots[r][1], &elem)));
-		for (int k = 0; k < T->nz; k++)
+		for (int k = 0; k < T->ntokval; k++)
 			gtok[k] = ex_eval(g, T->g_tok[k], &elem);
-		for (int k = 0; k < T->nz; k++)
+		for (int k = 0; k < T->ntokval; k++)
 			seed[3 + k] = gtok[k];
 		ExEnv back = { 0, 0, 0, param, proj, seed, NULL };
 		n = 0;
 		worst_grad = fmax(worst_grad, relerr(ex_eval(g, full[n++], &whole), ex_eval(g, T->g_x, &elem)));
 		for (int j = 0; j < mx.nproj; j++, n++) {
 			int t = -1;
-			for (int q = 0; q < T->ntp; q++)
-				if (T->tp[q] == j)
+			for (int q = 0; q < T->ntokproj; q++)
+				if (T->tokproj[q] == j)
 					t = q;
 			if (t >= 0)
 				worst_grad = fmax(worst_grad, relerr(ex_eval(g, full[n], &whole), ex_eval(g, T->tg_proj[t], &back)));
 		}
 		for (int p = 0; p < mx.nparam; p++, n++) {
-			double split = ex_eval(g, T->g_param[p], &elem) + (T->nz ? ex_eval(g, T->tg_param[p], &back) : 0.0);
+			double split = ex_eval(g, T->g_param[p], &elem) + (T->ntokval ? ex_eval(g, T->tg_param[p], &back) : 0.0);
 			worst_grad = fmax(worst_grad, relerr(ex_eval(g, full[n], &whole), split));
 		}
 	}

@@ -20,14 +20,14 @@ static void *work(void *arg)
 	return NULL;
 }
 
-void ref_parallel(int n, void (*fn)(void *ctx, int i), void *ctx)
+void par_run(int n, void (*fn)(void *ctx, int i), void *ctx)
 {
-	ref_parallel_n(n, 0, fn, ctx);
+	par_run_n(n, 0, fn, ctx);
 }
 
-void ref_parallel_n(int n, int maxthreads, void (*fn)(void *ctx, int i), void *ctx)
+void par_run_n(int n, int maxthreads, void (*fn)(void *ctx, int i), void *ctx)
 {
-	enum { MAXT = REF_MAXTHREADS };
+	enum { MAXT = PAR_MAXTHREADS };
 	long cores = maxthreads > 0 ? maxthreads : sysconf(_SC_NPROCESSORS_ONLN);
 	int nt = cores < 1 ? 1 : cores > MAXT ? MAXT : (int)cores;
 	if (nt > n)
