@@ -117,7 +117,7 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	json_object_set_new(o, "fused_output", json_boolean(v->fused_output));
 	json_object_set_new(o, "fused_write", json_boolean(v->fused_write));
 	json_object_set_new(o, "materialized", json_boolean(v->materialized));
-	json_object_set_new(o, "scan", json_string(v->bwd_lookback ? "onepass" : v->lookback ? "lookback" : "hierarchical"));
+	json_object_set_new(o, "scan", json_string(v->onepass ? "onepass" : v->lookback ? "lookback" : "hierarchical"));
 	json_object_set_new(o, "controller", jstr_or_null(v->controller));
 	json_t *vars = json_array();
 	json_array_append_new(vars, json_pack("[ss]", "K", "64"));
@@ -136,12 +136,12 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	 * GP = cdiv(G / CS, 2) slots hold them; G is a multiple of CS no larger
 	 * than G0, so no block of a cluster idles at the barrier. */
 	/* A look-back backward (lb_bwd_carry) runs one group per trip and its
-	 * blocks wait on each other: at most LB_BWD_MAXG per head, and where
+	 * blocks wait on each other: at most ONEPASS_MAXG per head, and where
 	 * more than one, at most 256 in all, which two blocks per SM hold on
 	 * the H200 (264); the runtime refuses a device that holds fewer. */
 	char g0[96];
-	if (v->bwd_lookback)
-		snprintf(g0, sizeof g0, "min(NG,min(%d,max(1,256/(H*B))))", LB_BWD_MAXG);
+	if (v->onepass)
+		snprintf(g0, sizeof g0, "min(NG,min(%d,max(1,256/(H*B))))", ONEPASS_MAXG);
 	else
 		snprintf(g0, sizeof g0, "min(NT,cdiv(%d,B))", T->nbdproj ? 32 : 128);
 	if (T->nbdproj) {

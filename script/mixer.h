@@ -73,7 +73,7 @@ typedef struct {
 	bool shared_sfu, fused_output, fused_write;
 	bool materialized;     /* writes a [B,L,D] tensor of a or b to memory */
 	bool lookback;         /* forward carries across tiles by look-back in one kernel (scan "lookback", "onepass") */
-	bool bwd_lookback;     /* and the backward across groups in bwd_apply alone (scan "onepass") */
+	bool onepass;          /* and the backward across groups in bwd_apply alone (scan "onepass") */
 	char controller[MX_NAME];
 	char file[256];        /* script file and line of the grid declaration */
 	int line;

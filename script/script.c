@@ -448,8 +448,8 @@ static void sc_read_set(lua_State *L, int t, VariantSet *vs)
 		v->materialized = sc_bool(L, e, "materialized");
 		char scan[16];
 		sc_str(L, e, "scan", scan, sizeof scan);
-		v->bwd_lookback = !strcmp(scan, "onepass");
-		v->lookback = v->bwd_lookback || !strcmp(scan, "lookback");
+		v->onepass = !strcmp(scan, "onepass");
+		v->lookback = v->onepass || !strcmp(scan, "lookback");
 		sc_str(L, e, "controller", v->controller, sizeof v->controller);
 		sc_str(L, e, "file", v->file, sizeof v->file);
 		v->line = sc_int(L, e, "line", 0, 1 << 30);

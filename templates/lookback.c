@@ -1,4 +1,4 @@
-/* Single-pass carries: decoupled look-back over a fixed window, forward
+/* Look-back carries: decoupled look-back over a fixed window, forward
  * (lb_ticket, lb_carry) and backward (lb_bwd_publish, lb_bwd_carry; the
  * plan in tmpl.h).
  *

@@ -237,7 +237,7 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		add_ws(T, "log_a", "B*L*D*4", "saved", 0);
 		add_ws(T, "b", "B*L*D*4", "saved", 0);
 	}
-	if (T->v->bwd_lookback) {
+	if (T->v->onepass) {
 		/* bwd_apply's look-back: one adjoint map per group */
 		add_ws(T, "baggA", "B*NG*D*4", "backward", 1);
 		add_ws(T, "baggB", "B*NG*D*4", "backward", 1);
@@ -290,7 +290,7 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		tmpl_carry(T, 0);
 	}
 	tmpl_fwd_apply(T);
-	if (!T->v->bwd_lookback) {
+	if (!T->v->onepass) {
 		tmpl_bwd_reduce(T);
 		tmpl_carry(T, 1);
 	}

@@ -176,6 +176,9 @@ typedef struct {
  * latency per n steps instead of one per step. Per quad, per step: x rows,
  * [dy rows], [16 x nz floats]. */
 enum { SEG_X = 1, SEG_DY = 2, SEG_TOK = 4, SEG_SWZ = 8 };   /* token values are staged whenever the mixer has them */
+/* byte offset of a part (SEG_X, SEG_DY, 0 = the whole step, else token
+ * values) in a staged step of these flags */
+int seg_part(const Tmpl *T, int flags, int part);
 int seg_bytes(const Tmpl *T, int n, int flags);   /* per quad */
 int seg_len(const Tmpl *T);                       /* steps per segment: min(C, 8) */
 void seg_enable(Tmpl *T, Lanes *ln, int off, int n, int flags);
@@ -189,6 +192,12 @@ void seg_loop_end(Tmpl *T, Loop *Ls, Loop *L);
 void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0);
 /* shared byte offset of step i's staged entry (x rows first) */
 LLVMValueRef seg_step_at(Tmpl *T, Lanes *ln, LLVMValueRef i);
+/* byte offset of 16-byte block blk of a staged row */
+LLVMValueRef xs_at(Irb *I, const Lanes *ln, LLVMValueRef row, LLVMValueRef blk);
+/* element index of x[b][t][head*64 + k] */
+LLVMValueRef xidx(Tmpl *T, Lanes *ln, LLVMValueRef t, LLVMValueRef k);
+/* the bf16 of the lane's four slots of a staged row, as two pairs */
+void xs_slots(Tmpl *T, const Lanes *ln, LLVMValueRef base, LLVMValueRef row, LLVMValueRef pr[2]);
 /* dy of the 8 slots, from the staged segment (staged with SEG_DY) */
 void load_dy(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef dy[TM_SLOTS]);
 
@@ -267,6 +276,8 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
 /* gate step: step_inputs, then projections (mma) and log_a, b for each slot; fused or loaded */
 void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj);
 void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMValueRef i, int need_proj);
+/* gy = dy * dy/dh of slot s at h = hnew, from the derived graph with seeds (0, 0, dy) */
+LLVMValueRef eval_gy(Tmpl *T, Lanes *ln, Step *st, int s, LLVMValueRef hnew, LLVMValueRef dy);
 /* the parameters as slot s sees them (its channel's value, or the scalar), into pv */
 LLVMValueRef *param_vals(Tmpl *T, Lanes *ln, int s, LLVMValueRef *pv);
 /* the leaves of slot s at step st (x, the reset flag, parameters, projections,
@@ -288,6 +299,8 @@ void quad_publish(Tmpl *T, Lanes *ln, Var qA[4], Var qB[4]);
 void quads_tile_map(Tmpl *T, LLVMValueRef ch, LLVMValueRef *A, LLVMValueRef *B);
 /* forward composition: m := (a, b) after m */
 void maps_push_fwd(Tmpl *T, Maps *m, int s, LLVMValueRef a, LLVMValueRef b);
+/* adjoint composition, steps folded in time order: m := m o (u -> a (gy + u)) */
+void maps_push_bwd(Tmpl *T, Maps *m, int s, LLVMValueRef a, LLVMValueRef gy);
 /* warp level: exclusive prefixes of the 16 chunk maps (in place) and the group total */
 void warp_scan_fwd(Tmpl *T, Lanes *ln, Maps *m, LLVMValueRef totA[4], LLVMValueRef totB[4]);
 /* adjoint maps: exclusive suffixes (maps of the chunks after each chunk) and the group total */
@@ -322,7 +335,7 @@ void ksig_tok(Tmpl *T, KSig *s);             /* "ws:tok" when the mixer has a to
  * groups per quad that many registers spill. */
 static inline int reduce_minblocks(const Tmpl *T) { return T->quads == 2 && T->quad_groups <= 2 ? 2 : 1; }
 
-/* Single-pass forward (scan "lookback", lookback.c). A block takes its
+/* Look-back forward (scan "lookback", lookback.c). A block takes its
  * (tile, head, b) from an atomic ticket in tile-major order, so every tile
  * it waits for belongs to a block that already runs. It publishes its tile
  * map (A, B) per channel, then folds the maps of the LB_WIN - 1 tiles
@@ -339,7 +352,7 @@ void lb_ticket(Tmpl *T, LLVMValueRef ticket, int smem_off);
 void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off);
 static inline int lb_carry_at(int smem_off) { return smem_off + 16; }
 
-/* Single-pass backward: bwd_apply's blocks run one group per trip, from
+/* One-pass backward (scan "onepass"): bwd_apply's blocks run one group per trip, from
  * the sequence's end, block k of G (a head's blocks, all resident at once)
  * groups NG - 1 - k, NG - 1 - k - G, ...  After pass A a block publishes
  * its group's adjoint map (rA, rB) per channel (lb_bwd_publish; ws:baggA,
@@ -350,7 +363,7 @@ static inline int lb_carry_at(int smem_off) { return smem_off + 16; }
  * leaving the block's last group, 0 before its first, becomes that
  * message). No reduce pass over x and dy, and the fold's order depends on
  * the group alone. */
-#define LB_BWD_MAXG 16         /* two window entries per lane g */
+#define ONEPASS_MAXG 16         /* two window entries per lane g */
 void lb_bwd_publish(Tmpl *T, Lanes *ln, const KSig *sig, LLVMValueRef gi, LLVMValueRef NG,
                     LLVMValueRef rA[4], LLVMValueRef rB[4]);
 void lb_bwd_carry(Tmpl *T, Lanes *ln, const KSig *sig, LLVMValueRef gi, LLVMValueRef NG, Var uR[4]);
@@ -368,7 +381,7 @@ LLVMValueRef lb_dec(Irb *I, LLVMValueRef w);
  * and dx again. Scalar gradients of the token stage go to sacc in the
  * blocks of head 0; tok_tail_flush writes the weight partials, slot
  * (ctaid.x, b) of ws:part_tchan [G*B][ntp][D]. */
-static inline int tok_fused(const Tmpl *T) { return T->ntokval > 0 && T->v->bwd_lookback; }
+static inline int tok_fused(const Tmpl *T) { return T->ntokval > 0 && T->v->onepass; }
 int tok_tail_bytes(const Tmpl *T);
 void tok_tail_init(Tmpl *T, Lanes *ln, int off);
 /* element index (i64) of head h's partial k of token gb + tl, group gi */
@@ -376,6 +389,15 @@ LLVMValueRef tok_part_index(Tmpl *T, Lanes *ln, LLVMValueRef NG, LLVMValueRef gi
                             LLVMValueRef h, LLVMValueRef k);
 void tok_tail_group(Tmpl *T, Lanes *ln, const KSig *sig, int off, LLVMValueRef NG, LLVMValueRef gb, Var sacc[]);
 void tok_tail_flush(Tmpl *T, Lanes *ln, const KSig *sig, int off, LLVMValueRef slot);
+
+/* Where each parameter's gradient partials go: channel parameters and
+ * scalars are numbered apart (param_reduce.c) */
+typedef struct {
+	int nchan, nscal;            /* channel / scalar parameters */
+	int cidx[MX_MAXPARAM];       /* parameter -> channel-partial index, -1 */
+	int sidx[MX_MAXPARAM];       /* parameter -> scalar-partial index, -1 */
+} PartMap;
+void part_map(const Tmpl *T, PartMap *pm);
 
 /* the templates */
 void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v);

@@ -8,7 +8,7 @@
  * In the one-pass backward the blocks of every head run the same groups in
  * the same trip, all resident at once, so a block finishes its previous
  * group itself, one trip later (once it has published its pass A map, or
- * at the start of the trip: tok_tail_mid in scan_bwd.c): by then every
+ * at the start of the trip: tok_tail_mid in bwd_tok.c): by then every
  * head has published that group's partials, and the group's x and dx rows
  * are still in L2. The partials are look-back words (never 0
  * once stored, the workspace zeroed before the launch): no flag, no fence;

@@ -101,26 +101,26 @@ static void test_rglru(void)
 				const Variant *v = find_variant(s, name);
 				int ok = v && v->chunk == chunks[c] && v->prefix == prefixes[p] && v->fused == f &&
 				         v->materialized == !f && !v->shared_sfu && !v->fused_output && !v->fused_write &&
-				         !v->lookback && !v->bwd_lookback && v->controller[0] == 0 && v->line == 10;
+				         !v->lookback && !v->onepass && v->controller[0] == 0 && v->line == 10;
 				if (!ok) check(0, "rglru variant %s present with its flags", name);
 				all &= ok;
 			}
 	check(all, "rglru: every chunk x prefix x fused name present, flags and line 10 right");
-	/* the second set: the single-pass forward, alone and with the
-	 * single-pass backward, fused, chunks 8 and 16, prefixes 32 and 64 */
+	/* the second set: the look-back forward, alone and with the
+	 * one-pass backward, fused, chunks 8 and 16, prefixes 32 and 64 */
 	const VariantSet *lb = &sets[1];
 	int lbok = lb->nvar == 8 && strcmp(lb->mixer.name, "rglru") == 0, nbwd = 0;
 	for (int i = 0; lbok && i < lb->nvar; i++) {
 		const Variant *w = &lb->var[i];
 		char name[128];
 		snprintf(name, sizeof name, "fused_grouped_prefix%d_%s_chunk%d", w->prefix,
-		         w->bwd_lookback ? "onepass" : "lookback", w->chunk);
-		nbwd += w->bwd_lookback;
+		         w->onepass ? "onepass" : "lookback", w->chunk);
+		nbwd += w->onepass;
 		lbok = w->lookback && w->fused && !w->materialized && (w->chunk == 8 || w->chunk == 16) &&
 		       (w->prefix == 32 || w->prefix == 64) && strcmp(w->name, name) == 0 && w->line == 16;
 	}
 	check(lbok && nbwd == 4, "rglru look-back set: 8 fused variants named ..._lookback_chunkC and "
-	      "..._onepass_chunkC (4 with the single-pass backward), scan flags set, line 16");
+	      "..._onepass_chunkC (4 with the one-pass backward), scan flags set, line 16");
 	const Variant *v = find_variant(s, "fused_grouped_prefix32_hierarchical_chunk16");
 	check(v && v->fused && !v->materialized && v->chunk == 16 && v->prefix == 32,
 	      "fused_grouped_prefix32_hierarchical_chunk16: fused, not materialized");

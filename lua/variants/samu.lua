@@ -4,7 +4,7 @@
 -- the output y = h + omega*x is applied in the scan kernel (fused_output),
 -- which also writes the backward's checkpoints (fused_write). shared_sfu
 -- evaluates softplus(u) and sigmoid(v) once per token instead of per element.
--- The single-pass forward (scan = "lookback"; "onepass": backward too) is offered
+-- The look-back forward (scan = "lookback"; "onepass": backward too) is offered
 -- with shared_sfu, short chunks and prefix 32 or 64, where the hierarchical one is fastest.
 local R = require "recur"
 local samu = require "arch.samu"

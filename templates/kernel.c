@@ -1,0 +1,120 @@
+/* A kernel's launch as the manifest describes it, its signature, and the
+ * opening of its body (tmpl_open). */
+#include "tmpl.h"
+#include "diag.h"
+#include <stdio.h>
+#include <string.h>
+
+Launch *tmpl_launch(Tmpl *T, int fwd, const char *kname, const char *g0, const char *g1,
+                    const char *g2, int block, const char *smem)
+{
+	CHECK(fwd ? T->nfwd < 8 : T->nbwd < 8);
+	Launch *l = fwd ? &T->fwd[T->nfwd++] : &T->bwd[T->nbwd++];
+	memset(l, 0, sizeof *l);
+	snprintf(l->kernel, sizeof l->kernel, "%s_%s", T->kname, kname);
+	snprintf(l->grid[0], sizeof l->grid[0], "%s", g0);
+	snprintf(l->grid[1], sizeof l->grid[1], "%s", g1);
+	snprintf(l->grid[2], sizeof l->grid[2], "%s", g2);
+	l->block = block;
+	snprintf(l->smem, sizeof l->smem, "%s", smem);
+	return l;
+}
+
+void tmpl_open(Tmpl *T, Launch *l)
+{
+	irb_kernel(&T->I, l->kernel, l->sig.ty, l->sig.n, l->block, l->minblocks);
+	/* before any memory access: the runtime may launch this kernel while the
+	 * one ahead of it on the stream still runs (the manifest's "early") */
+	grid_dep_wait(&T->I);
+	T->k.threads = l->block;
+	T->k.gates_inline = gates_inline(T);
+	/* A lane takes 4 adjacent channels where it can: a row's 16 channels
+	 * are then 4 lanes x 8 bytes, one full 32-byte sector per store (in the
+	 * mma's column order, 2q and 2q+1 of each 8, a store half-fills 8).
+	 * Without projections nothing ties a slot to an mma column. With them
+	 * the kernels that store rows set slots_adjacent after this (tmpl_fwd_apply,
+	 * tmpl_bwd_apply) and permute the projections to match (wcol); the
+	 * others keep the mma's order. */
+	T->k.slots_adjacent = T->nbdproj == 0;
+}
+
+/* The zeroed workspaces of both passes -- the runtime's arena -- cleared
+ * by the threads of the forward's first kernel where it uses none of them
+ * (the manifest's "clears"), in place of the memset ahead of the forward:
+ * a stream operation that the kernel behind it cannot start early against
+ * (SAMU at L = 8192: 0.088 -> 0.086-0.087 ms). Every user of the arena
+ * runs after this kernel ends (its griddepcontrol.wait). A kernel of its
+ * own for it, where the first kernel uses the arena (RG-LRU's scans),
+ * measured no faster than the memset. */
+void tmpl_clear_args(Tmpl *T, Launch *l)
+{
+	l->clears = 1;
+	ksig_add(T, &l->sig, "zero:base", T->I.gptr);
+	ksig_add(T, &l->sig, "zero:words", T->I.i64);
+}
+
+/* after tmpl_open: 16-byte stores striding over the grid, then the last
+ * 0-3 words (the arena is whole 32-bit words, its base 256-byte aligned) */
+void tmpl_clear_emit(Tmpl *T, const Launch *l)
+{
+	Irb *I = &T->I;
+	CHECK(l->clears);
+	LLVMValueRef base = ksig_arg(T, &l->sig, "zero:base"), words = ksig_arg(T, &l->sig, "zero:words");
+	LLVMValueRef nt = ci64(I, l->block);
+	LLVMValueRef gtid = iadd(I, imul(I, sext64(I, ctaid(I, 0)), nt), sext64(I, tid_x(I)));
+	LLVMValueRef gsize = imul(I, sext64(I, nctaid(I, 0)), nt);
+	LLVMValueRef n16 = LLVMBuildLShr(I->b, words, ci64(I, 2), "");
+	Loop L;
+	loop_begin(I, &L, gtid, n16, gsize, "clr");
+	st(I, LLVMConstNull(LLVMVectorType(I->i32, 4)), gep_f32(I, base, imul(I, loop_i(I, &L), ci64(I, 4))), 16);
+	loop_end(I, &L);
+	LLVMValueRef w = iadd(I, imul(I, n16, ci64(I, 4)), gtid);
+	IfBlk f;
+	if_begin(I, &f, LLVMBuildICmp(I->b, LLVMIntSLT, w, words, ""), "clr_tail");
+	st(I, ci32(I, 0), gep_f32(I, base, w), 4);
+	if_end(I, &f);
+}
+
+void ksig_add(Tmpl *T, KSig *s, const char *arg, LLVMTypeRef ty)
+{
+	(void)T;
+	CHECK(s->n < TM_MAXARG);
+	snprintf(s->arg[s->n], sizeof s->arg[0], "%s", arg);
+	s->ty[s->n++] = ty;
+}
+
+int ksig_find(const KSig *s, const char *arg)
+{
+	for (int i = 0; i < s->n; i++)
+		if (strcmp(s->arg[i], arg) == 0)
+			return i;
+	return -1;
+}
+
+LLVMValueRef ksig_arg(Tmpl *T, const KSig *s, const char *arg)
+{
+	int i = ksig_find(s, arg);
+	CHECK(i >= 0);
+	return irb_arg(&T->I, i);
+}
+
+void ksig_params(Tmpl *T, KSig *s)
+{
+	char a[64];
+	for (int p = 0; p < T->mx->nparam; p++) {
+		snprintf(a, sizeof a, "param:%s", T->mx->param[p].name);
+		ksig_add(T, s, a, T->I.gptr);
+	}
+}
+
+void ksig_tok(Tmpl *T, KSig *s)
+{
+	if (T->ntokval > 0)
+		ksig_add(T, s, "ws:tok", T->I.gptr);
+}
+
+void ksig_shape(Tmpl *T, KSig *s)
+{
+	ksig_add(T, s, "i32:L", T->I.i32);
+	ksig_add(T, s, "i32:D", T->I.i32);
+}

@@ -1,0 +1,152 @@
+/* A thread's place in the kernel (Lanes): its warp, quad and slots, the
+ * arguments and parameters it reads, and the helpers that fold code on
+ * whether a step lies inside the sequence. */
+#include "tmpl.h"
+#include "diag.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static LLVMValueRef argv_of(Tmpl *T, const KSig *s, const char *name)
+{
+	int i = ksig_find(s, name);
+	return i < 0 ? NULL : irb_arg(&T->I, i);
+}
+
+LLVMValueRef wcol(const Tmpl *T, Irb *I, LLVMValueRef w, LLVMValueRef n8, int nt)
+{
+	LLVMValueRef base = imul(I, w, ci32(I, 16));
+	if (!T->k.slots_adjacent)
+		return iadd(I, iadd(I, base, n8), ci32(I, 8 * nt));
+	LLVMValueRef pair = imul(I, LLVMBuildLShr(I->b, n8, ci32(I, 1), ""), ci32(I, 4));
+	return iadd(I, base, iadd(I, iadd(I, pair, LLVMBuildAnd(I->b, n8, ci32(I, 1), "")), ci32(I, 2 * nt)));
+}
+
+void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
+{
+	Irb *I = &T->I;
+	const Mixer *mx = T->mx;
+	memset(ln, 0, sizeof *ln);
+	ln->wmat_smem = -1;
+	ln->seg_off = -1;
+	ln->tid = tid_x(I);
+	ln->warp = LLVMBuildLShr(I->b, ln->tid, ci32(I, 5), "warp");
+	ln->lane = LLVMBuildAnd(I->b, ln->tid, ci32(I, 31), "lane");
+	ln->g = LLVMBuildLShr(I->b, ln->lane, ci32(I, 2), "g");
+	ln->q = LLVMBuildAnd(I->b, ln->lane, ci32(I, 3), "q");
+	ln->quad = LLVMBuildLShr(I->b, ln->warp, ci32(I, 2), "quad");
+	ln->w = LLVMBuildAnd(I->b, ln->warp, ci32(I, 3), "w");
+	ln->tile = T->k.ticket_thb[0];   /* NULL: the block index, read where used (lane_tile) */
+	ln->head = T->k.ticket_thb[1] ? T->k.ticket_thb[1] : ctaid(I, 1);
+	ln->b = T->k.ticket_thb[2] ? T->k.ticket_thb[2] : ctaid(I, 2);
+	ln->L = argv_of(T, s, "i32:L");
+	ln->D = argv_of(T, s, "i32:D");
+	ln->x = argv_of(T, s, "x");
+	ln->y = argv_of(T, s, "y");
+	ln->dy = argv_of(T, s, "dy");
+	ln->dx = argv_of(T, s, "dx");
+	ln->la_ws = argv_of(T, s, "ws:log_a");
+	ln->b_ws = argv_of(T, s, "ws:b");
+	ln->tok = argv_of(T, s, "ws:tok");
+	char a[64];
+	for (int p = 0; p < mx->nparam; p++) {
+		snprintf(a, sizeof a, "param:%s", mx->param[p].name);
+		ln->param[p] = argv_of(T, s, a);
+	}
+	/* slot column c is the accumulator's n-tile c >> 1, column 2q + (c & 1),
+	 * so its channel is that column's (wcol): 16w + 8*(c>>1) + 2q + (c&1),
+	 * or with slots_adjacent 16w + 4q + c; pairs (c, c+1) for even c are adjacent either way */
+	for (int c = 0; c < 4; c++)
+		ln->ch[c] = T->k.slots_adjacent ? iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), imul(I, ln->q, ci32(I, 4))), ci32(I, c))
+		                   : iadd(I, iadd(I, imul(I, ln->w, ci32(I, 16)), imul(I, ln->q, ci32(I, 2))),
+		                          ci32(I, 8 * (c >> 1) + (c & 1)));
+	LLVMValueRef hbase = imul(I, ln->head, ci32(I, 64));
+	for (int p = 0; p < mx->nparam; p++) {
+		if (!ln->param[p])
+			continue;
+		if (mx->param[p].kind == PK_CHANNEL)
+			for (int c = 0; c < 4; c++)
+				ln->chan[p][c] = ld(I, I->f32, gep_f32(I, ln->param[p], sext64(I, iadd(I, hbase, ln->ch[c]))), 4);
+		else if (mx->param[p].kind == PK_SCALAR)
+			ln->scal[p] = ld(I, I->f32, ln->param[p], 4);
+	}
+	/* values over parameters alone, once per kernel (slot_env), in a block
+	 * every loop below comes after */
+	CHECK(T->inv_node);
+	size_t ninv = 8 * (size_t)mx->g.len;
+	if (!T->k.inv_memo)
+		T->k.inv_memo = malloc(ninv * sizeof *T->k.inv_memo);
+	CHECK(T->k.inv_memo);
+	memset(T->k.inv_memo, 0, ninv * sizeof *T->k.inv_memo);
+	ln->hoist = irb_hoist_block(I);
+	if (!load_weights)
+		return;
+	/* gate B fragments: b0 = (k = 16ks + 2q, 2q+1 ; column n = 16w + 8nt + g), b1 = k + 8;
+	 * column n is channel wcol(n) */
+	for (int j = 0; j < T->nbdproj; j++) {
+		const MxProj *pj = &mx->proj[T->bdproj[j]];
+		LLVMValueRef W = ln->param[pj->weight];
+		CHECK(W);
+		LLVMValueRef wbase = imul(I, ln->head, ci32(I, 64 * 64));
+		for (int ks = 0; ks < 4; ks++)
+			for (int nt = 0; nt < 2; nt++) {
+				LLVMValueRef n = wcol(T, I, ln->w, ln->g, nt);
+				for (int r = 0; r < 2; r++) {
+					LLVMValueRef k0 = iadd(I, imul(I, ln->q, ci32(I, 2)), ci32(I, 16 * ks + 8 * r));
+					LLVMValueRef i0 = iadd(I, wbase, iadd(I, imul(I, k0, ci32(I, 64)), n));
+					LLVMValueRef v0 = ld(I, I->f32, gep_f32(I, W, sext64(I, i0)), 4);
+					LLVMValueRef v1 = ld(I, I->f32, gep_f32(I, W, sext64(I, iadd(I, i0, ci32(I, 64)))), 4);
+					ln->wfrag[j][ks][nt][r] = pack_bf16x2(I, v0, v1);
+				}
+			}
+		LLVMValueRef bias = ln->param[pj->bias];
+		CHECK(bias);
+		for (int c = 0; c < 4; c++)
+			ln->bias[j][c] = ld(I, I->f32, gep_f32(I, bias, sext64(I, iadd(I, hbase, ln->ch[c]))), 4);
+	}
+}
+
+/* quad maps [quad][64][2] floats, the segment buffers, then the weights */
+static int quad_seg_at(const Tmpl *T) { return T->quads * 64 * 8; }
+static int quad_wmat_at(const Tmpl *T, int flags) { return quad_seg_at(T) + T->quads * seg_bytes(T, seg_len(T), flags); }
+
+int quad_smem(const Tmpl *T, int flags) { return quad_wmat_at(T, flags) + wmat_bytes(T); }
+
+void quad_lanes(Tmpl *T, Lanes *ln, const KSig *sig, int segn, int flags)
+{
+	lanes_init(T, ln, sig, T->k.gates_inline);
+	seg_enable(T, ln, quad_seg_at(T), segn, flags);
+	if (wmat_bytes(T))
+		wmat_stage(T, ln, quad_wmat_at(T, flags));
+}
+
+LLVMValueRef in_seq(Tmpl *T, const Lanes *ln, LLVMValueRef t)
+{
+	return ln->full ? LLVMConstInt(T->I.i1, 1, 0) : ilt(&T->I, t, ln->L);
+}
+
+LLVMValueRef f16_overflow(Irb *I, LLVMValueRef a, LLVMValueRef b)
+{
+	return LLVMBuildOr(I->b, fgt(I, fabs_(I, a), cf32(I, F16_MAP_MAX)), fgt(I, fabs_(I, b), cf32(I, F16_MAP_MAX)), "");
+}
+
+void emit_split(Tmpl *T, Lanes *ln, LLVMValueRef in, void (*body)(void *arg), void *arg)
+{
+	Irb *I = &T->I;
+	if (!in) {
+		body(arg);
+		return;
+	}
+	/* the second copy starts from the lanes' state the first one did (a
+	 * body may leave, say, a segment marked as staged) */
+	Lanes start = *ln;
+	IfBlk full, part;
+	if_begin(I, &full, in, "full");
+	ln->full = 1;
+	body(arg);
+	*ln = start;
+	if_end(I, &full);
+	if_begin(I, &part, LLVMBuildNot(I->b, in, ""), "part");
+	body(arg);
+	if_end(I, &part);
+}
