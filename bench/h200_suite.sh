@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # The GPU suite in one device call, nothing built there: it runs the recur
 # binary and PTX built here and carried in .carry/ (recur, ptx.tar.xz holding
-# ptx/, goldens/). Full logs and result files go to $OUT; a short table is
-# printed last. Every mode first compiles all variants' PTX into the
+# ptx/, goldens/). Every mode first compiles all variants' PTX into the
 # driver's JIT cache, many at once (bench/jit_warm.sh; NOWARM=1 skips it).
+#
+# Where the files go: under $DEST (default $OUT if set, else the repository
+# root), in the repository's layout:
+#   $DEST/bench/results/                  the canonical results (modes results,
+#                                         verify, all, others)
+#   $DEST/bench/experiments/DATE-SLUG/    one experiment's files (modes quick,
+#                                         ab, ncu, sass); DATE is today (UTC),
+#                                         SLUG is $EXP_SLUG (default: the mode)
+# Run from the repository root with OUT unset and the files land where they
+# are committed; with OUT set, copy $OUT/bench over the tree afterwards.
 #   usage: bench/h200_suite.sh results   calibrate every variant at the seed's
 #                                        shapes, bench (the protocol), compare
 #          bench/h200_suite.sh verify    goldens, then every variant at the
@@ -21,7 +30,7 @@
 #          bench/h200_suite.sh sass      Nsight Compute's source counters of the
 #                                        same kernels: every SASS instruction with
 #                                        its executed count and stall samples, as
-#                                        CSV ($OUT/sass_MIXER.csv.xz), for
+#                                        CSV (sass_MIXER.csv.xz), for
 #                                        bench/sass_mix.py
 #          bench/h200_suite.sh ab        bench --profile of each MIXER/VARIANT in
 #                                        $VARIANTS at $AB_SHAPES (default
@@ -33,12 +42,26 @@
 #                                        1x131072x1024 for each MIXER/VARIANT named
 #                                        in $VARIANTS (space-separated)
 set -u
-OUT=${OUT:-/tmp/recur-out}
 BIN=${RECUR_BIN:-.carry/recur}
 mode=${1:-all}
-mkdir -p "$OUT" /tmp/recur-ptx
-[ -d /tmp/recur-ptx/${PTXSET:-ptx} ] || tar xJf .carry/ptx.tar.xz -C /tmp/recur-ptx
-D=/tmp/recur-ptx/${PTXSET:-ptx}   # PTXSET: which carried set (default ptx)
+DEST=${DEST:-${OUT:-.}}
+if [ "$DEST" = . ]; then pre=""; else pre="${DEST%/}/"; fi
+RES="${pre}bench/results"
+EXP="${pre}bench/experiments/$(date -u +%Y-%m-%d)-${EXP_SLUG:-$mode}"
+case "$mode" in
+	results|verify|all|others) mkdir -p "$RES"; W=$RES ;;
+	*) mkdir -p "$EXP"; W=$EXP ;;
+esac
+# scratch files (the JSON of profiled runs, Nsight Compute's reports), removed at exit
+TMPD=$(mktemp -d)
+trap 'rm -rf "$TMPD"' EXIT
+# the carried PTX sets, unpacked once into .carry/unpacked (PTXSET: which set, default ptx)
+PTXROOT=${PTXROOT:-.carry/unpacked}
+mkdir -p "$PTXROOT"
+if [ ! -d "$PTXROOT/${PTXSET:-ptx}" ] || [ .carry/ptx.tar.xz -nt "$PTXROOT/.unpacked" ]; then
+	tar xJf .carry/ptx.tar.xz -C "$PTXROOT" && touch "$PTXROOT/.unpacked"
+fi
+D=$PTXROOT/${PTXSET:-ptx}
 SEED="1x8192x1024,1x32768x1024,1x65536x1024,1x131072x1024"
 # RG-LRU's bwd_apply with fewer blocks than tiles, so that its clusters of 2
 # divide them: 3 tiles at prefix 32 chunk 8 (G = 2) and 5 (G = 4, block 0
@@ -46,42 +69,45 @@ SEED="1x8192x1024,1x32768x1024,1x65536x1024,1x131072x1024"
 CLUSTER_SHAPES="--shape 2x768x256 --shape 1x1280x512"
 # (at most 8 files under $OUT come back from the machine: with more, the
 # end of this script packs them into $OUT/suite.tar.xz)
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader | tee "$W/gpu.txt"
 rc=0
+wrote=""   # the verify logs this run wrote, summarised at the end
 # every variant's PTX compiled into the driver's cache, many at once (NOWARM=1: skip)
-[ -n "${NOWARM:-}" ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$OUT/jit_warm.log" || rc=1
+[ -n "${NOWARM:-}" ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$TMPD/jit_warm.log" || rc=1
 if [ "$mode" = verify ] || [ "$mode" = all ]; then
-	"$BIN" verify --dir "$D" --goldens .carry/goldens > "$OUT/verify_goldens.log" 2>&1 || rc=1
+	"$BIN" verify --dir "$D" --goldens .carry/goldens > "$RES/verify_h200_goldens.log" 2>&1 || rc=1
 	"$BIN" verify --dir "$D" $(echo "$SEED" | tr ',' '\n' | sed 's/^/--shape /') --shape 3x1000x1024 \
-		$CLUSTER_SHAPES > "$OUT/verify_seed.log" 2>&1 || rc=1
-	"$BIN" verify --dir "$D" --shape 1x4096x512 --shape 1x4096x2048 --shape 8x4096x1024 > "$OUT/verify_widths.log" 2>&1 || rc=1
+		$CLUSTER_SHAPES > "$RES/verify_h200_seed.log" 2>&1 || rc=1
+	"$BIN" verify --dir "$D" --shape 1x4096x512 --shape 1x4096x2048 --shape 8x4096x1024 > "$RES/verify_h200_widths.log" 2>&1 || rc=1
+	wrote="$wrote $RES/verify_h200_goldens.log $RES/verify_h200_seed.log $RES/verify_h200_widths.log"
 fi
 if [ "$mode" = quick ]; then
 	if [ -z "${NOVERIFY:-}" ]; then   # NOVERIFY=1: time only
-		"$BIN" verify --dir "$D" --goldens .carry/goldens > "$OUT/verify_goldens.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$D" --goldens .carry/goldens > "$EXP/verify_goldens.log" 2>&1 || rc=1
 		"$BIN" verify --dir "$D" --shape 1x8192x1024 --shape 3x1000x1024 --shape 2x37x64 $CLUSTER_SHAPES \
-			> "$OUT/verify_quick.log" 2>&1 || rc=1
+			> "$EXP/verify_quick.log" 2>&1 || rc=1
+		wrote="$wrote $EXP/verify_goldens.log $EXP/verify_quick.log"
 	fi
 	for mv in ${VARIANTS:-}; do
 		"$BIN" bench --dir "$D" --shapes 1x131072x1024 --mixer "${mv%%/*}" --variant "${mv#*/}" --profile --rounds 1 --samples 5 \
-			>> "$OUT/bench_quick.log" 2>&1 || rc=1
+			--out "$EXP/bench_quick_${mv%%/*}_${mv#*/}.json" >> "$EXP/bench_quick.log" 2>&1 || rc=1
 	done
-	grep -vE "^\[|^calib|^ *$" "$OUT/bench_quick.log" | head -200
+	[ -f "$EXP/bench_quick.log" ] && grep -vE "^\[|^calib|^ *$" "$EXP/bench_quick.log" | head -200
 fi
 if [ "$mode" = ab ]; then
 	for r in $(seq "${AB_REPEAT:-2}"); do
 		for set in ${AB_SETS:-ptx_old ptx}; do
-			[ -d "/tmp/recur-ptx/$set" ] || { echo "ab: no carried PTX set $set"; rc=1; continue; }
+			[ -d "$PTXROOT/$set" ] || { echo "ab: no carried PTX set $set"; rc=1; continue; }
 			for mv in ${VARIANTS:-}; do
-				echo "== $set $r ${mv}" >> "$OUT/ab.log"
-				"$BIN" bench --dir "/tmp/recur-ptx/$set" --shapes "${AB_SHAPES:-1x131072x1024}" --mixer "${mv%%/*}" \
-					--variant "${mv#*/}" --profile --rounds 1 --samples 5 --out /tmp/ab_bench.json >> "$OUT/ab.log" 2>&1 || rc=1
+				echo "== $set $r ${mv}" >> "$EXP/ab.log"
+				"$BIN" bench --dir "$PTXROOT/$set" --shapes "${AB_SHAPES:-1x131072x1024}" --mixer "${mv%%/*}" \
+					--variant "${mv#*/}" --profile --rounds 1 --samples 5 --out "$TMPD/ab_bench.json" >> "$EXP/ab.log" 2>&1 || rc=1
 			done
 		done
 	done
 	# set, round, then per shape: f+b ms and each kernel's ms
 	awk '/^== /{ tag = $2 " " $3 } /^(rglru|samu) +[0-9]+x/ && NF >= 9 && !seen[$0]++ { print tag, $2, "f+b", $6 }
-	     /^  (forward|backward) /{ print tag, "  ", $2, $3 }' "$OUT/ab.log"
+	     /^  (forward|backward) /{ print tag, "  ", $2, $3 }' "$EXP/ab.log"
 fi
 if [ "$mode" = ncu ] || [ "$mode" = sass ]; then
 	NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
@@ -93,67 +119,73 @@ if [ "$mode" = ncu ]; then
 		m=${mv%%/*}
 		"$NCU" --set full -k "regex:${NCU_KERNELS:-scan|apply|reduce}" -c "${NCU_COUNT:-3}" \
 			"$BIN" bench --dir "$D" --shapes "${NCU_SHAPE:-1x32768x1024}" --mixer "$m" --variant "${mv#*/}" --rounds 1 --samples 1 \
-			--out /tmp/ncu_bench.json > "$OUT/ncu_$m.txt" 2>&1 || rc=1
+			--out "$TMPD/ncu_bench.json" > "$EXP/ncu_$m.txt" 2>&1 || rc=1
 		grep -E "^  [a-z_]+ \(|Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|No Eligible|Theoretical Occ|Block Limit|Memory Throughput|Compute \(SM\) Th" \
-			"$OUT/ncu_$m.txt" | head -80
+			"$EXP/ncu_$m.txt" | head -80
 	done
 fi
 if [ "$mode" = sass ]; then
 	for mv in ${VARIANTS:-}; do
 		[ -n "$NCU" ] || break
 		m=${mv%%/*}
-		rm -f "/tmp/sass_$m.ncu-rep"
+		rm -f "$TMPD/sass_$m.ncu-rep"
 		"$NCU" --section SourceCounters --section InstructionStats -k "regex:${NCU_KERNELS:-.}" -c "${NCU_COUNT:-4}" \
-			-o "/tmp/sass_$m" "$BIN" bench --dir "$D" --shapes "${NCU_SHAPE:-1x32768x1024}" --mixer "$m" --variant "${mv#*/}" \
-			--rounds 1 --samples 1 --out /tmp/ncu_bench.json > "$OUT/sass_$m.log" 2>&1 || rc=1
-		"$NCU" -i "/tmp/sass_$m.ncu-rep" --page source --csv --print-source sass > "/tmp/sass_$m.csv" 2>> "$OUT/sass_$m.log" || rc=1
-		xz -9 -c "/tmp/sass_$m.csv" > "$OUT/sass_$m.csv.xz" || rc=1
-		echo "sass $m: $(wc -l < "/tmp/sass_$m.csv") lines"
+			-o "$TMPD/sass_$m" "$BIN" bench --dir "$D" --shapes "${NCU_SHAPE:-1x32768x1024}" --mixer "$m" --variant "${mv#*/}" \
+			--rounds 1 --samples 1 --out "$TMPD/ncu_bench.json" > "$EXP/sass_$m.log" 2>&1 || rc=1
+		"$NCU" -i "$TMPD/sass_$m.ncu-rep" --page source --csv --print-source sass > "$TMPD/sass_$m.csv" 2>> "$EXP/sass_$m.log" || rc=1
+		xz -9 -c "$TMPD/sass_$m.csv" > "$EXP/sass_$m.csv.xz" || rc=1
+		echo "sass $m: $(wc -l < "$TMPD/sass_$m.csv") lines"
 	done
 fi
 if [ "$mode" = others ]; then
 	# RGLRU_V, SAMU_V: the variants to time (the calibrated L=131072 winners)
+	: > "$RES/other_shapes.log"
 	for mv in "rglru ${RGLRU_V:-}" "samu ${SAMU_V:-}"; do
 		set -- $mv
 		[ $# -eq 2 ] || { echo "others: no variant given for $1 (RGLRU_V / SAMU_V)"; rc=1; continue; }
 		"$BIN" bench --dir "$D" --shapes 8x16384x1024,1x65536x4096 --mixer "$1" --variant "$2" --rounds 1 --samples 5 \
-			--out "$OUT/other_shapes_$1_h200.json" > "$OUT/other_shapes_$1.log" 2>&1 || rc=1
-		tail -6 "$OUT/other_shapes_$1.log"
+			--out "$RES/other_shapes_$1_h200.json" > "$TMPD/other_shapes_$1.log" 2>&1 || rc=1
+		cat "$TMPD/other_shapes_$1.log" >> "$RES/other_shapes.log"
+		tail -6 "$TMPD/other_shapes_$1.log"
 	done
 	lbv=""
 	for f in "$D"/*_lookback_*.ptx "$D"/*_onepass_*.ptx; do b=$(basename "$f" .ptx); lbv="$lbv --variant ${b#*.}"; done
 	"$BIN" verify --dir "$D" $lbv --shape 16x2048x1024 --shape 1x262144x1024 --shape 2x65536x2048 \
-		> "$OUT/verify_lookback_stress.log" 2>&1 || rc=1
+		> "$RES/verify_h200_lookback_stress.log" 2>&1 || rc=1
+	wrote="$wrote $RES/verify_h200_lookback_stress.log"
 fi
 if [ "$mode" = results ] || [ "$mode" = all ]; then
 	# the fastest variant within 4.5 extra bytes per element (the project's memory target)
-	"$BIN" calibrate --dir "$D" --shapes "$SEED" --memory-budget "${BUDGET:-4.5}" --out "$OUT/calibration_h200.json" \
-		> "$OUT/calibrate.log" 2>&1 || rc=1
-	"$BIN" bench --dir "$D" --shapes "$SEED" --calibration "$OUT/calibration_h200.json" --profile \
-		--out "$OUT/results_h200.json" > "$OUT/bench.log" 2>&1 || rc=1
+	"$BIN" calibrate --dir "$D" --shapes "$SEED" --memory-budget "${BUDGET:-4.5}" --out "$RES/calibration_h200.json" \
+		> "$RES/calibrate.log" 2>&1 || rc=1
+	"$BIN" bench --dir "$D" --shapes "$SEED" --calibration "$RES/calibration_h200.json" --profile \
+		--out "$RES/results_h200.json" > "$RES/bench.log" 2>&1 || rc=1
 	# the seed lives beside the repository, not on the GPU machine: compare where it is
-	if [ -f "${RECUR_SEED:-../shared/seed/000_c94c45093349daa5.txt}" ]; then
-		"$BIN" compare "$OUT/results_h200.json" --svg "$OUT/results_h200.svg" > "$OUT/compare.log" 2>&1 || rc=1
+	seedf=${RECUR_SEED:-../shared/seed/000_c94c45093349daa5.txt}
+	if [ -f "$seedf" ]; then
+		"$BIN" compare "$RES/results_h200.json" "$seedf" --svg "$RES/results_h200.svg" > "$RES/compare_h200.txt" 2>&1 || rc=1
 	else
-		echo "no seed file here: run recur compare results_h200.json where the seed is"
+		echo "no seed file here: run recur compare bench/results/results_h200.json where the seed is"
 	fi
-	tail -4 "$OUT/calibrate.log"
-	grep -A12 "^profile" "$OUT/bench.log" | head -120
-	[ -f "$OUT/compare.log" ] && cat "$OUT/compare.log"
+	tail -4 "$RES/calibrate.log"
+	grep -A12 "^profile" "$RES/bench.log" | head -120
+	[ -f "$seedf" ] && cat "$RES/compare_h200.txt"
 fi
-for f in "$OUT"/verify_*.log; do
+for f in $wrote; do
 	[ -f "$f" ] || continue
 	echo "== $(basename "$f" .log): $(tail -1 "$f")"
 	grep -E "FAIL" "$f" | head -5
 done
 # at most 8 files come back from the machine: more go back as one archive
-n=$(find "$OUT" -maxdepth 1 -type f | wc -l)
+# (only where the files went to $OUT)
+n=0
+[ -n "${OUT:-}" ] && [ "$DEST" = "$OUT" ] && n=$(find "$OUT" -type f | wc -l)
 if [ "$n" -gt 8 ]; then
-	pack=$(mktemp /tmp/recur-suite.XXXXXX)
+	pack="$TMPD/suite.tar.xz"
 	if tar cJf "$pack" -C "$OUT" . ; then
 		find "$OUT" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
 		mv "$pack" "$OUT/suite.tar.xz"
-		echo "$n files packed into suite.tar.xz (tar xJf suite.tar.xz)"
+		echo "$n files packed into suite.tar.xz (tar xJf suite.tar.xz in the repository root)"
 	else
 		echo "packing the $n files failed: only 8 of them come back"; rc=1
 	fi
