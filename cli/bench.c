@@ -1,8 +1,6 @@
 /* recur bench: the seed's benchmark protocol (shared/spec/protocol.md).
  *
- *   recur bench [--dir DIR] [--shapes BxLxD,...] [--rounds 2] [--samples 5] [--warmup 2]
- *               [--calibration FILE] [--variant NAME]... [--mixer NAME]... [--out FILE]
- *               [--profile] [--seed N]
+ * (Its options: the table below, which `recur bench --help` prints.)
  *
  * Per shape: every mixer's variant comes from the calibration file (or
  * --variant); its module is loaded and its inputs uploaded before anything
@@ -69,56 +67,61 @@ typedef struct {
 	int nrows;
 } Bench;
 
-static void usage(FILE *f)
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define BENCH_DEFAULT_OUT "out/results.json"
+
+enum { B_DIR, B_SHAPES, B_ROUNDS, B_SAMPLES, B_WARMUP, B_CAL, B_VARIANT, B_MIXER, B_OUT, B_PROFILE, B_SEED };
+
+static const CliOpt OPTS[] = {
+	[B_DIR] = CLI_OPT_DIR,
+	[B_SHAPES] = { "--shapes", "BxLxD,...", H_DEFAULT_SHAPES, "the shapes to run", 0 },
+	[B_ROUNDS] = { "--rounds", "N", "2", "rounds, the mixers' order alternating, 1.." STR(RES_MAXROUNDS), 0 },
+	[B_SAMPLES] = { "--samples", "N", "5", "timed samples per mixer and round, 1.." STR(RES_MAXSAMPLES), 0 },
+	[B_WARMUP] = { "--warmup", "N", "2", "untimed runs before a mixer's first sample, 0..1000", 0 },
+	[B_CAL] = { "--calibration", "FILE", CAL_DEFAULT_PATH, "where each mixer's variant per shape comes from", 0 },
+	[B_VARIANT] = { "--variant", "NAME", NULL, "run this variant for its mixer at every shape, not the calibrated one",
+	                1 },
+	[B_MIXER] = { "--mixer", "NAME", NULL, "run this mixer (default: every mixer)", 1 },
+	[B_OUT] = { "--out", "FILE", BENCH_DEFAULT_OUT, "the results JSON", 0 },
+	[B_PROFILE] = { "--profile", NULL, NULL, "per-kernel times and forward+backward as a CUDA graph, after the rounds",
+	                0 },
+	[B_SEED] = CLI_OPT_SEED,
+};
+
+const CliCmd cli_bench_cmd = {
+	"bench", NULL, "the seed's protocol with the calibrated variants: results JSON and a table",
+	OPTS, CLI_NOPTS(OPTS), cli_bench,
+};
+
+static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 {
-	fputs("usage: recur bench [--dir DIR] [--shapes BxLxD,...] [--rounds 2] [--samples 5] [--warmup 2]\n"
-	      "                   [--calibration FILE] [--variant NAME]... [--mixer NAME]... [--out FILE]\n"
-	      "                   [--profile] [--seed N]\n", f);
+	BenchOpts *o = ctx;
+	switch (opt) {
+	case B_DIR: o->dir = v; return 0;
+	case B_CAL: o->calpath = v; return 0;
+	case B_OUT: o->out = v; return 0;
+	case B_PROFILE: o->profile = 1; return 0;
+	case B_VARIANT: return cli_add_value(o->over, &o->nover, B_MAXMIX, v, err, n);
+	case B_MIXER: return cli_add_value(o->only, &o->nonly, B_MAXMIX, v, err, n);
+	case B_ROUNDS: return cli_parse_int(v, 1, RES_MAXROUNDS, &o->rounds, err, n);
+	case B_SAMPLES: return cli_parse_int(v, 1, RES_MAXSAMPLES, &o->samples, err, n);
+	case B_WARMUP: return cli_parse_int(v, 0, 1000, &o->warmup, err, n);
+	case B_SHAPES:
+		o->nsh = harness_parse_shapes(v, o->sh, H_MAXSHAPES, err, n);
+		return o->nsh < 0 ? -1 : 0;
+	case B_SEED:
+		return cli_parse_seed(v, &o->seed, err, n);
+	}
+	snprintf(err, n, "option %d has no handler", opt);
+	return -1;
 }
 
+/* 0; 1 when --help was printed; -1 after a message */
 static int parse(int argc, char **argv, BenchOpts *o)
 {
-	char err[256];
-	*o = (BenchOpts){ .dir = "out/ptx", .calpath = CAL_DEFAULT_PATH, .rounds = 2, .samples = 5,
-	                  .warmup = 2, .seed = 1 };
-	o->nsh = harness_default_shapes(o->sh);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--profile")) { o->profile = 1; continue; }
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); exit(0); }
-		if (!v) {
-			fprintf(stderr, "recur bench: %s needs a value\n", a);
-			return -1;
-		}
-		i++;
-		if (!strcmp(a, "--dir")) o->dir = v;
-		else if (!strcmp(a, "--calibration")) o->calpath = v;
-		else if (!strcmp(a, "--out")) o->out = v;
-		else if (!strcmp(a, "--seed")) {
-			if (cli_parse_seed("bench", v, &o->seed))
-				return -1;
-		}
-		else if (!strcmp(a, "--variant") && o->nover < B_MAXMIX) o->over[o->nover++] = v;
-		else if (!strcmp(a, "--mixer") && o->nonly < B_MAXMIX) o->only[o->nonly++] = v;
-		else if (!strcmp(a, "--shapes")) {
-			if ((o->nsh = harness_parse_shapes(v, o->sh, H_MAXSHAPES, err, sizeof err)) < 0) {
-				fprintf(stderr, "recur bench: --shapes: %s\n", err);
-				return -1;
-			}
-		} else if (!strcmp(a, "--rounds") || !strcmp(a, "--samples") || !strcmp(a, "--warmup")) {
-			int *dst = a[2] == 'r' ? &o->rounds : a[2] == 's' ? &o->samples : &o->warmup;
-			int hi = a[2] == 'r' ? RES_MAXROUNDS : a[2] == 's' ? RES_MAXSAMPLES : 1000;
-			if (cli_parse_int(v, a[2] == 'w' ? 0 : 1, hi, dst)) {
-				fprintf(stderr, "recur bench: %s %s: want an integer in %d..%d\n", a, v, a[2] == 'w' ? 0 : 1, hi);
-				return -1;
-			}
-		} else {
-			fprintf(stderr, "recur bench: unknown option %s\n", a);
-			usage(stderr);
-			return -1;
-		}
-	}
-	return 0;
+	*o = (BenchOpts){ 0 };
+	return cli_parse(&cli_bench_cmd, argc, argv, set, o);
 }
 
 static int wanted(const BenchOpts *o, const char *mixer)
@@ -511,25 +514,12 @@ static void policy(const Bench *bn, const char *mixer, const char *label, char *
 	         bn->o.calpath);
 }
 
-static void default_out(const Bench *bn, char *out, size_t n)
-{
-	char stamp[32], gpu[64];
-	time_t t = time(NULL);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-	size_t j = 0;
-	for (const char *p = bn->env.gpu; *p && j + 1 < sizeof gpu; p++)
-		gpu[j++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ? *p : '_';
-	gpu[j] = 0;
-	snprintf(out, n, "bench/results/bench_%s_%s.json", gpu, stamp);
-}
-
 static int bench_main(Bench *bn, char *err, size_t n)
 {
 	const BenchOpts *o = &bn->o;
+	/* a folder that cannot hold the results fails now, not after the rounds */
 	if (recur_manifest_load(o->dir, &bn->m, err, n) || mf_open(&bn->mi, bn->m, err, n) ||
-	    pick_mixers(bn, err, n))
+	    pick_mixers(bn, err, n) || results_out_folder(o->out, "results file", err, n))
 		return -1;
 	if (recur_rt_open(&bn->rt, 0, err, n))
 		return -1;
@@ -553,13 +543,8 @@ static int bench_main(Bench *bn, char *err, size_t n)
 	                  .flush_bytes = (long long)bn->h.flush_bytes };
 	policy(bn, "rglru", "RG-LRU", p.baseline_policy, sizeof p.baseline_policy);
 	policy(bn, "samu", "SAMU", p.samu_policy, sizeof p.samu_policy);
-	char path[4096];
-	if (o->out)
-		snprintf(path, sizeof path, "%s", o->out);
-	else
-		default_out(bn, path, sizeof path);
 	json_t *doc = results_doc(&bn->env, &p, bn->rows, bn->nrows);
-	int rc = results_write_atomic(path, doc, err, n);
+	int rc = results_write_atomic(o->out, doc, err, n);
 	json_decref(doc);
 	if (rc)
 		return -1;
@@ -569,15 +554,16 @@ static int bench_main(Bench *bn, char *err, size_t n)
 	       "f+b ms", "floor ms", "floor%", "B/elem");
 	for (int i = 0; i < bn->nrows; i++)
 		row_line(stdout, &bn->rows[i]);
-	printf("wrote %s\n", path);
+	printf("wrote %s\n", o->out);
 	return 0;
 }
 
 int cli_bench(int argc, char **argv)
 {
 	Bench bn = { 0 };
-	if (parse(argc, argv, &bn.o))
-		return 2;
+	int prc = parse(argc, argv, &bn.o);
+	if (prc)
+		return prc > 0 ? 0 : 2;
 	char err[8192] = "";
 	int rc = bench_main(&bn, err, sizeof err);
 	if (rc)

@@ -23,7 +23,7 @@
 #include "recur.h"
 #include <jansson.h>
 
-#define CAL_DEFAULT_PATH "bench/results/calibration.json"
+#define CAL_DEFAULT_PATH "out/calibration.json"
 
 typedef struct {
 	char mixer[32];

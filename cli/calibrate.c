@@ -1,9 +1,7 @@
 /* recur calibrate: the strongest legal, non-materialising variant per
  * (mixer, shape) on this GPU, for `recur bench` to use.
  *
- *   recur calibrate [--dir DIR] [--shapes BxLxD,...] [--mixer NAME]... [--out FILE]
- *                   [--samples 5] [--warmup 2] [--skip VARIANT]... [--seed N]
- *                   [--memory-budget BYTES_PER_ELEMENT]
+ * (Its options: the table below, which `recur calibrate --help` prints.)
  *
  * Per mixer and shape: one set of inputs; then for each candidate (legal at
  * the shape by recur_check_shape, and "materialized": false in the manifest)
@@ -55,59 +53,56 @@ typedef struct {
 	struct timespec t0;
 } Cal;
 
-static void usage(FILE *f)
+enum { C_DIR, C_SHAPES, C_MIXER, C_OUT, C_SAMPLES, C_WARMUP, C_SKIP, C_SEED, C_BUDGET };
+
+static const CliOpt OPTS[] = {
+	[C_DIR] = CLI_OPT_DIR,
+	[C_SHAPES] = { "--shapes", "BxLxD,...", H_DEFAULT_SHAPES, "the shapes to calibrate", 0 },
+	[C_MIXER] = { "--mixer", "NAME", NULL, "calibrate this mixer (default: every mixer)", 1 },
+	[C_OUT] = { "--out", "FILE", CAL_DEFAULT_PATH, "the calibration file, merged into after every (mixer, shape)", 0 },
+	[C_SAMPLES] = { "--samples", "N", "5", "timed forward+backward runs per candidate, 1..1000", 0 },
+	[C_WARMUP] = { "--warmup", "N", "2", "untimed runs before them, 0..1000", 0 },
+	[C_SKIP] = { "--skip", "VARIANT", NULL, "leave this variant out (one that breaks the CUDA context)", 1 },
+	[C_SEED] = CLI_OPT_SEED,
+	[C_BUDGET] = { "--memory-budget", "BYTES_PER_ELEMENT", NULL,
+	               "the fastest within this many extra bytes per element wins (default: no budget)", 0 },
+};
+
+const CliCmd cli_calibrate_cmd = {
+	"calibrate", NULL, "time every legal, non-materialising variant per mixer and shape; the winners for bench",
+	OPTS, CLI_NOPTS(OPTS), cli_calibrate,
+};
+
+static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 {
-	fputs("usage: recur calibrate [--dir DIR] [--shapes BxLxD,...] [--mixer NAME]... [--out FILE]\n"
-	      "                       [--samples 5] [--warmup 2] [--skip VARIANT]... [--seed N]\n"
-	      "                       [--memory-budget BYTES_PER_ELEMENT]\n", f);
+	CalOpts *o = ctx;
+	switch (opt) {
+	case C_DIR: o->dir = v; return 0;
+	case C_OUT: o->out = v; return 0;
+	case C_MIXER: return cli_add_value(o->only, &o->nonly, C_MAXMIX, v, err, n);
+	case C_SKIP: return cli_add_value(o->skip, &o->nskip, C_MAXSKIP, v, err, n);
+	case C_SAMPLES: return cli_parse_int(v, 1, 1000, &o->samples, err, n);
+	case C_WARMUP: return cli_parse_int(v, 0, 1000, &o->warmup, err, n);
+	case C_SHAPES:
+		o->nsh = harness_parse_shapes(v, o->sh, H_MAXSHAPES, err, n);
+		return o->nsh < 0 ? -1 : 0;
+	case C_SEED:
+		return cli_parse_seed(v, &o->seed, err, n);
+	case C_BUDGET:
+		if (cli_parse_positive(v, 0.0, 1e6, &o->budget, err, n) == 0)
+			return 0;
+		snprintf(err, n, "want extra bytes per element, a number above 0");
+		return -1;
+	}
+	snprintf(err, n, "option %d has no handler", opt);
+	return -1;
 }
 
+/* 0; 1 when --help was printed; -1 after a message */
 static int parse(int argc, char **argv, CalOpts *o)
 {
-	char err[256];
-	*o = (CalOpts){ .dir = "out/ptx", .out = CAL_DEFAULT_PATH, .samples = 5, .warmup = 2, .seed = 1 };
-	o->nsh = harness_default_shapes(o->sh);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); exit(0); }
-		if (!v) {
-			fprintf(stderr, "recur calibrate: %s needs a value\n", a);
-			return -1;
-		}
-		i++;
-		if (!strcmp(a, "--dir")) o->dir = v;
-		else if (!strcmp(a, "--out")) o->out = v;
-		else if (!strcmp(a, "--seed")) {
-			if (cli_parse_seed("calibrate", v, &o->seed))
-				return -1;
-		}
-		else if (!strcmp(a, "--memory-budget")) {
-			if (cli_parse_positive(v, 0.0, 1e6, &o->budget)) {
-				fprintf(stderr, "recur calibrate: --memory-budget %s: want extra bytes per element, a number "
-				        "above 0\n", v);
-				return -1;
-			}
-		}
-		else if (!strcmp(a, "--mixer") && o->nonly < C_MAXMIX) o->only[o->nonly++] = v;
-		else if (!strcmp(a, "--skip") && o->nskip < C_MAXSKIP) o->skip[o->nskip++] = v;
-		else if (!strcmp(a, "--shapes")) {
-			if ((o->nsh = harness_parse_shapes(v, o->sh, H_MAXSHAPES, err, sizeof err)) < 0) {
-				fprintf(stderr, "recur calibrate: --shapes: %s\n", err);
-				return -1;
-			}
-		} else if (!strcmp(a, "--samples") || !strcmp(a, "--warmup")) {
-			int lo = a[2] == 's' ? 1 : 0, hi = 1000;
-			if (cli_parse_int(v, lo, hi, a[2] == 's' ? &o->samples : &o->warmup)) {
-				fprintf(stderr, "recur calibrate: %s %s: want an integer in %d..%d\n", a, v, lo, hi);
-				return -1;
-			}
-		} else {
-			fprintf(stderr, "recur calibrate: unknown option %s\n", a);
-			usage(stderr);
-			return -1;
-		}
-	}
-	return 0;
+	*o = (CalOpts){ 0 };
+	return cli_parse(&cli_calibrate_cmd, argc, argv, set, o);
 }
 
 static double elapsed_s(const Cal *c)
@@ -300,8 +295,9 @@ static int cal_main(Cal *c, char *err, size_t n)
 			return -1;
 		}
 	}
-	/* a broken calibration file fails now, not after an hour of timing */
-	if (cal_load(o->out, 1, &c->doc, err, n))
+	/* a broken calibration file, or a folder that cannot hold it, fails
+	 * now, not after an hour of timing */
+	if (cal_load(o->out, 1, &c->doc, err, n) || results_out_folder(o->out, "calibration file", err, n))
 		return -1;
 	if (recur_rt_open(&c->rt, 0, err, n))
 		return -1;
@@ -326,8 +322,9 @@ static int cal_main(Cal *c, char *err, size_t n)
 int cli_calibrate(int argc, char **argv)
 {
 	Cal c = { 0 };
-	if (parse(argc, argv, &c.o))
-		return 2;
+	int prc = parse(argc, argv, &c.o);
+	if (prc)
+		return prc > 0 ? 0 : 2;
 	char err[8192] = "";
 	int rc = cal_main(&c, err, sizeof err);
 	if (rc)

@@ -1,23 +1,24 @@
-/* Subcommands of the recur binary. */
+/* Subcommands of the recur binary: each file that implements one defines
+ * its CliCmd (its option table and entry point, args.h); main.c only
+ * dispatches to them, and none of them depends on main.c. */
 #ifndef RECUR_CLI_H
 #define RECUR_CLI_H
-#include "recur.h"
-#include <stdint.h>
+#include "args.h"
 
-const char *cli_lua_root(void);
-int cli_parse_shape(const char *s, recur_shape *sh);
-/* a whole decimal integer in [lo, hi]: 0, or -1 (out untouched) */
-int cli_parse_int(const char *s, int lo, int hi, int *out);
-/* a number (all of s, as strtod reads it) in (lo, hi]: 0, or -1 (out untouched) */
-int cli_parse_positive(const char *s, double lo, double hi, double *out);
-/* a random seed: a whole unsigned decimal that fits 64 bits; 0, or -1
- * after telling stderr which command's --seed value was refused */
-int cli_parse_seed(const char *cmd, const char *s, uint64_t *out);
-/* --mixer's filter: 1 when name is among the n names, or n is 0 (every mixer) */
-int cli_mixer_wanted(const char *const *names, int n, const char *name);
+extern const CliCmd cli_gen_cmd;         /* generate.c */
+extern const CliCmd cli_list_cmd;        /* list.c */
+extern const CliCmd cli_verify_cmd;      /* verify.c */
+extern const CliCmd cli_calibrate_cmd;   /* calibrate.c */
+extern const CliCmd cli_bench_cmd;       /* bench.c */
+extern const CliCmd cli_compare_cmd;     /* compare.c */
+
+/* The entry points (argv[0] is the subcommand's name): 0, 1 for a failed
+ * run, 2 for a command line refused before anything ran. */
+int cli_gen(int argc, char **argv);
+int cli_list(int argc, char **argv);
 int cli_verify(int argc, char **argv);
-int cli_calibrate(int argc, char **argv);   /* calibrate.c */
-int cli_bench(int argc, char **argv);       /* bench.c */
-int cli_compare(int argc, char **argv);     /* compare.c */
+int cli_calibrate(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+int cli_compare(int argc, char **argv);
 
 #endif

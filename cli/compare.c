@@ -1,6 +1,5 @@
 /* recur compare (see compare.h).
- *
- *   recur compare RESULTS [REFERENCE] [--svg FILE]
+ * (Its options: the table below, which `recur compare --help` prints.)
  */
 #include "compare.h"
 #include "cli.h"
@@ -304,26 +303,51 @@ static json_t *load(const char *path, const char *what, char *err, size_t errlen
 	return d;
 }
 
+enum { K_SVG };
+
+static const CliOpt OPTS[] = {
+	[K_SVG] = { "--svg", "FILE", NULL, "where the chart goes (default: RESULTS with the extension .svg)", 0 },
+};
+
+const CliCmd cli_compare_cmd = {
+	"compare", "RESULTS [REFERENCE]",
+	"table and chart of RESULTS against REFERENCE (default: $RECUR_SEED, else the seed's results)",
+	OPTS, CLI_NOPTS(OPTS), cli_compare,
+};
+
+typedef struct {
+	const char *pos[2];   /* RESULTS, REFERENCE */
+	int npos;
+	const char *svg;
+} CmpArgs;
+
+static int set(void *ctx, int opt, const char *v, char *err, size_t n)
+{
+	CmpArgs *a = ctx;
+	switch (opt) {
+	case K_SVG: a->svg = v; return 0;
+	case CLI_OPERAND:
+		if (a->npos == 2) {
+			snprintf(err, n, "unexpected argument %s: RESULTS and REFERENCE are already %s and %s", v, a->pos[0],
+			         a->pos[1]);
+			return -1;
+		}
+		a->pos[a->npos++] = v;
+		return 0;
+	}
+	snprintf(err, n, "option %d has no handler", opt);
+	return -1;
+}
+
 int cli_compare(int argc, char **argv)
 {
-	const char *pos[2] = { NULL, NULL }, *svg = NULL;
-	int npos = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--svg") && i + 1 < argc)
-			svg = argv[++i];
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			puts("usage: recur compare RESULTS [REFERENCE] [--svg FILE]");
-			return 0;
-		} else if (argv[i][0] != '-' && npos < 2)
-			pos[npos++] = argv[i];
-		else {
-			fprintf(stderr, "recur compare: unexpected argument %s\nusage: recur compare RESULTS [REFERENCE] [--svg FILE]\n",
-			        argv[i]);
-			return 2;
-		}
-	}
+	CmpArgs a = { .npos = 0 };
+	int prc = cli_parse(&cli_compare_cmd, argc, argv, set, &a);
+	if (prc)
+		return prc > 0 ? 0 : 2;
+	const char **pos = a.pos, *svg = a.svg;
 	if (!pos[0]) {
-		fputs("usage: recur compare RESULTS [REFERENCE] [--svg FILE]\n", stderr);
+		fputs("recur compare: RESULTS missing: which results file to compare (see recur compare --help)\n", stderr);
 		return 2;
 	}
 	char refpath[4096], svgpath[4096], err[4096];

@@ -415,10 +415,23 @@ int harness_parse_shapes(const char *list, recur_shape *out, int max, char *err,
 	return n;
 }
 
+int harness_add_shapes(const char *list, recur_shape *out, int *n, int max, char *err, size_t errlen)
+{
+	recur_shape t[H_MAXSHAPES];
+	int k = harness_parse_shapes(list, t, H_MAXSHAPES, err, errlen);
+	if (k < 0)
+		return -1;
+	if (*n + k > max) {
+		snprintf(err, errlen, "more than %d shapes in all", max);
+		return -1;
+	}
+	memcpy(out + *n, t, (size_t)k * sizeof *t);
+	*n += k;
+	return 0;
+}
+
 int harness_default_shapes(recur_shape *out)
 {
-	static const int L[4] = { 8192, 32768, 65536, 131072 };
-	for (int i = 0; i < 4; i++)
-		out[i] = (recur_shape){ 1, L[i], 1024 };
-	return 4;
+	char err[256];
+	return harness_parse_shapes(H_DEFAULT_SHAPES, out, H_MAXSHAPES, err, sizeof err);
 }

@@ -77,7 +77,12 @@ void harness_driver_version(char *out, size_t n);
 
 /* "1x8192x1024,1x32768x1024": count, or -1 with the bad item in err. */
 int  harness_parse_shapes(const char *list, recur_shape *out, int max, char *err, size_t errlen);
-/* The seed's shapes: B=1, D=1024, L = 8192, 32768, 65536, 131072. */
+/* Appends list's shapes to out[*n..] (a repeatable --shape): 0, or -1 with
+ * the bad item, or that all of them would pass max, in err. */
+int  harness_add_shapes(const char *list, recur_shape *out, int *n, int max, char *err, size_t errlen);
+/* The seed's shapes: B=1, D=1024, L = 8192, 32768, 65536, 131072 (the
+ * default of --shapes: written once, as the command line gives them). */
+#define H_DEFAULT_SHAPES "1x8192x1024,1x32768x1024,1x65536x1024,1x131072x1024"
 int  harness_default_shapes(recur_shape *out);
 
 #endif

@@ -231,6 +231,15 @@ json_t *results_doc(const ResEnv *e, const ResProtocol *p, const ResRow *rows, i
 	return o;
 }
 
+int results_out_folder(const char *path, const char *what, char *err, size_t errlen)
+{
+	char why[1024];
+	if (fs_mkdirs_for(path, why, sizeof why) == 0)
+		return 0;
+	snprintf(err, errlen, "cannot write the %s %s: %s", what, path, why);
+	return -1;
+}
+
 int results_write_atomic(const char *path, const json_t *doc, char *err, size_t errlen)
 {
 	char tmp[4200];

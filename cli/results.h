@@ -95,6 +95,10 @@ void results_cuda_string(int api, char *out, size_t n);
 /* Creates the parent folders of path, writes doc to path.tmp.PID and renames
  * it over path. 0, or -1 with a message naming the file and the failing call. */
 int results_write_atomic(const char *path, const json_t *doc, char *err, size_t errlen);
+/* Creates the parent folders of path now, so a run that writes it only at
+ * the end fails before its work, not after. 0, or -1 with a message naming
+ * what (e.g. "results file"), path and the folder that could not be made. */
+int results_out_folder(const char *path, const char *what, char *err, size_t errlen);
 
 
 #endif

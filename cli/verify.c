@@ -14,6 +14,7 @@
  * gradient bits.
  */
 #include "cli.h"
+#include "harness.h"
 #include "pinit.h"
 #include "npy.h"
 #include "recur.h"
@@ -62,9 +63,13 @@ static int cmp_float(const void *a, const void *b)
 static int time_variant(Ctx *cx, recur_variant *rv, recur_shape s, const recur_io *io, int n,
                         float *fwd, float *bwd, char *err, size_t en)
 {
-	CUevent e[3];
+	CUevent e[3] = { 0 };   /* NULL: nothing to destroy when a create fails */
 	float *tf = calloc((size_t)n, sizeof(float)), *tb = calloc((size_t)n, sizeof(float));
 	int rc = -1;
+	if (!tf || !tb) {
+		snprintf(err, en, "out of host memory for %d timings", n);
+		goto out;
+	}
 	for (int k = 0; k < 3; k++)
 		if (recur_event_create(cx->rt, &e[k], err, en) != 0)
 			goto out;
@@ -143,6 +148,11 @@ static int case_random(Ctx *cx, int v, recur_shape s, uint64_t seed, Case *c, ch
 		c->pn[p] = rm->param_count(p, &rs);
 		c->p[p] = malloc((size_t)c->pn[p] * sizeof(double));
 		c->dp[p] = malloc((size_t)c->pn[p] * sizeof(double));
+		if (!c->p[p] || !c->dp[p]) {
+			snprintf(err, n, "mixer %s: out of host memory for parameter %s (%ld elements)", rm->name,
+			         c->pname[p], c->pn[p]);
+			return -1;
+		}
 		double a, b;
 		const char *kind = recur_param_init(cx->m, v, p, s, &a, &b);
 		for (long i = 0; i < c->pn[p]; i++)
@@ -200,6 +210,10 @@ static int dump_case(const char *dir, const Case *c, const float *y, const float
 	float *t = malloc(ne * sizeof(float));
 	char path[4096];
 	int rc = 0;
+	if (!t) {
+		snprintf(err, n, "%s: out of host memory for %zu elements", dir, ne);
+		return -1;
+	}
 	const double *src[2] = { c->x, c->dy };
 	const char *nm[2] = { "x", "dy" };
 	for (int k = 0; k < 2 && rc == 0; k++) {
@@ -221,6 +235,10 @@ static int dump_case(const char *dir, const Case *c, const float *y, const float
 		long dims[8];
 		int nd = recur_param_dims(m, v, p, c->s, dims);
 		float *pv = malloc((size_t)c->pn[p] * sizeof(float));
+		if (!pv) {
+			snprintf(err, n, "%s: out of host memory for parameter %s", dir, c->pname[p]);
+			return -1;
+		}
 		for (long i = 0; i < c->pn[p]; i++)
 			pv[i] = (float)c->p[p][i];
 		snprintf(path, sizeof path, "%s/%s.npy", dir, c->pname[p]);
@@ -262,7 +280,7 @@ static void run_variant(Ctx *cx, int v, Case *c)
 	CUdeviceptr dxp = 0, dyp = 0, dyy = 0, ddx = 0, dp[MAXP] = { 0 }, dg[MAXP] = { 0 };
 	uint16_t *hb = malloc(ne * 2);
 	float *y = malloc(ne * sizeof(float)), *dx = malloc(ne * sizeof(float));
-	float *g[MAXP] = { 0 }, *g2 = NULL;
+	float *g[MAXP] = { 0 }, *g2 = NULL, *tmp = NULL;
 	double e[2 + MAXP];
 	int bad = 0, det = 1;
 	if (!hb || !y || !dx) {
@@ -292,19 +310,25 @@ static void run_variant(Ctx *cx, int v, Case *c)
 	long pmax = 1;
 	for (int p = 0; p < c->np; p++)
 		pmax = c->pn[p] > pmax ? c->pn[p] : pmax;
-	float *tmp = malloc((size_t)pmax * sizeof(float));
+	tmp = malloc((size_t)pmax * sizeof(float));
 	g2 = malloc((size_t)pmax * sizeof(float));
+	if (!tmp || !g2) {
+		snprintf(err, sizeof err, "out of host memory for %ld parameter elements", pmax);
+		goto fail;
+	}
 	for (int p = 0; p < c->np; p++) {
 		size_t bytes = (size_t)c->pn[p] * 4;
+		if (!(g[p] = malloc(bytes))) {
+			snprintf(err, sizeof err, "out of host memory for the gradient of %s", c->pname[p]);
+			goto fail;
+		}
 		TRY(recur_alloc(cx->rt, bytes, &dp[p], err, sizeof err));
 		TRY(recur_alloc(cx->rt, bytes, &dg[p], err, sizeof err));
 		for (long i = 0; i < c->pn[p]; i++)
 			tmp[i] = (float)c->p[p][i];
 		TRY(recur_memcpy_htod(cx->rt, dp[p], tmp, bytes, err, sizeof err));
 		TRY(recur_memset_u8(cx->rt, dg[p], 0xff, bytes, err, sizeof err));   /* NaN poison */
-		g[p] = malloc(bytes);
 	}
-	free(tmp);
 	/* 0xffff is a bf16 NaN: an element the kernels never wrote shows up */
 	TRY(recur_memset_u8(cx->rt, dyy, 0xff, ne * 2, err, sizeof err));
 	TRY(recur_memset_u8(cx->rt, ddx, 0xff, ne * 2, err, sizeof err));
@@ -417,6 +441,7 @@ done:
 		free(g[p]);
 	}
 	free(g2);
+	free(tmp);
 	free(hb);
 	free(y);
 	free(dx);
@@ -442,100 +467,220 @@ static void *job_run(void *arg)
 }
 
 #define MAXMIX 8
+#define MAXNAMES 256
 
-/* the --mixer names, none meaning every mixer */
-typedef struct { const char *name[MAXMIX]; int n; } Mixers;
+enum { V_DIR, V_VARIANT, V_MIXER, V_SHAPE, V_SEED, V_GOLDENS, V_DUMP, V_TIME, V_XSCALE, V_GRAPH };
 
-static int mixer_chosen(const Mixers *mx, const char *mixer)
+static const CliOpt OPTS[] = {
+	[V_DIR] = CLI_OPT_DIR,
+	[V_VARIANT] = { "--variant", "NAME", NULL, "check this variant (default: every variant of the chosen mixers)", 1 },
+	[V_MIXER] = { "--mixer", "NAME", NULL, "check this mixer's variants (default: every mixer)", 1 },
+	[V_SHAPE] = { "--shape", "BxLxD", "3x1000x1024,1x8192x1024", "check at this shape; BxLxD,... gives several", 1 },
+	[V_SEED] = CLI_OPT_SEED,
+	[V_GOLDENS] = { "--goldens", "DIR", NULL, "check the golden cases in DIR instead of random inputs", 0 },
+	[V_DUMP] = { "--dump", "DIR", NULL, "write x, dy, y, dx, every parameter and gradient as .npy", 0 },
+	[V_TIME] = { "--time", "N", NULL, "after a pass, warm forward/backward medians of N runs and per-kernel times",
+	             0 },
+	[V_XSCALE] = { "--x-scale", "S", "1", "draw x with standard deviation S (large activations)", 0 },
+	[V_GRAPH] = { "--graph", NULL, NULL, "run the checked forward+backward as one CUDA graph replayed twice", 0 },
+};
+
+const CliCmd cli_verify_cmd = {
+	"verify", NULL, "run variants on the GPU against the float64 reference",
+	OPTS, CLI_NOPTS(OPTS), cli_verify,
+};
+
+/* The command line: what to check; how is in cx (dump, time, graph, x scale). */
+typedef struct {
+	const char *dir, *goldens;
+	const char *mixer[MAXMIX];    /* --mixer: none means every mixer */
+	int nmixer;
+	const char *names[MAXNAMES];  /* --variant: none means every variant of those mixers */
+	int nnames;
+	recur_shape sh[H_MAXSHAPES];
+	int nsh;
+	uint64_t seed;
+	Ctx *cx;
+} VerifyArgs;
+
+static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 {
-	return cli_mixer_wanted(mx->name, mx->n, mixer);
+	VerifyArgs *a = ctx;
+	switch (opt) {
+	case V_DIR: a->dir = v; return 0;
+	case V_GOLDENS: a->goldens = v; return 0;
+	case V_DUMP: a->cx->dump = v; return 0;
+	case V_GRAPH: a->cx->graph = 1; return 0;
+	case V_SHAPE: return harness_add_shapes(v, a->sh, &a->nsh, H_MAXSHAPES, err, n);
+	case V_VARIANT: return cli_add_value(a->names, &a->nnames, MAXNAMES, v, err, n);
+	case V_MIXER: return cli_add_value(a->mixer, &a->nmixer, MAXMIX, v, err, n);
+	case V_SEED:
+		return cli_parse_seed(v, &a->seed, err, n);
+	case V_TIME:
+		if (cli_parse_int(v, 1, 100000, &a->cx->time_reps, err, n) == 0)
+			return 0;
+		snprintf(err, n, "want a number of repetitions in 1..100000");
+		return -1;
+	case V_XSCALE:
+		if (cli_parse_positive(v, 0.0, 1e30, &a->cx->xscale, err, n) == 0)
+			return 0;
+		snprintf(err, n, "want a positive number up to 1e30");
+		return -1;
+	}
+	snprintf(err, n, "option %d has no handler", opt);
+	return -1;
 }
 
-static int chosen(int v, recur_manifest *m, char **names, int nnames, const Mixers *mixer)
+static int mixer_chosen(const VerifyArgs *a, const char *mixer)
 {
-	if (!mixer_chosen(mixer, recur_manifest_variant_mixer(m, v)))
+	return cli_mixer_wanted(a->mixer, a->nmixer, mixer);
+}
+
+static int chosen(const VerifyArgs *a, recur_manifest *m, int v)
+{
+	if (!mixer_chosen(a, recur_manifest_variant_mixer(m, v)))
 		return 0;
-	if (nnames == 0)
+	if (a->nnames == 0)
 		return 1;
-	for (int i = 0; i < nnames; i++)
-		if (!strcmp(names[i], recur_manifest_variant_name(m, v)))
+	for (int i = 0; i < a->nnames; i++)
+		if (!strcmp(a->names[i], recur_manifest_variant_name(m, v)))
 			return 1;
 	return 0;
 }
 
+/* Every --variant must exist and be of a chosen mixer: one that would not
+ * run is refused, never silently left out. */
+static int check_names(const VerifyArgs *a, recur_manifest *m)
+{
+	for (int i = 0; i < a->nnames; i++) {
+		int v = recur_manifest_find(m, a->names[i]);
+		if (v < 0) {
+			fprintf(stderr, "recur verify: no variant %s in %s/manifest.json (see recur list --dir %s)\n",
+			        a->names[i], a->dir, a->dir);
+			return -1;
+		}
+		const char *mn = recur_manifest_variant_mixer(m, v);
+		if (!mixer_chosen(a, mn)) {
+			fprintf(stderr, "recur verify: variant %s is of mixer %s, which no --mixer names: it would not run\n",
+			        a->names[i], mn);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The golden cases of every chosen mixer, each against its chosen variants. */
+static void run_goldens(const VerifyArgs *a, Ctx *cx)
+{
+	static const char *const cases[] = { "rglru_B2_L37_D128", "rglru_B1_L300_D64", "samu_B2_L37_D128", "samu_B1_L300_D64" };
+	int nv = recur_manifest_nvariants(cx->m);
+	char err[8192];
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		char cd[4096];
+		snprintf(cd, sizeof cd, "%s/%s", a->goldens, cases[k]);
+		char mname[16];
+		sscanf(cases[k], "%15[a-z]", mname);
+		const RefMixer *rm = ref_find(mname);
+		Case c;
+		int any = 0;
+		for (int v = 0; v < nv; v++)
+			any |= chosen(a, cx->m, v) && !strcmp(recur_manifest_variant_mixer(cx->m, v), mname);
+		if (!any || !rm)
+			continue;
+		if (case_golden(cd, rm, &c, err, sizeof err) != 0) {
+			fprintf(stderr, "recur verify: %s\n", err);
+			case_free(&c);
+			cx->fails++;
+			continue;
+		}
+		for (int v = 0; v < nv; v++) {
+			if (!chosen(a, cx->m, v) || strcmp(recur_manifest_variant_mixer(cx->m, v), mname))
+				continue;
+			char why[512];
+			if (recur_check_shape(cx->m, v, c.s, why, sizeof why) != 0) {
+				printf("%-48s %s: not legal: %s\n", recur_manifest_variant_name(cx->m, v), cases[k], why);
+				continue;
+			}
+			run_variant(cx, v, &c);
+		}
+		case_free(&c);
+	}
+}
+
+/* Random cases: one reference per (mixer, shape), shared by all its
+ * variants; the references are independent, so they are computed
+ * concurrently. */
+static void run_random(const VerifyArgs *a, Ctx *cx)
+{
+	int nv = recur_manifest_nvariants(cx->m);
+	Job jobs[64];
+	int nj = 0;
+	for (int k = 0; k < a->nsh; k++) {
+		const char *done_mixers[16];
+		int ndone = 0;
+		for (int v0 = 0; v0 < nv && nj < 64; v0++) {
+			if (!chosen(a, cx->m, v0))
+				continue;
+			const char *mn = recur_manifest_variant_mixer(cx->m, v0);
+			int seen = 0;
+			for (int d = 0; d < ndone; d++)
+				seen |= !strcmp(done_mixers[d], mn);
+			if (seen || ndone == 16)
+				continue;
+			done_mixers[ndone++] = mn;
+			jobs[nj++] = (Job){ .cx = cx, .v0 = v0, .s = a->sh[k], .seed = a->seed + (uint64_t)k * 7919 };
+		}
+	}
+	fprintf(stderr, "computing %d float64 references ...\n", nj);
+	pthread_t th[64];
+	int started[64] = { 0 };
+	for (int j = 0; j < nj; j++)
+		started[j] = pthread_create(&th[j], NULL, job_run, &jobs[j]) == 0;
+	for (int j = 0; j < nj; j++) {
+		if (started[j])
+			pthread_join(th[j], NULL);
+		else
+			job_run(&jobs[j]);
+	}
+	for (int j = 0; j < nj; j++) {
+		Job *jb = &jobs[j];
+		const char *mn = recur_manifest_variant_mixer(cx->m, jb->v0);
+		if (jb->rc != 0) {
+			fprintf(stderr, "recur verify: %s\n", jb->err);
+			case_free(&jb->c);
+			cx->fails++;
+			continue;
+		}
+		for (int v = jb->v0; v < nv; v++) {
+			if (!chosen(a, cx->m, v) || strcmp(recur_manifest_variant_mixer(cx->m, v), mn))
+				continue;
+			char why[512];
+			if (recur_check_shape(cx->m, v, jb->s, why, sizeof why) != 0) {
+				printf("%-48s %dx%dx%d skip: %s\n", recur_manifest_variant_name(cx->m, v), jb->s.B, jb->s.L,
+				       jb->s.D, why);
+				continue;
+			}
+			run_variant(cx, v, &jb->c);
+		}
+		case_free(&jb->c);
+	}
+}
+
 int cli_verify(int argc, char **argv)
 {
-	const char *dir = "out/ptx", *goldens = NULL;
-	Mixers mixers = { .n = 0 }, *mixer = &mixers;
-	char *names[256];
-	int nnames = 0, nsh = 0;
-	recur_shape sh[32];
-	uint64_t seed = 1;
-	Ctx cx = { .xscale = 1.0 };
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--dir") && i + 1 < argc) dir = argv[++i];
-		else if (!strcmp(a, "--variant") && i + 1 < argc && nnames < 256) names[nnames++] = argv[++i];
-		else if (!strcmp(a, "--mixer") && i + 1 < argc) {
-			if (mixers.n == MAXMIX) {
-				fprintf(stderr, "recur verify: more than %d --mixer\n", MAXMIX);
-				return 2;
-			}
-			mixers.name[mixers.n++] = argv[++i];
-		}
-		else if (!strcmp(a, "--seed") && i + 1 < argc) {
-			if (cli_parse_seed("verify", argv[++i], &seed))
-				return 2;
-		}
-		else if (!strcmp(a, "--dump") && i + 1 < argc) cx.dump = argv[++i];
-		else if (!strcmp(a, "--x-scale") && i + 1 < argc) {
-			const char *v = argv[++i];
-			if (cli_parse_positive(v, 0.0, 1e30, &cx.xscale)) {
-				fprintf(stderr, "recur verify: --x-scale %s: want a positive number up to 1e30\n", v);
-				return 2;
-			}
-		}
-		else if (!strcmp(a, "--goldens") && i + 1 < argc) goldens = argv[++i];
-		else if (!strcmp(a, "--graph")) cx.graph = 1;
-		else if (!strcmp(a, "--time") && i + 1 < argc) {
-			if (cli_parse_int(argv[++i], 1, 100000, &cx.time_reps)) {
-				fprintf(stderr, "recur verify: --time %s: want a number of repetitions in 1..100000\n", argv[i]);
-				return 2;
-			}
-		}
-		else if (!strcmp(a, "--shape") && i + 1 < argc && nsh < 32) {
-			if (cli_parse_shape(argv[++i], &sh[nsh]) != 0) {
-				fprintf(stderr, "recur verify: bad shape %s (want BxLxD, e.g. 1x8192x1024)\n", argv[i]);
-				return 2;
-			}
-			nsh++;
-		} else {
-			fprintf(stderr, "recur verify: unknown option %s\n", a);
-			return 2;
-		}
-	}
-	if (nsh == 0) {
-		sh[nsh++] = (recur_shape){ 3, 1000, 1024 };
-		sh[nsh++] = (recur_shape){ 1, 8192, 1024 };
-	}
+	Ctx cx = { 0 };
+	VerifyArgs a = { .cx = &cx };
+	int prc = cli_parse(&cli_verify_cmd, argc, argv, set, &a);
+	if (prc)
+		return prc > 0 ? 0 : 2;
 	char err[8192];
-	if (recur_manifest_load(dir, &cx.m, err, sizeof err) != 0) {
+	if (recur_manifest_load(a.dir, &cx.m, err, sizeof err) != 0) {
 		fprintf(stderr, "recur verify: %s\n", err);
 		return 1;
 	}
-	for (int i = 0; i < nnames; i++) {
-		int v = recur_manifest_find(cx.m, names[i]);
-		const char *mn = v < 0 ? NULL : recur_manifest_variant_mixer(cx.m, v);
-		if (v < 0 || !mixer_chosen(mixer, mn)) {
-			if (v < 0)
-				fprintf(stderr, "recur verify: no variant %s in %s/manifest.json (see recur list --dir %s)\n",
-				        names[i], dir, dir);
-			else
-				fprintf(stderr, "recur verify: variant %s is of mixer %s, which no --mixer names: it would "
-				        "not run\n", names[i], mn);
-			recur_manifest_free(cx.m);
-			return 1;
-		}
+	if (check_names(&a, cx.m) != 0) {
+		recur_manifest_free(cx.m);
+		return 1;
 	}
 	if (recur_rt_open(&cx.rt, 0, err, sizeof err) != 0) {
 		fprintf(stderr, "recur verify: %s\n", err);
@@ -546,92 +691,10 @@ int cli_verify(int argc, char **argv)
 	recur_rt_device_name(cx.rt, gpu, sizeof gpu);
 	printf("verify on %s, tolerance %.0e (||out - ref|| / ||ref||), y and dx per token row and channel "
 	       "%.0e (local)%s\n", gpu, TOL, LOCAL_TOL, cx.graph ? "; forward+backward through a CUDA graph" : "");
-	int nv = recur_manifest_nvariants(cx.m);
-	if (goldens) {
-		static const char *const cases[] = { "rglru_B2_L37_D128", "rglru_B1_L300_D64", "samu_B2_L37_D128", "samu_B1_L300_D64" };
-		for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-			char cd[4096];
-			snprintf(cd, sizeof cd, "%s/%s", goldens, cases[k]);
-			char mname[16];
-			sscanf(cases[k], "%15[a-z]", mname);
-			const RefMixer *rm = ref_find(mname);
-			Case c;
-			int any = 0;
-			for (int v = 0; v < nv; v++)
-				any |= chosen(v, cx.m, names, nnames, mixer) && !strcmp(recur_manifest_variant_mixer(cx.m, v), mname);
-			if (!any || !rm)
-				continue;
-			if (case_golden(cd, rm, &c, err, sizeof err) != 0) {
-				fprintf(stderr, "recur verify: %s\n", err);
-				cx.fails++;
-				continue;
-			}
-			for (int v = 0; v < nv; v++) {
-				if (!chosen(v, cx.m, names, nnames, mixer) || strcmp(recur_manifest_variant_mixer(cx.m, v), mname))
-					continue;
-				char why[512];
-				if (recur_check_shape(cx.m, v, c.s, why, sizeof why) != 0) {
-					printf("%-48s %s: not legal: %s\n", recur_manifest_variant_name(cx.m, v), cases[k], why);
-					continue;
-				}
-				run_variant(&cx, v, &c);
-			}
-			case_free(&c);
-		}
-	} else {
-		/* one reference per (mixer, shape), shared by all its variants; the
-		 * references are independent, so they are computed concurrently */
-		Job jobs[64];
-		int nj = 0;
-		for (int k = 0; k < nsh; k++) {
-			const char *done_mixers[16];
-			int ndone = 0;
-			for (int v0 = 0; v0 < nv && nj < 64; v0++) {
-				if (!chosen(v0, cx.m, names, nnames, mixer))
-					continue;
-				const char *mn = recur_manifest_variant_mixer(cx.m, v0);
-				int seen = 0;
-				for (int d = 0; d < ndone; d++)
-					seen |= !strcmp(done_mixers[d], mn);
-				if (seen || ndone == 16)
-					continue;
-				done_mixers[ndone++] = mn;
-				jobs[nj++] = (Job){ .cx = &cx, .v0 = v0, .s = sh[k], .seed = seed + (uint64_t)k * 7919 };
-			}
-		}
-		fprintf(stderr, "computing %d float64 references ...\n", nj);
-		pthread_t th[64];
-		int started[64] = { 0 };
-		for (int j = 0; j < nj; j++)
-			started[j] = pthread_create(&th[j], NULL, job_run, &jobs[j]) == 0;
-		for (int j = 0; j < nj; j++) {
-			if (started[j])
-				pthread_join(th[j], NULL);
-			else
-				job_run(&jobs[j]);
-		}
-		for (int j = 0; j < nj; j++) {
-			Job *jb = &jobs[j];
-			const char *mn = recur_manifest_variant_mixer(cx.m, jb->v0);
-			if (jb->rc != 0) {
-				fprintf(stderr, "recur verify: %s\n", jb->err);
-				case_free(&jb->c);
-				cx.fails++;
-				continue;
-			}
-			for (int v = jb->v0; v < nv; v++) {
-				if (!chosen(v, cx.m, names, nnames, mixer) || strcmp(recur_manifest_variant_mixer(cx.m, v), mn))
-					continue;
-				char why[512];
-				if (recur_check_shape(cx.m, v, jb->s, why, sizeof why) != 0) {
-					printf("%-48s %dx%dx%d skip: %s\n", recur_manifest_variant_name(cx.m, v), jb->s.B, jb->s.L, jb->s.D, why);
-					continue;
-				}
-				run_variant(&cx, v, &jb->c);
-			}
-			case_free(&jb->c);
-		}
-	}
+	if (a.goldens)
+		run_goldens(&a, &cx);
+	else
+		run_random(&a, &cx);
 	printf("%d passed, %d failed\n", cx.passes, cx.fails);
 	recur_rt_close(cx.rt);
 	recur_manifest_free(cx.m);

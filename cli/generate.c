@@ -1,0 +1,95 @@
+/* recur gen: a variant script in, PTX and manifest.json out (gen/gen.h does
+ * the work; this file is its command line). */
+#include "cli.h"
+#include "gen.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+enum { G_OUT, G_SM, G_PTX, G_LUA, G_ONLY, G_DUMP_IR, G_DUMP_PTX, G_JOBS, G_QUIET };
+
+static const CliOpt OPTS[] = {
+	[G_OUT] = { "-o", "DIR", CLI_PTX_DIR, "output folder: manifest.json and one PTX file per variant", 0 },
+	[G_SM] = { "--sm", "SM", "sm_90", "target GPU architecture", 0 },
+	[G_PTX] = { "--ptx", "VERSION", "8.0", "PTX ISA version", 0 },
+	[G_LUA] = { "--lua", "DIR", NULL,
+	            "folder of recur.lua (default: $RECUR_LUA, else the source tree's lua/, else ./lua)", 0 },
+	[G_ONLY] = { "--only", "VARIANT", NULL, "--dump-ir and --dump-ptx print this variant only", 0 },
+	[G_DUMP_IR] = { "--dump-ir", NULL, NULL, "print each variant's LLVM IR (before O3) on stdout", 0 },
+	[G_DUMP_PTX] = { "--dump-ptx", NULL, NULL, "print each variant's PTX on stdout", 0 },
+	[G_JOBS] = { "-j", "N", NULL, "variants built at once, 1..64 (default: one per CPU)", 0 },
+	[G_QUIET] = { "-q", NULL, NULL, "no progress lines on stderr", 0 },
+};
+
+const CliCmd cli_gen_cmd = {
+	"gen", "[SCRIPT]",
+	"generate PTX + manifest.json for every variant of SCRIPT (default: LUA/variants/all.lua)",
+	OPTS, CLI_NOPTS(OPTS), cli_gen,
+};
+
+typedef struct {
+	GenOpts o;
+	const char *script;
+} GenArgs;
+
+/* The folder of recur.lua when --lua is not given: $RECUR_LUA, else lua/
+ * beside the source tree the binary was built from, else ./lua. */
+static const char *lua_root(void)
+{
+	const char *e = getenv("RECUR_LUA");
+	if (e && *e)
+		return e;
+	if (access(RECUR_SOURCE_DIR "/lua/recur.lua", R_OK) == 0)
+		return RECUR_SOURCE_DIR "/lua";
+	return "lua";
+}
+
+static int set(void *ctx, int opt, const char *v, char *err, size_t n)
+{
+	GenArgs *g = ctx;
+	switch (opt) {
+	case CLI_OPERAND:
+		if (g->script) {
+			snprintf(err, n, "unexpected argument %s: one SCRIPT only (%s given first)", v, g->script);
+			return -1;
+		}
+		g->script = v;
+		return 0;
+	case G_OUT: g->o.outdir = v; return 0;
+	case G_SM: g->o.sm = v; return 0;
+	case G_PTX: g->o.ptx = v; return 0;
+	case G_LUA: g->o.lua_root = v; return 0;
+	case G_ONLY: g->o.only = v; return 0;
+	case G_DUMP_IR: g->o.dump_ir = 1; return 0;
+	case G_DUMP_PTX: g->o.dump_ptx = 1; return 0;
+	case G_QUIET: g->o.verbose = 0; return 0;
+	case G_JOBS:
+		if (cli_parse_int(v, 1, 64, &g->o.jobs, err, n) == 0)
+			return 0;
+		snprintf(err, n, "give a number of threads from 1 to 64");
+		return -1;
+	}
+	snprintf(err, n, "option %d has no handler", opt);
+	return -1;
+}
+
+int cli_gen(int argc, char **argv)
+{
+	GenArgs g = { .o = { .verbose = 1 } };
+	int rc = cli_parse(&cli_gen_cmd, argc, argv, set, &g);
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	if (!g.o.lua_root)
+		g.o.lua_root = lua_root();
+	char def[4096];
+	if (!g.script) {
+		snprintf(def, sizeof def, "%s/variants/all.lua", g.o.lua_root);
+		g.script = def;
+	}
+	char err[4096];
+	if (gen_run(g.script, &g.o, err, sizeof err) != 0) {
+		fprintf(stderr, "recur gen: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
