@@ -20,32 +20,6 @@
 #include <unistd.h>
 #include <dirent.h>
 
-/* Checks what the templates support; a located message otherwise. */
-static int mixer_check(const Tmpl *T, int derived, char *err, size_t errlen)
-{
-	const Mixer *mx = T->mx;
-	if (mx->k != 64) {
-		snprintf(err, errlen, "%s: mixer %s: heads of %d channels; the templates need 64", mx->script, mx->name, mx->k);
-		return -1;
-	}
-	if (!derived && T->ntokproj > 0 && T->v->fused) {
-		snprintf(err, errlen, "%s:%d: variant %s: the per-token projection %s reduces over the whole width, which a scan "
-		         "block (one head) does not see; these templates compute it in a separate fp32 pass (fused = false)",
-		         T->v->file, T->v->line, T->v->name, mx->proj[T->tokproj[0]].name);
-		return -1;
-	}
-	if (!derived && !T->v->fused_output && mx->y != ex_leaf(&T->mx->g, EX_H, 0)) {
-		snprintf(err, errlen, "%s:%d: variant %s: fused_output = false (the output in a pass of its own) is not "
-		         "offered by these templates; they apply the output in the scan kernel", T->v->file, T->v->line, T->v->name);
-		return -1;
-	}
-	if (derived && ex_depends(&mx->g, T->g_h, EX_H, -1)) {
-		snprintf(err, errlen, "%s: mixer %s: the output must be affine in h (dy/dh may not depend on h)", mx->script, mx->name);
-		return -1;
-	}
-	return 0;
-}
-
 static json_t *jstr_or_null(const char *s) { return s && *s ? json_string(s) : json_null(); }
 
 static json_t *launches_json(const Tmpl *T, const Launch *l, int n)
@@ -62,7 +36,8 @@ static json_t *launches_json(const Tmpl *T, const Launch *l, int n)
 			json_object_set_new(o, "cluster", json_string(l[i].cluster));
 		if (l[i].resident)
 			json_object_set_new(o, "resident", json_true());
-		json_object_set_new(o, "early", json_true());   /* tmpl_open's grid_dep_wait */
+		if (l[i].early)
+			json_object_set_new(o, "early", json_true());
 		if (l[i].clears)
 			json_object_set_new(o, "clears", json_true());
 		tmpl_launch_bytes(T, &l[i], bytes, sizeof bytes);
@@ -100,12 +75,6 @@ static json_t *mixer_json(const Mixer *mx)
 static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptxfile)
 {
 	const Variant *v = T->v;
-	int ncp = 0, nsp = 0;
-	for (int p = 0; p < T->mx->nparam; p++) {
-		ncp += T->mx->param[p].kind == PK_CHANNEL;
-		nsp += T->mx->param[p].kind == PK_SCALAR;
-	}
-	char buf[64];
 	json_t *o = json_object();
 	json_object_set_new(o, "name", json_string(v->name));
 	json_object_set_new(o, "mixer", json_string(T->mx->name));
@@ -120,51 +89,12 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	json_object_set_new(o, "scan", json_string(v->onepass ? "onepass" : v->lookback ? "lookback" : "hierarchical"));
 	json_object_set_new(o, "controller", jstr_or_null(v->controller));
 	json_t *vars = json_array();
-	json_array_append_new(vars, json_pack("[ss]", "K", "64"));
-	json_array_append_new(vars, json_pack("[ss]", "H", "D/K"));
-	snprintf(buf, sizeof buf, "%d", v->chunk * v->prefix);
-	json_array_append_new(vars, json_pack("[ss]", "T", buf));
-	json_array_append_new(vars, json_pack("[ss]", "NT", "cdiv(L,T)"));
-	snprintf(buf, sizeof buf, "cdiv(L,%d)", 16 * v->chunk);
-	json_array_append_new(vars, json_pack("[ss]", "NG", buf));
-	/* blocks per (sequence, head) of the backward apply: bounds the
-	 * parameter-gradient partials whatever the length and batch (G x B
-	 * slots: 32 where a slot holds a head's 64x64 weight gradients, 128
-	 * otherwise, for enough blocks to fill the GPU). Where there are weight
-	 * gradients, clusters of CS blocks (up to BWD_CLUSTER) add theirs in
-	 * shared memory, and pairs of clusters share a slot in global memory, so
-	 * GP = cdiv(G / CS, 2) slots hold them; G is a multiple of CS no larger
-	 * than G0, so no block of a cluster idles at the barrier. */
-	/* A look-back backward (lb_bwd_carry) runs one group per trip and its
-	 * blocks wait on each other: at most ONEPASS_MAXG per head, and where
-	 * more than one, at most 256 in all, which two blocks per SM hold on
-	 * the H200 (264); the runtime refuses a device that holds fewer. */
-	char g0[96];
-	if (v->onepass)
-		snprintf(g0, sizeof g0, "min(NG,min(%d,max(1,256/(H*B))))", ONEPASS_MAXG);
-	else
-		snprintf(g0, sizeof g0, "min(NT,cdiv(%d,B))", T->nbdproj ? 32 : 128);
-	if (T->nbdproj) {
-		json_array_append_new(vars, json_pack("[ss]", "G0", g0));
-		snprintf(buf, sizeof buf, "min(G0,%d)", BWD_CLUSTER);
-		json_array_append_new(vars, json_pack("[ss]", "CS", buf));
-		json_array_append_new(vars, json_pack("[ss]", "G", "CS*(G0/CS)"));
-		json_array_append_new(vars, json_pack("[ss]", "GP", "cdiv(G/CS,2)"));
-	} else {
-		json_array_append_new(vars, json_pack("[ss]", "G", g0));
-	}
-	snprintf(buf, sizeof buf, "%d", ncp);
-	json_array_append_new(vars, json_pack("[ss]", "NCP", buf));
-	snprintf(buf, sizeof buf, "%d", nsp);
-	json_array_append_new(vars, json_pack("[ss]", "NSP", buf));
-	/* token-stage grids: warps of tok_bwd and blocks of tok_dx per head,
-	 * fixed by the shape, so their partial sums have a fixed order */
-	json_array_append_new(vars, json_pack("[ss]", "NTB", "min(cdiv(B*L,8),1024)"));
-	json_array_append_new(vars, json_pack("[ss]", "NXB", "min(cdiv(B*L,32),64)"));
+	for (int i = 0; i < T->nvar; i++)
+		json_array_append_new(vars, json_pack("[ss]", T->var[i].name, T->var[i].expr));
 	json_object_set_new(o, "vars", vars);
 	json_t *rules = json_array();
-	json_array_append_new(rules, json_pack("{s:s,s:s}", "expr", "D%64==0",
-		"message", "the width must be a multiple of 64: the kernels work on heads of 64 channels"));
+	for (int i = 0; i < T->nrule; i++)
+		json_array_append_new(rules, json_pack("{s:s,s:s}", "expr", T->rule[i].expr, "message", T->rule[i].message));
 	for (int i = 0; i < vs->nrule; i++)
 		json_array_append_new(rules, json_pack("{s:s,s:s}", "expr", vs->rule[i].expr, "message", vs->rule[i].message));
 	json_object_set_new(o, "rules", rules);
@@ -297,10 +227,10 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 			j->mx = vs->mixer;
 			CHECK(ex_copy(&j->mx.g, &vs->mixer.g) == 0);
 			tmpl_setup(j->T, &j->mx, &vs->var[vi]);
-			rc = mixer_check(j->T, 0, err, errlen);
+			rc = tmpl_check(j->T, 0, err, errlen);
 			if (rc == 0) {
 				tmpl_derive(j->T);
-				rc = mixer_check(j->T, 1, err, errlen);
+				rc = tmpl_check(j->T, 1, err, errlen);
 			}
 		}
 	}

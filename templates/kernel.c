@@ -26,6 +26,7 @@ void tmpl_open(Tmpl *T, Launch *l)
 	/* before any memory access: the runtime may launch this kernel while the
 	 * one ahead of it on the stream still runs (the manifest's "early") */
 	grid_dep_wait(&T->I);
+	l->early = 1;
 	T->k.threads = l->block;
 	T->k.gates_inline = gates_inline(T);
 	/* A lane takes 4 adjacent channels where it can: a row's 16 channels

@@ -1,4 +1,5 @@
-/* Template setup: geometry of a variant, the derivative graph, the plan.
+/* Template setup: geometry of a variant, what the templates can build, the
+ * derivative graph, and the kernels in plan order.
  *
  *   recur gen lua/variants/all.lua -o out/ptx      generate every variant
  *   recur verify --dir out/ptx                     check each on the GPU
@@ -33,6 +34,34 @@ void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v)
 	int smax = T->nbdproj ? 4 : 8;
 	T->seg = T->chunk < smax ? T->chunk : smax;
 	snprintf(T->kname, sizeof T->kname, "%s", mx->name);
+}
+
+/* What these templates can build: heads of 64 channels, token projections
+ * in a pass of their own, the output in the scan kernel, an output affine
+ * in h. A located message otherwise. */
+int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen)
+{
+	const Mixer *mx = T->mx;
+	if (mx->k != 64) {
+		snprintf(err, errlen, "%s: mixer %s: heads of %d channels; the templates need 64", mx->script, mx->name, mx->k);
+		return -1;
+	}
+	if (!derived && T->ntokproj > 0 && T->v->fused) {
+		snprintf(err, errlen, "%s:%d: variant %s: the per-token projection %s reduces over the whole width, which a scan "
+		         "block (one head) does not see; these templates compute it in a separate fp32 pass (fused = false)",
+		         T->v->file, T->v->line, T->v->name, mx->proj[T->tokproj[0]].name);
+		return -1;
+	}
+	if (!derived && !T->v->fused_output && mx->y != ex_leaf(&T->mx->g, EX_H, 0)) {
+		snprintf(err, errlen, "%s:%d: variant %s: fused_output = false (the output in a pass of its own) is not "
+		         "offered by these templates; they apply the output in the scan kernel", T->v->file, T->v->line, T->v->name);
+		return -1;
+	}
+	if (derived && ex_depends(&mx->g, T->g_h, EX_H, -1)) {
+		snprintf(err, errlen, "%s: mixer %s: the output must be affine in h (dy/dh may not depend on h)", mx->script, mx->name);
+		return -1;
+	}
+	return 0;
 }
 
 /* Which leaves a node depends on: bit 0 a token projection, bit 1 anything
@@ -182,103 +211,13 @@ void tmpl_free(Tmpl *T)
 	free(T);
 }
 
-static void add_ws(Tmpl *T, const char *name, const char *bytes, const char *life, int zero)
-{
-	CHECK(T->nws < 16);
-	Workspace *w = &T->ws[T->nws++];
-	snprintf(w->name, sizeof w->name, "%s", name);
-	snprintf(w->bytes, sizeof w->bytes, "%s", bytes);
-	w->life = life;
-	w->zero = zero;
-}
-
-void tmpl_launch_bytes(const Tmpl *T, const Launch *l, char *buf, size_t n)
-{
-	size_t at = 0;
-	buf[0] = 0;
-	for (int k = 0; k < l->sig.n; k++) {
-		const char *a = l->sig.arg[k], *term = NULL;
-		if (!strcmp(a, l->bytes_unread))
-			continue;
-		if (!strcmp(a, "x") || !strcmp(a, "y") || !strcmp(a, "dy") || !strcmp(a, "dx"))
-			term = "B*L*D*2";
-		else if (!strncmp(a, "ws:", 3))
-			for (int w = 0; w < T->nws; w++)
-				if (!strcmp(T->ws[w].name, a + 3))
-					term = T->ws[w].bytes;
-		if (term && at < n)
-			at += (size_t)snprintf(buf + at, n - at, "%s(%s)", at ? "+" : "", term);
-	}
-	if (l->bytes_extra[0] && at < n)
-		at += (size_t)snprintf(buf + at, n - at, "%s(%s)", at ? "+" : "", l->bytes_extra);
-	CHECK(at < n);
-	if (!at)
-		snprintf(buf, n, "0");
-}
-
 void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 {
 	irb_init(&T->I, ctx, mod);
 	/* tmpl_derive ran before: it grows the mixer's graph, which from here
 	 * on is only read (variants build concurrently) */
 	CHECK(T->derived);
-	/* the look-back's words announce themselves by being non-zero */
-	int lb = T->v->lookback;
-	add_ws(T, "aggA", "B*NT*D*4", "forward", lb);
-	add_ws(T, "aggB", "B*NT*D*4", "forward", lb);
-	if (lb) {
-		add_ws(T, "hend", "B*NT*D*4", "forward", 1);
-		add_ws(T, "ticket", "16", "forward", 1);
-	} else {
-		add_ws(T, "carry", "B*NT*D*4", "forward", 0);
-	}
-	add_ws(T, "ckpt", "B*NG*D*4", "saved", 0);
-	if (!gates_inline(T)) {
-		add_ws(T, "log_a", "B*L*D*4", "saved", 0);
-		add_ws(T, "b", "B*L*D*4", "saved", 0);
-	}
-	if (T->v->onepass) {
-		/* bwd_apply's look-back: one adjoint map per group */
-		add_ws(T, "baggA", "B*NG*D*4", "backward", 1);
-		add_ws(T, "baggB", "B*NG*D*4", "backward", 1);
-	} else {
-		add_ws(T, "baggA", "B*NT*D*4", "backward", 0);
-		add_ws(T, "baggB", "B*NT*D*4", "backward", 0);
-		add_ws(T, "ucarry", "B*NT*D*4", "backward", 0);
-	}
-	char buf[96];
-	for (int j = 0; j < T->nbdproj; j++) {
-		snprintf(buf, sizeof buf, "part_%s", T->mx->param[T->mx->proj[T->bdproj[j]].weight].name);
-		add_ws(T, buf, "GP*B*H*4096*4", "backward", 0);   /* one slot per pair of clusters */
-	}
-	if (T->nbdproj > 0) {
-		/* per slot and block rank: the pair's arrival count and flag */
-		snprintf(buf, sizeof buf, "GP*B*H*%d", 8 * BWD_CLUSTER);
-		add_ws(T, "dwsync", buf, "backward", 1);
-	}
-	add_ws(T, "part_chan", "G*B*NCP*D*4", "backward", 0);
-	add_ws(T, "part_scal", "G*B*H*NSP*4", "backward", 0);
-	if (T->ntokval > 0) {
-		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntokval);
-		add_ws(T, "tok", buf, "saved", 0);
-		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntokproj);
-		add_ws(T, "tproj", buf, "saved", 0);
-		if (tok_fused(T)) {
-			/* look-back words of every group's tokens, [B][NG][nz][H][16 C] */
-			snprintf(buf, sizeof buf, "B*NG*H*%d", 16 * T->chunk * 4 * T->ntokval);
-			add_ws(T, "dtokp", buf, "backward", 1);
-			snprintf(buf, sizeof buf, "G*B*D*%d", 4 * T->ntokproj);
-			add_ws(T, "part_tchan", buf, "backward", 0);
-		} else {
-			snprintf(buf, sizeof buf, "B*L*H*%d", 4 * T->ntokval);
-			add_ws(T, "dtokp", buf, "backward", 0);
-			snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntokproj);
-			add_ws(T, "dtok", buf, "backward", 0);
-			add_ws(T, "part_tscal", "NTB*8*NSP*4", "backward", 0);
-			snprintf(buf, sizeof buf, "NXB*D*%d", 4 * T->ntokproj);
-			add_ws(T, "part_tchan", buf, "backward", 0);
-		}
-	}
+	tmpl_plan(T);
 
 	if (T->ntokval > 0)
 		tmpl_tok_fwd(T);   /* it clears the arena */

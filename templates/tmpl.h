@@ -60,8 +60,26 @@ typedef struct {
 	char bytes_unread[16];/* an argument of the signature the kernel never touches ("" = none) */
 	int resident;         /* its blocks wait on each other: all must be resident at once where grid x > 1 */
 	int clears;           /* it clears the arena of zeroed workspaces (tmpl_clear_args): the forward's first */
+	int early;            /* it waits for the kernel ahead of it itself (tmpl_open's grid_dep_wait), so
+	                       * the runtime may launch it while that one still runs */
 	KSig sig;
 } Launch;
+
+/* A shape variable: a name the plan's expressions use, and its expression
+ * in B, L, D and the variables before it. */
+typedef struct {
+	char name[8];
+	char expr[96];
+} ShapeVar;
+
+/* A rule every shape must meet, with the message that says why. */
+typedef struct {
+	const char *expr;
+	const char *message;
+} ShapeRule;
+
+#define TM_MAXVAR 24
+#define TM_MAXRULE 4
 
 typedef struct {
 	char name[112];
@@ -121,6 +139,10 @@ typedef struct {
 	int nfwd, nbwd;
 	Workspace ws[16];
 	int nws;
+	ShapeVar var[TM_MAXVAR];
+	int nvar;
+	ShapeRule rule[TM_MAXRULE];
+	int nrule;
 	char kname[64];           /* kernel name prefix: the mixer's name */
 	Kern k;                   /* the kernel being built */
 } Tmpl;
@@ -422,6 +444,11 @@ LLVMValueRef tok_pack8(Irb *I, LLVMValueRef in[8]);
 /* the launch's compulsory DRAM bytes as a shape expression: every tensor
  * (B*L*D bf16) and workspace argument once, plus bytes_extra */
 void tmpl_launch_bytes(const Tmpl *T, const Launch *l, char *buf, size_t n);
+/* the plan's shape variables, rules and workspaces (plan.c) */
+void tmpl_plan(Tmpl *T);
+/* what the templates cannot build, before (derived = 0) and after
+ * tmpl_derive: 0, or -1 with a message located at the script's line */
+int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen);
 /* all kernels of the variant into the module, and the plan (after tmpl_derive) */
 void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod);
 

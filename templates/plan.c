@@ -1,0 +1,178 @@
+/* The plan a variant's kernels share, as data for the manifest: the shape
+ * variables their grids, clusters and workspace sizes are written in, the
+ * rules a shape must meet, and the workspaces. The launches themselves are
+ * declared by each kernel (tmpl_launch). gen/ serialises all of it; the
+ * runtime evaluates it (runtime/shapex.c) with no code of its own for any
+ * kernel. */
+#include "tmpl.h"
+#include "diag.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void add_var(Tmpl *T, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add_var(Tmpl *T, const char *name, const char *fmt, ...)
+{
+	CHECK(T->nvar < TM_MAXVAR);
+	ShapeVar *v = &T->var[T->nvar++];
+	snprintf(v->name, sizeof v->name, "%s", name);
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(v->expr, sizeof v->expr, fmt, ap);
+	va_end(ap);
+	CHECK(n > 0 && (size_t)n < sizeof v->expr);
+}
+
+static void add_ws(Tmpl *T, const char *name, const char *bytes, const char *life, int zero)
+{
+	CHECK(T->nws < 16);
+	Workspace *w = &T->ws[T->nws++];
+	snprintf(w->name, sizeof w->name, "%s", name);
+	snprintf(w->bytes, sizeof w->bytes, "%s", bytes);
+	w->life = life;
+	w->zero = zero;
+}
+
+/* Shape variables, in the order the manifest lists them (each may use the
+ * ones before it): the head (K = 64 channels, H heads), the tile (T steps,
+ * NT tiles) and the group (NG groups of 16 chunks, the checkpoints), the
+ * backward apply's blocks per (sequence, head), the parameter counts, and
+ * the token stage's grids. */
+static void plan_vars(Tmpl *T)
+{
+	int ncp = 0, nsp = 0;
+	for (int p = 0; p < T->mx->nparam; p++) {
+		ncp += T->mx->param[p].kind == PK_CHANNEL;
+		nsp += T->mx->param[p].kind == PK_SCALAR;
+	}
+	add_var(T, "K", "64");
+	add_var(T, "H", "D/K");
+	add_var(T, "T", "%d", T->chunk * T->prefix);
+	add_var(T, "NT", "cdiv(L,T)");
+	add_var(T, "NG", "cdiv(L,%d)", 16 * T->chunk);
+	/* bwd_apply's blocks per (sequence, head): bounds the
+	 * parameter-gradient partials whatever the length and batch (G x B
+	 * slots: 32 where a slot holds a head's 64x64 weight gradients, 128
+	 * otherwise, for enough blocks to fill the GPU). Where there are weight
+	 * gradients, clusters of CS blocks (up to BWD_CLUSTER) add theirs in
+	 * shared memory, and pairs of clusters share a slot in global memory, so
+	 * GP = cdiv(G / CS, 2) slots hold them; G is a multiple of CS no larger
+	 * than G0, so no block of a cluster idles at the barrier.
+	 * A one-pass backward (lb_bwd_carry) runs one group per trip and its
+	 * blocks wait on each other: at most ONEPASS_MAXG per head, and where
+	 * more than one, at most 256 in all, which two blocks per SM hold on
+	 * the H200 (264); the runtime refuses a device that holds fewer. */
+	char g0[96];
+	if (T->v->onepass)
+		snprintf(g0, sizeof g0, "min(NG,min(%d,max(1,256/(H*B))))", ONEPASS_MAXG);
+	else
+		snprintf(g0, sizeof g0, "min(NT,cdiv(%d,B))", T->nbdproj ? 32 : 128);
+	if (T->nbdproj) {
+		add_var(T, "G0", "%s", g0);
+		add_var(T, "CS", "min(G0,%d)", BWD_CLUSTER);
+		add_var(T, "G", "CS*(G0/CS)");
+		add_var(T, "GP", "cdiv(G/CS,2)");
+	} else {
+		add_var(T, "G", "%s", g0);
+	}
+	add_var(T, "NCP", "%d", ncp);
+	add_var(T, "NSP", "%d", nsp);
+	/* token-stage grids: warps of tok_bwd and blocks of tok_dx per head,
+	 * fixed by the shape, so their partial sums have a fixed order */
+	add_var(T, "NTB", "min(cdiv(B*L,8),1024)");
+	add_var(T, "NXB", "min(cdiv(B*L,32),64)");
+}
+
+static void plan_workspaces(Tmpl *T)
+{
+	int lb = T->v->lookback;
+	/* the look-back's words announce themselves by being non-zero */
+	add_ws(T, "aggA", "B*NT*D*4", "forward", lb);
+	add_ws(T, "aggB", "B*NT*D*4", "forward", lb);
+	if (lb) {
+		add_ws(T, "hend", "B*NT*D*4", "forward", 1);
+		add_ws(T, "ticket", "16", "forward", 1);
+	} else {
+		add_ws(T, "carry", "B*NT*D*4", "forward", 0);
+	}
+	add_ws(T, "ckpt", "B*NG*D*4", "saved", 0);
+	if (!gates_inline(T)) {
+		add_ws(T, "log_a", "B*L*D*4", "saved", 0);
+		add_ws(T, "b", "B*L*D*4", "saved", 0);
+	}
+	if (T->v->onepass) {
+		/* bwd_apply's look-back: one adjoint map per group */
+		add_ws(T, "baggA", "B*NG*D*4", "backward", 1);
+		add_ws(T, "baggB", "B*NG*D*4", "backward", 1);
+	} else {
+		add_ws(T, "baggA", "B*NT*D*4", "backward", 0);
+		add_ws(T, "baggB", "B*NT*D*4", "backward", 0);
+		add_ws(T, "ucarry", "B*NT*D*4", "backward", 0);
+	}
+	char buf[96];
+	for (int j = 0; j < T->nbdproj; j++) {
+		snprintf(buf, sizeof buf, "part_%s", T->mx->param[T->mx->proj[T->bdproj[j]].weight].name);
+		add_ws(T, buf, "GP*B*H*4096*4", "backward", 0);   /* one slot per pair of clusters */
+	}
+	if (T->nbdproj > 0) {
+		/* per slot and block rank: the pair's arrival count and flag */
+		snprintf(buf, sizeof buf, "GP*B*H*%d", 8 * BWD_CLUSTER);
+		add_ws(T, "dwsync", buf, "backward", 1);
+	}
+	add_ws(T, "part_chan", "G*B*NCP*D*4", "backward", 0);
+	add_ws(T, "part_scal", "G*B*H*NSP*4", "backward", 0);
+	if (T->ntokval > 0) {
+		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntokval);
+		add_ws(T, "tok", buf, "saved", 0);
+		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntokproj);
+		add_ws(T, "tproj", buf, "saved", 0);
+		if (tok_fused(T)) {
+			/* look-back words of every group's tokens, [B][NG][nz][H][16 C] */
+			snprintf(buf, sizeof buf, "B*NG*H*%d", 16 * T->chunk * 4 * T->ntokval);
+			add_ws(T, "dtokp", buf, "backward", 1);
+			snprintf(buf, sizeof buf, "G*B*D*%d", 4 * T->ntokproj);
+			add_ws(T, "part_tchan", buf, "backward", 0);
+		} else {
+			snprintf(buf, sizeof buf, "B*L*H*%d", 4 * T->ntokval);
+			add_ws(T, "dtokp", buf, "backward", 0);
+			snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntokproj);
+			add_ws(T, "dtok", buf, "backward", 0);
+			add_ws(T, "part_tscal", "NTB*8*NSP*4", "backward", 0);
+			snprintf(buf, sizeof buf, "NXB*D*%d", 4 * T->ntokproj);
+			add_ws(T, "part_tchan", buf, "backward", 0);
+		}
+	}
+}
+
+void tmpl_plan(Tmpl *T)
+{
+	T->nvar = T->nws = 0;
+	plan_vars(T);
+	T->rule[0] = (ShapeRule){ "D%64==0", "the width must be a multiple of 64: the kernels work on heads of 64 channels" };
+	T->nrule = 1;
+	plan_workspaces(T);
+}
+
+void tmpl_launch_bytes(const Tmpl *T, const Launch *l, char *buf, size_t n)
+{
+	size_t at = 0;
+	buf[0] = 0;
+	for (int k = 0; k < l->sig.n; k++) {
+		const char *a = l->sig.arg[k], *term = NULL;
+		if (!strcmp(a, l->bytes_unread))
+			continue;
+		if (!strcmp(a, "x") || !strcmp(a, "y") || !strcmp(a, "dy") || !strcmp(a, "dx"))
+			term = "B*L*D*2";
+		else if (!strncmp(a, "ws:", 3))
+			for (int w = 0; w < T->nws; w++)
+				if (!strcmp(T->ws[w].name, a + 3))
+					term = T->ws[w].bytes;
+		if (term && at < n)
+			at += (size_t)snprintf(buf + at, n - at, "%s(%s)", at ? "+" : "", term);
+	}
+	if (l->bytes_extra[0] && at < n)
+		at += (size_t)snprintf(buf + at, n - at, "%s(%s)", at ? "+" : "", l->bytes_extra);
+	CHECK(at < n);
+	if (!at)
+		snprintf(buf, n, "0");
+}
