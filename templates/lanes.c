@@ -106,20 +106,6 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	}
 }
 
-/* quad maps [quad][64][2] floats, the segment buffers, then the weights */
-static int quad_seg_at(const Tmpl *T) { return T->quads * 64 * 8; }
-static int quad_wmat_at(const Tmpl *T, int flags) { return quad_seg_at(T) + T->quads * seg_bytes(T, seg_len(T), flags); }
-
-int quad_smem(const Tmpl *T, int flags) { return quad_wmat_at(T, flags) + wmat_bytes(T); }
-
-void quad_lanes(Tmpl *T, Lanes *ln, const KSig *sig, int segn, int flags)
-{
-	lanes_init(T, ln, sig, T->k.gates_inline);
-	seg_enable(T, ln, quad_seg_at(T), segn, flags);
-	if (wmat_bytes(T))
-		wmat_stage(T, ln, quad_wmat_at(T, flags));
-}
-
 LLVMValueRef in_seq(Tmpl *T, const Lanes *ln, LLVMValueRef t)
 {
 	return ln->full ? LLVMConstInt(T->I.i1, 1, 0) : ilt(&T->I, t, ln->L);
