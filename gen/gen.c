@@ -16,9 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <signal.h>
 #include <unistd.h>
-#include <dirent.h>
 
 static json_t *jstr_or_null(const char *s) { return s && *s ? json_string(s) : json_null(); }
 
@@ -174,29 +173,9 @@ static int build_all(Job *job, int njob, const GenOpts *o, char *err, size_t err
 	return rc;
 }
 
-int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
+/* The manifest's head: format, generator, LLVM, target. */
+static json_t *manifest_head(const GenOpts *o)
 {
-	VariantSet *sets = NULL;
-	int nsets = 0;
-	if (script_run(script, o->lua_root, &sets, &nsets, err, errlen) != 0)
-		return -1;
-	/* the target's options are checked before anything is written */
-	if (target_check(o->sm, o->ptx, err, errlen) != 0) {
-		script_free(sets, nsets);
-		return -1;
-	}
-	char tmp[4096];
-	if (fs_mkdirs_for(o->outdir, err, errlen) != 0) {
-		script_free(sets, nsets);
-		return -1;
-	}
-	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", o->outdir, (long)getpid());
-	fs_rm_tree(tmp);
-	if (mkdir(tmp, 0755) != 0) {
-		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
-		script_free(sets, nsets);
-		return -1;
-	}
 	char llvmv[32];
 	target_llvm_version(llvmv, sizeof llvmv);
 	json_t *man = json_object();
@@ -205,22 +184,22 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 	json_object_set_new(man, "llvm", json_string(llvmv));
 	json_object_set_new(man, "target", json_string(o->sm));
 	json_object_set_new(man, "ptx_isa", json_string(o->ptx));
-	json_t *mixers = json_object(), *variants = json_array();
-	int rc = 0, total = 0;
-	for (int si = 0; si < nsets; si++)
-		total += sets[si].nvar;
-	Job *job = calloc((size_t)total + 1, sizeof *job);
-	CHECK(job);
-	/* 1. derive: each variant on its own copy of its mixer, since
-	 * derivation grows the graph (hash-consed, commutative operands
-	 * ordered by node id) and a shared graph would make a variant's PTX
-	 * depend on the variants derived before it */
-	int nj = 0;
+	return man;
+}
+
+/* 1. derive: each variant on its own copy of its mixer, since derivation
+ * grows the graph (hash-consed, commutative operands ordered by node id)
+ * and a shared graph would make a variant's PTX depend on the variants
+ * derived before it. The first refusal is reported. */
+static int derive_all(VariantSet *sets, int nsets, Job *job, int *nj, json_t *mixers, char *err, size_t errlen)
+{
+	int rc = 0;
+	*nj = 0;
 	for (int si = 0; si < nsets && rc == 0; si++) {
 		VariantSet *vs = &sets[si];
 		json_object_set_new(mixers, vs->mixer.name, mixer_json(&vs->mixer));
 		for (int vi = 0; vi < vs->nvar && rc == 0; vi++) {
-			Job *j = &job[nj++];
+			Job *j = &job[(*nj)++];
 			j->vs = vs;
 			j->T = calloc(1, sizeof *j->T);
 			CHECK(j->T);
@@ -234,70 +213,111 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 			}
 		}
 	}
-	/* 2. IR, O3 and PTX, variants in parallel */
-	if (rc == 0)
-		rc = build_all(job, nj, o, err, errlen);
-	/* 3. files and manifest, in script order; the first failure is reported */
-	for (int i = 0; i < nj && rc == 0; i++) {
-		Job *j = &job[i];
+	return rc;
+}
+
+/* 3. the PTX files and the manifest into dir, in script order; the first
+ * failed build is reported */
+static int write_all(const Job *job, int nj, json_t *man, json_t *variants, const char *dir, const GenOpts *o,
+                     char *err, size_t errlen)
+{
+	for (int i = 0; i < nj; i++) {
+		const Job *j = &job[i];
 		if (j->rc != 0) {
 			snprintf(err, errlen, "%s", j->err);
-			rc = -1;
-			break;
+			return -1;
 		}
 		char file[256], path[4400];
 		snprintf(file, sizeof file, "%s.%s.ptx", j->vs->mixer.name, j->T->v->name);
-		snprintf(path, sizeof path, "%s/%s", tmp, file);
-		rc = fs_write_file(path, j->ptx, strlen(j->ptx), err, errlen);
-		if (rc == 0 && o->dump_ptx && (!o->only || !strcmp(o->only, j->T->v->name)))
+		snprintf(path, sizeof path, "%s/%s", dir, file);
+		if (fs_write_file(path, j->ptx, strlen(j->ptx), err, errlen) != 0)
+			return -1;
+		if (o->dump_ptx && (!o->only || !strcmp(o->only, j->T->v->name)))
 			fputs(j->ptx, stdout);
 		json_array_append_new(variants, variant_json(j->T, j->vs, file));
 		if (o->verbose)
-			fprintf(stderr, "[%d/%d] %s %s\n", i + 1, total, j->vs->mixer.name, j->T->v->name);
+			fprintf(stderr, "[%d/%d] %s %s\n", i + 1, nj, j->vs->mixer.name, j->T->v->name);
 	}
+	char path[4400];
+	snprintf(path, sizeof path, "%s/manifest.json", dir);
+	if (json_dump_file(man, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0) {
+		snprintf(err, errlen, "cannot write %s", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* Is `name` a file recur gen writes into its output folder? */
+static int gen_owns(const char *name)
+{
+	size_t n = strlen(name);
+	return !strcmp(name, "manifest.json") || (n > 4 && !strcmp(name + n - 4, ".ptx"));
+}
+
+/* 3 and 4: the files into a temporary folder beside o->outdir that then
+ * replaces it whole. SIGINT and SIGTERM wait until the folder is in place
+ * or removed, so an interrupted run leaves the old output or the new one,
+ * never a half-written folder or a stray temporary one. */
+static int publish(const Job *job, int nj, json_t *man, json_t *variants, const GenOpts *o, char *err, size_t errlen)
+{
+	sigset_t block, was;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &was);
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", o->outdir, (long)getpid());
+	int rc = fs_mkdtemp_fresh(tmp, gen_owns, err, errlen);
+	if (rc == 0) {
+		rc = write_all(job, nj, man, variants, tmp, o, err, errlen);
+		if (rc == 0)
+			rc = fs_replace_dir(tmp, o->outdir, gen_owns, err, errlen);
+		if (rc != 0)
+			fs_rm_owned(tmp, gen_owns);
+	}
+	sigprocmask(SIG_SETMASK, &was, NULL);
+	return rc;
+}
+
+int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
+{
+	VariantSet *sets = NULL;
+	int nsets = 0;
+	if (script_run(script, o->lua_root, &sets, &nsets, err, errlen) != 0)
+		return -1;
+	/* the target's options and the output folder are checked before
+	 * anything is built */
+	if (target_check(o->sm, o->ptx, err, errlen) != 0 || fs_mkdirs_for(o->outdir, err, errlen) != 0 ||
+	    fs_replaceable(o->outdir, gen_owns, "recur gen", err, errlen) != 0) {
+		script_free(sets, nsets);
+		return -1;
+	}
+	json_t *man = manifest_head(o);
+	json_t *mixers = json_object(), *variants = json_array();
+	json_object_set_new(man, "mixers", mixers);
+	json_object_set_new(man, "variants", variants);
+	int total = 0;
+	for (int si = 0; si < nsets; si++)
+		total += sets[si].nvar;
+	Job *job = calloc((size_t)total + 1, sizeof *job);
+	CHECK(job);
+	int nj = 0;
+	int rc = derive_all(sets, nsets, job, &nj, mixers, err, errlen);
+	/* 2. IR, O3 and PTX, variants in parallel */
+	if (rc == 0)
+		rc = build_all(job, nj, o, err, errlen);
+	if (rc == 0)
+		rc = publish(job, nj, man, variants, o, err, errlen);
 	for (int i = 0; i < nj; i++) {
 		free(job[i].ptx);
 		tmpl_free(job[i].T);
 		ex_free(&job[i].mx.g);
 	}
 	free(job);
-	int count = rc == 0 ? nj : 0;
-	json_object_set_new(man, "mixers", mixers);
-	json_object_set_new(man, "variants", variants);
-	if (rc == 0) {
-		char path[4400];
-		snprintf(path, sizeof path, "%s/manifest.json", tmp);
-		if (json_dump_file(man, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0) {
-			snprintf(err, errlen, "cannot write %s", path);
-			rc = -1;
-		}
-	}
 	json_decref(man);
 	script_free(sets, nsets);
-	if (rc != 0) {
-		fs_rm_tree(tmp);
-		return -1;
-	}
-	/* swap in the finished directory */
-	char old[4400];
-	snprintf(old, sizeof old, "%s.old.%ld", o->outdir, (long)getpid());
-	struct stat sb;
-	int had = stat(o->outdir, &sb) == 0;
-	if (had && rename(o->outdir, old) != 0) {
-		snprintf(err, errlen, "cannot move the old %s aside: %s", o->outdir, strerror(errno));
-		fs_rm_tree(tmp);
-		return -1;
-	}
-	if (rename(tmp, o->outdir) != 0) {
-		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, o->outdir, strerror(errno));
-		if (had)
-			rename(old, o->outdir);
-		fs_rm_tree(tmp);
-		return -1;
-	}
-	if (had)
-		fs_rm_tree(old);
-	if (o->verbose)
-		fprintf(stderr, "wrote %d variants to %s\n", count, o->outdir);
-	return 0;
+	if (rc == 0 && o->verbose)
+		fprintf(stderr, "wrote %d variants to %s\n", nj, o->outdir);
+	return rc;
 }

@@ -431,23 +431,19 @@ static void bwd_groups_onepass(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG)
 		tok_tail_at(bw, NG, var_get(I, last));
 }
 
-void tmpl_bwd_apply(Tmpl *T)
+/* bwd_apply's launch: a block per (group range, head, sequence), in
+ * clusters where there are weight gradients, all resident in a one-pass
+ * backward (its blocks wait on each other); its signature */
+static Launch *bwd_apply_launch(Tmpl *T, int smem)
 {
 	Irb *I = &T->I;
-	Mixer *mx = (Mixer *)T->mx;
-	PartMap pm;
-	part_map(T, &pm);
-	int lb = T->v->onepass;
-	Bwd bw = { .T = T, .pm = &pm };
-	bw.sm = bwd_smem(T, &pm);
-	/* dproj buffers: step si - 1 writes while slower warps may still read
-	 * step si's, so a segment needs at least two (chunks are >= 8) */
-	CHECK(T->nbdproj == 0 || T->seg >= 2);
+	const Mixer *mx = T->mx;
+	int onepass = T->v->onepass;
 	char sm[32];
-	snprintf(sm, sizeof sm, "%d", bw.sm.total);
+	snprintf(sm, sizeof sm, "%d", smem);
 	Launch *l = tmpl_launch(T, 0, "bwd_apply", "G", "H", "B", 128, sm);
 	l->minblocks = 1;
-	l->resident = lb;
+	l->resident = onepass;
 	if (T->nbdproj > 0)
 		snprintf(l->cluster, sizeof l->cluster, "CS");
 	ksig_add(T, &l->sig, "x", I->gptr);
@@ -462,7 +458,7 @@ void tmpl_bwd_apply(Tmpl *T)
 		ksig_add(T, &l->sig, "ws:part_tchan", I->gptr);
 	}
 	ksig_add(T, &l->sig, "ws:ckpt", I->gptr);
-	if (lb) {
+	if (onepass) {
 		ksig_add(T, &l->sig, "ws:baggA", I->gptr);
 		ksig_add(T, &l->sig, "ws:baggB", I->gptr);
 	} else {
@@ -478,9 +474,81 @@ void tmpl_bwd_apply(Tmpl *T)
 	ksig_add(T, &l->sig, "ws:part_chan", I->gptr);
 	ksig_add(T, &l->sig, "ws:part_scal", I->gptr);
 	ksig_shape(T, &l->sig);
-	if (!lb)
+	if (!onepass)
 		ksig_add(T, &l->sig, "i32:NT", I->i32);
 	ksig_add(T, &l->sig, "i32:B", I->i32);
+	return l;
+}
+
+/* The block's channel and scalar gradient partials into slot (ctaid.x, b):
+ * a channel's summed over the lanes of its column, a scalar's over the
+ * block, each in a fixed order */
+static void bwd_write_partials(Bwd *bw, LLVMValueRef slot, LLVMValueRef H)
+{
+	Tmpl *T = bw->T;
+	Irb *I = &T->I;
+	const Mixer *mx = T->mx;
+	const PartMap *pm = bw->pm;
+	Lanes *ln = bw->ln;
+	LLVMValueRef pc = ksig_arg(T, bw->sig, "ws:part_chan");
+	for (int p = 0; p < mx->nparam; p++) {
+		if (pm->cidx[p] < 0)
+			continue;
+		for (int c = 0; c < 4; c++) {
+			LLVMValueRef v = var_get(I, bw->cacc[p][c]);
+			for (int m = 4; m < 32; m <<= 1)
+				v = fadd(I, v, shfl_xor_f(I, v, m));
+			IfBlk f;
+			if_begin(I, &f, ieq(I, ln->g, ci32(I, 0)), "pc");
+			LLVMValueRef row = iadd(I, imul(I, slot, ci32(I, pm->nchan)), ci32(I, pm->cidx[p]));
+			LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, ln->D)),
+			                        sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), ln->ch[c])));
+			st(I, v, gep_f32(I, pc, idx), 4);
+			if_end(I, &f);
+		}
+	}
+	if (pm->nscal > 0) {
+		LLVMValueRef ps = ksig_arg(T, bw->sig, "ws:part_scal");
+		for (int p = 0; p < mx->nparam; p++) {
+			if (pm->sidx[p] < 0)
+				continue;
+			LLVMValueRef v = var_get(I, bw->sacc[p]);
+			for (int m = 1; m < 32; m <<= 1)
+				v = fadd(I, v, shfl_xor_f(I, v, m));
+			IfBlk f;
+			if_begin(I, &f, ieq(I, ln->lane, ci32(I, 0)), "ps");
+			st(I, v, smem_ptr(I, iadd(I, ci32(I, bw->sm.scal), imul(I, iadd(I, imul(I, ln->w, ci32(I, pm->nscal)), ci32(I, pm->sidx[p])), ci32(I, 4)))), 4);
+			if_end(I, &f);
+		}
+		bar_sync(I);
+		IfBlk f;
+		if_begin(I, &f, ieq(I, ln->tid, ci32(I, 0)), "ps0");
+		for (int p = 0; p < mx->nparam; p++) {
+			if (pm->sidx[p] < 0)
+				continue;
+			LLVMValueRef v = cf32(I, 0.0);
+			for (int w = 0; w < 4; w++)
+				v = fadd(I, v, ld(I, I->f32, smem_ptr(I, ci32(I, bw->sm.scal + (w * pm->nscal + pm->sidx[p]) * 4)), 4));
+			LLVMValueRef idx = iadd(I, imul(I, iadd(I, imul(I, slot, H), ln->head), ci32(I, pm->nscal)), ci32(I, pm->sidx[p]));
+			st(I, v, gep_f32(I, ps, sext64(I, idx)), 4);
+		}
+		if_end(I, &f);
+	}
+}
+
+void tmpl_bwd_apply(Tmpl *T)
+{
+	Irb *I = &T->I;
+	Mixer *mx = (Mixer *)T->mx;
+	PartMap pm;
+	part_map(T, &pm);
+	int lb = T->v->onepass;
+	Bwd bw = { .T = T, .pm = &pm };
+	bw.sm = bwd_smem(T, &pm);
+	/* dproj buffers: step si - 1 writes while slower warps may still read
+	 * step si's, so a segment needs at least two (chunks are >= 8) */
+	CHECK(T->nbdproj == 0 || T->seg >= 2);
+	Launch *l = bwd_apply_launch(T, bw.sm.total);
 	tmpl_open(T, l);
 	bw.sig = &l->sig;
 	/* dx's transposed projection takes the weights' rows in the slots'
@@ -530,49 +598,6 @@ void tmpl_bwd_apply(Tmpl *T)
 		dw_cluster_write(&bw, &l->sig, Bn, H);
 	if (tok_fused(T))
 		tok_tail_flush(T, &ln, &l->sig, bw.sm.tail, slot);
-	LLVMValueRef pc = ksig_arg(T, &l->sig, "ws:part_chan");
-	for (int p = 0; p < mx->nparam; p++) {
-		if (pm.cidx[p] < 0)
-			continue;
-		for (int c = 0; c < 4; c++) {
-			LLVMValueRef v = var_get(I, bw.cacc[p][c]);
-			for (int m = 4; m < 32; m <<= 1)
-				v = fadd(I, v, shfl_xor_f(I, v, m));
-			IfBlk f;
-			if_begin(I, &f, ieq(I, ln.g, ci32(I, 0)), "pc");
-			LLVMValueRef row = iadd(I, imul(I, slot, ci32(I, pm.nchan)), ci32(I, pm.cidx[p]));
-			LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, ln.D)),
-			                        sext64(I, iadd(I, imul(I, ln.head, ci32(I, 64)), ln.ch[c])));
-			st(I, v, gep_f32(I, pc, idx), 4);
-			if_end(I, &f);
-		}
-	}
-	if (pm.nscal > 0) {
-		LLVMValueRef ps = ksig_arg(T, &l->sig, "ws:part_scal");
-		for (int p = 0; p < mx->nparam; p++) {
-			if (pm.sidx[p] < 0)
-				continue;
-			LLVMValueRef v = var_get(I, bw.sacc[p]);
-			for (int m = 1; m < 32; m <<= 1)
-				v = fadd(I, v, shfl_xor_f(I, v, m));
-			IfBlk f;
-			if_begin(I, &f, ieq(I, ln.lane, ci32(I, 0)), "ps");
-			st(I, v, smem_ptr(I, iadd(I, ci32(I, bw.sm.scal), imul(I, iadd(I, imul(I, ln.w, ci32(I, pm.nscal)), ci32(I, pm.sidx[p])), ci32(I, 4)))), 4);
-			if_end(I, &f);
-		}
-		bar_sync(I);
-		IfBlk f;
-		if_begin(I, &f, ieq(I, ln.tid, ci32(I, 0)), "ps0");
-		for (int p = 0; p < mx->nparam; p++) {
-			if (pm.sidx[p] < 0)
-				continue;
-			LLVMValueRef v = cf32(I, 0.0);
-			for (int w = 0; w < 4; w++)
-				v = fadd(I, v, ld(I, I->f32, smem_ptr(I, ci32(I, bw.sm.scal + (w * pm.nscal + pm.sidx[p]) * 4)), 4));
-			LLVMValueRef idx = iadd(I, imul(I, iadd(I, imul(I, slot, H), ln.head), ci32(I, pm.nscal)), ci32(I, pm.sidx[p]));
-			st(I, v, gep_f32(I, ps, sext64(I, idx)), 4);
-		}
-		if_end(I, &f);
-	}
+	bwd_write_partials(&bw, slot, H);
 	irb_ret(I);
 }

@@ -51,19 +51,101 @@ int fs_write_file(const char *path, const char *data, size_t n, char *err, size_
 	return 0;
 }
 
-void fs_rm_tree(const char *dir)
+void fs_rm_owned(const char *dir, FsOwns owns)
 {
 	DIR *d = opendir(dir);
 	if (!d)
 		return;
 	struct dirent *e;
 	char p[4096];
+	struct stat sb;
 	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !owns(e->d_name))
+			continue;
+		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+		if (lstat(p, &sb) == 0 && S_ISREG(sb.st_mode))
+			unlink(p);
+	}
+	closedir(d);
+	rmdir(dir);   /* fails, as it should, where anything else is left */
+}
+
+int fs_replaceable(const char *dir, FsOwns owns, const char *who, char *err, size_t errlen)
+{
+	struct stat sb;
+	if (lstat(dir, &sb) != 0) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "cannot read %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (S_ISLNK(sb.st_mode)) {
+		snprintf(err, errlen, "%s is a symbolic link: %s replaces its output folder whole, so give it the "
+		         "folder itself (the link's target) or a new path", dir, who);
+		return -1;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		snprintf(err, errlen, "%s exists and is not a folder: %s writes a folder there", dir, who);
+		return -1;
+	}
+	DIR *d = opendir(dir);
+	if (!d) {
+		snprintf(err, errlen, "cannot read the folder %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	struct dirent *e;
+	char p[4096];
+	int rc = 0;
+	while (rc == 0 && (e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-		unlink(p);
+		if (!owns(e->d_name) || lstat(p, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+			snprintf(err, errlen, "%s holds %s, which %s did not write: it replaces its output folder whole "
+			         "and deletes nothing it did not write; choose a new or empty folder, or move that away",
+			         dir, e->d_name, who);
+			rc = -1;
+		}
 	}
 	closedir(d);
-	rmdir(dir);
+	return rc;
+}
+
+int fs_mkdtemp_fresh(const char *path, FsOwns owns, char *err, size_t errlen)
+{
+	if (mkdir(path, 0755) == 0)
+		return 0;
+	if (errno == EEXIST) {
+		fs_rm_owned(path, owns);
+		if (mkdir(path, 0755) == 0)
+			return 0;
+	}
+	snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+	return -1;
+}
+
+int fs_replace_dir(const char *tmp, const char *dir, FsOwns owns, char *err, size_t errlen)
+{
+	char why[1024];
+	if (fs_replaceable(dir, owns, "this program", why, sizeof why) != 0) {
+		snprintf(err, errlen, "%s (it changed while the output was made)", why);
+		return -1;
+	}
+	char old[4400];
+	snprintf(old, sizeof old, "%s.old.%ld", dir, (long)getpid());
+	struct stat sb;
+	int had = lstat(dir, &sb) == 0;
+	if (had && rename(dir, old) != 0) {
+		snprintf(err, errlen, "cannot move the old %s aside: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (rename(tmp, dir) != 0) {
+		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, dir, strerror(errno));
+		if (had && rename(old, dir) != 0)
+			snprintf(err + strlen(err), errlen - strlen(err), "; the old folder is at %s", old);
+		return -1;
+	}
+	if (had)
+		fs_rm_owned(old, owns);
+	return 0;
 }
