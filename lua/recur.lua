@@ -2,7 +2,7 @@
 
 A script describes a mixer and its kernel variants; it computes nothing.
 Operators on expressions build a graph (hash-consed and constant-folded in
-C, gen/expr.c); the generator differentiates it, so a mixer needs no
+C, script/expr.c); the generator differentiates it, so a mixer needs no
 hand-written backward. Every mistake is reported at the script's own
 FILE:LINE, and the generator then writes nothing.
 

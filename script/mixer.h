@@ -1,6 +1,6 @@
 /* A mixer and its variant grid, as a script declares them.
  *
- * This is the whole interface between the Lua side (gen/script.c) and the
+ * This is the whole interface between the Lua side (script/script.c) and the
  * kernel templates: the templates see parameters, projections and three
  * expression roots, never a mixer's name.
  */
