@@ -7,7 +7,9 @@ cd "$(dirname "$0")"
 bash scripts/deps.sh
 bash scripts/build.sh
 ./build/recur gen lua/variants/all.lua -o out/ptx
-bash tests/ptxas_test.sh ./build/recur . build/ptxas_check | tail -1
+set -o pipefail   # a failing check must fail the job, not hide behind tail
+bash tests/ptxas_test.sh ./build/recur . build/ptxas_check out/ptx | tail -1
+bash tests/ptx_structure_test.sh ./build/recur . build/ptx_structure_check out/ptx | tail -1
 if [ -z "${RECUR_LIBCUDA:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1 '; then
 	echo "no GPU driver (libcuda.so.1) here: PTX generated and checked in out/ptx;"
 	echo "verify, calibrate, bench and compare need an NVIDIA GPU (sm_80 or newer)."

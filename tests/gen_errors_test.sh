@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
 # recur gen on a broken script: the message names the script's file and line,
 # the exit status is non-zero, and the output directory is left exactly as it
-# was (no partial PTX, no manifest, no temporary directory).
+# was (no partial PTX, no manifest, no temporary directory). Each message
+# comes from the smallest grid that triggers it: two variants (one per
+# mixer, a script returning a list of sets) where a grid must generate.
 #   usage: gen_errors_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
 set -u
 recur=$1 src=$2 work=$3
 rm -rf "$work"; mkdir -p "$work/out"
+cat > "$work/small.lua" <<'LUA'
+local R = require "recur"
+return {
+  R.variants { mixer = require "arch.rglru", chunk = {8}, prefix = {32}, fused = {true} },
+  R.variants { mixer = require "arch.samu", chunk = {8}, prefix = {32}, fused = {false},
+               shared_sfu = {true}, fused_output = {true}, fused_write = {true} },
+}
+LUA
+small=$work/small.lua
 echo keep > "$work/out/marker"
 pass=0 fail=0
 check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
@@ -21,18 +32,22 @@ out=$("$recur" gen "$work/bad.lua" -o "$work/out" -q 2>&1); rc=$?
 echo "$out" | grep -q "bad.lua:4:"; check $? "message names bad.lua:4: ($out)"
 [ "$(ls "$work/out")" = marker ]; check $? "output directory untouched"
 [ -z "$(ls -d "$work"/out.tmp.* 2>/dev/null)" ]; check $? "no temporary directory left"
-out=$("$recur" gen "$src/lua/variants/rglru.lua" -o "$work/out" --ptx 9.9 -q 2>&1); rc=$?
+out=$("$recur" gen "$small" -o "$work/out" --ptx 9.9 -q 2>&1); rc=$?
 [ $rc -ne 0 ] && echo "$out" | grep -q "PTX ISA 9.9"; check $? "unknown PTX ISA refused ($out)"
 [ "$(ls "$work/out")" = marker ]; check $? "output directory untouched after a refused target"
-out=$("$recur" gen "$src/lua/variants/rglru.lua" -o "$work/out" --sm sm_70 -q 2>&1); rc=$?
+out=$("$recur" gen "$small" -o "$work/out" --sm sm_70 -q 2>&1); rc=$?
 [ $rc -ne 0 ] && echo "$out" | grep -q "sm_70"; check $? "sm_70 refused ($out)"
-"$recur" gen "$src/lua/variants/rglru.lua" -o "$work/out" -q; check $? "gen succeeds into an existing directory"
-[ -f "$work/out/manifest.json" ] && [ ! -f "$work/out/marker" ] && [ "$(ls "$work/out"/*.ptx | wc -l)" = 32 ]
-check $? "the directory was replaced whole: 32 PTX files and a manifest"
+# (a folder holding what gen did not write is refused: tests/gen_output_test.sh)
+rm "$work/out/marker"
+"$recur" gen "$small" -o "$work/out" -q; check $? "gen succeeds into an existing empty directory"
+[ -f "$work/out/manifest.json" ] && [ "$(ls "$work/out" | wc -l)" = 3 ] && [ "$(ls "$work/out"/*.ptx | wc -l)" = 2 ]
+check $? "the directory holds what gen wrote: 2 PTX files and a manifest"
 grep -q '"ptx_isa": "8.0"' "$work/out/manifest.json"; check $? "manifest records the PTX ISA version"
-grep -q '^.version 8.0' "$work/out"/rglru.fused_grouped_prefix32_hierarchical_chunk16.ptx; check $? "PTX carries .version 8.0"
-grep -q '^.entry\|\.entry rglru_bwd_apply' "$work/out"/rglru.fused_grouped_prefix32_hierarchical_chunk16.ptx; check $? "kernels are .entry (launchable)"
-"$recur" gen "$src/lua/variants/rglru.lua" -o "$work/new/deeper/ptx" -q && [ -f "$work/new/deeper/ptx/manifest.json" ]
+for f in rglru.fused_grouped_prefix32_hierarchical_chunk8 samu.fused_output_fused_write_shared_sfu_grouped_prefix32_hierarchical_chunk8; do
+	grep -q '^.version 8.0' "$work/out/$f.ptx"; check $? "$f.ptx carries .version 8.0"
+	grep -q "^.visible .entry ${f%%.*}_bwd_apply(" "$work/out/$f.ptx"; check $? "$f.ptx: kernels are .entry (launchable)"
+done
+"$recur" gen "$small" -o "$work/new/deeper/ptx" -q && [ -f "$work/new/deeper/ptx/manifest.json" ]
 check $? "gen creates missing parent directories"
 # what the templates cannot generate is refused at the variant grid's line
 cat > "$work/samu_fused.lua" <<'LUA'
@@ -51,7 +66,7 @@ LUA
 out=$("$recur" gen "$work/samu_out.lua" -o "$work/out" -q 2>&1); rc=$?
 [ $rc -ne 0 ] && echo "$out" | grep -q "samu_out.lua:3: variant .*fused_output = false"
 check $? "an output pass of its own is refused at the grid's line ($out)"
-[ -f "$work/out/manifest.json" ] && [ "$(ls "$work/out"/*.ptx | wc -l)" = 32 ]; check $? "refused grids leave the previous output whole"
+[ -f "$work/out/manifest.json" ] && [ "$(ls "$work/out"/*.ptx | wc -l)" = 2 ]; check $? "refused grids leave the previous output whole"
 out=$("$recur" list --dir "$work/out" --shape 1x37x100 2>&1)
 echo "$out" | grep -q "illegal (shape B=1 L=37 D=100: the width must be a multiple of 64"; check $? "list explains an illegal shape"
 echo "$pass passed, $fail failed"

@@ -74,7 +74,7 @@ if [ $? -ne 0 ] && echo "$none" | grep -q "none within 1 B/element" &&
 else
 	echo "FAIL calibrate --memory-budget 1: $none / $(echo "$msg" | tail -2)"; rc=1
 fi
-goldens=${RECUR_GOLDENS:-$src/../shared/goldens}
+goldens=${RECUR_GOLDENS:-$src/tests/goldens}
 if [ -d "$goldens" ]; then
 	"$recur" verify --dir "$work/ptx" --goldens "$goldens" || rc=1
 else

@@ -1,5 +1,5 @@
 /* The float64 references against the golden cases of an independent
- * implementation (shared/goldens/README.md): y, dx and every parameter
+ * implementation (tests/goldens/README.md): y, dx and every parameter
  * gradient must agree to 1e-10 relative (||out - golden|| / ||golden||).
  * The folder name gives mixer and shape: <mixer>_B<b>_L<l>_D<d>, H = D / 64.
  */
@@ -124,13 +124,20 @@ static void run_case(const char *root, const char *cs)
 
 int main(void)
 {
+	/* $RECUR_GOLDENS, else the repository's own copy: tests/goldens of
+	 * $RECUR_SOURCE_DIR (ctest sets both), else of the tree this was built from */
+	char buf[1200];
 	const char *root = getenv("RECUR_GOLDENS");
-	if (!root || !*root)
-		root = "/work/shared/goldens";
+	if (!root || !*root) {
+		const char *src = getenv("RECUR_SOURCE_DIR");
+		snprintf(buf, sizeof buf, "%s/tests/goldens", src && *src ? src : RECUR_SOURCE_DIR);
+		root = buf;
+	}
+	/* the cases are part of the repository: missing, the test fails */
 	struct stat st;
 	if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		printf("SKIP: golden directory %s not found (set RECUR_GOLDENS)\n", root);
-		return 77;
+		printf("FAIL golden directory %s not found (the repository's tests/goldens; RECUR_GOLDENS overrides it)\n", root);
+		return 1;
 	}
 	const char *cases[] = { "rglru_B2_L37_D128", "rglru_B1_L300_D64",
 	                        "samu_B2_L37_D128", "samu_B1_L300_D64" };

@@ -285,8 +285,10 @@ static int results_file(void)
 	json_decref(seed);
 	json_decref(ours);
 
-	check(results_write_atomic("/proc/recur-no-such/x.json", json_object(), err, sizeof err) != 0 && strstr(err, "/proc/recur-no-such"),
+	json_t *empty = json_object();   /* results_write_atomic does not take the reference */
+	check(results_write_atomic("/proc/recur-no-such/x.json", empty, err, sizeof err) != 0 && strstr(err, "/proc/recur-no-such"),
 	      "an unwritable path fails with a message naming it", "%s", err);
+	json_decref(empty);
 	free(rows);
 	return 1;
 }
