@@ -6,14 +6,15 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-enum { G_OUT, G_SM, G_PTX, G_LUA, G_ONLY, G_DUMP_IR, G_DUMP_PTX, G_JOBS, G_QUIET };
+enum { G_OUT, G_SM, G_PTX, G_LUA, G_INC, G_ONLY, G_DUMP_IR, G_DUMP_PTX, G_JOBS, G_QUIET };
 
 static const CliOpt OPTS[] = {
 	[G_OUT] = { "-o", "DIR", CLI_PTX_DIR, "output folder: manifest.json and one PTX file per variant", 0 },
-	[G_SM] = { "--sm", "SM", "sm_90", "target GPU architecture", 0 },
+	[G_SM] = { "--sm", "SM", "sm_90", "target GPU architecture: sm_90 or sm_90a", 0 },
 	[G_PTX] = { "--ptx", "VERSION", "8.0", "PTX ISA version", 0 },
 	[G_LUA] = { "--lua", "DIR", NULL,
 	            "folder of recur.lua (default: $RECUR_LUA, else the source tree's lua/, else ./lua)", 0 },
+	[G_INC] = { "-I", "DIR", NULL, "also look for modules in DIR (after the script's folder and its parent)", 1 },
 	[G_ONLY] = { "--only", "VARIANT", NULL, "--dump-ir and --dump-ptx print this variant only", 0 },
 	[G_DUMP_IR] = { "--dump-ir", NULL, NULL, "print each variant's LLVM IR (before O3) on stdout", 0 },
 	[G_DUMP_PTX] = { "--dump-ptx", NULL, NULL, "print each variant's PTX on stdout", 0 },
@@ -32,18 +33,6 @@ typedef struct {
 	const char *script;
 } GenArgs;
 
-/* The folder of recur.lua when --lua is not given: $RECUR_LUA, else lua/
- * beside the source tree the binary was built from, else ./lua. */
-static const char *lua_root(void)
-{
-	const char *e = getenv("RECUR_LUA");
-	if (e && *e)
-		return e;
-	if (access(RECUR_SOURCE_DIR "/lua/recur.lua", R_OK) == 0)
-		return RECUR_SOURCE_DIR "/lua";
-	return "lua";
-}
-
 static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 {
 	GenArgs *g = ctx;
@@ -53,12 +42,12 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 			snprintf(err, n, "unexpected argument %s: one SCRIPT only (%s given first)", v, g->script);
 			return -1;
 		}
-		g->script = v;
-		return 0;
-	case G_OUT: g->o.outdir = v; return 0;
+		return cli_parse_path(v, &g->script, err, n);
+	case G_OUT: return cli_parse_path(v, &g->o.outdir, err, n);
 	case G_SM: g->o.sm = v; return 0;
 	case G_PTX: g->o.ptx = v; return 0;
-	case G_LUA: g->o.lua_root = v; return 0;
+	case G_LUA: return cli_parse_path(v, &g->o.lua_root, err, n);
+	case G_INC: return cli_add_value(g->o.include, &g->o.ninclude, GEN_MAXINC, v, err, n);
 	case G_ONLY: g->o.only = v; return 0;
 	case G_DUMP_IR: g->o.dump_ir = 1; return 0;
 	case G_DUMP_PTX: g->o.dump_ptx = 1; return 0;
@@ -80,7 +69,7 @@ int cli_gen(int argc, char **argv)
 	if (rc)
 		return rc > 0 ? 0 : 2;
 	if (!g.o.lua_root)
-		g.o.lua_root = lua_root();
+		g.o.lua_root = cli_lua_root();
 	char def[4096];
 	if (!g.script) {
 		snprintf(def, sizeof def, "%s/variants/all.lua", g.o.lua_root);

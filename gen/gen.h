@@ -3,8 +3,12 @@
 #define RECUR_GEN_H
 #include <stddef.h>
 
+#define GEN_MAXINC 16
+
 typedef struct {
 	const char *lua_root;  /* folder of recur.lua */
+	const char *include[GEN_MAXINC];   /* more folders to search for modules (-I), in order */
+	int ninclude;
 	const char *outdir;
 	const char *sm;        /* "sm_90" */
 	const char *ptx;       /* PTX ISA version, "8.0" */

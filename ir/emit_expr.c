@@ -7,6 +7,7 @@
  * token they are computed to ~1e-7 (see sigmoid_precise). */
 #include "emit_expr.h"
 #include "diag.h"
+#include <string.h>
 
 /* sigmoid(z) = 0.5 + 0.5 tanh(z / 2): one SFU op; absolute error ~2.5e-4 */
 static LLVMValueRef sigmoid(Irb *I, LLVMValueRef z)
@@ -103,16 +104,13 @@ LLVMValueRef emit_exp(Irb *I, const ExGraph *g, int node, const EmitEnv *env, LL
 	return f_exp(I, emit_expr(I, g, node, env, memo));
 }
 
-LLVMValueRef emit_expr(Irb *I, const ExGraph *g, int node, const EmitEnv *env, LLVMValueRef *memo)
+/* The instructions of node itself, its operands emitted (in memo). */
+static LLVMValueRef emit_node(Irb *I, const ExGraph *g, int node, const EmitEnv *env, LLVMValueRef *memo)
 {
-	if (memo[node])
-		return memo[node];
-	if (env->inv && env->inv_node[node])
-		return memo[node] = hoisted(I, g, node, env);
 	const ExNode *n = &g->n[node];
-	LLVMValueRef a = n->a >= 0 ? emit_expr(I, g, n->a, env, memo) : NULL;
-	LLVMValueRef b = n->b >= 0 ? emit_expr(I, g, n->b, env, memo) : NULL;
-	LLVMValueRef c = n->c >= 0 ? emit_expr(I, g, n->c, env, memo) : NULL;
+	LLVMValueRef a = n->a >= 0 ? memo[n->a] : NULL;
+	LLVMValueRef b = n->b >= 0 ? memo[n->b] : NULL;
+	LLVMValueRef c = n->c >= 0 ? memo[n->c] : NULL;
 	LLVMValueRef r = NULL;
 	switch (n->op) {
 	case EX_CONST: r = cf32(I, n->k); break;
@@ -124,7 +122,7 @@ LLVMValueRef emit_expr(Irb *I, const ExGraph *g, int node, const EmitEnv *env, L
 	case EX_SEED: r = leaf(I, env->seed ? env->seed[n->idx] : NULL, "seed", n->idx); break;
 	case EX_TOK: r = leaf(I, env->tok ? env->tok[n->idx] : NULL, "tok", n->idx); break;
 	case EX_NEG: r = fneg(I, a); break;
-	case EX_EXP: r = emit_exp(I, g, n->a, env, memo); break;
+	case EX_EXP: r = emit_exp(I, g, n->a, env, memo); break;   /* its operands are in memo: no deep walk */
 	case EX_LOG: r = f_log(I, a); break;
 	case EX_SIGMOID: r = env->precise || token_level(g, n->a) ? sigmoid_precise(I, a) : sigmoid(I, a); break;
 	case EX_SOFTPLUS: r = softplus(I, a); break;
@@ -144,6 +142,60 @@ LLVMValueRef emit_expr(Irb *I, const ExGraph *g, int node, const EmitEnv *env, L
 	case EX_WHERE: r = fsel(I, LLVMBuildFCmp(I->b, LLVMRealUNE, a, cf32(I, 0.0), ""), b, c); break;
 	default: DIE("cannot emit op %d", (int)n->op);
 	}
-	memo[node] = r;
 	return r;
+}
+
+/* Whether node needs no walk below it: emitted already, or lane-invariant
+ * and so emitted now, once, in the hoist block. */
+static int emit_known(Irb *I, const ExGraph *g, int node, const EmitEnv *env, LLVMValueRef *memo)
+{
+	if (memo[node])
+		return 1;
+	if (env->inv && env->inv_node[node]) {
+		memo[node] = hoisted(I, g, node, env);
+		return 1;
+	}
+	return 0;
+}
+
+/* A walk with its stack on the heap (graphs can nest thousands deep) that
+ * emits what the recursive definition would, in its order: a node's
+ * operands a, b, c, each unless known, then the node. */
+typedef struct {
+	int node, next;
+} EmitFrame;
+
+LLVMValueRef emit_expr(Irb *I, const ExGraph *g, int node, const EmitEnv *env, LLVMValueRef *memo)
+{
+	if (emit_known(I, g, node, env, memo))
+		return memo[node];
+	EmitFrame local[64], *st = local;
+	size_t cap = sizeof local / sizeof *local, n = 0;
+	st[n++] = (EmitFrame){ node, 0 };
+	while (n) {
+		EmitFrame *f = &st[n - 1];
+		const ExNode *x = &g->n[f->node];
+		if (f->next < 3) {
+			int o = f->next == 0 ? x->a : f->next == 1 ? x->b : x->c;
+			f->next++;
+			if (o < 0 || emit_known(I, g, o, env, memo))
+				continue;
+			if (n == cap) {
+				EmitFrame *s2 = malloc(2 * cap * sizeof *s2);
+				CHECK(s2);
+				memcpy(s2, st, cap * sizeof *st);
+				if (st != local)
+					free(st);
+				st = s2;
+				cap *= 2;
+			}
+			st[n++] = (EmitFrame){ o, 0 };
+			continue;
+		}
+		memo[f->node] = emit_node(I, g, f->node, env, memo);
+		n--;
+	}
+	if (st != local)
+		free(st);
+	return memo[node];
 }

@@ -9,13 +9,143 @@
 
 #define TRIPLE "nvptx64-nvidia-cuda"
 
+/* What the templates need of a target: thread-block clusters (bwd_apply
+ * runs in clusters of BWD_CLUSTER blocks), so sm_90 and newer, and, per
+ * target, the oldest PTX ISA that has it (LLVM would raise a lower
+ * .version on its own, and the PTX would not say what was asked). A
+ * target is added here only once its kernels have been verified on it. */
+typedef struct {
+	const char *sm;
+	int min_ptx;       /* 10 * major + minor */
+} TargetInfo;
+
+static const TargetInfo targets[] = { { "sm_90", 78 }, { "sm_90a", 80 } };
 static const char *const ptx_ok[] = { "7.8", "8.0", "8.1", "8.2", "8.3", "8.4", "8.5" };
+
+static void list_targets(char *buf, size_t n)
+{
+	size_t at = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof targets / sizeof *targets && at < n; i++)
+		at += (size_t)snprintf(buf + at, n - at, "%s%s", i ? ", " : "", targets[i].sm);
+}
+
+static void init_nvptx(void)
+{
+	LLVMInitializeNVPTXTargetInfo();
+	LLVMInitializeNVPTXTarget();
+	LLVMInitializeNVPTXTargetMC();
+	LLVMInitializeNVPTXAsmPrinter();
+}
+
+/* "+ptxXY" for ptx "X.Y" (one of ptx_ok) */
+static void ptx_feature(const char *ptx, char *feat, size_t n)
+{
+	snprintf(feat, n, "+ptx%c%c", ptx[0], ptx[2]);
+}
+
+static LLVMTargetMachineRef make_tm(const char *sm, const char *ptx, char *err, size_t errlen)
+{
+	LLVMTargetRef T;
+	char *msg = NULL, feat[16];
+	if (LLVMGetTargetFromTriple(TRIPLE, &T, &msg)) {
+		snprintf(err, errlen, "LLVM has no NVPTX target: %s", msg ? msg : "?");
+		LLVMDisposeMessage(msg);
+		return NULL;
+	}
+	ptx_feature(ptx, feat, sizeof feat);
+	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(T, TRIPLE, sm, feat, LLVMCodeGenLevelAggressive,
+	                                                  LLVMRelocDefault, LLVMCodeModelDefault);
+	if (!tm)
+		snprintf(err, errlen, "LLVMCreateTargetMachine(%s, %s, %s) failed", TRIPLE, sm, feat);
+	return tm;
+}
+
+/* The PTX of a one-instruction module (fptrunc float -> bfloat) for sm and
+ * ptx, malloc'd; NULL with a message. */
+static char *probe_ptx(const char *sm, const char *ptx, char *err, size_t errlen)
+{
+	LLVMTargetMachineRef tm = make_tm(sm, ptx, err, errlen);
+	if (!tm)
+		return NULL;
+	LLVMContextRef ctx = LLVMContextCreate();
+	LLVMModuleRef m = LLVMModuleCreateWithNameInContext("probe", ctx);
+	LLVMSetTarget(m, TRIPLE);
+	LLVMTypeRef f32 = LLVMFloatTypeInContext(ctx), bf16 = LLVMBFloatTypeInContext(ctx);
+	LLVMValueRef fn = LLVMAddFunction(m, "probe", LLVMFunctionType(bf16, &f32, 1, 0));
+	LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+	LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, fn, "entry"));
+	LLVMBuildRet(b, LLVMBuildFPTrunc(b, LLVMGetParam(fn, 0), bf16, "y"));
+	LLVMDisposeBuilder(b);
+	char *msg = NULL, *out = NULL;
+	LLVMMemoryBufferRef buf;
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMAssemblyFile, &msg, &buf)) {
+		snprintf(err, errlen, "target %s, PTX ISA %s: LLVM cannot emit PTX: %s", sm, ptx, msg ? msg : "?");
+		LLVMDisposeMessage(msg);
+	} else {
+		size_t n = LLVMGetBufferSize(buf);
+		out = malloc(n + 1);
+		if (out) {
+			memcpy(out, LLVMGetBufferStart(buf), n);
+			out[n] = 0;
+		} else {
+			snprintf(err, errlen, "out of memory");
+		}
+		LLVMDisposeMemoryBuffer(buf);
+	}
+	LLVMDisposeModule(m);
+	LLVMContextDispose(ctx);
+	LLVMDisposeTargetMachine(tm);
+	return out;
+}
+
+/* Whether line (without its newline) is a line of text. */
+static int has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+	for (const char *p = strstr(text, line); p; p = strstr(p + 1, line))
+		if ((p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == 0))
+			return 1;
+	return 0;
+}
+
+/* What the LLVM in use makes of sm and ptx: a processor it does not know
+ * gets generic code (no bf16 conversion: the kernels' instructions would
+ * then fail to select, which LLVM answers with an abort), and a PTX ISA it
+ * does not know or that the target cannot have comes out as another
+ * .version. Checked on a one-instruction module, before any kernel. */
+static int probe_llvm(const char *sm, const char *ptx, char *err, size_t errlen)
+{
+	char *out = probe_ptx(sm, ptx, err, errlen);
+	if (!out)
+		return -1;
+	char want_v[32], want_t[32], llvmv[32];
+	snprintf(want_v, sizeof want_v, ".version %s", ptx);
+	snprintf(want_t, sizeof want_t, ".target %s", sm);
+	target_llvm_version(llvmv, sizeof llvmv);
+	int rc = 0;
+	if (!has_line(out, want_t) || !strstr(out, "cvt.rn.bf16.f32")) {
+		snprintf(err, errlen, "target %s: the LLVM in use (%s) cannot select its instructions (it does not know "
+		         "the processor)", sm, llvmv);
+		rc = -1;
+	} else if (!has_line(out, want_v)) {
+		snprintf(err, errlen, "PTX ISA %s: the LLVM in use (%s) does not emit it for %s", ptx, llvmv, sm);
+		rc = -1;
+	}
+	free(out);
+	return rc;
+}
 
 int target_check(const char *sm, const char *ptx, char *err, size_t errlen)
 {
-	int cc = 0;
-	if (strncmp(sm, "sm_", 3) != 0 || sscanf(sm + 3, "%d", &cc) != 1 || cc < 80) {
-		snprintf(err, errlen, "target %s: recur needs sm_80 or newer (mma.sync bf16)", sm);
+	char list[128];
+	list_targets(list, sizeof list);
+	const TargetInfo *ti = NULL;
+	for (size_t i = 0; i < sizeof targets / sizeof *targets; i++)
+		if (strcmp(sm, targets[i].sm) == 0) ti = &targets[i];
+	if (!ti) {
+		snprintf(err, errlen, "target %s: not supported; the kernels need thread-block clusters: choose one of %s",
+		         sm, list);
 		return -1;
 	}
 	int known = 0;
@@ -25,7 +155,13 @@ int target_check(const char *sm, const char *ptx, char *err, size_t errlen)
 		snprintf(err, errlen, "PTX ISA %s: choose one of 7.8 .. 8.5 (LLVM 19's NVPTX emits at most 8.5)", ptx);
 		return -1;
 	}
-	return 0;
+	if ((ptx[0] - '0') * 10 + (ptx[2] - '0') < ti->min_ptx) {
+		snprintf(err, errlen, "PTX ISA %s: target %s needs PTX ISA %d.%d or newer", ptx, sm, ti->min_ptx / 10,
+		         ti->min_ptx % 10);
+		return -1;
+	}
+	init_nvptx();
+	return probe_llvm(sm, ptx, err, errlen);
 }
 
 int target_init(Target *t, const char *sm, const char *ptx, char *err, size_t errlen)
@@ -33,27 +169,9 @@ int target_init(Target *t, const char *sm, const char *ptx, char *err, size_t er
 	memset(t, 0, sizeof *t);
 	if (target_check(sm, ptx, err, errlen) != 0)
 		return -1;
-	LLVMInitializeNVPTXTargetInfo();
-	LLVMInitializeNVPTXTarget();
-	LLVMInitializeNVPTXTargetMC();
-	LLVMInitializeNVPTXAsmPrinter();
-	LLVMTargetRef T;
-	char *msg = NULL;
-	if (LLVMGetTargetFromTriple(TRIPLE, &T, &msg)) {
-		snprintf(err, errlen, "LLVM has no NVPTX target: %s", msg ? msg : "?");
-		LLVMDisposeMessage(msg);
+	t->tm = make_tm(sm, ptx, err, errlen);
+	if (!t->tm)
 		return -1;
-	}
-	char feat[16];
-	int maj = 0, min = 0;
-	sscanf(ptx, "%d.%d", &maj, &min);
-	snprintf(feat, sizeof feat, "+ptx%d%d", maj, min);
-	t->tm = LLVMCreateTargetMachine(T, TRIPLE, sm, feat, LLVMCodeGenLevelAggressive,
-	                                LLVMRelocDefault, LLVMCodeModelDefault);
-	if (!t->tm) {
-		snprintf(err, errlen, "LLVMCreateTargetMachine(%s, %s, %s) failed", TRIPLE, sm, feat);
-		return -1;
-	}
 	snprintf(t->sm, sizeof t->sm, "%s", sm);
 	snprintf(t->ptx, sizeof t->ptx, "%s", ptx);
 	return 0;

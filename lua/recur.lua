@@ -14,6 +14,8 @@ FILE:LINE, and the generator then writes nothing.
         string for the results' "controller" field (nil = none).
         dynamic_per_token: shape expression such as "2*D" (default: the
         number of token projections, or "<n>*D" for n block-diagonal ones).
+        Shape expressions (here and in rules) are checked where they are
+        written: the language of util/shapex.h over B, L, D, K and H.
     m.x, m.h, m.first          leaves: input element, state (only in the
                                output), 1 at a sequence's first token
 
@@ -36,8 +38,10 @@ FILE:LINE, and the generator then writes nothing.
 
   Expressions
     operators  a + b, a - b, a * b, a / b, -a, a ^ n (integer n, |n| <= 16);
-               numbers promote to constants. < <= > >= == are errors (Lua
-               would turn them into booleans): use R.gt / R.lt.
+               numbers promote to constants, which must be finite in
+               float32 (|v| <= 3.4e38: the kernels compute in float32).
+               < <= > >= == are errors (Lua would turn them into
+               booleans): use R.gt / R.lt.
     functions  R.exp R.log R.sigmoid R.softplus R.sqrt R.tanh R.recip R.rsqrt
                R.sqrtb (sqrt whose derivative is bounded: 1/sqrt(max(4z,1e-6)))
                R.min(a, b) R.max(a, b) R.gt(a, b) R.lt(a, b) (1 or 0)
@@ -49,6 +53,11 @@ FILE:LINE, and the generator then writes nothing.
     m:recurrence { log_a = e1, b = e2 }    h = exp(log_a) * h_prev + b;
                                            neither may depend on m.h
     m:output(y)                            y may use h, x, params, projections
+    log_a, b and y together are at most 1024 nodes: the kernels evaluate
+    every node per element.
+    The templates take at most 6 block-diagonal projections (bwd_apply's
+    shared memory) and, with shared_sfu, at most 8 per-token values; a grid
+    past either is refused at its line.
 
   Variant grid
     return R.variants {
@@ -59,7 +68,7 @@ FILE:LINE, and the generator then writes nothing.
       scan = { "hierarchical", "lookback", "onepass" },   default { "hierarchical" }
       shared_sfu = { false }, fused_output = { false }, fused_write = { false },
       controller = "name",                 default: the mixer's controller
-      rules = { { "D % 64 == 0", "message" }, ... },   shape rules (runtime/shapex.h)
+      rules = { { "D % 64 == 0", "message" }, ... },   shape rules (util/shapex.h)
     }
     The grid is the cartesian product (at most 64 variants); each variant is
     named [fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_{SCAN}_chunk{C}
@@ -76,7 +85,11 @@ FILE:LINE, and the generator then writes nothing.
     its adjoint map after its first sweep and takes the message from its
     right through the groups between it and its block's last; no reduce
     sweep over x and dy; the same bits on every run).
-    A script returns one R.variants{...} or a list of them.
+    A script returns one R.variants{...} or a list of them. A manifest
+    holds one mixer per name and each variant once: a set listed twice,
+    or two sets with the same variants and rules, are generated once;
+    two different mixers of one name, or two sets sharing only some
+    variants, are refused at the second set's line.
 
 Errors are raised as located error objects (metatable "recur.error", with
 `where` = "FILE:LINE:" of the user's code and `msg`), found by core.site():
@@ -87,9 +100,24 @@ where Lua would shorten them.
 
 local core = require "recur.core"
 
+-- The standard functions used here, as they are when this file loads
+-- (before any script runs: script/script.c loads it first), so that a
+-- script that replaces string.match or math.type changes nothing checked
+-- here. Strings are never used through methods (s:match), which would go
+-- through the string metatable a script can change too.
+local type, select, error, pairs, ipairs, tostring, tonumber = type, select, error, pairs, ipairs, tostring, tonumber
+local rawget, getmetatable, setmetatable = rawget, getmetatable, setmetatable
+local string = { format = string.format, match = string.match, sub = string.sub }
+local table = { sort = table.sort, concat = table.concat, unpack = table.unpack }
+local math = { huge = math.huge, exp = math.exp, log = math.log, abs = math.abs, max = math.max, min = math.min,
+               sqrt = math.sqrt, floor = math.floor, type = math.type }
+local utf8len = utf8.len
+
 local R = {}
 
-local MAXPARAM, MAXPROJ, MAXVAR, MAXRULE, MAXNAME = 16, 8, 64, 8, 47   -- gen/mixer.h
+local MAXPARAM, MAXPROJ, MAXVAR, MAXRULE, MAXNAME = 16, 8, 64, 8, 47   -- script/mixer.h
+local MAXNODES, MAXK = 1024, 1048576                                  -- script/mixer.h, script/sc_read.c
+local FLT_MAX = 3.4028234663852886e38   -- the kernels compute in float32
 local CHUNKS, PREFIXES, SCANS = { 8, 16, 32, 64 }, { 32, 64, 128 }, { "hierarchical", "lookback", "onepass" }
 
 local Expr = { __name = "recur.expr" }
@@ -112,8 +140,14 @@ end
 
 -- The user's file and line, as two values.
 local function site()
-  local src, line = core.site():match("^(.*):(%d+):$")
+  local src, line = string.match(core.site(), "^(.*):(%d+):$")
   return src or "?", tonumber(line) or 0
+end
+
+-- a string as a message quotes it: its first 60 characters
+local function quote(v)
+  if #v > 60 then return string.format("%q... (%d characters)", string.sub(v, 1, 60), #v) end
+  return string.format("%q", v)
 end
 
 local function describe(v)
@@ -123,14 +157,14 @@ local function describe(v)
   if mt == Mixer then return "a mixer" end
   if mt == Init then return "an init" end
   if mt == Set then return "a variant set" end
-  if type(v) == "string" then return string.format("the string %q", v) end
+  if type(v) == "string" then return "the string " .. quote(v) end
   if type(v) == "nil" then return "nil" end
   if type(v) == "number" or type(v) == "boolean" then return type(v) .. " " .. tostring(v) end
   return "a " .. type(v)
 end
 
 local function show(v)
-  if type(v) == "string" then return string.format("%q", v) end
+  if type(v) == "string" then return quote(v) end
   if type(v) == "number" or type(v) == "boolean" then return tostring(v) end
   return describe(v)
 end
@@ -175,8 +209,9 @@ local function node(m, v, what)
   elseif mt == Weight then
     weight_fail(v)
   elseif type(v) == "number" then
-    if v ~= v or v == math.huge or v == -math.huge then
-      fail("%s: constants must be finite, got %s", what, tostring(v))
+    if not (math.abs(v) <= FLT_MAX) then
+      fail("%s: constants must be finite in float32, in which the kernels compute (|v| <= 3.4e38), got %s",
+           what, tostring(v))
     end
     return core.const(S[m].g, v)
   end
@@ -262,7 +297,7 @@ local function compare_fail()
 end
 Expr.__lt, Expr.__le, Expr.__eq = compare_fail, compare_fail, compare_fail
 for _, mm in ipairs { "__idiv", "__mod", "__band", "__bor", "__bxor", "__shl", "__shr", "__bnot", "__len" } do
-  Expr[mm] = function() fail("operator %s is not defined on expressions", mm:sub(3)) end
+  Expr[mm] = function() fail("operator %s is not defined on expressions", string.sub(mm, 3)) end
 end
 Expr.__concat = function() fail("expressions are not strings: use tostring(e) to print one") end
 Expr.__call = function() fail("an expression is not a function") end
@@ -280,7 +315,11 @@ Weight.__tostring = function(w) return "weight(" .. w.name .. ")" end
 
 ---------------------------------------------------------------- inits
 
-local function finite(v) return type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge end
+-- initial values are float32 too
+local function finite(v) return type(v) == "number" and math.abs(v) <= FLT_MAX end
+
+-- one line of text: valid UTF-8, no control characters (messages, JSON)
+local function text(v) return type(v) == "string" and utf8len(v) ~= nil and not string.match(v, "%c") end
 local function init(kind, a, b, rsqrt_k)
   return setmetatable({ kind = kind, a = a or 0, b = b or 0, rsqrt_k = rsqrt_k or false }, Init)
 end
@@ -320,7 +359,7 @@ end
 Mixer.__tostring = function(m) return "mixer(" .. S[m].name .. ")" end
 
 local function check_ident(name, what)
-  if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
+  if type(name) ~= "string" or not string.match(name, "^[%a_][%w_]*$") then
     fail("%s name must be an identifier, got %s", what, describe(name))
   end
   if #name > MAXNAME then fail("%s name %s is longer than %d characters", what, name, MAXNAME) end
@@ -336,6 +375,12 @@ end
 -- Parameters and projections share one namespace (both name a buffer).
 local function declare(st, name, what)
   check_ident(name, what)
+  -- a set holds the mixer as R.variants saw it, and its graph is shared:
+  -- a buffer declared later would be a leaf no set knows
+  if st.used_at then
+    fail("mixer %s is already in a variant set (line %d): declare its parameters and projections before R.variants",
+         st.name, st.used_at)
+  end
   local prev = st.names[name]
   if prev then
     fail("duplicate name %s: mixer %s already has a %s of that name (line %d)", name, st.name, prev.what, prev.line)
@@ -359,20 +404,25 @@ function R.mixer(name, opts)
   opts = opts or {}
   check_keys(opts, { k = true, controller = true, dynamic_per_token = true }, "R.mixer")
   local k = opts.k == nil and 64 or opts.k
-  if math.type(k) ~= "integer" or k < 1 then fail("R.mixer: k must be a positive integer, got %s", show(k)) end
+  if math.type(k) ~= "integer" or k < 1 or k > MAXK then
+    fail("R.mixer: k (channels per head) must be an integer from 1 to %d, got %s", MAXK, show(k))
+  end
   local ctl = opts.controller
-  if ctl ~= nil and (type(ctl) ~= "string" or ctl == "" or #ctl > MAXNAME) then
-    fail("R.mixer: controller must be a non-empty string of at most %d characters, got %s", MAXNAME, describe(ctl))
+  if ctl ~= nil and (not text(ctl) or ctl == "" or #ctl > MAXNAME) then
+    fail("R.mixer: controller must be a non-empty line of text of at most %d characters, got %s", MAXNAME, describe(ctl))
   end
   local dyn = opts.dynamic_per_token
-  if dyn ~= nil and (type(dyn) ~= "string" or not dyn:match("^[%w%s%*%+%-/%(%)]+$") or #dyn > MAXNAME) then
+  if dyn ~= nil and type(dyn) ~= "string" then
     fail("R.mixer: dynamic_per_token must be a shape expression such as \"2*D\", got %s", describe(dyn))
   end
-  local src = site()
+  if dyn and #dyn > MAXNAME then fail("R.mixer: dynamic_per_token is longer than %d characters", MAXNAME) end
+  local why = dyn and core.shape_check(dyn)
+  if why then fail("R.mixer: dynamic_per_token: %s", why) end
+  local src, line = site()
   local m = setmetatable({}, Mixer)
   local g = core.graph()
   S[m] = {
-    name = name, k = k, controller = ctl or "", dyn = dyn, script = src, g = g,
+    name = name, k = k, controller = ctl or "", dyn = dyn, script = src, line = line, g = g,
     params = {}, projs = {}, names = {},
     leaves = {
       x = wrap(m, core.leaf(g, "x", 0)),
@@ -453,6 +503,19 @@ function methods.token_project(m, name, w, bias, opts)
   return add_proj(m, st, name, "token", wi, b, scale == "rsqrt_d")
 end
 
+-- The nodes of the mixer's expressions with new roots added, within MAXNODES.
+local function check_size(st, ...)
+  local roots = {}
+  for _, id in ipairs { st.log_a or false, st.b or false, st.y or false, ... } do
+    if id then roots[#roots + 1] = id end
+  end
+  local n = core.size(st.g, table.unpack(roots))
+  if n > MAXNODES then
+    fail("mixer %s: its expressions have %d nodes (log_a, b and the output together); the kernels evaluate "
+         .. "every node per element: at most %d", st.name, n, MAXNODES)
+  end
+end
+
 function methods.recurrence(m, t)
   local st = self_of(m, "recurrence")
   if not plain(t) then fail("m:recurrence takes a table { log_a = ..., b = ... }, got %s", describe(t)) end
@@ -464,6 +527,7 @@ function methods.recurrence(m, t)
   local b = node(m, t.b, "b of m:recurrence")
   if core.depends(st.g, la, "h") then fail("log_a must not depend on h: the recurrence must stay linear") end
   if core.depends(st.g, b, "h") then fail("b must not depend on h: the recurrence must stay linear") end
+  check_size(st, la, b)
   local _, line = site()
   st.log_a, st.b, st.rec_line = la, b, line
 end
@@ -473,6 +537,7 @@ function methods.output(m, y)
   if st.y then fail("mixer %s already has an output (line %d)", st.name, st.out_line) end
   if y == nil then fail("m:output needs an expression") end
   local id = node(m, y, "m:output")
+  check_size(st, id)
   local _, line = site()
   st.y, st.out_line = id, line
 end
@@ -524,6 +589,9 @@ local function rule_list(v)
     end
     if #r[1] > 127 then fail("rule %d: the expression is longer than 127 characters", i) end
     if #r[2] > 159 then fail("rule %d: the message is longer than 159 characters", i) end
+    local why = core.shape_check(r[1])
+    if why then fail("rule %d: %s", i, why) end
+    if not text(r[2]) then fail("rule %d: the message must be one line of text (UTF-8, no control characters)", i) end
     out[i] = { expr = r[1], message = r[2] }
   end
   return out
@@ -550,8 +618,8 @@ function R.variants(o)
   local fwrite = bool_list(o.fused_write, "fused_write")
   local scans = o.scan == nil and { "hierarchical" } or int_list(o.scan, "scan", SCANS)
   local ctl = o.controller
-  if ctl ~= nil and (type(ctl) ~= "string" or ctl == "" or #ctl > MAXNAME) then
-    fail("controller must be a non-empty string of at most %d characters, got %s", MAXNAME, describe(ctl))
+  if ctl ~= nil and (not text(ctl) or ctl == "" or #ctl > MAXNAME) then
+    fail("controller must be a non-empty line of text of at most %d characters, got %s", MAXNAME, describe(ctl))
   end
   ctl = ctl or st.controller
   local rules = rule_list(o.rules)
@@ -572,6 +640,7 @@ function R.variants(o)
   end
 
   local file, line = site()
+  st.used_at = st.used_at or line
   local vars = {}
   for _, fo in ipairs(fout) do
     for _, fw in ipairs(fwrite) do
@@ -612,6 +681,7 @@ function R.variants(o)
   -- a snapshot: what the user declares afterwards does not change this set
   local desc = {
     name = st.name, k = st.k, controller = st.controller, dyn_per_token = dyn, script = st.script,
+    line = st.line, rec_line = st.rec_line, out_line = st.out_line,
     graph = st.g, log_a = st.log_a, b = st.b, y = st.y,
     params = copy(st.params), projs = copy(st.projs),
   }

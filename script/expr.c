@@ -218,6 +218,16 @@ static int ex_fold(ExGraph *g, ExOp op, double x, double y, double z)
 	return isfinite(v) ? ex_const(g, v) : -1;
 }
 
+/* u when node a is 2 * u (or u * 2), else -1 */
+static int ex_twice(const ExGraph *g, int a)
+{
+	const ExNode *n = &g->n[a];
+	if (n->op != EX_MUL) return -1;
+	if (ex_isconst(g, n->a, 2)) return n->b;
+	if (ex_isconst(g, n->b, 2)) return n->a;
+	return -1;
+}
+
 int ex_un(ExGraph *g, ExOp op, int a)
 {
 	if (ex_arity(op) != 1 || !ex_valid(g, a)) return -1;
@@ -231,9 +241,14 @@ int ex_un(ExGraph *g, ExOp op, int a)
 	 * a = exp(log_a) is a node already; built as a square, every kernel and
 	 * every derivative of it shares a's one special-function op (grouping
 	 * invariant factors would otherwise fold the 2 into a second exp) */
-	if (op == EX_EXP && na.op == EX_MUL && (ex_isconst(g, na.a, 2) || ex_isconst(g, na.b, 2))) {
-		int e = ex_un(g, EX_EXP, ex_isconst(g, na.a, 2) ? na.b : na.a);
-		return ex_bin(g, EX_MUL, e, e);
+	if (op == EX_EXP && ex_twice(g, a) >= 0) {
+		/* exp(2^n u) as n squares of exp(u): the chain of doublings is
+		 * walked here, not recursed into (a script can nest thousands) */
+		int n = 0, u = a;
+		for (; ex_twice(g, u) >= 0; n++) u = ex_twice(g, u);
+		int e = ex_un(g, EX_EXP, u);
+		for (int i = 0; i < n; i++) e = ex_bin(g, EX_MUL, e, e);
+		return e;
 	}
 	return ex_intern(g, ex_node(op, a, -1, -1, 0, 0.0));
 }
@@ -515,87 +530,244 @@ unsigned char *ex_invariants(const ExGraph *g)
 	return inv;
 }
 
+/* The rewrite below walks product trees of any depth and width (a product
+ * of 40000 factors, a chain of 40000 nested functions are scripts a user
+ * can write), so it keeps its own stack on the heap instead of recursing,
+ * and its factor lists grow as needed. It builds exactly the nodes, in
+ * exactly the order, of the recursive definition written in the comments:
+ * node ids, and so the kernels, do not depend on how the walk is done. */
+
+/* A growable array of ints. */
+typedef struct {
+	int *v;
+	size_t n, cap;
+} GrpInts;
+
+static void grp_reserve(GrpInts *a, size_t n)
+{
+	if (n <= a->cap) return;
+	size_t cap = a->cap ? a->cap : 64;
+	while (cap < n) {
+		if (cap > SIZE_MAX / 2 / sizeof *a->v) EX_DIE("out of memory");
+		cap *= 2;
+	}
+	int *v = realloc(a->v, cap * sizeof *v);
+	if (!v) EX_DIE("out of memory");
+	a->v = v;
+	a->cap = cap;
+}
+
+static void grp_push(GrpInts *a, int x)
+{
+	grp_reserve(a, a->n + 1);
+	a->v[a->n++] = x;
+}
+
+/* One node being rewritten: its children (kids[base .. base+n)) are
+ * rewritten first, their results go to kids[base+n .. base+2n). A product
+ * has two phases: first its factors; then, when they are all invariant or
+ * all varying, its two operands (phase 2). */
+typedef struct {
+	int id, phase;
+	size_t base, n, next;
+} GrpFrame;
+
 typedef struct {
 	ExGraph *g;
-	int n0;             /* nodes before the rewrite: only these are rewritten */
-	int *uses, *memo;
-	unsigned char *inv; /* of the nodes before the rewrite */
+	int *uses, *memo;   /* of the nodes before the rewrite: only these are rewritten */
+	unsigned char *inv; /* invariance of every node, new ones included (grp_inv) */
+	int ninv;           /* entries of inv computed: ids below ninv */
+	size_t invcap;
+	GrpInts kids;       /* the frames' children and results, a stack */
+	GrpFrame *fr;
+	size_t nfr, frcap;
 } ExGroup;
 
-/* invariance of any node, new ones included (they are built from old ones) */
+/* Invariance of any node, new ones included. New nodes are built from
+ * older ones, so one pass in id order over the ids not seen yet keeps the
+ * array complete (the recursive definition, without the recursion). */
 static int grp_inv(ExGroup *x, int id)
 {
-	if (id < x->n0) return x->inv[id];
-	const ExNode *n = &x->g->n[id];
-	if (ex_arity(n->op) == 0) return n->op == EX_CONST || n->op == EX_PARAM;
-	return (n->a < 0 || grp_inv(x, n->a)) && (n->b < 0 || grp_inv(x, n->b)) && (n->c < 0 || grp_inv(x, n->c));
+	if (id >= x->ninv) {
+		size_t need = (size_t)x->g->len;
+		if (need > x->invcap) {
+			size_t cap = x->invcap * 2 > need ? x->invcap * 2 : need;
+			unsigned char *inv = realloc(x->inv, cap);
+			if (!inv) EX_DIE("out of memory");
+			x->inv = inv;
+			x->invcap = cap;
+		}
+		for (int i = x->ninv; i < x->g->len; i++) {
+			const ExNode *n = &x->g->n[i];
+			if (ex_arity(n->op) == 0)
+				x->inv[i] = n->op == EX_CONST || n->op == EX_PARAM;
+			else
+				x->inv[i] = (n->a < 0 || x->inv[n->a]) && (n->b < 0 || x->inv[n->b]) &&
+				            (n->c < 0 || x->inv[n->c]);
+		}
+		x->ninv = x->g->len;
+	}
+	return x->inv[id];
 }
 
-static int grp_rewrite(ExGroup *x, int id);
-
-/* factors of a product, through the products only it uses */
-static void grp_factors(ExGroup *x, int id, int *f, int *nf, int max)
+/* A product folds into its user when that user is its only one. */
+static int grp_folds(const ExGroup *x, int id)
 {
-	const ExNode n = x->g->n[id];
-	int ops[2] = { n.a, n.b };
-	for (int k = 0; k < 2; k++) {
-		int o = ops[k];
-		if (x->g->n[o].op == EX_MUL && x->uses[o] == 1) {
-			grp_factors(x, o, f, nf, max);
+	return x->g->n[id].op == EX_MUL && x->uses[id] == 1;
+}
+
+/* Appends the factors of product id, left to right, through the products
+ * only it uses (recursively: factors(a) then factors(b)). */
+static void grp_factors(ExGroup *x, int id, GrpInts *out)
+{
+	GrpInts st = { 0 };
+	grp_push(&st, x->g->n[id].b);
+	grp_push(&st, x->g->n[id].a);
+	while (st.n) {
+		int o = st.v[--st.n];
+		if (grp_folds(x, o)) {
+			grp_push(&st, x->g->n[o].b);
+			grp_push(&st, x->g->n[o].a);
 		} else {
-			if (*nf == max) EX_DIE("a product of more than 32 factors");
-			f[(*nf)++] = grp_rewrite(x, o);
+			grp_push(out, o);
 		}
 	}
+	free(st.v);
 }
 
-static int grp_rewrite(ExGroup *x, int id)
+/* Opens a frame for id in the given phase, with its children on the stack:
+ * phase 1 of a product: its factors; phase 2: its operands; any other
+ * node: its operands a, b, c (-1 where absent). */
+static void grp_open(ExGroup *x, int id, int phase)
 {
-	if (x->memo[id] >= 0) return x->memo[id];
-	ExNode n = x->g->n[id];
-	int r = id;
-	if (n.op == EX_MUL) {
-		int f[32], nf = 0, nv = 0, nk = 0, v = -1, k = -1;
-		grp_factors(x, id, f, &nf, 32);
-		for (int i = 0; i < nf; i++)
-			if (grp_inv(x, f[i])) nk++; else nv++;
-		if (nv > 0 && nk > 0) {
-			for (int i = 0; i < nf; i++) {
-				if (grp_inv(x, f[i])) continue;
-				v = v < 0 ? f[i] : ex_bin(x->g, EX_MUL, v, f[i]);
-			}
-			/* invariant factors in id order: equal groups are one node */
-			for (int pass = 0; pass < nf; pass++) {
-				int lo = -1;
-				for (int i = 0; i < nf; i++)
-					if (f[i] >= 0 && grp_inv(x, f[i]) && (lo < 0 || f[i] < f[lo])) lo = i;
-				if (lo < 0) break;
-				k = k < 0 ? f[lo] : ex_bin(x->g, EX_MUL, k, f[lo]);
-				f[lo] = -1;
-			}
-			r = ex_bin(x->g, EX_MUL, v, k);
-		} else {
-			r = ex_bin(x->g, EX_MUL, grp_rewrite(x, n.a), grp_rewrite(x, n.b));
-		}
+	if (x->nfr == x->frcap) {
+		size_t cap = x->frcap ? 2 * x->frcap : 64;
+		GrpFrame *fr = realloc(x->fr, cap * sizeof *fr);
+		if (!fr) EX_DIE("out of memory");
+		x->fr = fr;
+		x->frcap = cap;
+	}
+	const ExNode n = x->g->n[id];
+	size_t base = x->kids.n;
+	if (n.op == EX_MUL && phase == 1) {
+		grp_factors(x, id, &x->kids);
 	} else if (ex_arity(n.op) > 0) {
-		int a = n.a >= 0 ? grp_rewrite(x, n.a) : -1;
-		int b = n.b >= 0 ? grp_rewrite(x, n.b) : -1;
-		int c = n.c >= 0 ? grp_rewrite(x, n.c) : -1;
-		r = ex_rebuild(x->g, id, a, b, c);
+		grp_push(&x->kids, n.a);
+		grp_push(&x->kids, n.b);
+		grp_push(&x->kids, n.c);
+	}
+	size_t nk = x->kids.n - base;
+	grp_reserve(&x->kids, base + 2 * nk);
+	x->kids.n = base + 2 * nk;
+	x->fr[x->nfr++] = (GrpFrame){ .id = id, .phase = phase, .base = base, .n = nk, .next = 0 };
+}
+
+static int grp_cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Product of factors f[0..nf) when some are invariant and some are not:
+ * (product of the varying ones, in order) * (product of the invariant ones
+ * in id order: equal groups are one node). -1 when they are not mixed. */
+static int grp_regroup(ExGroup *x, int *f, size_t nf)
+{
+	size_t nv = 0, nk = 0;
+	for (size_t i = 0; i < nf; i++)
+		if (grp_inv(x, f[i])) nk++; else nv++;
+	if (nv == 0 || nk == 0)
+		return -1;
+	int v = -1, k = -1;
+	for (size_t i = 0; i < nf; i++) {
+		if (grp_inv(x, f[i])) continue;
+		v = v < 0 ? f[i] : ex_bin(x->g, EX_MUL, v, f[i]);
+	}
+	/* the invariant factors gathered and sorted: the same sequence of
+	 * products as taking the lowest id left, one at a time */
+	size_t j = 0;
+	for (size_t i = 0; i < nf; i++)
+		if (grp_inv(x, f[i])) f[j++] = f[i];
+	qsort(f, j, sizeof *f, grp_cmp_int);
+	for (size_t i = 0; i < j; i++)
+		k = k < 0 ? f[i] : ex_bin(x->g, EX_MUL, k, f[i]);
+	return ex_bin(x->g, EX_MUL, v, k);
+}
+
+/* The frame on top has all its children rewritten: its own result, or -1
+ * when it goes on to phase 2 (then the frame was reopened). */
+static int grp_close(ExGroup *x)
+{
+	GrpFrame F = x->fr[x->nfr - 1];
+	int *res = x->kids.v + F.base + F.n;
+	const ExNode n = x->g->n[F.id];
+	int r;
+	if (n.op == EX_MUL && F.phase == 1) {
+		r = grp_regroup(x, res, F.n);
+		if (r < 0) {
+			/* not mixed: (rewrite of a) * (rewrite of b); a product it
+			 * folds is not mixed either (its factors are some of these),
+			 * so it starts at its own phase 2 */
+			x->nfr--;
+			x->kids.n = F.base;
+			grp_open(x, F.id, 2);
+			return -1;
+		}
+	} else if (n.op == EX_MUL) {
+		r = ex_bin(x->g, EX_MUL, res[0], res[1]);
+	} else {
+		r = ex_arity(n.op) == 0 ? F.id : ex_rebuild(x->g, F.id, res[0], res[1], res[2]);
 	}
 	if (r < 0) EX_DIE("out of memory");
-	x->memo[id] = r;
+	x->nfr--;
+	x->kids.n = F.base;
 	return r;
+}
+
+/* The rewrite of root: every node reached is rewritten once (memo), its
+ * children before itself, left to right. */
+static int grp_rewrite(ExGroup *x, int root)
+{
+	if (x->memo[root] >= 0) return x->memo[root];
+	grp_open(x, root, 1);
+	while (x->nfr) {
+		GrpFrame *F = &x->fr[x->nfr - 1];
+		if (F->next < F->n) {
+			size_t i = F->next;
+			int c = x->kids.v[F->base + i];
+			if (c < 0 || x->memo[c] >= 0) {
+				x->kids.v[F->base + F->n + i] = c < 0 ? -1 : x->memo[c];
+				F->next++;
+			} else {
+				/* a product folded into a phase-2 parent skips its phase 1 */
+				int phase = F->phase == 2 && grp_folds(x, c) ? 2 : 1;
+				grp_open(x, c, phase);
+			}
+			continue;
+		}
+		int id = F->id;
+		int r = grp_close(x);
+		if (r < 0) continue;
+		x->memo[id] = r;
+		if (x->nfr) {
+			GrpFrame *P = &x->fr[x->nfr - 1];
+			x->kids.v[P->base + P->n + P->next] = r;
+			P->next++;
+		}
+	}
+	return x->memo[root];
 }
 
 void ex_group_invariant(ExGraph *g, int *roots, int n)
 {
-	ExGroup x = { .g = g, .n0 = g->len };
+	ExGroup x = { .g = g };
 	x.uses = calloc((size_t)g->len + 1, sizeof *x.uses);
 	x.memo = malloc(((size_t)g->len + 1) * sizeof *x.memo);
 	char *mark = calloc((size_t)g->len + 1, 1);
 	if (!x.uses || !x.memo || !mark) EX_DIE("out of memory");
 	x.inv = ex_invariants(g);
+	x.ninv = g->len;
+	x.invcap = (size_t)g->len + 1;
 	for (int i = 0; i < n; i++)
 		if (ex_valid(g, roots[i])) ex_reach(g, roots[i], mark);
 	for (int id = 0; id < g->len; id++) {
@@ -614,6 +786,8 @@ void ex_group_invariant(ExGraph *g, int *roots, int n)
 	free(x.uses);
 	free(x.memo);
 	free(x.inv);
+	free(x.kids.v);
+	free(x.fr);
 	free(mark);
 }
 
@@ -632,9 +806,18 @@ static void ex_puts(ExOut *o, const char *s)
 
 static int ex_full(const ExOut *o) { return o->pos + 1 >= o->n; }
 
-static void ex_pr(const ExGraph *g, int id, ExOut *o)
+/* Nesting printed before the rest of a subexpression becomes "...": the
+ * printer recurses, and a chain of thousands of nested calls is a script
+ * a user can write. */
+#define EX_PRINT_DEPTH 200
+
+static void ex_pr(const ExGraph *g, int id, ExOut *o, int depth)
 {
 	if (ex_full(o)) return;   /* stops the walk too: a shared DAG printed as a tree can be huge */
+	if (depth > EX_PRINT_DEPTH) {
+		ex_puts(o, "...");
+		return;
+	}
 	const ExNode *nd = &g->n[id];
 	char tmp[64];
 	static const char *const infix[EX_NOPS] = {
@@ -651,32 +834,32 @@ static void ex_pr(const ExGraph *g, int id, ExOut *o)
 	case 1:
 		ex_puts(o, nd->op == EX_NEG ? "-(" : ex_opname(nd->op));
 		if (nd->op != EX_NEG) ex_puts(o, "(");
-		ex_pr(g, nd->a, o);
+		ex_pr(g, nd->a, o, depth + 1);
 		ex_puts(o, ")");
 		return;
 	case 2:
 		if (infix[nd->op]) {
 			ex_puts(o, "(");
-			ex_pr(g, nd->a, o);
+			ex_pr(g, nd->a, o, depth + 1);
 			ex_puts(o, infix[nd->op]);
-			ex_pr(g, nd->b, o);
+			ex_pr(g, nd->b, o, depth + 1);
 			ex_puts(o, ")");
 		} else {
 			ex_puts(o, ex_opname(nd->op));
 			ex_puts(o, "(");
-			ex_pr(g, nd->a, o);
+			ex_pr(g, nd->a, o, depth + 1);
 			ex_puts(o, ", ");
-			ex_pr(g, nd->b, o);
+			ex_pr(g, nd->b, o, depth + 1);
 			ex_puts(o, ")");
 		}
 		return;
 	default:
 		ex_puts(o, "where(");
-		ex_pr(g, nd->a, o);
+		ex_pr(g, nd->a, o, depth + 1);
 		ex_puts(o, ", ");
-		ex_pr(g, nd->b, o);
+		ex_pr(g, nd->b, o, depth + 1);
 		ex_puts(o, ", ");
-		ex_pr(g, nd->c, o);
+		ex_pr(g, nd->c, o, depth + 1);
 		ex_puts(o, ")");
 	}
 }
@@ -687,5 +870,5 @@ void ex_print(const ExGraph *g, int node, char *buf, size_t n)
 	ExOut o = { buf, n, 0 };
 	buf[0] = 0;
 	if (!ex_valid(g, node)) { ex_puts(&o, "<invalid>"); return; }
-	ex_pr(g, node, &o);
+	ex_pr(g, node, &o, 0);
 }

@@ -15,6 +15,12 @@
 #define MX_MAXPROJ 8
 #define MX_MAXVAR 64
 #define MX_MAXRULE 8
+/* Nodes of a mixer's three expressions together (log_a, b and y): every
+ * node is evaluated per element in several kernels, and LLVM's time grows
+ * faster than linearly with them (about 15 s per variant at 2000); the
+ * shipped mixers have under 30. */
+#define MX_MAXNODES 1024
+#define MX_PATH 4096   /* a script's path, as given */
 
 typedef enum {
 	PK_CHANNEL,    /* [D] fp32, one value per channel */
@@ -62,7 +68,9 @@ typedef struct {
 	int log_a, b, y;               /* expression roots */
 	char controller[MX_NAME];      /* "" for none (written as JSON null) */
 	char dyn_per_token[MX_NAME];   /* dynamic control values per token, as a shape expression ("2*D", "2") */
-	char script[256];              /* file that declared it */
+	char script[MX_PATH];          /* file that declared it */
+	int line;                      /* its line of R.mixer */
+	int rec_line, out_line;        /* its lines of m:recurrence and m:output, for messages */
 } Mixer;
 
 /* One point of the variant grid. */
@@ -75,12 +83,13 @@ typedef struct {
 	bool lookback;         /* forward carries across tiles by look-back in one kernel (scan "lookback", "onepass") */
 	bool onepass;          /* and the backward across groups in bwd_apply alone (scan "onepass") */
 	char controller[MX_NAME];
-	char file[256];        /* script file and line of the grid declaration */
+	char file[MX_PATH];    /* script file and line of the grid declaration */
 	int line;
 } Variant;
 
 /* A shape rule: the runtime refuses a shape for which expr (in the shape
- * language of runtime/shapex.h) evaluates to 0, with message. */
+ * language of util/shapex.h, over B, L, D, K and H) evaluates to 0, with
+ * message. */
 typedef struct {
 	char expr[128];
 	char message[160];

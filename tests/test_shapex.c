@@ -1,4 +1,4 @@
-/* The shape language of manifests (runtime/shapex.h): arithmetic and its
+/* The shape language of manifests (util/shapex.h): arithmetic and its
  * precedence, cdiv/min/max, comparisons, && and || (with short-circuit), and
  * errors, whose messages must quote the expression and say what is wrong.
  */

@@ -1,13 +1,17 @@
 /* The shape language of manifests: integer expressions over named shape
  * variables, used for grid sizes, workspace bytes, kernel arguments and
  * shape rules, so that the runtime needs no mixer- or variant-specific code.
+ * In util/ because both sides read it: the runtime evaluates manifests, and
+ * the script reader checks a script's rules at the script's line.
  *
  *   expr := or ; or := and ('||' and)* ; and := cmp ('&&' cmp)*
  *   cmp  := sum (('=='|'!='|'<'|'<='|'>'|'>=') sum)?
  *   sum  := prod (('+'|'-') prod)* ; prod := unary (('*'|'/'|'%') unary)*
  *   unary := '-' unary | '(' expr ')' | INTEGER | NAME | NAME '(' expr (',' expr)* ')'
  * Functions: cdiv(a,b) = ceil(a/b), min(a,b), max(a,b). Arithmetic is int64;
- * comparisons give 0 or 1; '/' truncates; division by zero is an error.
+ * comparisons give 0 or 1; '/' truncates; division by zero and overflow
+ * are errors, and so is nesting (parentheses, unary '-', function calls)
+ * deeper than SHAPEX_MAXDEPTH levels.
  */
 #ifndef RECUR_SHAPEX_H
 #define RECUR_SHAPEX_H
@@ -15,6 +19,7 @@
 #include <stdint.h>
 
 #define SHAPEX_MAXVAR 32
+#define SHAPEX_MAXDEPTH 100
 
 typedef struct {
 	char name[SHAPEX_MAXVAR][16];

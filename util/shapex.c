@@ -7,7 +7,9 @@
  * (division by zero, overflow) are not errors: "D>0 && L/D>1" must not fail
  * for D=0. shapex_check runs the whole expression quietly, which is how the
  * manifest loader validates expressions before any shape is known.
- * Overflow is an error rather than C's undefined behaviour.
+ * Overflow is an error rather than C's undefined behaviour, and so is
+ * nesting deeper than SHAPEX_MAXDEPTH: the descent recurses once per level,
+ * and an expression read from a file must not be able to exhaust the stack.
  */
 #include "shapex.h"
 #include <ctype.h>
@@ -15,11 +17,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#define SHAPEX_QUOTE 160   /* characters of an expression a message quotes */
+
 typedef struct {
 	const char *src;      /* the whole expression, quoted in messages */
 	const char *s;        /* cursor */
 	const ShapeVars *v;
 	int quiet;            /* > 0: arithmetic faults yield 0 instead of an error */
+	int depth;            /* nesting of px_unary: parentheses, unary '-', call arguments */
 	int failed;
 	char *err;
 	size_t errlen;
@@ -37,8 +42,11 @@ static void px_fail(Px *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
-	snprintf(p->err, p->errlen, "shape expression \"%s\": %s (at offset %d)",
-	         p->src, what, (int)(p->s - p->src));
+	/* a long expression is quoted by its head: the message must say what
+	 * is wrong, whatever the length */
+	int n = (int)strlen(p->src);
+	snprintf(p->err, p->errlen, "shape expression \"%.*s%s\": %s (at offset %d)", n > SHAPEX_QUOTE ? SHAPEX_QUOTE : n,
+	         p->src, n > SHAPEX_QUOTE ? "..." : "", what, (int)(p->s - p->src));
 }
 
 /* Arithmetic faults: an error unless quiet. */
@@ -114,13 +122,29 @@ static int64_t px_call(Px *p, const char *name, size_t n)
 	 * only when the exact quotient is positive and inexact. */
 	if (b == 0)
 		return px_fault(p, "division by zero in cdiv");
-	int64_t q = px_div(p, a, b, 0);
-	if (a % b != 0 && ((a < 0) == (b < 0)))
-		q++;
+	/* px_div for both: a % b is undefined for INT64_MIN % -1 as a / b is */
+	int64_t q = px_div(p, a, b, 0), r = px_div(p, a, b, 1);
+	if (r != 0 && ((a < 0) == (b < 0)))
+		q++;   /* no overflow: q is at most |a| / 2 here */
 	return q;
 }
 
+static int64_t px_unary_at(Px *p);
+
+/* Every level of nesting passes here once, so the depth is counted here. */
 static int64_t px_unary(Px *p)
+{
+	if (p->depth >= SHAPEX_MAXDEPTH) {
+		px_fail(p, "nested more than %d levels deep", SHAPEX_MAXDEPTH);
+		return 0;
+	}
+	p->depth++;
+	int64_t x = px_unary_at(p);
+	p->depth--;
+	return x;
+}
+
+static int64_t px_unary_at(Px *p)
 {
 	px_ws(p);
 	const char *at = p->s;
@@ -256,7 +280,7 @@ static int64_t px_or(Px *p)
 
 static int px_run(const char *expr, const ShapeVars *v, int quiet, int64_t *out, char *err, size_t errlen)
 {
-	Px p = {expr ? expr : "", expr ? expr : "", v, quiet, 0, err, errlen};
+	Px p = {expr ? expr : "", expr ? expr : "", v, quiet, 0, 0, err, errlen};
 	px_ws(&p);
 	if (!*p.s) {
 		px_fail(&p, "empty expression");

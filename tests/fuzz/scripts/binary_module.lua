@@ -1,0 +1,2 @@
+-- expect: attempt to load a binary chunk
+local b = require "modules.binary" -- here

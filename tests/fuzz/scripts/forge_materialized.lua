@@ -1,0 +1,5 @@
+-- expect: materialized must be true
+local R = require "recur"
+local s = R.variants { mixer = require "modules.toy", chunk = { 8 }, prefix = { 32 } } -- here
+s.variants[1].materialized = false
+return s

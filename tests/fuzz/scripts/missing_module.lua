@@ -1,0 +1,2 @@
+-- expect: no file
+local m = require "arch.no_such_mixer" -- here

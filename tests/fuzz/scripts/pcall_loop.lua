@@ -1,0 +1,3 @@
+-- expect: instructions
+-- a loop around pcall must not swallow the budget's error
+while true do pcall(function() while true do end end) end -- here

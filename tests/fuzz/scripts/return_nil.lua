@@ -1,0 +1,2 @@
+-- expect: the script must return R.variants{...} or a list of them, not a nil
+local x = 1 -- here

@@ -1,0 +1,3 @@
+-- expect: debug.sethook is not available
+debug.sethook() -- here
+while true do end

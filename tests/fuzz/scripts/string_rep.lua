@@ -1,0 +1,2 @@
+-- expect: memory cap
+local s = string.rep("x", 1 << 30) -- here
