@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SYNOPSIS_WIDTH 100   /* columns a synopsis line wraps at */
 #define HELP_COLUMN 28       /* where an option's help starts in --help */
@@ -35,7 +36,7 @@ static int store(const CliCmd *c, CliSet set, void *ctx, int k, const char *v, c
 	if (k == CLI_OPERAND)
 		fprintf(stderr, "recur %s: %s (see recur %s --help)\n", c->name, err, c->name);
 	else if (v)
-		fprintf(stderr, "recur %s: %s%s %s: %s\n", c->name, prefix, c->opts[k].name, v, err);
+		fprintf(stderr, "recur %s: %s%s %s: %s\n", c->name, prefix, c->opts[k].name, *v ? v : "\"\"", err);
 	else
 		fprintf(stderr, "recur %s: %s%s: %s\n", c->name, prefix, c->opts[k].name, err);
 	return -1;
@@ -207,6 +208,16 @@ int cli_parse_seed(const char *s, uint64_t *out, char *err, size_t errlen)
 	return 0;
 }
 
+int cli_parse_path(const char *s, const char **out, char *err, size_t errlen)
+{
+	if (!*s) {
+		snprintf(err, errlen, "want a path, not an empty string");
+		return -1;
+	}
+	*out = s;
+	return 0;
+}
+
 int cli_add_value(const char **list, int *count, int max, const char *v, char *err, size_t errlen)
 {
 	if (*count == max) {
@@ -223,4 +234,118 @@ int cli_mixer_wanted(const char *const *names, int n, const char *name)
 		if (!strcmp(names[i], name))
 			return 1;
 	return n == 0;
+}
+
+/* ---- shapes ---- */
+
+#define SHAPE_DIM_MAX 2147483647LL
+#define SHAPE_QUOTE 48   /* characters of a refused item quoted in the message */
+
+/* One dimension at *p, up to 'x' or the end: digits only, 1..SHAPE_DIM_MAX.
+ * 0, or -1 with why (naming the dimension) in why. */
+static int shape_dim(const char **p, const char *name, long long *out, char *why, size_t n)
+{
+	const char *s = *p;
+	long long v = 0;
+	size_t digits = strspn(s, "0123456789");
+	if (digits == 0) {
+		snprintf(why, n, "%s is not a whole number", name);
+		return -1;
+	}
+	for (size_t i = 0; i < digits; i++) {
+		/* checked: any run of digits past the limit is refused, never wrapped */
+		if (v > (SHAPE_DIM_MAX - (s[i] - '0')) / 10) {
+			snprintf(why, n, "%s = %.*s is above %lld", name, (int)(digits < 24 ? digits : 24), s, SHAPE_DIM_MAX);
+			return -1;
+		}
+		v = v * 10 + (s[i] - '0');
+	}
+	if (v < 1) {
+		snprintf(why, n, "%s = 0: each of B, L, D is at least 1", name);
+		return -1;
+	}
+	*p = s + digits;
+	*out = v;
+	return 0;
+}
+
+/* B, L, D of s into v, with the reason in why on a refusal. */
+static int shape_dims(const char *s, long long v[3], char *why, size_t n)
+{
+	static const char *const name[3] = { "B", "L", "D" };
+	const char *p = s;
+	for (int k = 0; k < 3; k++) {
+		if (shape_dim(&p, name[k], &v[k], why, n))
+			return -1;
+		if (k < 2 && *p++ != 'x') {
+			snprintf(why, n, "want three numbers joined by 'x'");
+			return -1;
+		}
+	}
+	if (*p) {
+		snprintf(why, n, "unexpected text after D");
+		return -1;
+	}
+	long long e;
+	if (__builtin_mul_overflow(v[0], v[1], &e) || __builtin_mul_overflow(e, v[2], &e) || e > RECUR_MAX_ELEMS) {
+		snprintf(why, n, "B*L*D is more than %lld elements", (long long)RECUR_MAX_ELEMS);
+		return -1;
+	}
+	return 0;
+}
+
+int cli_parse_shape(const char *s, recur_shape *out, char *err, size_t errlen)
+{
+	long long v[3];
+	char why[160];
+	if (shape_dims(s, v, why, sizeof why)) {
+		size_t len = strlen(s);
+		snprintf(err, errlen, "bad shape \"%.*s%s\": %s (want BxLxD, e.g. 1x8192x1024: each of B, L, D from 1 "
+		         "to %lld, B*L*D at most 2^40)", (int)(len > SHAPE_QUOTE ? SHAPE_QUOTE : len), s,
+		         len > SHAPE_QUOTE ? "..." : "", why, SHAPE_DIM_MAX);
+		return -1;
+	}
+	*out = (recur_shape){ (int)v[0], (int)v[1], (int)v[2] };
+	return 0;
+}
+
+int cli_parse_shapes(const char *list, recur_shape *out, int max, char *err, size_t errlen)
+{
+	int n = 0;
+	for (const char *p = list; *p;) {
+		size_t len = strcspn(p, ",");
+		char *item = strndup(p, len);
+		if (!item) {
+			snprintf(err, errlen, "out of host memory reading the shapes");
+			return -1;
+		}
+		recur_shape s;
+		int rc = cli_parse_shape(item, &s, err, errlen);
+		free(item);
+		if (rc)
+			return -1;
+		if (n == max) {
+			snprintf(err, errlen, "more than %d shapes", max);
+			return -1;
+		}
+		out[n++] = s;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	if (n == 0) {
+		snprintf(err, errlen, "no shapes in \"%.*s\" (want BxLxD,...)", SHAPE_QUOTE, list);
+		return -1;
+	}
+	return n;
+}
+
+const char *cli_lua_root(void)
+{
+	const char *e = getenv("RECUR_LUA");
+	if (e && *e)
+		return e;
+	if (access(RECUR_SOURCE_DIR "/lua/recur.lua", R_OK) == 0)
+		return RECUR_SOURCE_DIR "/lua";
+	return "lua";
 }

@@ -70,9 +70,24 @@ int cli_parse_int(const char *s, int lo, int hi, int *out, char *err, size_t err
 int cli_parse_positive(const char *s, double lo, double hi, double *out, char *err, size_t errlen);
 /* a random seed: a whole unsigned decimal that fits 64 bits */
 int cli_parse_seed(const char *s, uint64_t *out, char *err, size_t errlen);
+/* a path or name that must not be empty: 0 and *out = s, or -1 ("" would
+ * name the current folder, or no file, far from where the error shows) */
+int cli_parse_path(const char *s, const char **out, char *err, size_t errlen);
 /* one more value of a repeatable option, list holding *count of at most max */
 int cli_add_value(const char **list, int *count, int max, const char *v, char *err, size_t errlen);
+/* A shape "BxLxD": B, L and D whole decimals (digits only) from 1 to
+ * 2147483647 (recur_shape holds ints), and B*L*D at most RECUR_MAX_ELEMS
+ * (2^40) elements, the runtime's own limit. A wrapped or truncated number
+ * is refused, never read as another. */
+int cli_parse_shape(const char *s, recur_shape *out, char *err, size_t errlen);
+/* "1x8192x1024,2x1000x64" (a trailing comma is harmless): the count, at
+ * most max, or -1 with the bad item and why in err. */
+int cli_parse_shapes(const char *list, recur_shape *out, int max, char *err, size_t errlen);
 /* --mixer's filter: 1 when name is among the n names, or n is 0 (every mixer) */
 int cli_mixer_wanted(const char *const *names, int n, const char *name);
+
+/* The folder of recur.lua when --lua is not given: $RECUR_LUA, else lua/
+ * beside the source tree the binary was built from, else ./lua. */
+const char *cli_lua_root(void);
 
 #endif

@@ -98,9 +98,9 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 {
 	BenchOpts *o = ctx;
 	switch (opt) {
-	case B_DIR: o->dir = v; return 0;
-	case B_CAL: o->calpath = v; return 0;
-	case B_OUT: o->out = v; return 0;
+	case B_DIR: return cli_parse_path(v, &o->dir, err, n);
+	case B_CAL: return cli_parse_path(v, &o->calpath, err, n);
+	case B_OUT: return cli_parse_path(v, &o->out, err, n);
 	case B_PROFILE: o->profile = 1; return 0;
 	case B_VARIANT: return cli_add_value(o->over, &o->nover, B_MAXMIX, v, err, n);
 	case B_MIXER: return cli_add_value(o->only, &o->nonly, B_MAXMIX, v, err, n);
@@ -519,7 +519,11 @@ static int bench_main(Bench *bn, char *err, size_t n)
 	const BenchOpts *o = &bn->o;
 	/* a folder that cannot hold the results fails now, not after the rounds */
 	if (recur_manifest_load(o->dir, &bn->m, err, n) || mf_open(&bn->mi, bn->m, err, n) ||
-	    pick_mixers(bn, err, n) || results_out_folder(o->out, "results file", err, n))
+	    pick_mixers(bn, err, n))
+		return -1;
+	const char *inputs[2] = { o->calpath, recur_manifest_info(bn->m, "path") };
+	if (cli_out_not_input(o->out, "results file (--out)", inputs, 2, err, n) ||
+	    results_out_folder(o->out, "results file", err, n))
 		return -1;
 	if (recur_rt_open(&bn->rt, 0, err, n))
 		return -1;

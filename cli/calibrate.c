@@ -77,8 +77,8 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 {
 	CalOpts *o = ctx;
 	switch (opt) {
-	case C_DIR: o->dir = v; return 0;
-	case C_OUT: o->out = v; return 0;
+	case C_DIR: return cli_parse_path(v, &o->dir, err, n);
+	case C_OUT: return cli_parse_path(v, &o->out, err, n);
 	case C_MIXER: return cli_add_value(o->only, &o->nonly, C_MAXMIX, v, err, n);
 	case C_SKIP: return cli_add_value(o->skip, &o->nskip, C_MAXSKIP, v, err, n);
 	case C_SAMPLES: return cli_parse_int(v, 1, 1000, &o->samples, err, n);
@@ -296,8 +296,11 @@ static int cal_main(Cal *c, char *err, size_t n)
 		}
 	}
 	/* a broken calibration file, or a folder that cannot hold it, fails
-	 * now, not after an hour of timing */
-	if (cal_load(o->out, 1, &c->doc, err, n) || results_out_folder(o->out, "calibration file", err, n))
+	 * now, not after an hour of timing; the file is merged into, so it is
+	 * its own input, but never the manifest */
+	const char *manifest = recur_manifest_info(c->m, "path");
+	if (cli_out_not_input(o->out, "calibration file (--out)", &manifest, 1, err, n) ||
+	    cal_load(o->out, 1, &c->doc, err, n) || results_out_folder(o->out, "calibration file", err, n))
 		return -1;
 	if (recur_rt_open(&c->rt, 0, err, n))
 		return -1;

@@ -4,6 +4,8 @@
 #include "compare.h"
 #include "cli.h"
 #include "svg.h"
+#include "results.h"
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +19,24 @@ static double num(const json_t *o, const char *key)
 	return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* A dimension of a row's shape: a whole number in 1..INT_MAX (a larger
+ * double would not convert to int defined). */
+static int row_dim(const json_t *sh, const char *key, int *out)
+{
+	double v = num(sh, key);
+	if (!(v >= 1 && v <= INT_MAX && v == floor(v)))
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
 static int row_shape(const json_t *row, recur_shape *s)
 {
 	const json_t *sh = json_object_get(row, "shape");
-	double b = num(sh, "batch"), l = num(sh, "length"), d = num(sh, "width");
-	if (!(b >= 1 && l >= 1 && d >= 1))
+	recur_shape t;
+	if (row_dim(sh, "batch", &t.B) || row_dim(sh, "length", &t.L) || row_dim(sh, "width", &t.D))
 		return -1;
-	*s = (recur_shape){ (int)b, (int)l, (int)d };
+	*s = t;
 	return 0;
 }
 
@@ -325,11 +338,15 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 {
 	CmpArgs *a = ctx;
 	switch (opt) {
-	case K_SVG: a->svg = v; return 0;
+	case K_SVG: return cli_parse_path(v, &a->svg, err, n);
 	case CLI_OPERAND:
 		if (a->npos == 2) {
 			snprintf(err, n, "unexpected argument %s: RESULTS and REFERENCE are already %s and %s", v, a->pos[0],
 			         a->pos[1]);
+			return -1;
+		}
+		if (!*v) {
+			snprintf(err, n, "%s is an empty string: want a path", a->npos ? "REFERENCE" : "RESULTS");
 			return -1;
 		}
 		a->pos[a->npos++] = v;
@@ -359,6 +376,14 @@ int cli_compare(int argc, char **argv)
 		snprintf(svgpath, sizeof svgpath, "%s", svg);
 	else
 		compare_svg_path(pos[0], svgpath, sizeof svgpath);
+	/* the chart never replaces what it is drawn from: "compare res.svg REF"
+	 * would otherwise derive res.svg itself as the chart's path */
+	const char *inputs[2] = { pos[0], refpath };
+	if (cli_out_not_input(svgpath, svg ? "chart (--svg)" : "chart (by default RESULTS with .svg)", inputs, 2, err,
+	                      sizeof err)) {
+		fprintf(stderr, "recur compare: %s%s\n", err, svg ? "" : " with --svg FILE");
+		return 2;
+	}
 	json_t *ours = load(pos[0], "results", err, sizeof err), *ref = NULL;
 	if (ours && !(ref = load(refpath, "reference", err, sizeof err)) && !pos[1])
 		snprintf(err + strlen(err), sizeof err - strlen(err),

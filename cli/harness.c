@@ -1,5 +1,6 @@
 /* The GPU side of bench and calibrate (see harness.h). */
 #include "harness.h"
+#include "args.h"
 #include "pinit.h"
 #include "cucopy.h"
 #include "rng.h"
@@ -53,7 +54,8 @@ int harness_flush(Harness *h, char *err, size_t errlen)
 
 void hbufs_label(HBufs *b, const char *mixer, const char *variant)
 {
-	snprintf(b->what, sizeof b->what, "%s %s %dx%dx%d", mixer, variant, b->s.B, b->s.L, b->s.D);
+	snprintf(b->what, sizeof b->what, "%s %s %dx%dx%d", mixer ? mixer : "(no mixer)",
+	         variant ? variant : "(no variant)", b->s.B, b->s.L, b->s.D);
 }
 
 /* Standard normals as bf16, both values of each Box-Muller pair used: the
@@ -89,7 +91,10 @@ int hbufs_inputs(Harness *h, const recur_manifest *m, int vi, recur_shape s, uin
 	memset(b, 0, sizeof *b);
 	b->s = s;
 	hbufs_label(b, recur_manifest_variant_mixer(m, vi), recur_manifest_variant_name(m, vi));
-	size_t ne = (size_t)s.B * s.L * s.D;
+	size_t bytes;
+	if (recur_tensor_bytes(s, 2, &bytes, err, errlen))
+		return fail(err, errlen, b->what, "sizing x and dy");
+	size_t ne = bytes / 2;
 	b->np = recur_param_count(m, vi);
 	if (b->np < 0 || b->np > H_MAXP) {
 		snprintf(err, errlen, "%s: %d parameters (at most %d)", b->what, b->np, H_MAXP);
@@ -119,7 +124,8 @@ int hbufs_inputs(Harness *h, const recur_manifest *m, int vi, recur_shape s, uin
 		float *t = malloc((size_t)(n ? n : 1) * sizeof *t);
 		if (!t || !kind) {
 			free(t);
-			snprintf(err, errlen, "%s: parameter %s: %s", b->what, pn, t ? "no init in the manifest" : "out of host memory");
+			snprintf(err, errlen, "%s: parameter %s: %s", b->what, pn ? pn : "(unnamed)",
+			         t ? "its init cannot be evaluated at this shape (recur_param_init)" : "out of host memory");
 			return -1;
 		}
 		for (long i = 0; i < n; i++)
@@ -144,7 +150,9 @@ int hbufs_inputs(Harness *h, const recur_manifest *m, int vi, recur_shape s, uin
 
 int hbufs_outputs(Harness *h, HBufs *b, char *err, size_t errlen)
 {
-	size_t bytes = (size_t)b->s.B * b->s.L * b->s.D * 2;
+	size_t bytes;
+	if (recur_tensor_bytes(b->s, 2, &bytes, err, errlen))
+		return fail(err, errlen, b->what, "sizing y and dx");
 	if (!b->y && recur_alloc(h->rt, bytes, &b->y, err, errlen))
 		return fail(err, errlen, b->what, "allocating y");
 	if (!b->dx && recur_alloc(h->rt, bytes, &b->dx, err, errlen))
@@ -243,8 +251,11 @@ static size_t count_bad(const uint16_t *x, size_t n, size_t *first)
 
 int harness_finite(Harness *h, HBufs *b, char *why, size_t n)
 {
-	size_t ne = (size_t)b->s.B * b->s.L * b->s.D;
-	uint16_t *host = malloc(ne * 2);
+	size_t bytes;
+	if (recur_tensor_bytes(b->s, 2, &bytes, why, n))
+		return fail(why, n, b->what, "sizing the outputs");
+	size_t ne = bytes / 2;
+	uint16_t *host = malloc(bytes);
 	if (!host) {
 		snprintf(why, n, "%s: out of host memory checking the outputs", b->what);
 		return -1;
@@ -385,34 +396,10 @@ void harness_env(recur_rt *rt, const recur_manifest *m, ResEnv *e)
 	copy_info(e->generator, sizeof e->generator, m, "generator");
 }
 
+/* the parser is the command line's own (args.c); these name the harness's limits */
 int harness_parse_shapes(const char *list, recur_shape *out, int max, char *err, size_t errlen)
 {
-	int n = 0;
-	const char *p = list;
-	while (*p) {
-		size_t len = strcspn(p, ",");
-		char item[64];
-		int B, L, D;
-		char extra;
-		snprintf(item, sizeof item, "%.*s", (int)(len < 63 ? len : 63), p);
-		if (len >= 63 || sscanf(item, "%dx%dx%d%c", &B, &L, &D, &extra) != 3 || B < 1 || L < 1 || D < 1) {
-			snprintf(err, errlen, "bad shape \"%s\" (want BxLxD, e.g. 1x8192x1024)", item);
-			return -1;
-		}
-		if (n == max) {
-			snprintf(err, errlen, "more than %d shapes", max);
-			return -1;
-		}
-		out[n++] = (recur_shape){ B, L, D };
-		p += len;
-		if (*p == ',')
-			p++;
-	}
-	if (n == 0) {
-		snprintf(err, errlen, "no shapes in \"%s\"", list);
-		return -1;
-	}
-	return n;
+	return cli_parse_shapes(list, out, max, err, errlen);
 }
 
 int harness_add_shapes(const char *list, recur_shape *out, int *n, int max, char *err, size_t errlen)

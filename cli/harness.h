@@ -75,7 +75,8 @@ void harness_env(recur_rt *rt, const recur_manifest *m, ResEnv *e);
 /* The kernel driver's version from /proc/driver/nvidia/version ("unknown"). */
 void harness_driver_version(char *out, size_t n);
 
-/* "1x8192x1024,1x32768x1024": count, or -1 with the bad item in err. */
+/* "1x8192x1024,1x32768x1024": count, or -1 with the bad item in err
+ * (cli_parse_shapes: checked numbers, the limits named). */
 int  harness_parse_shapes(const char *list, recur_shape *out, int max, char *err, size_t errlen);
 /* Appends list's shapes to out[*n..] (a repeatable --shape): 0, or -1 with
  * the bad item, or that all of them would pass max, in err. */

@@ -33,7 +33,7 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 {
 	ListArgs *l = ctx;
 	switch (opt) {
-	case L_DIR: l->dir = v; return 0;
+	case L_DIR: return cli_parse_path(v, &l->dir, err, n);
 	case L_PLAN: l->plan = 1; return 0;
 	case L_SHAPE: return harness_add_shapes(v, l->sh, &l->nsh, L_MAXSHAPES, err, n);
 	}

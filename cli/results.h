@@ -92,13 +92,39 @@ json_t *results_doc(const ResEnv *e, const ResProtocol *p, const ResRow *rows, i
 /* "13.0" from 13000 */
 void results_cuda_string(int api, char *out, size_t n);
 
-/* Creates the parent folders of path, writes doc to path.tmp.PID and renames
- * it over path. 0, or -1 with a message naming the file and the failing call. */
+/* Creates the parent folders of path and writes doc there as a CliOut
+ * (below). 0, or -1 with a message naming the file and the failing call. */
 int results_write_atomic(const char *path, const json_t *doc, char *err, size_t errlen);
 /* Creates the parent folders of path now, so a run that writes it only at
  * the end fails before its work, not after. 0, or -1 with a message naming
  * what (e.g. "results file"), path and the folder that could not be made. */
 int results_out_folder(const char *path, const char *what, char *err, size_t errlen);
 
+
+/* ---- every file the CLI writes (results, calibration, charts) ----
+ * Written whole or not at all: the data goes to a new file beside the
+ * target (PATH.tmp.PID.N, created exclusively, in the same folder so that
+ * the rename cannot cross file systems), which replaces the target only
+ * once complete and on disk. Until then the target is untouched; a failure,
+ * cli_out_abort, SIGINT, SIGTERM or SIGHUP removes the temporary file (the
+ * signal's earlier disposition then runs). A target that is a symbolic
+ * link stays one: the file it names is replaced. An existing target's
+ * permissions are kept. A device or a pipe (/dev/null) is written in
+ * place; a folder is refused. One CliOut is open at a time. */
+typedef struct {
+	FILE *f;
+	int direct;                  /* a device or a pipe: written in place */
+	char path[4096];             /* the target (a link resolved) */
+	char tmp[4160];
+} CliOut;
+int  cli_out_open(CliOut *o, const char *path, char *err, size_t errlen);
+/* flush, fsync, close, rename over the target: 0, or -1 (tmp removed) */
+int  cli_out_commit(CliOut *o, char *err, size_t errlen);
+void cli_out_abort(CliOut *o);
+/* 0 when path names none of the n inputs, by name or as the same file
+ * (a link, another spelling); else -1 with "the WHAT PATH would
+ * overwrite its input INPUT" in err. NULL inputs are skipped. */
+int  cli_out_not_input(const char *path, const char *what, const char *const *inputs, int n, char *err,
+                       size_t errlen);
 
 #endif

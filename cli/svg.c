@@ -1,5 +1,6 @@
 /* Log-log SVG charts (see svg.h). */
 #include "svg.h"
+#include "results.h"
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -216,20 +217,13 @@ int svg_render(FILE *f, const SvgChart *c, const SvgSeries *s, int ns)
 
 int svg_write(const char *path, const SvgChart *c, const SvgSeries *s, int ns, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+	CliOut o;
+	if (cli_out_open(&o, path, err, errlen))
+		return -1;
+	if (svg_render(o.f, c, s, ns)) {
+		snprintf(err, errlen, "%s: nothing to draw (no row has a positive time); the file is left as it was", path);
+		cli_out_abort(&o);
 		return -1;
 	}
-	int rc = svg_render(f, c, s, ns);
-	if (fclose(f) != 0 && rc == 0) {
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-		return -1;
-	}
-	if (rc) {
-		snprintf(err, errlen, "%s: nothing to draw (no row has a positive time)", path);
-		remove(path);
-		return -1;
-	}
-	return 0;
+	return cli_out_commit(&o, err, errlen);
 }

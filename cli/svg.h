@@ -30,7 +30,8 @@ typedef struct {
 void svg_add(SvgSeries *s, double x, double y);
 /* Writes the chart; 0, or -1 when no series has a drawable point. */
 int  svg_render(FILE *f, const SvgChart *c, const SvgSeries *s, int ns);
-/* svg_render into path; 0, or -1 with a message naming the file. */
+/* svg_render into path, whole or not at all (a CliOut, results.h): 0, or
+ * -1 with a message naming the file, which is then as it was. */
 int  svg_write(const char *path, const SvgChart *c, const SvgSeries *s, int ns, char *err, size_t errlen);
 
 #endif

@@ -8,12 +8,29 @@
  * primary context work (the runtime uses the device's primary context), and
  * the calls are asynchronous on the stream you pass. */
 #include "recur.h"
+#include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define TRY(x) do { if ((x) != 0) { fprintf(stderr, "run_variant: %s\n", err); goto out; } } while (0)
+#define MAXP 16   /* parameters this example has buffers for */
+
+/* A whole decimal in 1..INT_MAX (atoi would wrap or take "12abc"). */
+static int dim(const char *s, const char *name, int *out, char *err, size_t n)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end || errno == ERANGE || v < 1 || v > INT_MAX) {
+		snprintf(err, n, "%s = \"%s\": want a whole number from 1 to %d", name, s, INT_MAX);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -22,13 +39,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	char err[4096] = "";
-	recur_shape s = { atoi(argv[3]), atoi(argv[4]), atoi(argv[5]) };
+	recur_shape s;
 	recur_rt *rt = NULL;
 	recur_manifest *m = NULL;
 	recur_variant *v = NULL;
-	CUdeviceptr x = 0, y = 0, dy = 0, dx = 0, p[16] = { 0 }, g[16] = { 0 };
+	CUdeviceptr x = 0, y = 0, dy = 0, dx = 0, p[MAXP] = { 0 }, g[MAXP] = { 0 };
 	uint16_t *h = NULL;
 	int rc = 1, np = 0;
+	size_t bytes = 0;
+	TRY(dim(argv[3], "B", &s.B, err, sizeof err) || dim(argv[4], "L", &s.L, err, sizeof err) ||
+	    dim(argv[5], "D", &s.D, err, sizeof err));
 	TRY(recur_manifest_load(argv[1], &m, err, sizeof err));
 	int vi = recur_manifest_find(m, argv[2]);
 	if (vi < 0) {
@@ -37,9 +57,19 @@ int main(int argc, char **argv)
 	}
 	TRY(recur_check_shape(m, vi, s, err, sizeof err));   /* refused shapes never launch */
 	TRY(recur_rt_open(&rt, 0, err, sizeof err));
+	/* the runtime reads one buffer per parameter: all of them must exist */
+	np = recur_param_count(m, vi);
+	if (np > MAXP) {
+		snprintf(err, sizeof err, "variant %s has %d parameters, more than this example's %d", argv[2], np, MAXP);
+		TRY(-1);
+	}
+	TRY(recur_tensor_bytes(s, 2, &bytes, err, sizeof err));   /* checked: B*L*D*2 cannot wrap */
 	TRY(recur_variant_load(rt, m, argv[2], &v, err, sizeof err));
-	size_t n = (size_t)s.B * s.L * s.D;
-	h = malloc(n * 2);
+	size_t n = bytes / 2;
+	if (!(h = malloc(bytes))) {
+		snprintf(err, sizeof err, "out of host memory for %zu bytes", bytes);
+		TRY(-1);
+	}
 	for (size_t i = 0; i < n; i++)
 		h[i] = 0x3f80 ^ (uint16_t)(i & 0x7f);   /* bf16 values near 1, not all equal */
 	TRY(recur_alloc(rt, n * 2, &x, err, sizeof err));
@@ -49,8 +79,7 @@ int main(int argc, char **argv)
 	TRY(recur_memcpy_htod(rt, x, h, n * 2, err, sizeof err));
 	TRY(recur_memcpy_htod(rt, dy, h, n * 2, err, sizeof err));
 	/* parameters in the mixer's order; zeros here, a real program loads its own */
-	np = recur_param_count(m, vi);
-	for (int k = 0; k < np && k < 16; k++) {
+	for (int k = 0; k < np; k++) {
 		long e = recur_param_elems(m, vi, k, s, err, sizeof err);
 		TRY(e < 0);
 		TRY(recur_alloc(rt, (size_t)e * 4, &p[k], err, sizeof err));
@@ -67,7 +96,7 @@ int main(int argc, char **argv)
 	rc = 0;
 out:
 	if (rt) {
-		for (int k = 0; k < 16; k++) {
+		for (int k = 0; k < MAXP; k++) {
 			if (p[k]) recur_free(rt, p[k]);
 			if (g[k]) recur_free(rt, g[k]);
 		}

@@ -85,22 +85,26 @@ int recur_graph_create(recur_variant *v, recur_shape s, const recur_io *io, int 
 			rt_vfail(err, errlen, "%s", e2);
 			rc = -1;
 		}
-		if (rc && graph)
-			RT_CU(cu, GraphDestroy, (graph), e2, sizeof e2, "freeing a failed capture");
+		if (rc && graph && RT_CU(cu, GraphDestroy, (graph), e2, sizeof e2, "freeing a failed capture of variant %s",
+		                         name))
+			fprintf(stderr, "recur: %s\n", e2);
 		if (!rc)
 			g->graph = graph;
 	}
 	rt_variant_state_get(v, &g->after);
 	rt_variant_state_set(v, &before);
-	RT_CU(cu, StreamDestroy, (st), e, sizeof e, "destroying the capture stream");
+	/* a cleanup failure does not undo the graph: said, not returned */
+	if (RT_CU(cu, StreamDestroy, (st), e, sizeof e, "destroying the stream that captured variant %s", name))
+		fprintf(stderr, "recur: %s\n", e);
 	if (!rc)
 		rc = RT_CU(cu, GraphGetNodes, (g->graph, NULL, &g->nodes), err, errlen,
 		           "counting the nodes of variant %s's graph at %s", name, shape) ||
 		     RT_CU(cu, GraphInstantiateWithFlags, (&g->exec, g->graph, 0), err, errlen,
 		           "instantiating variant %s's graph at %s (%zu nodes)", name, shape, g->nodes);
 	if (rc) {
-		if (g->graph)
-			RT_CU(cu, GraphDestroy, (g->graph), e, sizeof e, "freeing a failed graph");
+		if (g->graph && RT_CU(cu, GraphDestroy, (g->graph), e, sizeof e, "freeing a failed graph of variant %s",
+		                      name))
+			fprintf(stderr, "recur: %s\n", e);
 		free(g);
 		return -1;
 	}

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <math.h>
 #include <ctype.h>
+#include <float.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -194,6 +195,39 @@ static int ld_object(Ld *L, json_t *j, const char *what)
 	return 0;
 }
 
+/* Shape expressions are parsed by recursive descent (shapex.c), one level
+ * per parenthesis and per unary minus, whenever a call evaluates them, on
+ * whatever thread (and stack) the caller has. Bounded here, once, at load:
+ * generated expressions are a few hundred characters nested a few deep,
+ * and a hostile one is refused with its place instead of overflowing a
+ * stack later. */
+#define RT_EXPR_MAXLEN 4096
+#define RT_EXPR_MAXNEST 64
+
+static int ld_expr_guard(Ld *L, const char *what, const char *e)
+{
+	size_t n = strlen(e);
+	if (n > RT_EXPR_MAXLEN)
+		return ld_fail(L, "%s: a shape expression of %zu characters, more than %d", what, n, RT_EXPR_MAXLEN);
+	int depth = 0, signs = 0, most = 0;
+	for (const char *p = e; *p; p++) {
+		if (*p == '(')
+			depth++;
+		else if (*p == ')' && depth > 0)
+			depth--;
+		if (*p == '-')
+			signs++;   /* a run of minus signs nests like parentheses */
+		else if (!isspace((unsigned char)*p))
+			signs = 0;
+		if (depth + signs > most)
+			most = depth + signs;
+	}
+	if (most > RT_EXPR_MAXNEST)
+		return ld_fail(L, "%s: shape expression \"%.40s%s\" nests %d deep (parentheses and minus signs), more "
+		               "than %d", what, e, n > 40 ? "..." : "", most, RT_EXPR_MAXNEST);
+	return 0;
+}
+
 /* A shape expression: a string, or an integer (kept as its decimal text). */
 static int ld_expr_value(Ld *L, json_t *j, const char *what, const char **out)
 {
@@ -205,6 +239,8 @@ static int ld_expr_value(Ld *L, json_t *j, const char *what, const char **out)
 	}
 	if (!json_is_string(j))
 		return ld_fail(L, "%s must be a shape expression (a string), not %s", what, json_kind(j));
+	if (ld_expr_guard(L, what, json_string_value(j)))
+		return -1;
 	*out = ar_str(L->m, json_string_value(j));
 	return 0;
 }
@@ -245,9 +281,16 @@ static int ld_init_value(Ld *L, json_t *init, const char *key, double *num, cons
 		return 0;
 	if (json_is_number(j)) {
 		*num = json_number_value(j);
+		/* parameters are fp32: a value past FLT_MAX would become inf there */
+		if (!(fabs(*num) <= FLT_MAX))
+			return ld_fail(L, "init key \"%s\" = %g does not fit a float32 (parameters are fp32)", key, *num);
 		return 0;
 	}
 	if (json_is_string(j)) {
+		char what[32];
+		snprintf(what, sizeof what, "init \"%s\"", key);
+		if (ld_expr_guard(L, what, json_string_value(j)))
+			return -1;
 		*expr = ar_str(L->m, json_string_value(j));
 		return 0;
 	}
@@ -442,6 +485,8 @@ static int ld_arg(Ld *L, const char *s, const rt_mixer *mx, const rt_vdesc *d, i
 		return 0;
 	} else if (n == 3 && (!strncmp(s, "i32", 3) || !strncmp(s, "i64", 3))) {
 		a->kind = s[1] == '3' ? RT_ARG_I32 : RT_ARG_I64;
+		if (ld_expr_guard(L, s[1] == '3' ? "i32" : "i64", rest))
+			return -1;
 		a->expr = ar_str(L->m, rest);
 		return ld_check(L, s, a->expr, sv);
 	} else {
@@ -642,6 +687,9 @@ static int ld_top(Ld *L, json_t *root)
 	return 0;
 }
 
+/* 64 MiB: every variant of the full grid takes under 0.5 MiB */
+#define RT_MANIFEST_MAXBYTES ((long long)64 << 20)
+
 int recur_manifest_load(const char *dir, recur_manifest **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -668,11 +716,17 @@ int recur_manifest_load(const char *dir, recur_manifest **out, char *err, size_t
 
 	Ld L = {m, err, errlen, ""};
 	json_error_t je;
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	json_t *root = NULL;
 	int rc;
-	if (!root) {
+	/* the whole document is held in memory: refuse what no generator writes */
+	if (stat(path, &st) == 0 && st.st_size > RT_MANIFEST_MAXBYTES) {
+		rc = ld_fail(&L, "%lld bytes, more than a manifest may have (%lld)", (long long)st.st_size,
+		             (long long)RT_MANIFEST_MAXBYTES);
+	} else if (!(root = json_load_file(path, JSON_REJECT_DUPLICATES, &je))) {
 		if (access(path, R_OK) != 0)
 			rc = ld_fail(&L, "cannot read the manifest: %s (run `recur gen` to write one)", strerror(errno));
+		else if (je.line < 1)   /* not parsed at all: a folder, an unreadable file */
+			rc = ld_fail(&L, "cannot read the manifest: %s", je.text);
 		else
 			rc = ld_fail(&L, "bad JSON at line %d, column %d: %s", je.line, je.column, je.text);
 	} else {
@@ -732,6 +786,8 @@ const char *recur_manifest_variant_mixer(const recur_manifest *m, int i)
 
 int recur_manifest_find(const recur_manifest *m, const char *variant)
 {
+	if (!m || !variant)
+		return -1;
 	for (int i = 0; i < m->nvariant; i++)
 		if (!strcmp(m->variant[i].name, variant))
 			return i;
@@ -740,6 +796,7 @@ int recur_manifest_find(const recur_manifest *m, const char *variant)
 
 const char *recur_manifest_info(const recur_manifest *m, const char *key)
 {
+	if (!m || !key) return NULL;
 	if (!strcmp(key, "generator")) return m->generator;
 	if (!strcmp(key, "llvm")) return m->llvm;
 	if (!strcmp(key, "target")) return m->target;
@@ -763,18 +820,32 @@ const char *recur_param_name(const recur_manifest *m, int variant, int p)
 
 /* ---- shapes ---- */
 
+/* Puts "variant NAME: " before the message in err; returns -1. */
+static int in_variant(const rt_vdesc *d, char *err, size_t errlen)
+{
+	char t[2048];
+	snprintf(t, sizeof t, "variant %s: %s", d->name, err);
+	snprintf(err, errlen, "%s", t);
+	return -1;
+}
+
+
 int recur_launch_bytes(const recur_manifest *m, int variant, int backward, int i, recur_shape s,
                        double *bytes, char *err, size_t errlen)
 {
 	const rt_vdesc *d = vdesc(m, variant);
 	ShapeVars sv;
 	int pass = backward ? RT_BWD : RT_FWD;
+	if (!d) {
+		snprintf(err, errlen, "no variant %d in %s", variant, m ? m->path : "(no manifest)");
+		return -1;
+	}
 	if (i < 0 || i >= d->nlaunch[pass]) {
 		snprintf(err, errlen, "variant %s has no %s launch %d", d->name, rt_pass_name[pass], i);
 		return -1;
 	}
 	if (rt_shape_vars(m, variant, s, 0, &sv, err, errlen))
-		return -1;
+		return in_variant(d, err, errlen);
 	int64_t b;
 	char e[512];
 	if (shapex_eval(d->launch[pass][i].bytes, &sv, &b, e, sizeof e)) {
@@ -838,7 +909,7 @@ int recur_launch_plan(const recur_manifest *m, int variant, int backward, int i,
 	}
 	ShapeVars sv;
 	if (rt_shape_vars(m, variant, s, 1, &sv, err, errlen))
-		return -1;
+		return in_variant(d, err, errlen);
 	const rt_launch *l = &d->launch[pass][i];
 	rt_plan_geom g;
 	char e[768];
@@ -859,6 +930,39 @@ int recur_launch_count(const recur_manifest *m, int variant, int backward)
 	return d ? d->nlaunch[backward ? RT_BWD : RT_FWD] : 0;
 }
 
+/* B, L, D >= 1 and B*L*D within RECUR_MAX_ELEMS: 0, or -1 with why after head. */
+static int shape_limits(recur_shape s, const char *head, char *why, size_t n)
+{
+	const char *bad = s.B < 1 ? "B" : s.L < 1 ? "L" : s.D < 1 ? "D" : NULL;
+	if (bad) {
+		snprintf(why, n, "%s: %s must be >= 1", head, bad);
+		return -1;
+	}
+	/* ints below 2^31: the product of two fits int64, of three may not */
+	int64_t bl = (int64_t)s.B * s.L, e;
+	if (__builtin_mul_overflow(bl, (int64_t)s.D, &e) || e > RECUR_MAX_ELEMS) {
+		snprintf(why, n, "%s: B*L*D is more than %lld elements (RECUR_MAX_ELEMS)", head,
+		         (long long)RECUR_MAX_ELEMS);
+		return -1;
+	}
+	return 0;
+}
+
+int recur_tensor_bytes(recur_shape s, size_t elem_bytes, size_t *bytes, char *err, size_t errlen)
+{
+	char head[96];
+	snprintf(head, sizeof head, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
+	*bytes = 0;
+	if (shape_limits(s, head, err, errlen))
+		return -1;
+	size_t e = (size_t)s.B * (size_t)s.L * (size_t)s.D;   /* <= 2^40 after shape_limits */
+	if (__builtin_mul_overflow(e, elem_bytes, bytes)) {
+		snprintf(err, errlen, "%s: %zu elements of %zu bytes overflow a size", head, e, elem_bytes);
+		return -1;
+	}
+	return 0;
+}
+
 int rt_shape_vars(const recur_manifest *m, int variant, recur_shape s, int rules,
                   ShapeVars *v, char *why, size_t n)
 {
@@ -869,11 +973,8 @@ int rt_shape_vars(const recur_manifest *m, int variant, recur_shape s, int rules
 		snprintf(why, n, "%s: no variant %d in %s", head, variant, m ? m->path : "(no manifest)");
 		return -1;
 	}
-	const char *bad = s.B < 1 ? "B" : s.L < 1 ? "L" : s.D < 1 ? "D" : NULL;
-	if (bad) {
-		snprintf(why, n, "%s: %s must be >= 1", head, bad);
+	if (shape_limits(s, head, why, n))
 		return -1;
-	}
 	memset(v, 0, sizeof *v);
 	shapex_set(v, "B", s.B);
 	shapex_set(v, "L", s.L);
@@ -906,28 +1007,31 @@ int recur_check_shape(const recur_manifest *m, int variant, recur_shape s, char 
 	return rt_shape_vars(m, variant, s, 1, &v, why, n);
 }
 
-/* dims at a shape; -1 with err */
+/* dims at a shape; -1 with err naming the variant, the parameter and the shape */
 static int param_dims(const recur_manifest *m, int variant, int p, recur_shape s, long *dims,
                       char *err, size_t errlen)
 {
 	const rt_param *pr = param_of(m, variant, p);
 	if (!pr) {
-		snprintf(err, errlen, "%s: variant %d has no parameter %d", m->path, variant, p);
+		snprintf(err, errlen, "%s: variant %d has no parameter %d", m ? m->path : "(no manifest)", variant, p);
 		return -1;
 	}
+	const char *vn = m->variant[variant].name;
 	ShapeVars v;
 	if (rt_shape_vars(m, variant, s, 1, &v, err, errlen))
-		return -1;
+		return in_variant(&m->variant[variant], err, errlen);
 	for (int k = 0; k < pr->ndim; k++) {
 		int64_t x;
 		char e[512];
 		if (shapex_eval(pr->dims[k], &v, &x, e, sizeof e)) {
-			snprintf(err, errlen, "parameter %s dims[%d]: %s", pr->name, k, e);
+			snprintf(err, errlen, "variant %s: parameter %s dims[%d] at shape B=%d L=%d D=%d: %s", vn, pr->name,
+			         k, s.B, s.L, s.D, e);
 			return -1;
 		}
-		if (x < 0 || x > LONG_MAX) {
-			snprintf(err, errlen, "parameter %s dims[%d] = \"%s\" is %lld at shape B=%d L=%d D=%d",
-			         pr->name, k, pr->dims[k], (long long)x, s.B, s.L, s.D);
+		if (x < 0 || x > RECUR_MAX_ELEMS) {
+			snprintf(err, errlen, "variant %s: parameter %s dims[%d] = \"%s\" is %lld at shape B=%d L=%d D=%d, "
+			         "outside 0..%lld", vn, pr->name, k, pr->dims[k], (long long)x, s.B, s.L, s.D,
+			         (long long)RECUR_MAX_ELEMS);
 			return -1;
 		}
 		dims[k] = (long)x;
@@ -935,6 +1039,8 @@ static int param_dims(const recur_manifest *m, int variant, int p, recur_shape s
 	return pr->ndim;
 }
 
+/* Checked like a shape's B*L*D: at most RECUR_MAX_ELEMS, so callers may
+ * form byte counts of up to 16 bytes per element. */
 long recur_param_elems(const recur_manifest *m, int variant, int p, recur_shape s, char *err, size_t errlen)
 {
 	long dims[RECUR_MAXDIM], n = 1;
@@ -942,9 +1048,10 @@ long recur_param_elems(const recur_manifest *m, int variant, int p, recur_shape 
 	if (nd < 0)
 		return -1;
 	for (int k = 0; k < nd; k++)
-		if (__builtin_mul_overflow(n, dims[k], &n)) {
-			snprintf(err, errlen, "parameter %s: element count overflows at shape B=%d L=%d D=%d",
-			         recur_param_name(m, variant, p), s.B, s.L, s.D);
+		if (__builtin_mul_overflow(n, dims[k], &n) || n > RECUR_MAX_ELEMS) {
+			snprintf(err, errlen, "variant %s: parameter %s has more than %lld elements at shape B=%d L=%d D=%d",
+			         m->variant[variant].name, recur_param_name(m, variant, p), (long long)RECUR_MAX_ELEMS, s.B,
+			         s.L, s.D);
 			return -1;
 		}
 	return n;

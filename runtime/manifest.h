@@ -2,7 +2,7 @@
  *
  * The manifest is the only channel between generator and runtime: every
  * kernel sequence, launch geometry, workspace and shape rule of a variant is
- * data here, written with shape expressions (runtime/shapex.h), so the
+ * data here, written with shape expressions (util/shapex.h), so the
  * runtime holds no code for any particular mixer or variant.
  *
  * {
@@ -17,7 +17,10 @@
  *         {"name": "Wa", "dims": ["H", "K", "K"],   (shape expressions; [] for a scalar)
  *          "init": {"kind": "normal", "a": 0.125, "b": 0}},   kinds: zeros | const | normal | decay
  *         ...
- *       ]
+ *       ],
+ *       "graph": {...}       the mixer's expression graph as text lines (script/graphtext.h);
+ *                            the runtime ignores it: recur verify derives a float64
+ *                            reference from it for mixers without a hand-written one
  *     }
  *   },
  *   "variants": [
@@ -84,6 +87,10 @@
  * expression or "rsqrt(EXPR)" (e.g. "rsqrt(K)" for std 1/sqrt(K)), evaluated
  * at the call's shape. Unknown keys are ignored. Variable names are at most
  * 15 characters, at most 29 vars per variant; parameters have at most 8 dims.
+ * Limits against hostile files, each refused with its place: a manifest of
+ * at most 64 MiB; a shape expression of at most 4096 characters, nested at
+ * most 64 deep (parentheses and unary minus signs together); init numbers
+ * within float32's range (parameters are fp32).
  */
 #ifndef RECUR_MANIFEST_H
 #define RECUR_MANIFEST_H

@@ -18,7 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#define NPY_MAX_HEADER 65536   /* numpy's own reader refuses more than 10000 by default */
+#define NPY_MAX_ELEMS ((long)1 << 40)
 
 static int fail(char *err, size_t errlen, const char *path, const char *fmt, ...)
 {
@@ -156,7 +161,70 @@ static const char *parse_dict(const char *text, size_t len, Header *h)
 	return NULL;
 }
 
+/* ---- shapes ---- */
+
+int npy_elems(const long *shape, int ndim, long *n)
+{
+	long e = 1;
+	if (ndim < 0 || ndim > NPY_MAXDIM)
+		return -1;
+	for (int i = 0; i < ndim; i++)
+		if (shape[i] < 0 || __builtin_mul_overflow(e, shape[i], &e) || e > NPY_MAX_ELEMS)
+			return -1;
+	*n = e;
+	return 0;
+}
+
+void npy_shape_text(const long *shape, int ndim, char *out, size_t n)
+{
+	size_t k = (size_t)snprintf(out, n, "(");
+	for (int i = 0; i < ndim && k < n; i++)
+		k += (size_t)snprintf(out + k, n - k, i ? ", %ld" : "%ld", shape[i]);
+	if (k < n)
+		snprintf(out + k, n - k, ndim == 1 ? ",)" : ")");
+}
+
+int npy_check_shape(const char *path, const long *shape, int ndim, const long *want, int nwant, const char *what,
+                    char *err, size_t errlen)
+{
+	int same = ndim == nwant;
+	for (int i = 0; same && i < ndim; i++)
+		same = shape[i] == want[i];
+	if (same)
+		return 0;
+	char got[NPY_SHAPE_TEXT], exp[NPY_SHAPE_TEXT];
+	npy_shape_text(shape, ndim, got, sizeof got);
+	npy_shape_text(want, nwant, exp, sizeof exp);
+	return fail(err, errlen, path, "shape %s, but %s is %s", got, what, exp);
+}
+
+int npy_read_shaped(const char *path, double **data, const long *want, int nwant, const char *what, char *err,
+                    size_t errlen)
+{
+	long shape[NPY_MAXDIM];
+	int ndim;
+	*data = NULL;
+	if (npy_read(path, data, shape, &ndim, err, errlen))
+		return -1;
+	if (npy_check_shape(path, shape, ndim, want, nwant, what, err, errlen)) {
+		free(*data);
+		*data = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- reading ---- */
+
+/* Bytes from f's position to its end; -1 when f is not a regular file. */
+static long long bytes_left(FILE *f)
+{
+	struct stat st;
+	long at = ftell(f);
+	if (at < 0 || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
+		return -1;
+	return (long long)st.st_size - at;
+}
 
 static uint64_t le(const unsigned char *b, int n)
 {
@@ -184,9 +252,12 @@ static int read_body(FILE *f, const char *path, double **data, long *shape, int 
 	} else {
 		return fail(err, errlen, path, "unsupported .npy version %d.%d", major, pre[7]);
 	}
+	if (hlen > NPY_MAX_HEADER)
+		return fail(err, errlen, path, "header of %zu bytes, more than %d (numpy writes under 200)", hlen,
+		            NPY_MAX_HEADER);
 	char *text = malloc(hlen + 1);
 	if (!text)
-		return fail(err, errlen, path, "header length %zu too large", hlen);
+		return fail(err, errlen, path, "out of host memory for a header of %zu bytes", hlen);
 	if (fread(text, 1, hlen, f) != hlen) {
 		free(text);
 		return fail(err, errlen, path, "truncated header (expected %zu bytes)", hlen);
@@ -207,12 +278,18 @@ static int read_body(FILE *f, const char *path, double **data, long *shape, int 
 	if (h.fortran)
 		return fail(err, errlen, path, "fortran_order True not supported (need C order)");
 
-	long n = 1;
-	for (int i = 0; i < h.ndim; i++) {
-		if (h.shape[i] && n > LONG_MAX / 8 / h.shape[i])
-			return fail(err, errlen, path, "array too large");
-		n *= h.shape[i];
-	}
+	long n;
+	char shp[NPY_SHAPE_TEXT];
+	npy_shape_text(h.shape, h.ndim, shp, sizeof shp);
+	if (npy_elems(h.shape, h.ndim, &n))
+		return fail(err, errlen, path, "shape %s has more than 2^40 elements", shp);
+	/* the data must be exactly what the shape says: checked against the
+	 * file's size before anything that large is allocated */
+	long long left = bytes_left(f);
+	if (left >= 0 && left != (long long)n * size)
+		return fail(err, errlen, path, "%s: '%s' data of shape %s is %lld bytes, the file holds %lld after its "
+		            "header", left < (long long)n * size ? "truncated data" : "data longer than its shape", h.descr,
+		            shp, (long long)n * size, left);
 	double *out = malloc((n ? n : 1) * sizeof(double));
 	unsigned char *raw = malloc((n ? n : 1) * (size_t)size);
 	if (!out || !raw) {
@@ -264,15 +341,14 @@ static int write_any(const char *path, const void *data, int size, const long *s
 	if (ndim < 0 || ndim > NPY_MAXDIM)
 		return fail(err, errlen, path, "cannot write %d dimensions (at most %d)", ndim, NPY_MAXDIM);
 	char dict[64 + NPY_MAXDIM * 24];
-	int k = snprintf(dict, sizeof dict, "{'descr': '<f%d', 'fortran_order': False, 'shape': (", size);
-	long n = 1;
-	for (int i = 0; i < ndim; i++) {
-		if (shape[i] < 0)
-			return fail(err, errlen, path, "negative dimension %ld", shape[i]);
-		n *= shape[i];
-		k += snprintf(dict + k, sizeof dict - k, ndim == 1 ? "%ld," : i ? ", %ld" : "%ld", shape[i]);
-	}
-	k += snprintf(dict + k, sizeof dict - k, "), }");
+	int k = snprintf(dict, sizeof dict, "{'descr': '<f%d', 'fortran_order': False, 'shape': ", size);
+	long n;
+	char shp[NPY_SHAPE_TEXT];
+	npy_shape_text(shape, ndim, shp, sizeof shp);
+	if (npy_elems(shape, ndim, &n))
+		return fail(err, errlen, path, "cannot write shape %s: a negative dimension, or more than 2^40 elements",
+		            shp);
+	k += snprintf(dict + k, sizeof dict - k, "%s, }", shp);
 	/* numpy pads magic + length + dict + '\n' to a multiple of 64 bytes so the data is aligned */
 	int hlen = (k + 1 + 10 + 63) / 64 * 64 - 10;
 	unsigned char pre[10] = { 0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
@@ -283,8 +359,14 @@ static int write_any(const char *path, const void *data, int size, const long *s
 	if (!tmp)
 		return fail(err, errlen, path, "out of memory");
 	snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "wb");
+	/* a new file of its own: never through a link or over another's file */
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+	FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
 	if (!f) {
+		if (fd >= 0) {
+			close(fd);
+			remove(tmp);
+		}
 		int rc = fail(err, errlen, path, "cannot create %s: %s", tmp, strerror(errno));
 		free(tmp);
 		return rc;

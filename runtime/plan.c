@@ -45,6 +45,7 @@ typedef struct {
  * forward's last directly. */
 typedef struct { CUdeviceptr p; size_t cap, need, off; } rt_wsbuf;
 #define RT_ARENA_ALIGN 256
+_Static_assert(sizeof(size_t) == 8, "the runtime addresses 64-bit device memory with size_t");
 
 typedef union { CUdeviceptr p; int32_t i32; int64_t i64; } rt_argval;
 
@@ -228,6 +229,9 @@ int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, 
                        char *err, size_t errlen)
 {
 	*out = NULL;
+	if (!rt || !m || !name)
+		return rt_vfail(err, errlen, "recur_variant_load: %s is NULL", !rt ? "the runtime" : !m ? "the manifest" :
+		                "the variant's name");
 	int vi = recur_manifest_find(m, name);
 	if (vi < 0) {
 		char list[512] = "";
@@ -446,6 +450,54 @@ static int pinned_fail(const recur_variant *v, const char *ws, size_t bytes, con
 	                "free them first (recur_graph_free)", v->d->name, ws, bytes, shape, v->pinned);
 }
 
+/* *end rounded up to RT_ARENA_ALIGN (the offset of the next workspace,
+ * in *off), then bytes added. Checked: a sum past SIZE_MAX would wrap the
+ * arena to a small one, and the kernels would get pointers far outside it. */
+static int arena_add(size_t *end, size_t bytes, size_t *off)
+{
+	size_t a;
+	if (__builtin_add_overflow(*end, (size_t)RT_ARENA_ALIGN - 1, &a))
+		return -1;
+	a = a / RT_ARENA_ALIGN * RT_ARENA_ALIGN;
+	if (__builtin_add_overflow(a, bytes, end))
+		return -1;
+	*off = a;
+	return 0;
+}
+
+/* Offsets of the zeroed workspaces of both passes in the arena, the
+ * forward's first; *end its size (whole 32-bit words, for one
+ * cuMemsetD32Async) and *bwd where the backward's part starts (SIZE_MAX:
+ * none). Offsets are aligned only where a workspace starts: the arena of
+ * one workspace is exactly its size. */
+static int arena_layout(recur_variant *v, const ShapeVars *sv, const char *shape, size_t *end, size_t *bwd,
+                        char *err, size_t errlen)
+{
+	const rt_vdesc *d = v->d;
+	*end = 0;
+	*bwd = SIZE_MAX;
+	for (int p = RT_FWD; p <= RT_BWD; p++)
+		for (int i = 0; i < d->nws; i++) {
+			if (!d->ws[i].zero || !ws_in_pass(d->ws[i].life, p))
+				continue;
+			if (ws_bytes(v, i, sv, shape, &v->ws[i].need, err, errlen))
+				return -1;
+			if (!v->ws[i].need)
+				continue;
+			size_t before = *end;
+			if (arena_add(end, v->ws[i].need, &v->ws[i].off))
+				return rt_vfail(err, errlen, "variant %s: zeroed workspace %s (%zu bytes) at %s, placed after %zu "
+				                "bytes of the others, makes an arena larger than any size (2^64 bytes)", d->name,
+				                d->ws[i].name, v->ws[i].need, shape, before);
+			if (p == RT_BWD && *bwd == SIZE_MAX)
+				*bwd = v->ws[i].off;
+		}
+	if (*end % 4 && __builtin_add_overflow(*end, 4 - *end % 4, end))
+		return rt_vfail(err, errlen, "variant %s: the zeroed workspaces at %s make an arena larger than any size "
+		                "(2^64 bytes)", d->name, shape);
+	return 0;
+}
+
 /* The forward lays out the arena of both passes' zeroed workspaces (the
  * backward runs at the forward's shape); each pass allocates its others. */
 static int prepare_ws(recur_variant *v, int pass, const ShapeVars *sv, const char *shape,
@@ -479,27 +531,11 @@ static int prepare_ws(recur_variant *v, int pass, const ShapeVars *sv, const cha
 	}
 	if (pass != RT_FWD)
 		return 0;
-	/* offsets aligned only where a workspace starts: the arena of one
-	 * workspace is exactly its size (rounded to whole 32-bit words, for
-	 * one cuMemsetD32Async) */
-	size_t end = 0, bwd = SIZE_MAX;
-	for (int p = RT_FWD; p <= RT_BWD; p++) {
-		for (int i = 0; i < d->nws; i++) {
-			if (!d->ws[i].zero || !ws_in_pass(d->ws[i].life, p))
-				continue;
-			if (ws_bytes(v, i, sv, shape, &v->ws[i].need, err, errlen))
-				return -1;
-			if (!v->ws[i].need)
-				continue;
-			end = (end + RT_ARENA_ALIGN - 1) / RT_ARENA_ALIGN * RT_ARENA_ALIGN;
-			v->ws[i].off = end;
-			if (p == RT_BWD && bwd == SIZE_MAX)
-				bwd = end;
-			end += v->ws[i].need;
-		}
-	}
+	size_t end, bwd;
+	if (arena_layout(v, sv, shape, &end, &bwd, err, errlen))
+		return -1;
 	rt_wsbuf *z = &v->zero;
-	z->need = (end + 3) / 4 * 4;
+	z->need = end;
 	v->zero_bwd = bwd == SIZE_MAX ? z->need : bwd;   /* nothing of the backward's to clear */
 	if (z->need > z->cap && v->pinned)
 		return pinned_fail(v, "the arena of the zeroed workspaces", z->need, shape, err, errlen);
@@ -655,6 +691,7 @@ static int resident_check(recur_variant *v, int pass, int li, CUstream st, const
 	const rt_launch *l = &v->d->launch[pass][li];
 	rt_kernel *K = &v->kernel[v->kidx[pass][li]];
 	const rt_geom *g = &v->geom[li];
+	/* at most (2^31-1) * 65535 * 65535 < 2^63: rt_launch_geom's ranges */
 	long total = (long)g->p.grid[0] * g->p.grid[1] * g->p.grid[2];
 	if (K->cap_smem != g->p.smem || K->cap_cluster != g->p.cluster) {
 		int per_sm = 0, clusters = 0, sms = 0;
@@ -722,6 +759,9 @@ static int shape_setup(const recur_variant *v, recur_shape s, ShapeVars *sv, cha
 static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CUstream st,
                char *err, size_t errlen)
 {
+	if (!v)
+		return rt_vfail(err, errlen, "recur_%s: the variant is NULL (did recur_variant_load fail?)",
+		                rt_pass_name[pass]);
 	const rt_vdesc *d = v->d;
 	rt_cu *cu = &v->rt->cu;
 	ShapeVars sv;

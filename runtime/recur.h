@@ -30,6 +30,17 @@ typedef struct recur_variant recur_variant;
 
 typedef struct { int B, L, D; } recur_shape;
 
+/* The most elements B*L*D a shape may have (2^40: 2 TiB per bf16 tensor,
+ * beyond any device), so that every byte count formed from a shape, up to
+ * 16 bytes per element, stays far inside 64 bits. Every call taking a
+ * shape refuses a larger one (and B, L or D below 1) with a message. */
+#define RECUR_MAX_ELEMS ((int64_t)1 << 40)
+
+/* Bytes of a [B][L][D] tensor of elem_bytes-byte elements (2 for bf16,
+ * 4 for float, 8 for double), in checked arithmetic: 0, or -1 with the
+ * shape and what overflows in err. */
+int  recur_tensor_bytes(recur_shape s, size_t elem_bytes, size_t *bytes, char *err, size_t errlen);
+
 /* Device buffers of one call. params[i] / grads[i] follow the manifest's
  * parameter order of the variant's mixer (recur_param_* below). x, dy are
  * bf16 [B][L][D]; y, dx bf16 [B][L][D]; params and grads fp32. Every buffer

@@ -13,17 +13,25 @@
 
 int recur_rt_open(recur_rt **out, int device, char *err, size_t errlen)
 {
+	rt_cu cu;
+	*out = NULL;
+	if (rt_cu_open(&cu, err, errlen))
+		return -1;
+	return rt_open_with(out, &cu, device, err, errlen);
+}
+
+int rt_open_with(recur_rt **out, const rt_cu *table, int device, char *err, size_t errlen)
+{
 	*out = NULL;
 	recur_rt *rt = calloc(1, sizeof *rt);
 	if (!rt) {
+		rt_cu copy = *table;
+		rt_cu_close(&copy);
 		snprintf(err, errlen, "out of host memory opening the runtime");
 		return -1;
 	}
 	rt->ordinal = device;
-	if (rt_cu_open(&rt->cu, err, errlen)) {
-		free(rt);
-		return -1;
-	}
+	rt->cu = *table;   /* the runtime owns the table (and its library) from here */
 	rt_cu *cu = &rt->cu;
 	int n = 0;
 	if (RT_CU(cu, DeviceGetCount, (&n), err, errlen, "counting devices"))

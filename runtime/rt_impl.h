@@ -120,6 +120,12 @@ struct recur_rt {
 	int nblock, capblock;
 };
 
+/* recur_rt_open on a driver table already resolved: the runtime takes it
+ * over (recur_rt_close closes its library, if any). Tests hand it a
+ * host-memory stand-in for the driver, to reach the paths behind the
+ * driver's calls without a GPU. */
+int  rt_open_with(recur_rt **rt, const rt_cu *cu, int device, char *err, size_t errlen);
+
 /* ---- what a graph (graph.c) needs of a variant (plan.c) ---- */
 
 /* err = the formatted message; returns -1 */

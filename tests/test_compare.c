@@ -4,11 +4,17 @@
  * `recur compare` itself (cli_compare) writes the chart, which must be one
  * <svg> element holding a series per mixer for ours and the reference and
  * the floor, with tick labels, a legend and a title. Then the same against
- * the real seed file when it is there.
+ * the real seed file when it is there. Then the command line's shape
+ * parser (args.c: checked numbers, the limits named) and the CLI's output
+ * files (results.c: whole or not at all, never over an input, a SIGINT in
+ * the middle leaving no temporary file).
  */
 #include "cli.h"
 #include "compare.h"
+#include "results.h"
 #include "svg.h"
+#include <signal.h>
+#include <sys/wait.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -246,6 +252,132 @@ static void against_seed(void)
 	json_decref(ref);
 }
 
+/* The command line's shape parser (args.c): checked numbers and limits. */
+static void shape_parser(void)
+{
+	static const struct { const char *s; int ok, B, L, D; const char *named; } T[] = {
+		{ "1x8192x1024", 1, 1, 8192, 1024, NULL },
+		{ "2147483647x1x1", 1, 2147483647, 1, 1, NULL },
+		{ "1024x1024x1048576", 1, 1024, 1024, 1048576, NULL },   /* 2^40 elements exactly */
+		{ "007x3x64", 1, 7, 3, 64, NULL },
+		{ "1x99999999999x1024", 0, 0, 0, 0, "L = 99999999999 is above 2147483647" },
+		{ "2147483648x1x1", 0, 0, 0, 0, "B = 2147483648" },
+		{ "18446744073709551617x1x1", 0, 0, 0, 0, "above 2147483647" },
+		{ "1024x1024x1048577", 0, 0, 0, 0, "B*L*D is more than 1099511627776" },
+		{ "2147483647x2147483647x2147483647", 0, 0, 0, 0, "B*L*D" },
+		{ "0x1x64", 0, 0, 0, 0, "B = 0" },
+		{ "1x1", 0, 0, 0, 0, "joined by 'x'" },
+		{ "1x1x1x1", 0, 0, 0, 0, "after D" },
+		{ "+1x2x64", 0, 0, 0, 0, "B is not a whole number" },
+		{ " 1x2x64", 0, 0, 0, 0, "B is not" },
+		{ "1x2x64 ", 0, 0, 0, 0, "after D" },
+		{ "1x-2x64", 0, 0, 0, 0, "L is not" },
+		{ "1X2X64", 0, 0, 0, 0, "joined" },
+		{ "", 0, 0, 0, 0, "B is not" },
+	};
+	int bad = 0;
+	char first[600] = "";
+	for (size_t i = 0; i < sizeof T / sizeof *T; i++) {
+		recur_shape sh = { -1, -1, -1 };
+		char err[512] = "";
+		int rc = cli_parse_shape(T[i].s, &sh, err, sizeof err);
+		int ok = T[i].ok ? rc == 0 && sh.B == T[i].B && sh.L == T[i].L && sh.D == T[i].D
+		                 : rc != 0 && sh.B == -1 && strstr(err, T[i].named) && strstr(err, "2^40");
+		if (!ok && !bad++)
+			snprintf(first, sizeof first, "\"%s\": rc %d, %dx%dx%d, %s", T[i].s, rc, sh.B, sh.L, sh.D, err);
+	}
+	check(bad == 0, "shapes: whole numbers 1..2^31-1, B*L*D at most 2^40, nothing wrapped or half read", "%s", first);
+	recur_shape sh[4];
+	char err[512];
+	int n = cli_parse_shapes("1x2x64,3x1000x128,", sh, 4, err, sizeof err);
+	check(n == 2 && sh[1].L == 1000, "a list with a trailing comma", "%d %s", n, n < 0 ? err : "");
+	n = cli_parse_shapes("1x2x64,,3x4x64", sh, 4, err, sizeof err);
+	check(n < 0 && strstr(err, "bad shape \"\""), "an empty item is named", "%s", err);
+	n = cli_parse_shapes("1x2x64,1x2x64,1x2x64,1x2x64,1x2x64", sh, 4, err, sizeof err);
+	check(n < 0 && strstr(err, "more than 4"), "more shapes than room", "%s", err);
+	char longs[300];
+	memset(longs, '9', sizeof longs - 1);
+	longs[sizeof longs - 1] = 0;
+	n = cli_parse_shapes(longs, sh, 4, err, sizeof err);
+	check(n < 0 && strstr(err, "...") && strlen(err) < 400, "a long item is quoted in part", "%s", err);
+}
+
+/* Output files: whole or not at all, never over an input. */
+static void out_files(void)
+{
+	char path[600], err[1024], buf[640];
+	snprintf(path, sizeof path, "%s/out.txt", tmpdir);
+	FILE *f = fopen(path, "w");
+	fputs("old", f);
+	fclose(f);
+	CliOut o;
+	int rc = cli_out_open(&o, path, err, sizeof err);
+	if (rc == 0)
+		fputs("half", o.f);
+	char *now = slurp(path);
+	check(rc == 0 && now && !strcmp(now, "old"), "while being written, the target keeps its old content", "%s",
+	      now ? now : err);
+	free(now);
+	char tmp[sizeof o.tmp];
+	snprintf(tmp, sizeof tmp, "%s", o.tmp);
+	int had = access(tmp, F_OK) == 0;
+	cli_out_abort(&o);
+	now = slurp(path);
+	check(had && now && !strcmp(now, "old") && access(tmp, F_OK) != 0,
+	      "an aborted write leaves the target as it was and no temporary file", "%s: %s", tmp, now ? now : "?");
+	free(now);
+	rc = cli_out_open(&o, path, err, sizeof err);
+	if (rc == 0) {
+		fputs("new", o.f);
+		rc = cli_out_commit(&o, err, sizeof err);
+	}
+	now = slurp(path);
+	check(rc == 0 && now && !strcmp(now, "new"), "a committed write replaces it", "%s", rc ? err : "");
+	free(now);
+	rc = cli_out_open(&o, tmpdir, err, sizeof err);
+	check(rc != 0 && strstr(err, "folder"), "a folder is not a file to write", "%s", err);
+	snprintf(buf, sizeof buf, "%s/tmpname", tmpdir);
+	const char *inputs[2] = { "/nonexistent", path };
+	char link[640];
+	snprintf(link, sizeof link, "%s/link.txt", tmpdir);
+	rc = symlink(path, link);
+	rc = rc || !cli_out_not_input(link, "chart", inputs, 2, err, sizeof err);
+	check(rc == 0 && strstr(err, "would overwrite its input") && strstr(err, path),
+	      "an output that is an input through a link is refused", "%s", err);
+	check(cli_out_not_input("/nonexistent/other", "chart", inputs, 2, err, sizeof err) == 0,
+	      "another file is not an input", NULL);
+
+	/* SIGINT in the middle of a write: the temporary file goes, the target stays */
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		CliOut c;
+		if (cli_out_open(&c, path, err, sizeof err) == 0) {
+			fputs("interrupted", c.f);
+			fflush(c.f);
+			FILE *t = fopen(buf, "w");   /* tells the parent the temporary's name */
+			if (t) {
+				fputs(c.tmp, t);
+				fclose(t);
+			}
+			raise(SIGINT);
+		}
+		_exit(3);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	char *tmpname = slurp(buf);
+	now = slurp(path);
+	check(WIFSIGNALED(st) && WTERMSIG(st) == SIGINT && tmpname && access(tmpname, F_OK) != 0 && now &&
+	      !strcmp(now, "new"), "SIGINT while writing: the process still dies of it, its temporary file is gone, the "
+	      "target is as it was", "status %d, temporary %s", st, tmpname ? tmpname : "?");
+	free(tmpname);
+	free(now);
+	unlink(buf);
+	unlink(link);
+	unlink(path);
+}
+
 int main(void)
 {
 	const char *base = getenv("TMPDIR");
@@ -256,6 +388,8 @@ int main(void)
 	}
 	synthetic();
 	against_seed();
+	shape_parser();
+	out_files();
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
 	if (failed == 0 && system(cmd) != 0)

@@ -1,0 +1,343 @@
+/* The runtime behind the driver's calls, on the CPU: a host-memory
+ * stand-in for the driver (hostcu.h) under the real manifest loader, plans,
+ * workspaces, arena, arguments and graphs.
+ *
+ * - Workspace sizes near 2^62: zeroed workspaces whose arena would pass
+ *   2^64 bytes are refused before anything is allocated or launched, with
+ *   the variant, the workspace and the shape; one too large for the device
+ *   fails as an allocation, named; a size expression that overflows int64
+ *   is an error, not a wrapped size.
+ * - A correct variant: every buffer a kernel gets lies inside a live
+ *   allocation with room for its workspace's bytes; graphs of it.
+ * - Shapes past RECUR_MAX_ELEMS are refused by every call taking a shape,
+ *   and recur_tensor_bytes refuses what would overflow.
+ * - Faults: every driver call of a whole session (open, load, allocate,
+ *   forward, backward, graph, trim, free, close) made to fail in turn, and
+ *   the device's memory exhausted in the middle of a plan: each a message
+ *   naming what failed, nothing left allocated on the device, no crash.
+ */
+#include "hostcu.h"
+#include "check.h"
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[256];
+
+static int has(const char *s, const char *w)
+{
+	return s && strstr(s, w) != NULL;
+}
+
+static void write_file(const char *name, const char *text)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* two kernels: fwd(y, x, p, ws, ws, i32, i64, zbase?) as the manifest gives them */
+static const char *ptx =
+        ".version 8.0\n.target sm_90\n.address_size 64\n"
+        ".visible .entry fwd(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u64 a3, .param .u64 a4,\n"
+        "  .param .u32 a5, .param .u64 a6)\n{\n\tret;\n}\n"
+        ".visible .entry bwd(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u64 a3, .param .u64 a4)\n"
+        "{\n\tret;\n}\n";
+
+#define WS4(bytes)                                                                                                     \
+	"{\"name\": \"a\", \"bytes\": \"" bytes "\", \"life\": \"forward\", \"zero\": true},"                          \
+	"{\"name\": \"b\", \"bytes\": \"" bytes "\", \"life\": \"saved\", \"zero\": true},"                            \
+	"{\"name\": \"c\", \"bytes\": \"" bytes "\", \"life\": \"saved\", \"zero\": true},"                            \
+	"{\"name\": \"d\", \"bytes\": \"" bytes "\", \"life\": \"backward\", \"zero\": true}"
+
+#define VARIANT(name, ws, cluster)                                                                                     \
+	"{\"name\": \"" name "\", \"mixer\": \"toy\", \"ptx\": \"k.ptx\", \"vars\": [[\"N\", \"L*D\"]],\n"             \
+	" \"rules\": [{\"expr\": \"D%4==0\", \"message\": \"D must be a multiple of 4\"}],\n"                          \
+	" \"workspaces\": [" ws "],\n"                                                                                 \
+	" \"forward\": [{\"kernel\": \"fwd\", \"grid\": [\"B*4\", 1, 1], \"block\": [64, 1, 1], \"cluster\": "         \
+	"\"" cluster "\",\n"                                                                                           \
+	"   \"smem\": \"65536\", \"resident\": true,\n"                                                                \
+	"   \"args\": [\"y\", \"x\", \"param:w\", \"ws:a\", \"ws:b\", \"i32:N\", \"i64:B*L*D\"]}],\n"                  \
+	" \"backward\": [{\"kernel\": \"bwd\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"early\": true,\n"         \
+	"   \"args\": [\"dx\", \"dy\", \"grad:w\", \"ws:c\", \"ws:d\"]}]}"
+
+static const char *manifest =
+        "{\"format\": 1, \"mixers\": {\"toy\": {\"params\": [{\"name\": \"w\", \"dims\": [\"D\"],\n"
+        "  \"init\": {\"kind\": \"normal\", \"a\": \"rsqrt(D)\"}}]}},\n"
+        " \"variants\": [\n" VARIANT("good", WS4("B*L*D*4"), "2") ",\n" VARIANT(
+                "wrap", WS4("4611686018427387904"),
+                "1") ",\n" VARIANT("huge",
+                                   "{\"name\": \"a\", \"bytes\": \"4611686018427387904\", \"life\": \"forward\", "
+                                   "\"zero\": true},"
+                                   "{\"name\": \"b\", \"bytes\": \"0\", \"life\": \"saved\", \"zero\": false},"
+                                   "{\"name\": \"c\", \"bytes\": \"64\", \"life\": \"saved\", \"zero\": false},"
+                                   "{\"name\": \"d\", \"bytes\": \"64\", \"life\": \"backward\", \"zero\": false}",
+                                   "1") ",\n" VARIANT("bigplain",
+                                                      "{\"name\": \"a\", \"bytes\": \"64\", \"life\": \"forward\", "
+                                                      "\"zero\": true},"
+                                                      "{\"name\": \"b\", \"bytes\": \"4611686018427387904\", \"life\": "
+                                                      "\"saved\", \"zero\": false},"
+                                                      "{\"name\": \"c\", \"bytes\": \"64\", \"life\": \"saved\", "
+                                                      "\"zero\": false},"
+                                                      "{\"name\": \"d\", \"bytes\": \"64\", \"life\": \"backward\", "
+                                                      "\"zero\": false}",
+                                                      "1") ",\n" VARIANT("overflow", WS4("B*L*D*4611686018427387904"),
+                                                                         "1") ",\n" VARIANT("perbatch",
+                                                                                            WS4("B*1048576"),
+                                                                                            "1") "\n"
+                                                                                                 " ]}\n";
+
+typedef struct {
+	recur_rt *rt;
+	recur_manifest *m;
+	CUdeviceptr x, y, dy, dx, p[1], g[1];
+	recur_io io;
+} Session;
+
+static int io_alloc(Session *S, recur_shape s, char *err, size_t n)
+{
+	size_t bytes;
+	if (recur_tensor_bytes(s, 2, &bytes, err, n))
+		return -1;
+	if (recur_alloc(S->rt, bytes, &S->x, err, n) || recur_alloc(S->rt, bytes, &S->y, err, n) ||
+	    recur_alloc(S->rt, bytes, &S->dy, err, n) || recur_alloc(S->rt, bytes, &S->dx, err, n) ||
+	    recur_alloc(S->rt, (size_t)s.D * 4, &S->p[0], err, n) ||
+	    recur_alloc(S->rt, (size_t)s.D * 4, &S->g[0], err, n))
+		return -1;
+	S->io = (recur_io){.x = S->x, .y = S->y, .dy = S->dy, .dx = S->dx, .params = S->p, .grads = S->g};
+	return 0;
+}
+
+static void io_free(Session *S)
+{
+	CUdeviceptr *b[6] = {&S->x, &S->y, &S->dy, &S->dx, &S->p[0], &S->g[0]};
+	for (int i = 0; i < 6; i++) {
+		recur_free(S->rt, *b[i]);
+		*b[i] = 0;
+	}
+}
+
+/* forward then backward of variant name at s, each pass's pointers checked */
+static int run_pair(Session *S, const char *name, recur_shape s, char *err, size_t n)
+{
+	recur_variant *v = NULL;
+	int vi = recur_manifest_find(S->m, name);
+	int rc = recur_variant_load(S->rt, S->m, name, &v, err, n);
+	hc.nlaunch = 0;
+	rc = rc || recur_forward(v, s, &S->io, 0, err, n) || hc_check_pass(S->m, vi, RT_FWD, s, err, n);
+	if (!rc)
+		hc.nlaunch = 0;
+	rc = rc || recur_backward(v, s, &S->io, 0, err, n) || hc_check_pass(S->m, vi, RT_BWD, s, err, n);
+	recur_variant_free(v);
+	return rc ? -1 : 0;
+}
+
+static void workspaces(Session *S)
+{
+	char err[4096] = "";
+	recur_shape s = {2, 37, 64};
+	int rc = run_pair(S, "good", s, err, sizeof err);
+	check(rc == 0, "a correct variant: every buffer its kernels get lies in a live allocation", "%s", err);
+	int held = hc.nblk;
+
+	rc = run_pair(S, "wrap", s, err, sizeof err);
+	check(rc != 0 && has(err, "wrap") && has(err, "workspace") && has(err, "B=2 L=37 D=64") && has(err, "2^64"),
+	      "four zeroed workspaces of 2^62 bytes: the arena would wrap, refused with variant, workspace, shape",
+	      "%s", err);
+	check(hc.nblk == held && hc.nlaunch == 0, "nothing allocated or launched for it", "%d blocks, %d launches",
+	      hc.nblk, hc.nlaunch);
+
+	rc = run_pair(S, "huge", s, err, sizeof err);
+	check(rc != 0 && has(err, "huge") && has(err, "zeroed workspaces") && has(err, "4611686018427387904") &&
+	              has(err, "OUT_OF_MEMORY"),
+	      "a zeroed workspace of 2^62 bytes: the device refuses it, named", "%s", err);
+	rc = run_pair(S, "bigplain", s, err, sizeof err);
+	check(rc != 0 && has(err, "bigplain") && has(err, "workspace b") && has(err, "OUT_OF_MEMORY"),
+	      "a workspace of 2^62 bytes: the device refuses it, named", "%s", err);
+	rc = run_pair(S, "overflow", s, err, sizeof err);
+	check(rc != 0 && has(err, "overflow") && has(err, "workspace a") && has(err, "overflow"),
+	      "a size expression past int64: an error naming the workspace, not a wrapped size", "%s", err);
+
+	/* the device's memory runs out in the middle of a plan: the next call,
+	 * at a shape that fits, must work on the same variant */
+	recur_variant *v = NULL;
+	size_t limit = hc.mem_limit;
+	hc.mem_limit = hc.held + ((size_t)3 << 20); /* 3 MiB more: 2 of the 4 workspaces at B=2 */
+	rc = recur_variant_load(S->rt, S->m, "perbatch", &v, err, sizeof err) ||
+	        recur_forward(v, s, &S->io, 0, err, sizeof err);
+	check(rc != 0 && has(err, "perbatch") && has(err, "OUT_OF_MEMORY") && has(err, "B=2"),
+	      "the device full in the middle of a plan: the workspace's allocation fails, named", "%s", err);
+	recur_shape one = {1, 37, 64};
+	hc.mem_limit = limit;
+	err[0] = 0;
+	hc.nlaunch = 0;
+	rc = !v || recur_forward(v, one, &S->io, 0, err, sizeof err) ||
+	        hc_check_pass(S->m, recur_manifest_find(S->m, "perbatch"), RT_FWD, one, err, sizeof err) ||
+	        recur_backward(v, one, &S->io, 0, err, sizeof err);
+	check(rc == 0, "after it, the same variant runs a shape that fits", "%s", err);
+	recur_variant_free(v);
+}
+
+static void graphs(Session *S)
+{
+	char err[4096] = "";
+	recur_shape s = {2, 37, 64};
+	recur_variant *v = NULL;
+	recur_graph *g = NULL;
+	int h0 = hc.handles;
+	int rc = recur_variant_load(S->rt, S->m, "good", &v, err, sizeof err) ||
+	        recur_graph_create(v, s, &S->io, RECUR_GRAPH_FORWARD | RECUR_GRAPH_BACKWARD, &g, err, sizeof err) ||
+	        recur_graph_launch(g, 0, err, sizeof err) || recur_graph_launch(g, 0, err, sizeof err);
+	check(rc == 0 && g && recur_graph_nodes(g) == 3, "a graph of forward and backward: a clear and two kernels",
+	      "%d nodes %s", g ? recur_graph_nodes(g) : -1, err);
+	rc = recur_variant_trim(v, err, sizeof err);
+	check(rc != 0 && has(err, "graph"), "trim refused while the graph holds the workspaces", "%s", err);
+	recur_graph_free(g);
+	recur_variant_free(v);
+	check(hc.handles == h0, "the graph's stream, graph and executable are all destroyed", "%d left",
+	      hc.handles - h0);
+}
+
+static void shapes(Session *S)
+{
+	char err[1024] = "";
+	recur_variant *v = NULL;
+	recur_shape big = {1, INT_MAX, INT_MAX}, zero = {2, 0, 64};
+	int rc = recur_variant_load(S->rt, S->m, "good", &v, err, sizeof err);
+	rc = rc || !recur_forward(v, big, &S->io, 0, err, sizeof err);
+	check(rc == 0 && has(err, "B*L*D is more than") && has(err, "L=2147483647"),
+	      "recur_forward refuses B*L*D past RECUR_MAX_ELEMS", "%s", err);
+	recur_variant_free(v);
+	int vi = recur_manifest_find(S->m, "good");
+	rc = recur_check_shape(S->m, vi, big, err, sizeof err);
+	check(rc != 0 && has(err, "RECUR_MAX_ELEMS"), "recur_check_shape too", "%s", err);
+	rc = recur_check_shape(S->m, vi, zero, err, sizeof err);
+	check(rc != 0 && has(err, "L must be >= 1"), "and L = 0", "%s", err);
+	recur_plan_info pi;
+	rc = recur_launch_plan(S->m, vi, 0, 0, big, &pi, err, sizeof err);
+	check(rc != 0 && has(err, "RECUR_MAX_ELEMS"), "recur_launch_plan too", "%s", err);
+	double b;
+	rc = recur_launch_bytes(S->m, 99, 0, 0, big, &b, err, sizeof err);
+	check(rc != 0 && has(err, "no variant 99"), "recur_launch_bytes of a variant that is not there: a message",
+	      "%s", err);
+	check(recur_param_elems(S->m, vi, 0, big, err, sizeof err) < 0 && has(err, "RECUR_MAX_ELEMS"),
+	      "recur_param_elems too", "%s", err);
+
+	size_t n = 0;
+	rc = recur_tensor_bytes((recur_shape){2, 37, 64}, 2, &n, err, sizeof err);
+	check(rc == 0 && n == 2 * 37 * 64 * 2, "recur_tensor_bytes of 2x37x64 bf16", "%zu", n);
+	rc = recur_tensor_bytes((recur_shape){1024, 1024, 1024}, 8, &n, err, sizeof err);
+	check(rc == 0 && n == ((size_t)8 << 30), "of 1024^3 float64: 8 GiB", "%zu", n);
+	rc = recur_tensor_bytes((recur_shape){2, 1 << 20, 1 << 20}, 2, &n, err, sizeof err);
+	check(rc != 0 && n == 0 && has(err, "B=2 L=1048576 D=1048576"), "of 2^41 elements: refused", "%s", err);
+	rc = recur_tensor_bytes((recur_shape){1 << 20, 1 << 20, 1}, SIZE_MAX / 4, &n, err, sizeof err);
+	check(rc != 0 && has(err, "overflow"), "elements times bytes past a size_t: refused", "%s", err);
+}
+
+/* One whole session; 0, or -1 with the first failure's message. */
+static int session(char *err, size_t n)
+{
+	Session S = {0};
+	char path[300];
+	snprintf(path, sizeof path, "%s/manifest.json", dir);
+	recur_shape s = {2, 37, 64};
+	int rc = hc_open(&S.rt, err, n) || recur_manifest_load(path, &S.m, err, n) || io_alloc(&S, s, err, n) ||
+	        run_pair(&S, "good", s, err, n);
+	recur_variant *v = NULL;
+	recur_graph *g = NULL;
+	rc = rc || recur_variant_load(S.rt, S.m, "good", &v, err, n) ||
+	        recur_graph_create(v, s, &S.io, RECUR_GRAPH_FORWARD | RECUR_GRAPH_BACKWARD, &g, err, n) ||
+	        recur_graph_launch(g, 0, err, n) || recur_sync(S.rt, err, n);
+	recur_graph_free(g);
+	if (!rc) {
+		recur_set_profiling(v, 1);
+		rc = recur_forward(v, s, &S.io, 0, err, n) || recur_backward(v, s, &S.io, 0, err, n) ||
+		        recur_variant_trim(v, err, n);
+	}
+	recur_variant_free(v);
+	if (S.rt)
+		io_free(&S);
+	recur_manifest_free(S.m);
+	recur_rt_close(S.rt);
+	return rc ? -1 : 0;
+}
+
+static void faults(void)
+{
+	char err[4096];
+	hc_reset();
+	int rc = session(err, sizeof err);
+	long calls = hc.calls;
+	check(rc == 0 && hc.nblk == 0, "a whole session on the stand-in", "%ld driver calls, %d blocks left %s", calls,
+	      hc.nblk, rc ? err : "");
+	int bad = 0, silent = 0, leaked = 0;
+	char first[4200] = "";
+	for (long k = 1; k <= calls; k++) {
+		hc_reset();
+		hc.fail_at = k;
+		err[0] = 0;
+		rc = session(err, sizeof err);
+		/* a failing free or destroy is reported on stderr and the session goes on */
+		if (rc && (!err[0] || has(err, "(null)"))) {
+			silent++;
+			if (!first[0])
+				snprintf(first, sizeof first, "call %ld: \"%s\"", k, err);
+		}
+		if (rc && !has(err, "failed: CUDA_ERROR") && !has(err, "CUDA error")) {
+			bad++;
+			if (!first[0])
+				snprintf(first, sizeof first, "call %ld: %s", k, err);
+		}
+		/* a free the driver refused leaves its block; nothing else may */
+		if (hc.nblk > 0 && rc == 0 && (!hc.failed || strcmp(hc.failed, "MemFree"))) {
+			leaked++;
+			snprintf(first, sizeof first, "call %ld (%s) left %d blocks", k, hc.failed, hc.nblk);
+		}
+	}
+	check(silent == 0 && bad == 0, "every driver call made to fail in turn: a message naming the call, no crash",
+	      "%ld calls; %d without a message, %d without the driver's error %s", calls, silent, bad, first);
+	check(leaked == 0, "and nothing left on the device but what a refused free held", "%d %s", leaked, first);
+	hc_reset();
+}
+
+int main(void)
+{
+	snprintf(dir, sizeof dir, "/tmp/test_runtime_host.XXXXXX");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	write_file("k.ptx", ptx);
+	write_file("manifest.json", manifest);
+	hc_reset();
+	Session S = {0};
+	char err[4096] = "", path[300];
+	snprintf(path, sizeof path, "%s/manifest.json", dir);
+	int rc = hc_open(&S.rt, err, sizeof err) || recur_manifest_load(path, &S.m, err, sizeof err) ||
+	        io_alloc(&S, (recur_shape){2, 37, 64}, err, sizeof err);
+	check(rc == 0, "the runtime opens on the host stand-in and loads the manifest", "%s", err);
+	if (rc == 0) {
+		workspaces(&S);
+		graphs(&S);
+		shapes(&S);
+	}
+	if (S.rt)
+		io_free(&S);
+	recur_manifest_free(S.m);
+	recur_rt_close(S.rt);
+	check(hc.nblk == 0, "closing the runtime leaves nothing on the device", "%d blocks", hc.nblk);
+	faults();
+	const char *names[] = {"k.ptx", "manifest.json"};
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
