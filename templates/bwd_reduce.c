@@ -13,7 +13,8 @@ void tmpl_bwd_reduce(Tmpl *T)
 	int segf = SEG_DY;
 	if (T->nbdproj > 0 || ex_depends(eg, T->e_log_a, EX_X, -1) || ex_depends(eg, T->g_h, EX_X, -1))
 		segf |= SEG_X;
-	snprintf(sm, sizeof sm, "%d", quad_smem(T, segf));
+	int proj = kern_proj(T, T->g_h);   /* dy/dh of an unfused output gated by a projection runs it here */
+	snprintf(sm, sizeof sm, "%d", quad_smem(T, segf, proj));
 	Launch *l = tmpl_launch(T, 0, "bwd_reduce", "NT", "H", "B", 128 * T->quads, sm);
 	l->minblocks = reduce_minblocks(T);
 	if (!(segf & SEG_X))
@@ -30,6 +31,7 @@ void tmpl_bwd_reduce(Tmpl *T)
 	ksig_add(T, &l->sig, "ws:baggB", I->gptr);
 	ksig_shape(T, &l->sig);
 	tmpl_open(T, l);
+	T->k.proj_inline = proj;
 	Lanes ln;
 	quad_lanes(T, &ln, &l->sig, seg_len(T), segf);
 	LLVMValueRef tile = ctaid(I, 0);

@@ -116,7 +116,7 @@ static int apply_seg(Tmpl *T) { return T->quad_groups >= 4 && seg_len(T) > 4 ? 4
 
 static char *smem_quads(Tmpl *T, char *buf, size_t n)
 {
-	snprintf(buf, n, "%d", quad_smem(T, SEG_X));
+	snprintf(buf, n, "%d", quad_smem(T, SEG_X, gates_inline(T)));
 	return buf;
 }
 
@@ -171,14 +171,10 @@ static int keep_bytes(const Tmpl *T) { return (T->chunk - 1) * TM_SLOTS * 128 * 
  * beyond a step's inputs and h) */
 static int y_needs_gates(const ExGraph *g, int node, signed char *memo)
 {
+	(void)memo;   /* ex_depends walks the graph without recursion */
 	if (node < 0)
 		return 0;
-	if (memo[node] >= 0)
-		return memo[node];
-	const ExNode *n = &g->n[node];
-	int r = n->op == EX_PROJ || n->op == EX_SEED ||
-	        y_needs_gates(g, n->a, memo) || y_needs_gates(g, n->b, memo) || y_needs_gates(g, n->c, memo);
-	return memo[node] = (signed char)r;
+	return ex_depends(g, node, EX_PROJ, -1) || ex_depends(g, node, EX_SEED, -1);
 }
 
 /* the byte offset of the kept maps (keep_at) in a look-back apply, or -1
@@ -338,7 +334,8 @@ void tmpl_fwd_apply(Tmpl *T)
 {
 	Irb *I = &T->I;
 	int lb = T->v->lookback;
-	int lbo = quad_smem(T, SEG_X);      /* look-back's ticket and carries after the quads' memory */
+	int proj = kern_proj(T, T->e_y);    /* an unfused output gated by a projection runs it here */
+	int lbo = quad_smem(T, SEG_X, proj);   /* look-back's ticket and carries after the quads' memory */
 	int keep = fwd_keep(T, lbo);
 	char sm[32];
 	snprintf(sm, sizeof sm, "%d", keep >= 0 ? keep + keep_bytes(T) : lbo + (lb ? LB_SMEM : 0));
@@ -358,6 +355,7 @@ void tmpl_fwd_apply(Tmpl *T)
 	ksig_shape(T, &l->sig);
 	tmpl_open(T, l);
 	T->k.slots_adjacent = 1;
+	T->k.proj_inline = proj;
 	if (lb)
 		lb_ticket(T, ksig_arg(T, &l->sig, "ws:ticket"), lbo);
 	Lanes ln;

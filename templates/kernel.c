@@ -29,6 +29,7 @@ void tmpl_open(Tmpl *T, Launch *l)
 	l->early = 1;
 	T->k.threads = l->block;
 	T->k.gates_inline = gates_inline(T);
+	T->k.proj_inline = T->k.gates_inline;   /* an unfused reduce or apply may add them (kern_proj) */
 	/* A lane takes 4 adjacent channels where it can: a row's 16 channels
 	 * are then 4 lanes x 8 bytes, one full 32-byte sector per store (in the
 	 * mma's column order, 2q and 2q+1 of each 8, a store half-fills 8).

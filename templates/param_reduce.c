@@ -59,8 +59,10 @@ static void scalar_reduce(Tmpl *T, const KSig *sig, const PartMap *pm, int p, LL
 
 /* the blocks of parameter p's range in param_reduce's grid: a scalar's
  * one, a channel vector's one per 256 channels, a weight's one per 256 of
- * its 64 D entries, none for a weight no projection uses (no gradient path) */
-enum { PR_NONE, PR_SCALAR, PR_CHANNEL, PR_WEIGHT };
+ * its 64 D entries; a weight no projection uses has no gradient path and
+ * no partials, but a range of a weight's size all the same, which writes
+ * its gradient's zeros (PR_ZERO) */
+enum { PR_ZERO, PR_SCALAR, PR_CHANNEL, PR_WEIGHT };
 static int pr_kind(const Tmpl *T, int p)
 {
 	const Mixer *mx = T->mx;
@@ -71,7 +73,7 @@ static int pr_kind(const Tmpl *T, int p)
 	for (int k = 0; k < T->nbdproj; k++)
 		if (mx->proj[T->bdproj[k]].weight == p)
 			return PR_WEIGHT;
-	return PR_NONE;
+	return PR_ZERO;
 }
 
 void tmpl_param_reduce(Tmpl *T)
@@ -86,8 +88,11 @@ void tmpl_param_reduce(Tmpl *T)
 	int cnt[4] = { 0 };
 	for (int p = 0; p < mx->nparam; p++)
 		cnt[pr_kind(T, p)]++;
+	if (mx->nparam == 0)
+		return;   /* no gradient to sum: a launch of no blocks could not run */
 	char g0[64];
-	snprintf(g0, sizeof g0, "%d*cdiv(D*64,256)+%d*cdiv(D,256)+%d", cnt[PR_WEIGHT], cnt[PR_CHANNEL], cnt[PR_SCALAR]);
+	snprintf(g0, sizeof g0, "%d*cdiv(D*64,256)+%d*cdiv(D,256)+%d", cnt[PR_WEIGHT] + cnt[PR_ZERO], cnt[PR_CHANNEL],
+	         cnt[PR_SCALAR]);
 	Launch *l = tmpl_launch(T, 0, "param_reduce", g0, "1", "1", 256, "1024");
 	char a[64];
 	for (int p = 0; p < mx->nparam; p++) {
@@ -118,18 +123,24 @@ void tmpl_param_reduce(Tmpl *T)
 	LLVMValueRef D = ksig_arg(T, &l->sig, "i32:D");
 	LLVMValueRef H = idiv(I, D, ci32(I, 64));
 	LLVMValueRef nslot = imul(I, G, Bn);
-	LLVMValueRef nb[4] = { NULL, ci32(I, 1), idiv(I, iadd(I, D, ci32(I, 255)), ci32(I, 256)),
-	                       idiv(I, iadd(I, imul(I, D, ci32(I, 64)), ci32(I, 255)), ci32(I, 256)) };
+	LLVMValueRef nbc = idiv(I, iadd(I, D, ci32(I, 255)), ci32(I, 256));
+	LLVMValueRef nbw = idiv(I, iadd(I, imul(I, D, ci32(I, 64)), ci32(I, 255)), ci32(I, 256));
+	LLVMValueRef nb[4] = { nbw, ci32(I, 1), nbc, nbw };   /* by kind: PR_ZERO's is a weight's */
 	LLVMValueRef first = ci32(I, 0);   /* the range's first block */
 	for (int p = 0; p < mx->nparam; p++) {
 		int kind = pr_kind(T, p);
-		if (kind == PR_NONE)
-			continue;   /* an empty range */
 		LLVMValueRef rb = isub(I, ctaid(I, 0), first);   /* the block within the range */
 		LLVMValueRef mine = land(I, ige(I, rb, ci32(I, 0)), ilt(I, rb, nb[kind]));
 		LLVMValueRef e = iadd(I, imul(I, rb, ci32(I, 256)), tid_x(I));
 		first = iadd(I, first, nb[kind]);
 		LLVMValueRef out = ksig_arg(T, &l->sig, (snprintf(a, sizeof a, "grad:%s", mx->param[p].name), a));
+		if (kind == PR_ZERO) {
+			IfBlk z;
+			if_begin(I, &z, land(I, mine, ilt(I, e, imul(I, H, ci32(I, 4096)))), "zero");
+			st(I, cf32(I, 0.0), gep_f32(I, out, sext64(I, e)), 4);
+			if_end(I, &z);
+			continue;
+		}
 		if (kind == PR_SCALAR) {
 			scalar_reduce(T, &l->sig, &pm, p, mine, out, imul(I, nslot, H));
 			continue;

@@ -2,7 +2,7 @@
  * variables their grids, clusters and workspace sizes are written in, the
  * rules a shape must meet, and the workspaces. The launches themselves are
  * declared by each kernel (tmpl_launch). gen/ serialises all of it; the
- * runtime evaluates it (runtime/shapex.c) with no code of its own for any
+ * runtime evaluates it (util/shapex.c) with no code of its own for any
  * kernel. */
 #include "tmpl.h"
 #include "diag.h"
@@ -25,7 +25,7 @@ static void add_var(Tmpl *T, const char *name, const char *fmt, ...)
 
 static void add_ws(Tmpl *T, const char *name, const char *bytes, const char *life, int zero)
 {
-	CHECK(T->nws < 16);
+	CHECK(T->nws < (int)(sizeof T->ws / sizeof T->ws[0]));
 	Workspace *w = &T->ws[T->nws++];
 	snprintf(w->name, sizeof w->name, "%s", name);
 	snprintf(w->bytes, sizeof w->bytes, "%s", bytes);

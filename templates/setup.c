@@ -5,6 +5,7 @@
  *   recur verify --dir out/ptx                     check each on the GPU
  */
 #include "tmpl.h"
+#include "bwd.h"
 #include "diag.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,16 @@ void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v)
 	snprintf(T->kname, sizeof T->kname, "%s", mx->name);
 }
 
+/* bwd_apply's shared memory, the most any kernel takes: it grows by 32 KB
+ * per block-diagonal projection, where the reduce and apply kernels grow
+ * by their 8 KB of weights */
+static int bwd_apply_smem(const Tmpl *T)
+{
+	PartMap pm;
+	part_map(T, &pm);
+	return bwd_smem(T, &pm).total;
+}
+
 /* What these templates can build: heads of 64 channels, token projections
  * in a pass of their own, the output in the scan kernel, an output affine
  * in h. A located message otherwise. */
@@ -43,7 +54,8 @@ int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen)
 {
 	const Mixer *mx = T->mx;
 	if (mx->k != 64) {
-		snprintf(err, errlen, "%s: mixer %s: heads of %d channels; the templates need 64", mx->script, mx->name, mx->k);
+		snprintf(err, errlen, "%s:%d: variant %s: mixer %s has heads of %d channels; the templates need 64",
+		         T->v->file, T->v->line, T->v->name, mx->name, mx->k);
 		return -1;
 	}
 	if (!derived && T->ntokproj > 0 && T->v->fused) {
@@ -57,8 +69,25 @@ int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen)
 		         "offered by these templates; they apply the output in the scan kernel", T->v->file, T->v->line, T->v->name);
 		return -1;
 	}
+	if (derived && T->tok_over > 0) {
+		snprintf(err, errlen, "%s:%d: variant %s: mixer %s has %d per-token values%s; the token stage holds at most %d "
+		         "(with shared_sfu = false only the token projections are)", T->v->file, T->v->line, T->v->name, mx->name,
+		         TM_MAXZ + T->tok_over, T->v->shared_sfu ? " with shared_sfu (token-only subexpressions)" : "", TM_MAXZ);
+		return -1;
+	}
+	if (derived && bwd_apply_smem(T) > SMEM_BLK_MAX) {
+		snprintf(err, errlen, "%s:%d: variant %s: bwd_apply of mixer %s needs %d bytes of shared memory, more than a block "
+		         "may take (%d): each of its %d block-diagonal projections takes 32 KB (weights, adjoints, weight-gradient "
+		         "accumulators)", T->v->file, T->v->line, T->v->name, mx->name, bwd_apply_smem(T), SMEM_BLK_MAX, T->nbdproj);
+		return -1;
+	}
 	if (derived && ex_depends(&mx->g, T->g_h, EX_H, -1)) {
-		snprintf(err, errlen, "%s: mixer %s: the output must be affine in h (dy/dh may not depend on h)", mx->script, mx->name);
+		if (mx->out_line > 0)   /* at the m:output line that wrote it */
+			snprintf(err, errlen, "%s:%d: mixer %s: the output must be affine in h: dy/dh may not depend on h "
+			         "(variant %s, %s:%d)", mx->script, mx->out_line, mx->name, T->v->name, T->v->file, T->v->line);
+		else
+			snprintf(err, errlen, "%s:%d: variant %s: the output of mixer %s (%s) must be affine in h: dy/dh may "
+			         "not depend on h", T->v->file, T->v->line, T->v->name, mx->name, mx->script);
 		return -1;
 	}
 	return 0;
@@ -69,24 +98,48 @@ int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen)
  * projection). Scalar parameters and constants set neither. */
 enum { DEP_TOK = 1, DEP_ELEM = 2 };
 
+/* The dependence of a leaf (DEP_TOK, DEP_ELEM or 0). */
+static int dep_leaf(const Tmpl *T, const ExNode *n)
+{
+	switch (n->op) {
+	case EX_X: case EX_H: case EX_FIRST: return DEP_ELEM;
+	case EX_PARAM: return T->mx->param[n->idx].kind == PK_SCALAR ? 0 : DEP_ELEM;
+	case EX_PROJ: return T->mx->proj[n->idx].kind == PJ_TOKEN ? DEP_TOK : DEP_ELEM;
+	default: return 0;   /* constants */
+	}
+}
+
+/* memo[node]: the union of its leaves' dependences. Operands have smaller
+ * ids than their users, so one pass upwards over the nodes node reaches
+ * fills it without recursion (a script may nest expressions thousands
+ * deep). */
 static int deps(const Tmpl *T, const ExGraph *g, int node, signed char *memo)
 {
 	if (memo[node] >= 0)
 		return memo[node];
-	const ExNode *n = &g->n[node];
-	int d = 0;
-	switch (n->op) {
-	case EX_CONST: break;
-	case EX_X: case EX_H: case EX_FIRST: d = DEP_ELEM; break;
-	case EX_PARAM: d = T->mx->param[n->idx].kind == PK_SCALAR ? 0 : DEP_ELEM; break;
-	case EX_PROJ: d = T->mx->proj[n->idx].kind == PJ_TOKEN ? DEP_TOK : DEP_ELEM; break;
-	default:
-		if (n->a >= 0) d |= deps(T, g, n->a, memo);
-		if (n->b >= 0) d |= deps(T, g, n->b, memo);
-		if (n->c >= 0) d |= deps(T, g, n->c, memo);
+	char *reach = calloc((size_t)node + 1, 1);
+	CHECK(reach);
+	reach[node] = 1;
+	for (int id = node; id >= 0; id--) {
+		if (!reach[id] || memo[id] >= 0)
+			continue;   /* a known node's operands are known too */
+		const ExNode *n = &g->n[id];
+		if (n->a >= 0) reach[n->a] = 1;
+		if (n->b >= 0) reach[n->b] = 1;
+		if (n->c >= 0) reach[n->c] = 1;
 	}
-	memo[node] = (signed char)d;
-	return d;
+	for (int id = 0; id <= node; id++) {
+		if (!reach[id] || memo[id] >= 0)
+			continue;
+		const ExNode *n = &g->n[id];
+		int d = dep_leaf(T, n);
+		if (n->a >= 0) d |= memo[n->a];
+		if (n->b >= 0) d |= memo[n->b];
+		if (n->c >= 0) d |= memo[n->c];
+		memo[id] = (signed char)d;
+	}
+	free(reach);
+	return memo[node];
 }
 
 static int tok_leaf(Tmpl *T, ExGraph *g, int node)
@@ -94,31 +147,68 @@ static int tok_leaf(Tmpl *T, ExGraph *g, int node)
 	for (int k = 0; k < T->ntokval; k++)
 		if (T->tokval[k] == node)
 			return ex_leaf(g, EX_TOK, k);
-	if (T->ntokval == TM_MAXZ)
-		DIE("mixer %s: more than %d per-token values", T->mx->name, TM_MAXZ);
+	if (T->ntokval == TM_MAXZ) {
+		/* a script can ask for more: counted, refused by tmpl_check after
+		 * the derivation, which a stand-in leaf lets finish */
+		T->tok_over++;
+		return ex_leaf(g, EX_TOK, TM_MAXZ - 1);
+	}
 	T->tokval[T->ntokval] = node;
 	return ex_leaf(g, EX_TOK, T->ntokval++);
 }
 
-/* the element-stage copy of node: token-only parts become EX_TOK leaves */
+/* One node of split's walk: its operands' copies are made first (next
+ * counts them), then its own. */
+typedef struct {
+	int node, next, r[3];
+} SplitFrame;
+
+/* the element-stage copy of node: token-only parts become EX_TOK leaves.
+ * The walk keeps its stack on the heap (graphs can be thousands deep) and
+ * builds the nodes in the order of the recursive definition: a node's
+ * copy is a token leaf, or the rebuild of its operands' copies, made
+ * left to right. */
 static int split(Tmpl *T, ExGraph *g, int node, signed char *dep, int *memo)
 {
 	if (memo[node] >= 0)
 		return memo[node];
-	int d = deps(T, g, node, dep);
-	ExNode n = g->n[node];
-	int r;
-	if (d == DEP_TOK && (T->v->shared_sfu || n.op == EX_PROJ)) {
-		r = tok_leaf(T, g, node);
-	} else {
-		int a = n.a >= 0 ? split(T, g, n.a, dep, memo) : -1;
-		int b = n.b >= 0 ? split(T, g, n.b, dep, memo) : -1;
-		int c = n.c >= 0 ? split(T, g, n.c, dep, memo) : -1;
-		r = ex_rebuild(g, node, a, b, c);
-		CHECK(r >= 0);
+	size_t cap = 64, n = 0;
+	SplitFrame *st = malloc(cap * sizeof *st);
+	CHECK(st);
+	st[n++] = (SplitFrame){ .node = node, .next = 0, .r = { -1, -1, -1 } };
+	while (n) {
+		SplitFrame *f = &st[n - 1];
+		ExNode x = g->n[f->node];   /* a copy: building nodes may move g->n */
+		int ops[3] = { x.a, x.b, x.c };
+		if (f->next == 0 && deps(T, g, f->node, dep) == DEP_TOK && (T->v->shared_sfu || x.op == EX_PROJ)) {
+			memo[f->node] = tok_leaf(T, g, f->node);
+		} else if (f->next < 3) {
+			int o = ops[f->next];
+			if (o < 0 || memo[o] >= 0) {
+				f->r[f->next++] = o < 0 ? -1 : memo[o];
+			} else {
+				if (n == cap) {
+					cap *= 2;
+					SplitFrame *s2 = realloc(st, cap * sizeof *st);
+					CHECK(s2);
+					st = s2;
+				}
+				st[n++] = (SplitFrame){ .node = o, .next = 0, .r = { -1, -1, -1 } };
+			}
+			continue;
+		} else {
+			int r = ex_rebuild(g, f->node, f->r[0], f->r[1], f->r[2]);
+			CHECK(r >= 0);
+			memo[f->node] = r;
+		}
+		/* f is done: its copy goes to its parent */
+		int done = f->node;
+		n--;
+		if (n)
+			st[n - 1].r[st[n - 1].next++] = memo[done];
 	}
-	memo[node] = r;
-	return r;
+	free(st);
+	return memo[node];
 }
 
 static void split_stages(Tmpl *T, ExGraph *g)

@@ -145,7 +145,8 @@ void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMVal
 	for (int k = 0; k < n; k++)
 		step_inputs(T, ln, &st[k], gb, iadd(I, i, ci32(I, k)));
 	int fused = T->k.gates_inline || need_proj;
-	if (fused && T->nbdproj > 0) {
+	/* an unfused kernel may still need the projections beside the loaded gates (kern_proj) */
+	if ((fused || T->k.proj_inline) && T->nbdproj > 0) {
 		/* A fragments of 16 rows x 64 input channels, four k-steps */
 		/* every kernel that runs the projections stages x */
 		LLVMValueRef A[2][4][4];

@@ -94,6 +94,10 @@ typedef struct {
 typedef struct {
 	int threads;              /* block size */
 	int gates_inline;         /* it computes the gates (bwd_apply always: it needs the projections' adjoints) */
+	int proj_inline;          /* it runs the block-diagonal projections on tensor cores: where it computes
+	                           * the gates, and where it reads them from memory (unfused: only log_a and
+	                           * b are materialised) but evaluates beside them an output or a dy/dh that
+	                           * reads a projection (kern_proj) */
 	int slots_adjacent;       /* lane q's slots are channels 4q .. 4q+3 of its warp's 16 (ln->ch), the
 	                           * projections' columns permuted to match */
 	LLVMValueRef ticket_thb[3]; /* tile, head, b from a ticket (lb_ticket), else NULL */
@@ -123,6 +127,7 @@ typedef struct {
 	 * special functions. */
 	int ntokproj, tokproj[MX_MAXPROJ];  /* token projections */
 	int ntokval, tokval[TM_MAXZ];
+	int tok_over;             /* token values the split wanted beyond TM_MAXZ (tmpl_check refuses them) */
 	int e_log_a, e_b, e_y;    /* element-stage roots */
 	int g_tok[TM_MAXZ];       /* element adjoints of the token values */
 	int tg_proj[MX_MAXPROJ];  /* token stage: adjoint of projection tokproj[j] for seeds EX_SEED(3 + k) on tokval[k] */
@@ -137,7 +142,8 @@ typedef struct {
 	/* plan */
 	Launch fwd[8], bwd[8];
 	int nfwd, nbwd;
-	Workspace ws[16];
+	Workspace ws[32];         /* at most 10 of the scan, 1 per block-diagonal projection (8), 3 of the
+	                           * partials, 6 of the token stage */
 	int nws;
 	ShapeVar var[TM_MAXVAR];
 	int nvar;
@@ -242,14 +248,22 @@ LLVMValueRef ksig_arg(Tmpl *T, const KSig *s, const char *arg);   /* the kernel'
 /* The shared memory one block may take and still let a second share its
  * SM (228 KB per SM, 1 KB of it reserved per block) */
 #define SMEM_2BLK (113 * 1024)
+/* The most shared memory one block may take on sm_90 (opted in) */
+#define SMEM_BLK_MAX (227 * 1024)
 
 /* The reduce and apply kernels' shared memory: the quads' maps
  * [quad][64][2] floats, segment buffers of seg_len steps staging flags, and
- * the weights when the kernel computes the gates (their 32 registers of B
- * fragments freed let two blocks share an SM). quad_lanes sets a kernel up
- * on it: lanes, segment staging of segn steps, the weights staged. */
-int quad_smem(const Tmpl *T, int flags);
+ * the weights when the kernel runs the projections, proj (their 32
+ * registers of B fragments freed let two blocks share an SM). quad_lanes
+ * sets a kernel up on it: lanes, segment staging of segn steps, the
+ * weights staged where T->k.proj_inline. */
+int quad_smem(const Tmpl *T, int flags, int proj);
 void quad_lanes(Tmpl *T, Lanes *ln, const KSig *sig, int segn, int flags);
+/* whether a reduce or apply kernel that evaluates node beside the gates
+ * runs the block-diagonal projections: always where it computes the gates,
+ * else where node reads a projection (an unfused variant's output gated by
+ * one, say); quad_smem's proj, T->k.proj_inline after tmpl_open */
+int kern_proj(const Tmpl *T, int node);
 
 /* ldmatrix .x4 over a 16 x 16 tile of 16-bit values: this lane's row
  * address is row (0..15) and 16-byte column block blk (0, 1). Matrix m =
@@ -336,8 +350,8 @@ static inline int slot_r(int s) { return s >> 2; }
 /* the variant's scan kernels compute the gates (not read from a materialised
  * tensor); the kernel being built says it in T->k.gates_inline */
 static inline int gates_inline(const Tmpl *T) { return !T->v->materialized; }
-/* shared memory for the weights of a scan kernel that computes the gates (wmat_stage) */
-static inline int wmat_bytes(const Tmpl *T) { return gates_inline(T) ? T->nbdproj * WMAT_BYTES : 0; }
+/* shared memory for the weights of a scan kernel that runs the projections (wmat_stage) */
+static inline int wmat_bytes(const Tmpl *T, int proj) { return proj ? T->nbdproj * WMAT_BYTES : 0; }
 void ksig_tok(Tmpl *T, KSig *s);             /* "ws:tok" when the mixer has a token stage */
 
 /* Most blocks of bwd_apply per thread-block cluster: a cluster's blocks add
