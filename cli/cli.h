@@ -6,6 +6,7 @@
 #include "args.h"
 
 extern const CliCmd cli_gen_cmd;         /* generate.c */
+extern const CliCmd cli_check_cmd;       /* check.c */
 extern const CliCmd cli_list_cmd;        /* list.c */
 extern const CliCmd cli_verify_cmd;      /* verify.c */
 extern const CliCmd cli_calibrate_cmd;   /* calibrate.c */

@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
+
 static const CliCmd *const COMMANDS[] = {
-	&cli_gen_cmd, &cli_list_cmd, &cli_verify_cmd, &cli_calibrate_cmd, &cli_bench_cmd, &cli_compare_cmd,
+	&cli_gen_cmd, &cli_check_cmd, &cli_list_cmd, &cli_verify_cmd, &cli_calibrate_cmd, &cli_bench_cmd,
+	&cli_compare_cmd,
 };
 #define NCOMMANDS ((int)(sizeof COMMANDS / sizeof *COMMANDS))
 

@@ -12,16 +12,31 @@
  * rounding does. With --graph the checked forward+backward is one
  * recur_graph replayed twice, and the second pass's calls must give its
  * gradient bits.
+ *
+ * The reference (a Judge): ref/'s, written by hand from the spec, where the
+ * mixer has one ("spec" in each row); else the one derived from the
+ * mixer's own graph, which gen writes into the manifest ("graph";
+ * script/reference.h), so a mixer a script adds is verified with no C.
+ * Golden cases are judged by their files ("golden").
+ *
+ * What the command line asks for is settled before the driver opens: every
+ * --mixer and --variant must exist, every buffer size is computed in
+ * checked arithmetic, and a run in which nothing would be checked (every
+ * shape illegal for every chosen variant, no golden case of a chosen
+ * mixer) is an error, never "0 passed, 0 failed".
  */
 #include "cli.h"
+#include "graphtext.h"
 #include "harness.h"
-#include "pinit.h"
+#include "mfinfo.h"
 #include "npy.h"
+#include "pinit.h"
 #include "recur.h"
 #include "ref.h"
+#include "reference.h"
 #include "rng.h"
-#include <math.h>
 #include "vmath.h"
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,27 +44,36 @@
 #include <sys/stat.h>
 
 #define TOL 1e-2
-#define LOCAL_TOL 1e-1   /* bf16 rounding: about 4e-3 per row */
+#define LOCAL_TOL 1e-1 /* bf16 rounding: about 4e-3 per row */
 #define MAXP 16
+
+/* The float64 reference of one mixer (see the note at the top). */
+typedef struct {
+	const RefMixer *hand; /* ref/: written by hand from the spec */
+	RfMixer *graph;       /* else: derived from the manifest's graph of the mixer */
+	const char *label;    /* "spec" | "graph": the column that says which judged a row */
+} Judge;
 
 typedef struct {
 	recur_shape s;
+	const char *ref; /* which reference: "spec", "graph" or "golden" */
 	int np;
 	long pn[MAXP];
-	double *x, *dy, *p[MAXP];            /* inputs (bf16 / fp32 values) */
-	double *y, *dx, *dp[MAXP];           /* reference outputs */
-	uint16_t *xb, *dyb;                  /* x and dy as the device holds them (bf16), made once */
+	double *x, *dy, *p[MAXP];  /* inputs (bf16 / fp32 values) */
+	double *y, *dx, *dp[MAXP]; /* reference outputs */
+	uint16_t *xb, *dyb;        /* x and dy as the device holds them (bf16), made once */
 	const char *pname[MAXP];
 } Case;
 
 typedef struct {
 	recur_rt *rt;
 	recur_manifest *m;
+	MfInfo mi; /* the manifest as JSON: the mixers' graphs */
 	const char *dump;
 	int fails, passes;
-	int time_reps;      /* > 0: time forward and backward after a pass */
-	int graph;          /* the checked forward+backward through a graph */
-	double xscale;      /* x ~ N(0, xscale^2): large activations reach the kernels' overflow guards */
+	int time_reps; /* > 0: time forward and backward after a pass */
+	int graph;     /* the checked forward+backward through a graph */
+	double xscale; /* x ~ N(0, xscale^2): large activations reach the kernels' overflow guards */
 } Ctx;
 
 static int cmp_float(const void *a, const void *b)
@@ -60,10 +84,10 @@ static int cmp_float(const void *a, const void *b)
 
 /* Median forward and backward ms over n runs (warm, no L2 flush: a quick
  * look only; recur bench measures under the protocol). */
-static int time_variant(Ctx *cx, recur_variant *rv, recur_shape s, const recur_io *io, int n,
-                        float *fwd, float *bwd, char *err, size_t en)
+static int time_variant(Ctx *cx, recur_variant *rv, recur_shape s, const recur_io *io, int n, float *fwd, float *bwd,
+                        char *err, size_t en)
 {
-	CUevent e[3] = { 0 };   /* NULL: nothing to destroy when a create fails */
+	CUevent e[3] = {0}; /* NULL: nothing to destroy when a create fails */
 	float *tf = calloc((size_t)n, sizeof(float)), *tb = calloc((size_t)n, sizeof(float));
 	int rc = -1;
 	if (!tf || !tb) {
@@ -94,10 +118,159 @@ out:
 	return rc;
 }
 
+/* ---- the judges ------------------------------------------------------------ */
+
+/* A JSON array of strings as a malloc'd array of its strings (owned by a): NULL when it is not one. */
+static const char **json_lines(const json_t *a, int *n)
+{
+	*n = json_is_array(a) ? (int)json_array_size(a) : -1;
+	const char **l = *n >= 0 && *n < (1 << 22) ? calloc((size_t)*n + 1, sizeof *l) : NULL;
+	for (int i = 0; l && i < *n; i++)
+		if (!(l[i] = json_string_value(json_array_get(a, (size_t)i)))) {
+			free(l);
+			return NULL;
+		}
+	return l;
+}
+
+static int json_root(const json_t *g, const char *key, int *out)
+{
+	const json_t *v = json_object_get(g, key);
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > (1 << 22))
+		return -1;
+	*out = (int)json_integer_value(v);
+	return 0;
+}
+
+/* mixers.NAME.graph of the manifest into mx (script/graphtext.h). */
+static int graph_text(const MfInfo *mi, const char *mixer, Mixer *mx, char *err, size_t n)
+{
+	const json_t *mo = json_object_get(json_object_get(mi->root, "mixers"), mixer);
+	const json_t *g = json_object_get(mo, "graph"), *k = json_object_get(mo, "k");
+	if (!g) {
+		snprintf(err, n,
+		         "%s: mixer %s has no float64 reference: no hand-written one in ref/, and the manifest "
+		         "holds no graph to derive one from (regenerate the folder with this recur gen)",
+		         mi->path, mixer);
+		return -1;
+	}
+	if (json_string_value(json_object_get(g, "error"))) {
+		snprintf(err, n, "%s: mixer %s: gen could not write its graph: %s", mi->path, mixer,
+		         json_string_value(json_object_get(g, "error")));
+		return -1;
+	}
+	GraphText t = {0};
+	t.node = json_lines(json_object_get(g, "nodes"), &t.nnode);
+	t.param = json_lines(json_object_get(g, "params"), &t.nparam);
+	t.proj = json_lines(json_object_get(g, "projections"), &t.nproj);
+	int rc = -1;
+	memset(mx, 0, sizeof *mx);
+	snprintf(mx->name, sizeof mx->name, "%s", mixer);
+	mx->k = json_is_integer(k) && json_integer_value(k) > 0 && json_integer_value(k) < (1 << 20)
+	        ? (int)json_integer_value(k)
+	        : 0;
+	if (!t.node || !t.param || !t.proj || json_root(g, "log_a", &t.log_a) || json_root(g, "b", &t.b) ||
+	    json_root(g, "y", &t.y) || !mx->k)
+		snprintf(err, n,
+		         "%s: mixer %s: \"k\" or the graph's \"nodes\", \"params\", \"projections\", \"log_a\", "
+		         "\"b\", \"y\" missing or of the wrong type",
+		         mi->path, mixer);
+	else if (gt_read(&t, mx, err, n) != 0)
+		snprintf(err + strlen(err), n - strlen(err), " (%s, mixer %s)", mi->path, mixer);
+	else
+		rc = 0;
+	free((void *)t.node);
+	free((void *)t.param);
+	free((void *)t.proj);
+	return rc;
+}
+
+static int judge_nparam(const Judge *j)
+{
+	return j->hand ? j->hand->nparam : rf_nparam(j->graph);
+}
+
+static const char *judge_pname(const Judge *j, int i)
+{
+	return j->hand ? j->hand->param[i] : rf_param_name(j->graph, i);
+}
+
+/* The judge of variant v's mixer: its parameters must be the manifest's, in order. */
+static int judge_open(Ctx *cx, int v, Judge *j, char *err, size_t n)
+{
+	const char *mn = recur_manifest_variant_mixer(cx->m, v);
+	memset(j, 0, sizeof *j);
+	j->hand = ref_find(mn);
+	j->label = j->hand ? "spec" : "graph";
+	if (!j->hand) {
+		Mixer mx;
+		if (graph_text(&cx->mi, mn, &mx, err, n) != 0)
+			return -1;
+		int rc = rf_open(&mx, &j->graph, err, n);
+		ex_free(&mx.g);
+		if (rc != 0)
+			return -1;
+	}
+	int np = recur_param_count(cx->m, v);
+	if (np != judge_nparam(j) || np > MAXP) {
+		snprintf(err, n, "mixer %s: the manifest declares %d parameters, the %s reference %d (at most %d)", mn,
+		         np, j->label, judge_nparam(j), MAXP);
+		return -1;
+	}
+	for (int p = 0; p < np; p++)
+		if (strcmp(recur_param_name(cx->m, v, p), judge_pname(j, p)) != 0) {
+			snprintf(err, n, "mixer %s: parameter %d is %s in the manifest but %s in the %s reference", mn,
+			         p, recur_param_name(cx->m, v, p), judge_pname(j, p), j->label);
+			return -1;
+		}
+	return 0;
+}
+
+static void judge_close(Judge *j)
+{
+	rf_close(j->graph);
+	memset(j, 0, sizeof *j);
+}
+
+/* The reference's own condition on a shape (ref/'s heads are 64 wide). */
+static int judge_shape(const Judge *j, recur_shape s, char *err, size_t n)
+{
+	if (j->graph)
+		return rf_check_shape(j->graph, (RfShape){s.B, s.L, s.D}, err, n);
+	if (s.D % 64 == 0)
+		return 0;
+	snprintf(err, n, "shape %dx%dx%d: the %s reference has heads of 64 channels", s.B, s.L, s.D, j->hand->name);
+	return -1;
+}
+
+/* The reference's forward and backward on c's inputs. */
+static int judge_run(const Judge *j, Case *c, char *err, size_t n)
+{
+	const double *const *p = (const double *const *)c->p;
+	recur_shape s = c->s;
+	if (j->graph) {
+		RfShape rs = {s.B, s.L, s.D};
+		return rf_forward(j->graph, rs, p, c->x, c->y, err, n) ||
+		                rf_backward(j->graph, rs, p, c->x, c->dy, c->dx, c->dp, err, n)
+		        ? -1
+		        : 0;
+	}
+	RefShape rs = {s.B, s.L, s.D, s.D / 64};
+	j->hand->forward(&rs, p, c->x, c->y);
+	j->hand->backward(&rs, p, c->x, c->dy, c->dx, c->dp);
+	return 0;
+}
+
+/* ---- the cases ----------------------------------------------------------------- */
+
 static void case_free(Case *c)
 {
-	free(c->x); free(c->dy); free(c->y); free(c->dx);
-	free(c->xb); free(c->dyb);
+	free(c->x);
+	free(c->dy);
+	free(c->y);
+	free(c->dx);
+	free(c->xb);
+	free(c->dyb);
 	for (int i = 0; i < c->np; i++) {
 		free(c->p[i]);
 		free(c->dp[i]);
@@ -105,97 +278,123 @@ static void case_free(Case *c)
 	memset(c, 0, sizeof *c);
 }
 
+/* x, dy, y, dx of c's shape, in doubles: sized in checked arithmetic. */
+static int case_tensors(Case *c, char *err, size_t n)
+{
+	size_t bytes;
+	if (recur_tensor_bytes(c->s, sizeof(double), &bytes, err, n) != 0)
+		return -1;
+	c->x = malloc(bytes);
+	c->dy = malloc(bytes);
+	c->y = malloc(bytes);
+	c->dx = malloc(bytes);
+	if (c->x && c->dy && c->y && c->dx)
+		return 0;
+	snprintf(err, n, "shape %dx%dx%d: out of host memory for 4 float64 tensors of %zu bytes", c->s.B, c->s.L,
+	         c->s.D, bytes);
+	return -1;
+}
+
+/* Parameters of variant v at c's shape, the script's initialisation rounded
+ * to fp32 as the GPU holds them, and room for their gradients. */
+static int case_params(Ctx *cx, int v, Case *c, Rng *r, char *err, size_t n)
+{
+	c->np = recur_param_count(cx->m, v);
+	for (int p = 0; p < c->np; p++) {
+		c->pname[p] = recur_param_name(cx->m, v, p);
+		if ((c->pn[p] = recur_param_elems(cx->m, v, p, c->s, err, n)) < 0)
+			return -1;
+		c->p[p] = malloc(((size_t)c->pn[p] + 1) * sizeof(double));
+		c->dp[p] = malloc(((size_t)c->pn[p] + 1) * sizeof(double));
+		if (!c->p[p] || !c->dp[p]) {
+			snprintf(err, n, "out of host memory for parameter %s (%ld elements)", c->pname[p], c->pn[p]);
+			return -1;
+		}
+		double a, b;
+		const char *kind = recur_param_init(cx->m, v, p, c->s, &a, &b);
+		for (long i = 0; i < c->pn[p]; i++)
+			c->p[p][i] = (float)pinit_value(kind, a, b, r);
+	}
+	return 0;
+}
+
 /* Random inputs and the script's initial parameters, rounded to what the
  * GPU holds (bf16 tensors, fp32 parameters), then the reference. */
-static int case_random(Ctx *cx, int v, recur_shape s, uint64_t seed, Case *c, char *err, size_t n)
+static int case_random(Ctx *cx, int v, const Judge *jd, recur_shape s, uint64_t seed, Case *c, char *err, size_t n)
 {
-	const RefMixer *rm = ref_find(recur_manifest_variant_mixer(cx->m, v));
-	if (!rm) {
-		snprintf(err, n, "no float64 reference for mixer %s", recur_manifest_variant_mixer(cx->m, v));
-		return -1;
-	}
 	memset(c, 0, sizeof *c);
 	c->s = s;
-	c->np = recur_param_count(cx->m, v);
-	if (c->np != rm->nparam) {
-		snprintf(err, n, "mixer %s: the script declares %d parameters, the reference %d",
-		         rm->name, c->np, rm->nparam);
+	c->ref = jd->label;
+	if (judge_shape(jd, s, err, n) || case_tensors(c, err, n))
 		return -1;
-	}
 	Rng r;
 	rng_seed(&r, seed);
-	size_t ne = (size_t)s.B * s.L * s.D;
-	c->x = malloc(ne * sizeof(double));
-	c->dy = malloc(ne * sizeof(double));
-	c->y = malloc(ne * sizeof(double));
-	c->dx = malloc(ne * sizeof(double));
-	if (!c->x || !c->dy || !c->y || !c->dx) {
-		snprintf(err, n, "out of host memory for %zu elements", ne);
-		return -1;
-	}
+	size_t ne = (size_t)s.B * s.L * s.D; /* case_tensors checked it */
 	for (size_t i = 0; i < ne; i++)
 		c->x[i] = bf16_round((float)(cx->xscale * rng_normal(&r)));
 	for (size_t i = 0; i < ne; i++)
 		c->dy[i] = bf16_round((float)rng_normal(&r));
-	RefShape rs = { s.B, s.L, s.D, s.D / 64 };
-	for (int p = 0; p < c->np; p++) {
-		c->pname[p] = recur_param_name(cx->m, v, p);
-		if (strcmp(c->pname[p], rm->param[p]) != 0) {
-			snprintf(err, n, "mixer %s: parameter %d is %s in the script but %s in the reference",
-			         rm->name, p, c->pname[p], rm->param[p]);
+	if (case_params(cx, v, c, &r, err, n))
+		return -1;
+	RfShape rs = {s.B, s.L, s.D};
+	for (int p = 0; p < c->np && jd->graph; p++)
+		if (rf_param_count(jd->graph, p, rs) != c->pn[p]) {
+			snprintf(err, n,
+			         "parameter %s: %ld elements in the manifest at %dx%dx%d, %ld in the graph's reference",
+			         c->pname[p], c->pn[p], s.B, s.L, s.D, rf_param_count(jd->graph, p, rs));
 			return -1;
 		}
-		c->pn[p] = rm->param_count(p, &rs);
-		c->p[p] = malloc((size_t)c->pn[p] * sizeof(double));
-		c->dp[p] = malloc((size_t)c->pn[p] * sizeof(double));
-		if (!c->p[p] || !c->dp[p]) {
-			snprintf(err, n, "mixer %s: out of host memory for parameter %s (%ld elements)", rm->name,
-			         c->pname[p], c->pn[p]);
-			return -1;
-		}
-		double a, b;
-		const char *kind = recur_param_init(cx->m, v, p, s, &a, &b);
-		for (long i = 0; i < c->pn[p]; i++)
-			c->p[p][i] = (float)pinit_value(kind, a, b, &r);
-	}
-	rm->forward(&rs, (const double *const *)c->p, c->x, c->y);
-	rm->backward(&rs, (const double *const *)c->p, c->x, c->dy, c->dx, c->dp);
-	return 0;
+	return judge_run(jd, c, err, n);
 }
 
-/* A golden case: inputs and expected outputs from the independent implementation. */
-static int case_golden(const char *dir, const RefMixer *rm, Case *c, char *err, size_t n)
+/* A golden case: inputs and expected outputs from the independent
+ * implementation, every file's shape checked against the folder's B, L, D
+ * and the manifest's parameter dims (of variant v) before use. */
+static int case_golden(Ctx *cx, int v, const char *dir, Case *c, char *err, size_t n)
 {
 	memset(c, 0, sizeof *c);
+	c->ref = "golden";
 	const char *base = strrchr(dir, '/');
 	base = base ? base + 1 : dir;
 	int B, L, D;
-	char name[64];
-	if (sscanf(base, "%63[a-z]_B%d_L%d_D%d", name, &B, &L, &D) != 4) {
+	char name[64], path[4096];
+	if (sscanf(base, "%63[a-z]_B%d_L%d_D%d", name, &B, &L, &D) != 4 || B < 1 || L < 1 || D < 1) {
 		snprintf(err, n, "%s: golden folder names look like rglru_B2_L37_D128", dir);
 		return -1;
 	}
-	c->s = (recur_shape){ B, L, D };
-	c->np = rm->nparam;
-	char path[4096];
-	long shp[NPY_MAXDIM];
-	int nd;
-	struct { const char *f; double **dst; } t[] = { { "x", &c->x }, { "dy", &c->dy }, { "y", &c->y }, { "dx", &c->dx } };
+	c->s = (recur_shape){B, L, D};
+	size_t bytes;
+	if (recur_tensor_bytes(c->s, sizeof(double), &bytes, err, n))
+		return -1;
+	long bld[3] = {B, L, D};
+	struct {
+		const char *f;
+		double **dst;
+	} t[] = {{"x", &c->x}, {"dy", &c->dy}, {"y", &c->y}, {"dx", &c->dx}};
 	for (int i = 0; i < 4; i++) {
 		snprintf(path, sizeof path, "%s/%s.npy", dir, t[i].f);
-		if (npy_read(path, t[i].dst, shp, &nd, err, n) != 0)
+		if (npy_read_shaped(path, t[i].dst, bld, 3, "(B, L, D)", err, n) != 0)
 			return -1;
 	}
+	c->np = recur_param_count(cx->m, v);
+	if (c->np < 0 || c->np > MAXP) {
+		snprintf(err, n, "%s: the manifest's mixer has %d parameters (at most %d)", dir, c->np, MAXP);
+		c->np = 0;
+		return -1;
+	}
 	for (int p = 0; p < c->np; p++) {
-		c->pname[p] = rm->param[p];
-		snprintf(path, sizeof path, "%s/%s.npy", dir, rm->param[p]);
-		if (npy_read(path, &c->p[p], shp, &nd, err, n) != 0)
+		long dims[RECUR_MAXDIM];
+		int nd = recur_param_dims(cx->m, v, p, c->s, dims);
+		c->pname[p] = recur_param_name(cx->m, v, p);
+		if (nd < 0 || (c->pn[p] = recur_param_elems(cx->m, v, p, c->s, err, n)) < 0) {
+			snprintf(err, n, "%s: the dims of parameter %s at %dx%dx%d", dir, c->pname[p], B, L, D);
 			return -1;
-		c->pn[p] = 1;
-		for (int k = 0; k < nd; k++)
-			c->pn[p] *= shp[k];
-		snprintf(path, sizeof path, "%s/d%s.npy", dir, rm->param[p]);
-		if (npy_read(path, &c->dp[p], shp, &nd, err, n) != 0)
+		}
+		snprintf(path, sizeof path, "%s/%s.npy", dir, c->pname[p]);
+		if (npy_read_shaped(path, &c->p[p], dims, nd, "the parameter in the manifest", err, n) != 0)
+			return -1;
+		snprintf(path, sizeof path, "%s/d%s.npy", dir, c->pname[p]);
+		if (npy_read_shaped(path, &c->dp[p], dims, nd, "the parameter in the manifest", err, n) != 0)
 			return -1;
 	}
 	return 0;
@@ -205,17 +404,20 @@ static int dump_case(const char *dir, const Case *c, const float *y, const float
                      recur_manifest *m, int v, char *err, size_t n)
 {
 	mkdir(dir, 0755);
-	size_t ne = (size_t)c->s.B * c->s.L * c->s.D;
-	long shp[3] = { c->s.B, c->s.L, c->s.D };
-	float *t = malloc(ne * sizeof(float));
+	size_t bytes;
+	if (recur_tensor_bytes(c->s, sizeof(float), &bytes, err, n))
+		return -1;
+	size_t ne = bytes / sizeof(float);
+	long shp[3] = {c->s.B, c->s.L, c->s.D};
+	float *t = malloc(bytes);
 	char path[4096];
 	int rc = 0;
 	if (!t) {
 		snprintf(err, n, "%s: out of host memory for %zu elements", dir, ne);
 		return -1;
 	}
-	const double *src[2] = { c->x, c->dy };
-	const char *nm[2] = { "x", "dy" };
+	const double *src[2] = {c->x, c->dy};
+	const char *nm[2] = {"x", "dy"};
 	for (int k = 0; k < 2 && rc == 0; k++) {
 		for (size_t i = 0; i < ne; i++)
 			t[i] = (float)src[k][i];
@@ -232,10 +434,11 @@ static int dump_case(const char *dir, const Case *c, const float *y, const float
 		rc = npy_write_f32(path, dx, shp, 3, err, n);
 	}
 	for (int p = 0; p < c->np && rc == 0; p++) {
-		long dims[8];
+		long dims[RECUR_MAXDIM];
 		int nd = recur_param_dims(m, v, p, c->s, dims);
-		float *pv = malloc((size_t)c->pn[p] * sizeof(float));
-		if (!pv) {
+		float *pv = malloc(((size_t)c->pn[p] + 1) * sizeof(float));
+		if (!pv || nd < 0) {
+			free(pv);
 			snprintf(err, n, "%s: out of host memory for parameter %s", dir, c->pname[p]);
 			return -1;
 		}
@@ -252,9 +455,125 @@ static int dump_case(const char *dir, const Case *c, const float *y, const float
 	return rc;
 }
 
-#define TRY(call) do { if ((call) != 0) goto fail; } while (0)
+/* ---- one variant on one case ------------------------------------------------- */
 
-/* Runs variant v on case c; prints one table row. */
+#define TRY(call)                                                                                                      \
+	do {                                                                                                           \
+		if ((call) != 0)                                                                                       \
+			return -1;                                                                                     \
+	} while (0)
+
+/* A variant's run: its device buffers and what came back to the host. */
+typedef struct {
+	recur_variant *rv;
+	size_t ne;
+	CUdeviceptr x, dy, y, dx, p[MAXP], g[MAXP];
+	uint16_t *hb;
+	float *y_h, *dx_h, *g_h[MAXP], *g2;
+	recur_io io;
+} Run;
+
+/* What the run is judged on. */
+typedef struct {
+	double e[2 + MAXP]; /* relative errors: y, dx, each gradient */
+	VmLocal lc[2];      /* per row and channel: y, dx */
+	int bad, det;       /* non-finite elements; same gradient bits twice */
+} Outcome;
+
+static void run_free(Ctx *cx, Run *R)
+{
+	CUdeviceptr d[4] = {R->x, R->dy, R->y, R->dx};
+	for (int k = 0; k < 4; k++)
+		if (d[k])
+			recur_free(cx->rt, d[k]);
+	for (int p = 0; p < MAXP; p++) {
+		if (R->p[p])
+			recur_free(cx->rt, R->p[p]);
+		if (R->g[p])
+			recur_free(cx->rt, R->g[p]);
+		free(R->g_h[p]);
+	}
+	free(R->g2);
+	free(R->hb);
+	free(R->y_h);
+	free(R->dx_h);
+	if (R->rv)
+		recur_variant_free(R->rv);
+}
+
+/* x and dy as bf16 bits: the same for every variant of the case, made once. */
+static int case_bf16(Case *c, size_t ne, char *err, size_t n)
+{
+	if (c->xb)
+		return 0;
+	c->xb = malloc(ne * 2);
+	c->dyb = malloc(ne * 2);
+	if (!c->xb || !c->dyb) {
+		free(c->xb);
+		free(c->dyb);
+		c->xb = c->dyb = NULL;
+		snprintf(err, n, "out of host memory for x and dy as bf16");
+		return -1;
+	}
+	vm_to_bf16(c->x, c->xb, ne);
+	vm_to_bf16(c->dy, c->dyb, ne);
+	return 0;
+}
+
+/* Each parameter uploaded as fp32, each gradient poisoned with NaN. */
+static int run_params(Ctx *cx, const Case *c, Run *R, char *err, size_t n)
+{
+	for (int p = 0; p < c->np; p++) {
+		size_t bytes = (size_t)c->pn[p] * 4;
+		if (!(R->g_h[p] = malloc(bytes + 4))) {
+			snprintf(err, n, "out of host memory for the gradient of %s", c->pname[p]);
+			return -1;
+		}
+		TRY(recur_alloc(cx->rt, bytes, &R->p[p], err, n));
+		TRY(recur_alloc(cx->rt, bytes, &R->g[p], err, n));
+		for (long i = 0; i < c->pn[p]; i++)
+			R->g_h[p][i] = (float)c->p[p][i]; /* staging: overwritten by the gradient later */
+		TRY(recur_memcpy_htod(cx->rt, R->p[p], R->g_h[p], bytes, err, n));
+		TRY(recur_memset_u8(cx->rt, R->g[p], 0xff, bytes, err, n)); /* NaN poison */
+	}
+	long pmax = 1;
+	for (int p = 0; p < c->np; p++)
+		pmax = c->pn[p] > pmax ? c->pn[p] : pmax;
+	if (!(R->g2 = malloc((size_t)pmax * sizeof(float)))) {
+		snprintf(err, n, "out of host memory for %ld parameter elements", pmax);
+		return -1;
+	}
+	return 0;
+}
+
+/* The variant loaded, the device buffers made, the inputs uploaded and the outputs poisoned. */
+static int run_setup(Ctx *cx, const char *vname, Case *c, Run *R, char *err, size_t n)
+{
+	size_t bytes;
+	TRY(recur_tensor_bytes(c->s, 2, &bytes, err, n));
+	R->ne = bytes / 2;
+	R->hb = malloc(bytes);
+	R->y_h = malloc(R->ne * sizeof(float));
+	R->dx_h = malloc(R->ne * sizeof(float));
+	if (!R->hb || !R->y_h || !R->dx_h) {
+		snprintf(err, n, "out of host memory for y and dx (%zu elements)", R->ne);
+		return -1;
+	}
+	TRY(case_bf16(c, R->ne, err, n));
+	TRY(recur_variant_load(cx->rt, cx->m, vname, &R->rv, err, n));
+	CUdeviceptr *d[4] = {&R->x, &R->dy, &R->y, &R->dx};
+	for (int k = 0; k < 4; k++)
+		TRY(recur_alloc(cx->rt, bytes, d[k], err, n));
+	TRY(recur_memcpy_htod(cx->rt, R->x, c->xb, bytes, err, n));
+	TRY(recur_memcpy_htod(cx->rt, R->dy, c->dyb, bytes, err, n));
+	TRY(run_params(cx, c, R, err, n));
+	/* 0xffff is a bf16 NaN: an element the kernels never wrote shows up */
+	TRY(recur_memset_u8(cx->rt, R->y, 0xff, bytes, err, n));
+	TRY(recur_memset_u8(cx->rt, R->dx, 0xff, bytes, err, n));
+	R->io = (recur_io){.x = R->x, .y = R->y, .dy = R->dy, .dx = R->dx, .params = R->p, .grads = R->g};
+	return 0;
+}
+
 /* The forward+backward whose outputs are checked: the calls, or with
  * --graph one recur_graph replayed twice (the second replay on the
  * workspaces the first left); the determinism pass after it makes the
@@ -265,206 +584,153 @@ static int first_pair(Ctx *cx, recur_variant *rv, recur_shape s, const recur_io 
 		return recur_forward(rv, s, io, 0, err, n) || recur_backward(rv, s, io, 0, err, n) ? -1 : 0;
 	recur_graph *g = NULL;
 	int rc = recur_graph_create(rv, s, io, RECUR_GRAPH_FORWARD | RECUR_GRAPH_BACKWARD, &g, err, n) ||
-	         recur_graph_launch(g, 0, err, n) || recur_graph_launch(g, 0, err, n) || recur_sync(cx->rt, err, n);
+	        recur_graph_launch(g, 0, err, n) || recur_graph_launch(g, 0, err, n) || recur_sync(cx->rt, err, n);
 	recur_graph_free(g);
 	return rc ? -1 : 0;
 }
 
+/* A second forward + backward must give the same gradient bits. */
+static int run_again(Ctx *cx, const Case *c, Run *R, Outcome *o, char *err, size_t n)
+{
+	for (int p = 0; p < c->np; p++)
+		TRY(recur_memset_u8(cx->rt, R->g[p], 0xff, (size_t)c->pn[p] * 4, err, n));
+	TRY(recur_forward(R->rv, c->s, &R->io, 0, err, n));
+	TRY(recur_backward(R->rv, c->s, &R->io, 0, err, n));
+	TRY(recur_sync(cx->rt, err, n));
+	o->det = 1;
+	for (int p = 0; p < c->np; p++) {
+		TRY(recur_memcpy_dtoh(cx->rt, R->g2, R->g[p], (size_t)c->pn[p] * 4, err, n));
+		o->det &= memcmp(R->g2, R->g_h[p], (size_t)c->pn[p] * 4) == 0;
+	}
+	return 0;
+}
+
+/* The checked run and its errors against the case. */
+static int run_check(Ctx *cx, const Case *c, Run *R, Outcome *o, char *err, size_t n)
+{
+	size_t ne = R->ne;
+	memset(o, 0, sizeof *o);
+	TRY(first_pair(cx, R->rv, c->s, &R->io, err, n));
+	TRY(recur_sync(cx->rt, err, n));
+	TRY(recur_memcpy_dtoh(cx->rt, R->hb, R->y, ne * 2, err, n));
+	vm_from_bf16(R->hb, R->y_h, ne);
+	TRY(recur_memcpy_dtoh(cx->rt, R->hb, R->dx, ne * 2, err, n));
+	vm_from_bf16(R->hb, R->dx_h, ne);
+	o->e[0] = vm_relerr(R->y_h, c->y, ne, &o->bad);
+	o->e[1] = vm_relerr(R->dx_h, c->dx, ne, &o->bad);
+	size_t rows = (size_t)c->s.B * c->s.L;
+	if (vm_local(R->y_h, c->y, rows, (size_t)c->s.D, &o->lc[0]) ||
+	    vm_local(R->dx_h, c->dx, rows, (size_t)c->s.D, &o->lc[1])) {
+		snprintf(err, n, "out of host memory for the per-row errors");
+		return -1;
+	}
+	for (int p = 0; p < c->np; p++) {
+		TRY(recur_memcpy_dtoh(cx->rt, R->g_h[p], R->g[p], (size_t)c->pn[p] * 4, err, n));
+		o->e[2 + p] = vm_relerr(R->g_h[p], c->dp[p], (size_t)c->pn[p], &o->bad);
+	}
+	return run_again(cx, c, R, o, err, n);
+}
+
+/* The worst per-row or per-channel error of y and dx: *t the tensor (1: dx),
+ * *col whether a channel (else a token row). */
+static double worst_local(const Outcome *o, int *t, int *col)
+{
+	double loc = 0;
+	*t = *col = 0;
+	for (int k = 0; k < 2; k++)
+		for (int rc = 0; rc < 2; rc++) {
+			double w = rc ? o->lc[k].col : o->lc[k].row;
+			if (!(w <= loc) && !isnan(loc)) { /* a NaN wins, and stays */
+				loc = w;
+				*t = k;
+				*col = rc;
+			}
+		}
+	return loc;
+}
+
+/* After a pass: warm medians, then one profiled forward and backward (where the time goes). */
+static void print_times(Ctx *cx, const Case *c, Run *R)
+{
+	char err[1024];
+	float tf, tb;
+	if (time_variant(cx, R->rv, c->s, &R->io, cx->time_reps, &tf, &tb, err, sizeof err) == 0)
+		printf(" | fwd %.3f ms bwd %.3f ms", tf, tb);
+	else
+		printf(" | timing failed: %s", err);
+	const char *kn[16];
+	float km[16];
+	recur_set_profiling(R->rv, 1);
+	for (int pass = 0; pass < 2; pass++) {
+		int nk = 0;
+		if ((pass == 0 ? recur_forward(R->rv, c->s, &R->io, 0, err, sizeof err)
+		               : recur_backward(R->rv, c->s, &R->io, 0, err, sizeof err)) == 0)
+			nk = recur_variant_last_times(R->rv, kn, km, 16);
+		for (int k = 0; k < nk; k++)
+			printf(" %s %.3f", kn[k], km[k]);
+	}
+	recur_set_profiling(R->rv, 0);
+}
+
+/* One table row: the verdict, which reference judged it, every error. */
+static int print_row(Ctx *cx, const char *vname, const Case *c, const Outcome *o, Run *R)
+{
+	int ok = o->bad == 0 && o->det, lt, lcol;
+	for (int k = 0; k < 2 + c->np; k++)
+		ok &= o->e[k] <= TOL;
+	double loc = worst_local(o, &lt, &lcol);
+	ok &= loc <= LOCAL_TOL;
+	char shp[48];
+	snprintf(shp, sizeof shp, "%dx%dx%d", c->s.B, c->s.L, c->s.D);
+	printf("%-48s %-15s %s ref %-6s y %.1e dx %.1e", vname, shp, ok ? "PASS" : "FAIL", c->ref, o->e[0], o->e[1]);
+	for (int p = 0; p < c->np; p++)
+		printf(" d%s %.1e", c->pname[p], o->e[2 + p]);
+	printf(" local %.1e", loc);
+	if (!(loc <= LOCAL_TOL)) {
+		size_t L = (size_t)c->s.L;
+		if (lcol)
+			printf(" (%s channel %zu)", lt ? "dx" : "y", o->lc[lt].at_col);
+		else
+			printf(" (%s b %zu t %zu)", lt ? "dx" : "y", o->lc[lt].at_row / L, o->lc[lt].at_row % L);
+	}
+	if (o->bad)
+		printf(" nonfinite %d", o->bad);
+	if (!o->det)
+		printf(" nondeterministic");
+	if (ok && cx->time_reps > 0)
+		print_times(cx, c, R);
+	putchar('\n');
+	fflush(stdout);
+	return ok;
+}
+
+/* Runs variant v on case c; prints one table row. */
 static void run_variant(Ctx *cx, int v, Case *c)
 {
 	char err[8192] = "";
 	const char *vname = recur_manifest_variant_name(cx->m, v);
-	recur_shape s = c->s;
-	size_t ne = (size_t)s.B * s.L * s.D;
-	recur_variant *rv = NULL;
-	CUdeviceptr dxp = 0, dyp = 0, dyy = 0, ddx = 0, dp[MAXP] = { 0 }, dg[MAXP] = { 0 };
-	uint16_t *hb = malloc(ne * 2);
-	float *y = malloc(ne * sizeof(float)), *dx = malloc(ne * sizeof(float));
-	float *g[MAXP] = { 0 }, *g2 = NULL, *tmp = NULL;
-	double e[2 + MAXP];
-	int bad = 0, det = 1;
-	if (!hb || !y || !dx) {
-		snprintf(err, sizeof err, "out of host memory");
-		goto fail;
-	}
-	TRY(recur_variant_load(cx->rt, cx->m, vname, &rv, err, sizeof err));
-	TRY(recur_alloc(cx->rt, ne * 2, &dxp, err, sizeof err));
-	TRY(recur_alloc(cx->rt, ne * 2, &dyp, err, sizeof err));
-	TRY(recur_alloc(cx->rt, ne * 2, &dyy, err, sizeof err));
-	TRY(recur_alloc(cx->rt, ne * 2, &ddx, err, sizeof err));
-	if (!c->xb) {
-		/* the same for every variant of the case: converted once */
-		c->xb = malloc(ne * 2);
-		c->dyb = malloc(ne * 2);
-		if (!c->xb || !c->dyb) {
-			free(c->xb); free(c->dyb);
-			c->xb = c->dyb = NULL;
-			snprintf(err, sizeof err, "out of host memory");
-			goto fail;
-		}
-		vm_to_bf16(c->x, c->xb, ne);
-		vm_to_bf16(c->dy, c->dyb, ne);
-	}
-	TRY(recur_memcpy_htod(cx->rt, dxp, c->xb, ne * 2, err, sizeof err));
-	TRY(recur_memcpy_htod(cx->rt, dyp, c->dyb, ne * 2, err, sizeof err));
-	long pmax = 1;
-	for (int p = 0; p < c->np; p++)
-		pmax = c->pn[p] > pmax ? c->pn[p] : pmax;
-	tmp = malloc((size_t)pmax * sizeof(float));
-	g2 = malloc((size_t)pmax * sizeof(float));
-	if (!tmp || !g2) {
-		snprintf(err, sizeof err, "out of host memory for %ld parameter elements", pmax);
-		goto fail;
-	}
-	for (int p = 0; p < c->np; p++) {
-		size_t bytes = (size_t)c->pn[p] * 4;
-		if (!(g[p] = malloc(bytes))) {
-			snprintf(err, sizeof err, "out of host memory for the gradient of %s", c->pname[p]);
-			goto fail;
-		}
-		TRY(recur_alloc(cx->rt, bytes, &dp[p], err, sizeof err));
-		TRY(recur_alloc(cx->rt, bytes, &dg[p], err, sizeof err));
-		for (long i = 0; i < c->pn[p]; i++)
-			tmp[i] = (float)c->p[p][i];
-		TRY(recur_memcpy_htod(cx->rt, dp[p], tmp, bytes, err, sizeof err));
-		TRY(recur_memset_u8(cx->rt, dg[p], 0xff, bytes, err, sizeof err));   /* NaN poison */
-	}
-	/* 0xffff is a bf16 NaN: an element the kernels never wrote shows up */
-	TRY(recur_memset_u8(cx->rt, dyy, 0xff, ne * 2, err, sizeof err));
-	TRY(recur_memset_u8(cx->rt, ddx, 0xff, ne * 2, err, sizeof err));
-	recur_io io = { .x = dxp, .y = dyy, .dy = dyp, .dx = ddx, .params = dp, .grads = dg };
-	TRY(first_pair(cx, rv, s, &io, err, sizeof err));
-	TRY(recur_sync(cx->rt, err, sizeof err));
-	TRY(recur_memcpy_dtoh(cx->rt, hb, dyy, ne * 2, err, sizeof err));
-	vm_from_bf16(hb, y, ne);
-	TRY(recur_memcpy_dtoh(cx->rt, hb, ddx, ne * 2, err, sizeof err));
-	vm_from_bf16(hb, dx, ne);
-	e[0] = vm_relerr(y, c->y, ne, &bad);
-	e[1] = vm_relerr(dx, c->dx, ne, &bad);
-	VmLocal lc[2];
-	if (vm_local(y, c->y, (size_t)s.B * s.L, (size_t)s.D, &lc[0]) ||
-	    vm_local(dx, c->dx, (size_t)s.B * s.L, (size_t)s.D, &lc[1])) {
-		snprintf(err, sizeof err, "out of host memory for the per-row errors");
-		goto fail;
-	}
-	for (int p = 0; p < c->np; p++) {
-		TRY(recur_memcpy_dtoh(cx->rt, g[p], dg[p], (size_t)c->pn[p] * 4, err, sizeof err));
-		e[2 + p] = vm_relerr(g[p], c->dp[p], (size_t)c->pn[p], &bad);
-	}
-	/* determinism: a second forward + backward gives the same gradient bits */
-	for (int p = 0; p < c->np; p++)
-		TRY(recur_memset_u8(cx->rt, dg[p], 0xff, (size_t)c->pn[p] * 4, err, sizeof err));
-	TRY(recur_forward(rv, s, &io, 0, err, sizeof err));
-	TRY(recur_backward(rv, s, &io, 0, err, sizeof err));
-	TRY(recur_sync(cx->rt, err, sizeof err));
-	for (int p = 0; p < c->np; p++) {
-		TRY(recur_memcpy_dtoh(cx->rt, g2, dg[p], (size_t)c->pn[p] * 4, err, sizeof err));
-		det &= memcmp(g2, g[p], (size_t)c->pn[p] * 4) == 0;
-	}
-	{
-		int ok = bad == 0 && det;
-		for (int k = 0; k < 2 + c->np; k++)
-			ok &= e[k] <= TOL;
-		double loc = 0;
-		int lt = 0, lcol = 0;   /* the worst: tensor, column or row */
-		for (int t = 0; t < 2; t++)
-			for (int rc = 0; rc < 2; rc++) {
-				double w = rc ? lc[t].col : lc[t].row;
-				if (!(w <= loc) && !isnan(loc)) {   /* a NaN wins, and stays */
-					loc = w;
-					lt = t;
-					lcol = rc;
-				}
-			}
-		ok &= loc <= LOCAL_TOL;
-		char shp[48];
-		snprintf(shp, sizeof shp, "%dx%dx%d", s.B, s.L, s.D);
-		printf("%-48s %-15s %s y %.1e dx %.1e", vname, shp, ok ? "PASS" : "FAIL", e[0], e[1]);
-		for (int p = 0; p < c->np; p++)
-			printf(" d%s %.1e", c->pname[p], e[2 + p]);
-		printf(" local %.1e", loc);
-		if (!(loc <= LOCAL_TOL)) {
-			if (lcol)
-				printf(" (%s channel %zu)", lt ? "dx" : "y", lc[lt].at_col);
-			else
-				printf(" (%s b %zu t %zu)", lt ? "dx" : "y", lc[lt].at_row / (size_t)s.L,
-				       lc[lt].at_row % (size_t)s.L);
-		}
-		if (bad)
-			printf(" nonfinite %d", bad);
-		if (!det)
-			printf(" nondeterministic");
-		if (ok && cx->time_reps > 0) {
-			float tf, tb;
-			if (time_variant(cx, rv, s, &io, cx->time_reps, &tf, &tb, err, sizeof err) == 0)
-				printf(" | fwd %.3f ms bwd %.3f ms", tf, tb);
-			else
-				printf(" | timing failed: %s", err);
-			/* one more profiled forward and backward: where the time goes */
-			const char *kn[16];
-			float km[16];
-			recur_set_profiling(rv, 1);
-			for (int pass = 0; pass < 2; pass++) {
-				int nk = 0;
-				if ((pass == 0 ? recur_forward(rv, s, &io, 0, err, sizeof err)
-				               : recur_backward(rv, s, &io, 0, err, sizeof err)) == 0)
-					nk = recur_variant_last_times(rv, kn, km, 16);
-				for (int k = 0; k < nk; k++)
-					printf(" %s %.3f", kn[k], km[k]);
-			}
-			recur_set_profiling(rv, 0);
-		}
-		putchar('\n');
+	Run R = {0};
+	Outcome o;
+	if (run_setup(cx, vname, c, &R, err, sizeof err) || run_check(cx, c, &R, &o, err, sizeof err)) {
+		printf("%-48s %dx%dx%d FAIL ref %s %s\n", vname, c->s.B, c->s.L, c->s.D, c->ref, err);
 		fflush(stdout);
-		ok ? cx->passes++ : cx->fails++;
-		if (cx->dump) {
-			char dir[4096];
-			snprintf(dir, sizeof dir, "%s/%s.%s.B%dxL%dxD%d", cx->dump, recur_manifest_variant_mixer(cx->m, v), vname, s.B, s.L, s.D);
-			mkdir(cx->dump, 0755);
-			if (dump_case(dir, c, y, dx, g, cx->m, v, err, sizeof err) != 0)
-				fprintf(stderr, "recur verify: --dump: %s\n", err);
-		}
+		cx->fails++;
+		run_free(cx, &R);
+		return;
 	}
-	goto done;
-fail:
-	printf("%-48s %dx%dx%d FAIL %s\n", vname, s.B, s.L, s.D, err);
-	fflush(stdout);
-	cx->fails++;
-done:
-	if (dxp) recur_free(cx->rt, dxp);
-	if (dyp) recur_free(cx->rt, dyp);
-	if (dyy) recur_free(cx->rt, dyy);
-	if (ddx) recur_free(cx->rt, ddx);
-	for (int p = 0; p < MAXP; p++) {
-		if (dp[p]) recur_free(cx->rt, dp[p]);
-		if (dg[p]) recur_free(cx->rt, dg[p]);
-		free(g[p]);
+	print_row(cx, vname, c, &o, &R) ? cx->passes++ : cx->fails++;
+	if (cx->dump) {
+		char dir[4096];
+		snprintf(dir, sizeof dir, "%s/%s.%s.B%dxL%dxD%d", cx->dump, recur_manifest_variant_mixer(cx->m, v),
+		         vname, c->s.B, c->s.L, c->s.D);
+		mkdir(cx->dump, 0755);
+		if (dump_case(dir, c, R.y_h, R.dx_h, R.g_h, cx->m, v, err, sizeof err) != 0)
+			fprintf(stderr, "recur verify: --dump: %s\n", err);
 	}
-	free(g2);
-	free(tmp);
-	free(hb);
-	free(y);
-	free(dx);
-	if (rv)
-		recur_variant_free(rv);
+	run_free(cx, &R);
 }
 
-typedef struct {
-	Ctx *cx;
-	int v0;
-	recur_shape s;
-	uint64_t seed;
-	Case c;
-	int rc;
-	char err[1024];
-} Job;
-
-static void *job_run(void *arg)
-{
-	Job *j = arg;
-	j->rc = case_random(j->cx, j->v0, j->s, j->seed, &j->c, j->err, sizeof j->err);
-	return NULL;
-}
+/* ---- the command line ------------------------------------------------------------ */
 
 #define MAXMIX 8
 #define MAXNAMES 256
@@ -472,30 +738,30 @@ static void *job_run(void *arg)
 enum { V_DIR, V_VARIANT, V_MIXER, V_SHAPE, V_SEED, V_GOLDENS, V_DUMP, V_TIME, V_XSCALE, V_GRAPH };
 
 static const CliOpt OPTS[] = {
-	[V_DIR] = CLI_OPT_DIR,
-	[V_VARIANT] = { "--variant", "NAME", NULL, "check this variant (default: every variant of the chosen mixers)", 1 },
-	[V_MIXER] = { "--mixer", "NAME", NULL, "check this mixer's variants (default: every mixer)", 1 },
-	[V_SHAPE] = { "--shape", "BxLxD", "3x1000x1024,1x8192x1024", "check at this shape; BxLxD,... gives several", 1 },
-	[V_SEED] = CLI_OPT_SEED,
-	[V_GOLDENS] = { "--goldens", "DIR", NULL, "check the golden cases in DIR instead of random inputs", 0 },
-	[V_DUMP] = { "--dump", "DIR", NULL, "write x, dy, y, dx, every parameter and gradient as .npy", 0 },
-	[V_TIME] = { "--time", "N", NULL, "after a pass, warm forward/backward medians of N runs and per-kernel times",
-	             0 },
-	[V_XSCALE] = { "--x-scale", "S", "1", "draw x with standard deviation S (large activations)", 0 },
-	[V_GRAPH] = { "--graph", NULL, NULL, "run the checked forward+backward as one CUDA graph replayed twice", 0 },
+        [V_DIR] = CLI_OPT_DIR,
+        [V_VARIANT] = {"--variant", "NAME", NULL, "check this variant (default: every variant of the chosen mixers)",
+                       1},
+        [V_MIXER] = {"--mixer", "NAME", NULL, "check this mixer's variants (default: every mixer)", 1},
+        [V_SHAPE] = {"--shape", "BxLxD", "3x1000x1024,1x8192x1024", "check at this shape; BxLxD,... gives several", 1},
+        [V_SEED] = CLI_OPT_SEED,
+        [V_GOLDENS] = {"--goldens", "DIR", NULL, "check the golden cases in DIR instead of random inputs", 0},
+        [V_DUMP] = {"--dump", "DIR", NULL, "write x, dy, y, dx, every parameter and gradient as .npy", 0},
+        [V_TIME] = {"--time", "N", NULL, "after a pass, warm forward/backward medians of N runs and per-kernel times",
+                    0},
+        [V_XSCALE] = {"--x-scale", "S", "1", "draw x with standard deviation S (large activations)", 0},
+        [V_GRAPH] = {"--graph", NULL, NULL, "run the checked forward+backward as one CUDA graph replayed twice", 0},
 };
 
 const CliCmd cli_verify_cmd = {
-	"verify", NULL, "run variants on the GPU against the float64 reference",
-	OPTS, CLI_NOPTS(OPTS), cli_verify,
+        "verify", NULL, "run variants on the GPU against the float64 reference", OPTS, CLI_NOPTS(OPTS), cli_verify,
 };
 
 /* The command line: what to check; how is in cx (dump, time, graph, x scale). */
 typedef struct {
 	const char *dir, *goldens;
-	const char *mixer[MAXMIX];    /* --mixer: none means every mixer */
+	const char *mixer[MAXMIX]; /* --mixer: none means every mixer */
 	int nmixer;
-	const char *names[MAXNAMES];  /* --variant: none means every variant of those mixers */
+	const char *names[MAXNAMES]; /* --variant: none means every variant of those mixers */
 	int nnames;
 	recur_shape sh[H_MAXSHAPES];
 	int nsh;
@@ -507,13 +773,21 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 {
 	VerifyArgs *a = ctx;
 	switch (opt) {
-	case V_DIR: a->dir = v; return 0;
-	case V_GOLDENS: a->goldens = v; return 0;
-	case V_DUMP: a->cx->dump = v; return 0;
-	case V_GRAPH: a->cx->graph = 1; return 0;
-	case V_SHAPE: return harness_add_shapes(v, a->sh, &a->nsh, H_MAXSHAPES, err, n);
-	case V_VARIANT: return cli_add_value(a->names, &a->nnames, MAXNAMES, v, err, n);
-	case V_MIXER: return cli_add_value(a->mixer, &a->nmixer, MAXMIX, v, err, n);
+	case V_DIR:
+		return cli_parse_path(v, &a->dir, err, n);
+	case V_GOLDENS:
+		return cli_parse_path(v, &a->goldens, err, n);
+	case V_DUMP:
+		return cli_parse_path(v, &a->cx->dump, err, n);
+	case V_GRAPH:
+		a->cx->graph = 1;
+		return 0;
+	case V_SHAPE:
+		return harness_add_shapes(v, a->sh, &a->nsh, H_MAXSHAPES, err, n);
+	case V_VARIANT:
+		return cli_add_value(a->names, &a->nnames, MAXNAMES, v, err, n);
+	case V_MIXER:
+		return cli_add_value(a->mixer, &a->nmixer, MAXMIX, v, err, n);
 	case V_SEED:
 		return cli_parse_seed(v, &a->seed, err, n);
 	case V_TIME:
@@ -548,10 +822,23 @@ static int chosen(const VerifyArgs *a, recur_manifest *m, int v)
 	return 0;
 }
 
-/* Every --variant must exist and be of a chosen mixer: one that would not
- * run is refused, never silently left out. */
+/* Every --mixer must be a mixer of the manifest and every --variant exist
+ * and be of a chosen mixer: a name that would match nothing is refused,
+ * never silently left out. */
 static int check_names(const VerifyArgs *a, recur_manifest *m)
 {
+	int nv = recur_manifest_nvariants(m);
+	for (int i = 0; i < a->nmixer; i++) {
+		int found = 0;
+		for (int v = 0; v < nv && !found; v++)
+			found = !strcmp(recur_manifest_variant_mixer(m, v), a->mixer[i]);
+		if (!found) {
+			fprintf(stderr,
+			        "recur verify: no variant of mixer %s in %s/manifest.json (see recur list --dir %s)\n",
+			        a->mixer[i], a->dir, a->dir);
+			return -1;
+		}
+	}
 	for (int i = 0; i < a->nnames; i++) {
 		int v = recur_manifest_find(m, a->names[i]);
 		if (v < 0) {
@@ -561,7 +848,8 @@ static int check_names(const VerifyArgs *a, recur_manifest *m)
 		}
 		const char *mn = recur_manifest_variant_mixer(m, v);
 		if (!mixer_chosen(a, mn)) {
-			fprintf(stderr, "recur verify: variant %s is of mixer %s, which no --mixer names: it would not run\n",
+			fprintf(stderr,
+			        "recur verify: variant %s is of mixer %s, which no --mixer names: it would not run\n",
 			        a->names[i], mn);
 			return -1;
 		}
@@ -569,36 +857,49 @@ static int check_names(const VerifyArgs *a, recur_manifest *m)
 	return 0;
 }
 
+/* ---- what runs: golden cases, or one random case per (mixer, shape) -------------- */
+
+static const char *const GOLDEN_CASES[] = {"rglru_B2_L37_D128", "rglru_B1_L300_D64", "samu_B2_L37_D128",
+                                           "samu_B1_L300_D64"};
+#define NGOLDEN ((int)(sizeof GOLDEN_CASES / sizeof *GOLDEN_CASES))
+
+/* The first chosen variant of the golden case k's mixer, or -1. */
+static int golden_variant(const VerifyArgs *a, recur_manifest *m, int k)
+{
+	char mname[16];
+	sscanf(GOLDEN_CASES[k], "%15[a-z]", mname);
+	for (int v = 0; v < recur_manifest_nvariants(m); v++)
+		if (chosen(a, m, v) && !strcmp(recur_manifest_variant_mixer(m, v), mname))
+			return v;
+	return -1;
+}
+
 /* The golden cases of every chosen mixer, each against its chosen variants. */
 static void run_goldens(const VerifyArgs *a, Ctx *cx)
 {
-	static const char *const cases[] = { "rglru_B2_L37_D128", "rglru_B1_L300_D64", "samu_B2_L37_D128", "samu_B1_L300_D64" };
 	int nv = recur_manifest_nvariants(cx->m);
 	char err[8192];
-	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-		char cd[4096];
-		snprintf(cd, sizeof cd, "%s/%s", a->goldens, cases[k]);
-		char mname[16];
-		sscanf(cases[k], "%15[a-z]", mname);
-		const RefMixer *rm = ref_find(mname);
-		Case c;
-		int any = 0;
-		for (int v = 0; v < nv; v++)
-			any |= chosen(a, cx->m, v) && !strcmp(recur_manifest_variant_mixer(cx->m, v), mname);
-		if (!any || !rm)
+	for (int k = 0; k < NGOLDEN; k++) {
+		int v0 = golden_variant(a, cx->m, k);
+		if (v0 < 0)
 			continue;
-		if (case_golden(cd, rm, &c, err, sizeof err) != 0) {
+		const char *mname = recur_manifest_variant_mixer(cx->m, v0);
+		char cd[4096];
+		snprintf(cd, sizeof cd, "%s/%s", a->goldens, GOLDEN_CASES[k]);
+		Case c;
+		if (case_golden(cx, v0, cd, &c, err, sizeof err) != 0) {
 			fprintf(stderr, "recur verify: %s\n", err);
 			case_free(&c);
 			cx->fails++;
 			continue;
 		}
-		for (int v = 0; v < nv; v++) {
+		for (int v = v0; v < nv; v++) {
 			if (!chosen(a, cx->m, v) || strcmp(recur_manifest_variant_mixer(cx->m, v), mname))
 				continue;
 			char why[512];
 			if (recur_check_shape(cx->m, v, c.s, why, sizeof why) != 0) {
-				printf("%-48s %s: not legal: %s\n", recur_manifest_variant_name(cx->m, v), cases[k], why);
+				printf("%-48s %s: not legal: %s\n", recur_manifest_variant_name(cx->m, v),
+				       GOLDEN_CASES[k], why);
 				continue;
 			}
 			run_variant(cx, v, &c);
@@ -607,46 +908,103 @@ static void run_goldens(const VerifyArgs *a, Ctx *cx)
 	}
 }
 
-/* Random cases: one reference per (mixer, shape), shared by all its
- * variants; the references are independent, so they are computed
- * concurrently. */
-static void run_random(const VerifyArgs *a, Ctx *cx)
+typedef struct {
+	Ctx *cx;
+	int v0;
+	recur_shape s;
+	uint64_t seed;
+	Judge judge;
+	Case c;
+	int rc;
+	char err[1024];
+} Job;
+
+static void *job_run(void *arg)
 {
-	int nv = recur_manifest_nvariants(cx->m);
-	Job jobs[64];
-	int nj = 0;
+	Job *j = arg;
+	if (j->rc == 0) /* its judge opened */
+		j->rc = case_random(j->cx, j->v0, &j->judge, j->s, j->seed, &j->c, j->err, sizeof j->err);
+	return NULL;
+}
+
+/* Whether any chosen variant of v0's mixer runs at shape s. */
+static int any_legal(const VerifyArgs *a, recur_manifest *m, int v0, recur_shape s)
+{
+	const char *mn = recur_manifest_variant_mixer(m, v0);
+	char why[512];
+	for (int v = v0; v < recur_manifest_nvariants(m); v++)
+		if (chosen(a, m, v) && !strcmp(recur_manifest_variant_mixer(m, v), mn) &&
+		    recur_check_shape(m, v, s, why, sizeof why) == 0)
+			return 1;
+	return 0;
+}
+
+/* v0 is the first chosen variant of its mixer. */
+static int first_of_mixer(const VerifyArgs *a, recur_manifest *m, int v0)
+{
+	if (!chosen(a, m, v0))
+		return 0;
+	for (int v = 0; v < v0; v++)
+		if (chosen(a, m, v) && !strcmp(recur_manifest_variant_mixer(m, v), recur_manifest_variant_mixer(m, v0)))
+			return 0;
+	return 1;
+}
+
+/* One job per (shape, mixer) at which some chosen variant is legal (a
+ * reference nobody reads is not computed); a shape at which none is says
+ * so. Returns the count. */
+static int plan_jobs(const VerifyArgs *a, Ctx *cx, Job *jobs)
+{
+	int nv = recur_manifest_nvariants(cx->m), nj = 0;
 	for (int k = 0; k < a->nsh; k++) {
-		const char *done_mixers[16];
-		int ndone = 0;
-		for (int v0 = 0; v0 < nv && nj < 64; v0++) {
-			if (!chosen(a, cx->m, v0))
+		recur_shape s = a->sh[k];
+		for (int v0 = 0; v0 < nv; v0++) {
+			if (!first_of_mixer(a, cx->m, v0))
 				continue;
-			const char *mn = recur_manifest_variant_mixer(cx->m, v0);
-			int seen = 0;
-			for (int d = 0; d < ndone; d++)
-				seen |= !strcmp(done_mixers[d], mn);
-			if (seen || ndone == 16)
+			if (!any_legal(a, cx->m, v0, s)) {
+				printf("%s at %dx%dx%d: no chosen variant is legal (recur list --dir %s --shape "
+				       "%dx%dx%d says why)\n",
+				       recur_manifest_variant_mixer(cx->m, v0), s.B, s.L, s.D, a->dir, s.B, s.L, s.D);
 				continue;
-			done_mixers[ndone++] = mn;
-			jobs[nj++] = (Job){ .cx = cx, .v0 = v0, .s = a->sh[k], .seed = a->seed + (uint64_t)k * 7919 };
+			}
+			jobs[nj++] = (Job){.cx = cx, .v0 = v0, .s = s, .seed = a->seed + (uint64_t)k * 7919};
 		}
 	}
-	fprintf(stderr, "computing %d float64 references ...\n", nj);
-	pthread_t th[64];
-	int started[64] = { 0 };
+	return nj;
+}
+
+/* The references: each job's judge (reading the manifest, here in order),
+ * then the cases, concurrently (they are independent). */
+static void compute_refs(Ctx *cx, Job *jobs, int nj)
+{
 	for (int j = 0; j < nj; j++)
-		started[j] = pthread_create(&th[j], NULL, job_run, &jobs[j]) == 0;
+		jobs[j].rc = judge_open(cx, jobs[j].v0, &jobs[j].judge, jobs[j].err, sizeof jobs[j].err);
+	fprintf(stderr, "computing %d float64 references ...\n", nj);
+	pthread_t *th = calloc((size_t)nj + 1, sizeof *th);
+	int *started = calloc((size_t)nj + 1, sizeof *started);
+	for (int j = 0; j < nj; j++)
+		started[j] = th && started && pthread_create(&th[j], NULL, job_run, &jobs[j]) == 0;
 	for (int j = 0; j < nj; j++) {
-		if (started[j])
+		if (started && started[j])
 			pthread_join(th[j], NULL);
 		else
 			job_run(&jobs[j]);
 	}
+	free(th);
+	free(started);
+}
+
+/* Random cases: one reference per (mixer, shape), shared by all its variants. */
+static void run_random(const VerifyArgs *a, Ctx *cx, Job *jobs, int nj)
+{
+	int nv = recur_manifest_nvariants(cx->m);
+	compute_refs(cx, jobs, nj);
 	for (int j = 0; j < nj; j++) {
 		Job *jb = &jobs[j];
 		const char *mn = recur_manifest_variant_mixer(cx->m, jb->v0);
 		if (jb->rc != 0) {
-			fprintf(stderr, "recur verify: %s\n", jb->err);
+			fprintf(stderr, "recur verify: mixer %s at %dx%dx%d, its float64 reference: %s\n", mn, jb->s.B,
+			        jb->s.L, jb->s.D, jb->err);
 			case_free(&jb->c);
 			cx->fails++;
 			continue;
@@ -656,8 +1014,8 @@ static void run_random(const VerifyArgs *a, Ctx *cx)
 				continue;
 			char why[512];
 			if (recur_check_shape(cx->m, v, jb->s, why, sizeof why) != 0) {
-				printf("%-48s %dx%dx%d skip: %s\n", recur_manifest_variant_name(cx->m, v), jb->s.B, jb->s.L,
-				       jb->s.D, why);
+				printf("%-48s %dx%dx%d skip: %s\n", recur_manifest_variant_name(cx->m, v), jb->s.B,
+				       jb->s.L, jb->s.D, why);
 				continue;
 			}
 			run_variant(cx, v, &jb->c);
@@ -666,37 +1024,93 @@ static void run_random(const VerifyArgs *a, Ctx *cx)
 	}
 }
 
-int cli_verify(int argc, char **argv)
+/* What will run, settled before the driver: the jobs of a random run (in
+ * *jobs, malloc'd), or the golden cases of the chosen mixers. 0, or -1
+ * after saying why nothing would be checked. */
+static int plan(const VerifyArgs *a, Ctx *cx, Job **jobs, int *nj)
 {
-	Ctx cx = { 0 };
-	VerifyArgs a = { .cx = &cx };
-	int prc = cli_parse(&cli_verify_cmd, argc, argv, set, &a);
-	if (prc)
-		return prc > 0 ? 0 : 2;
+	*jobs = NULL;
+	*nj = 0;
+	if (a->goldens) {
+		for (int k = 0; k < NGOLDEN; k++)
+			if (golden_variant(a, cx->m, k) >= 0)
+				return 0;
+		fprintf(stderr,
+		        "recur verify: --goldens: the golden cases are of rglru and samu, and no chosen variant is "
+		        "of either: nothing to check\n");
+		return -1;
+	}
+	*jobs = calloc((size_t)a->nsh * (size_t)recur_manifest_nvariants(cx->m) + 1, sizeof **jobs);
+	if (!*jobs) {
+		fprintf(stderr, "recur verify: out of host memory planning the run\n");
+		return -1;
+	}
+	*nj = plan_jobs(a, cx, *jobs);
+	if (*nj > 0)
+		return 0;
+	fprintf(stderr, "recur verify: no chosen variant is legal at any shape given: nothing to check\n");
+	free(*jobs);
+	*jobs = NULL;
+	return -1;
+}
+
+static void jobs_free(Job *jobs, int nj)
+{
+	for (int j = 0; j < nj; j++)
+		judge_close(&jobs[j].judge);
+	free(jobs);
+}
+
+/* The manifest, its JSON and the names the command line gives: 0, or -1 after a message. */
+static int open_manifest(VerifyArgs *a, Ctx *cx)
+{
 	char err[8192];
-	if (recur_manifest_load(a.dir, &cx.m, err, sizeof err) != 0) {
+	if (recur_manifest_load(a->dir, &cx->m, err, sizeof err) != 0) {
 		fprintf(stderr, "recur verify: %s\n", err);
-		return 1;
+		return -1;
 	}
-	if (check_names(&a, cx.m) != 0) {
-		recur_manifest_free(cx.m);
-		return 1;
-	}
-	if (recur_rt_open(&cx.rt, 0, err, sizeof err) != 0) {
+	if (mf_open(&cx->mi, cx->m, err, sizeof err) != 0) {
 		fprintf(stderr, "recur verify: %s\n", err);
-		recur_manifest_free(cx.m);
+		return -1;
+	}
+	return check_names(a, cx->m);
+}
+
+static int verify_run(VerifyArgs *a, Ctx *cx, Job *jobs, int nj)
+{
+	char err[8192];
+	if (recur_rt_open(&cx->rt, 0, err, sizeof err) != 0) {
+		fprintf(stderr, "recur verify: %s\n", err);
 		return 1;
 	}
 	char gpu[256] = "?";
-	recur_rt_device_name(cx.rt, gpu, sizeof gpu);
+	recur_rt_device_name(cx->rt, gpu, sizeof gpu);
 	printf("verify on %s, tolerance %.0e (||out - ref|| / ||ref||), y and dx per token row and channel "
-	       "%.0e (local)%s\n", gpu, TOL, LOCAL_TOL, cx.graph ? "; forward+backward through a CUDA graph" : "");
-	if (a.goldens)
-		run_goldens(&a, &cx);
+	       "%.0e (local)%s; ref spec: ref/'s, written from the spec; ref graph: derived from the mixer's graph\n",
+	       gpu, TOL, LOCAL_TOL, cx->graph ? "; forward+backward through a CUDA graph" : "");
+	if (a->goldens)
+		run_goldens(a, cx);
 	else
-		run_random(&a, &cx);
-	printf("%d passed, %d failed\n", cx.passes, cx.fails);
-	recur_rt_close(cx.rt);
-	recur_manifest_free(cx.m);
-	return cx.fails ? 1 : 0;
+		run_random(a, cx, jobs, nj);
+	printf("%d passed, %d failed\n", cx->passes, cx->fails);
+	recur_rt_close(cx->rt);
+	return cx->fails || cx->passes == 0 ? 1 : 0;
+}
+
+int cli_verify(int argc, char **argv)
+{
+	Ctx cx = {0};
+	VerifyArgs a = {.cx = &cx};
+	int prc = cli_parse(&cli_verify_cmd, argc, argv, set, &a);
+	if (prc)
+		return prc > 0 ? 0 : 2;
+	Job *jobs = NULL;
+	int nj = 0, rc = 1;
+	if (open_manifest(&a, &cx) == 0 && plan(&a, &cx, &jobs, &nj) == 0)
+		rc = verify_run(&a, &cx, jobs, nj);
+	jobs_free(jobs, nj);
+	mf_close(&cx.mi);
+	if (cx.m)
+		recur_manifest_free(cx.m);
+	return rc;
 }

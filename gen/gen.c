@@ -4,6 +4,7 @@
  * directory only when every variant was generated. */
 #include "gen.h"
 #include "script.h"
+#include "graphtext.h"
 #include "target.h"
 #include "tmpl.h"
 #include "diag.h"
@@ -50,6 +51,36 @@ static json_t *launches_json(const Tmpl *T, const Launch *l, int n)
 	return a;
 }
 
+static json_t *lines_json(const char *const *line, int n)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a, json_string(line[i]));
+	return a;
+}
+
+/* The mixer's graph as text (script/graphtext.h): what `recur verify`
+ * derives the float64 reference from where ref/ has none, so that a
+ * generated folder is verified without its script. A graph that cannot be
+ * written (a forged node kind) is said so in the manifest, for verify to
+ * report; the kernels do not read it. */
+static json_t *graph_json(const Mixer *mx)
+{
+	GraphText t;
+	char err[512];
+	if (gt_write(mx, &t, err, sizeof err) != 0)
+		return json_pack("{s:s}", "error", err);
+	json_t *o = json_object();
+	json_object_set_new(o, "nodes", lines_json(t.node, t.nnode));
+	json_object_set_new(o, "log_a", json_integer(t.log_a));
+	json_object_set_new(o, "b", json_integer(t.b));
+	json_object_set_new(o, "y", json_integer(t.y));
+	json_object_set_new(o, "params", lines_json(t.param, t.nparam));
+	json_object_set_new(o, "projections", lines_json(t.proj, t.nproj));
+	gt_free(&t);
+	return o;
+}
+
 static json_t *mixer_json(const Mixer *mx)
 {
 	json_t *o = json_object();
@@ -68,6 +99,7 @@ static json_t *mixer_json(const Mixer *mx)
 		                                    "init", "kind", initname[pr->init], "a", a, "b", pr->b));
 	}
 	json_object_set_new(o, "params", ps);
+	json_object_set_new(o, "graph", graph_json(mx));
 	return o;
 }
 
@@ -284,7 +316,8 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 {
 	VariantSet *sets = NULL;
 	int nsets = 0;
-	if (script_run(script, o->lua_root, &sets, &nsets, err, errlen) != 0)
+	ScriptOpts so = { .lua_root = o->lua_root, .include = o->include, .ninclude = o->ninclude };
+	if (script_run_opts(script, &so, &sets, &nsets, err, errlen) != 0)
 		return -1;
 	/* the target's options and the output folder are checked before
 	 * anything is built */

@@ -1,0 +1,687 @@
+/* The float64 reference of any mixer, from its graph (see reference.h).
+ *
+ * rf_open derives, once, the adjoint of every leaf and cuts the graph into
+ * four tapes (the node ids each result needs, in id order, which is a
+ * topological order): log_a and b; y; dy/dh; every leaf's adjoint. Each
+ * element then runs a tape over one array of node values, so the cost per
+ * element is a few dozen arithmetic operations and no allocation.
+ *
+ * One sequence at a time: the token projections first (they read the
+ * whole token), then the heads in parallel (block-diagonal projections,
+ * gates and scan are per head and per channel). The backward recomputes the
+ * sequence's forward, walks t downwards per head, and sums what crosses
+ * heads (token-projection adjoints, scalar-parameter gradients) per head,
+ * then in head order.
+ */
+#include "reference.h"
+#include "par.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SEED_LA, SEED_B, SEED_Y, NSEED };
+
+typedef struct {
+	int *id; /* node ids, ascending */
+	int n;
+} RfTape;
+
+struct RfMixer {
+	Mixer mx;                 /* a copy; its graph also holds the derivative nodes */
+	RfTape fwd, out, dh, bwd; /* log_a and b; y; d(seed_y y)/dh; every adjoint below */
+	int g_x, g_h;             /* adjoint nodes of x and h */
+	int g_proj[MX_MAXPROJ];
+	int g_param[MX_MAXPARAM]; /* -1 for a block-diagonal weight (never a leaf) */
+	int plane[MX_MAXPROJ];    /* a block-diagonal projection's plane in RfSeq.pblk, else -1 */
+	int nplane;
+};
+
+static int rf_fail(char *err, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* ---- the evaluator ------------------------------------------------------ */
+
+/* The meaning of each op: ex_eval's (script/expr.c), as rf_selfcheck and
+ * tests/test_reference.c hold it. */
+static double rf_apply(ExOp op, double x, double y, double z)
+{
+	switch (op) {
+	case EX_NEG:
+		return -x;
+	case EX_EXP:
+		return exp(x);
+	case EX_LOG:
+		return log(x);
+	case EX_SIGMOID:
+		return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+	case EX_SOFTPLUS:
+		return log1p(exp(-fabs(x))) + fmax(x, 0.0);
+	case EX_SQRT:
+	case EX_SQRTB:
+		return sqrt(x);
+	case EX_SQRTB_GRAD:
+		return 1.0 / sqrt(fmax(4.0 * x, 1e-6));
+	case EX_TANH:
+		return tanh(x);
+	case EX_RECIP:
+		return 1.0 / x;
+	case EX_RSQRT:
+		return 1.0 / sqrt(x);
+	case EX_ADD:
+		return x + y;
+	case EX_SUB:
+		return x - y;
+	case EX_MUL:
+		return x * y;
+	case EX_DIV:
+		return x / y;
+	case EX_MIN:
+		return fmin(x, y);
+	case EX_MAX:
+		return fmax(x, y);
+	case EX_GT:
+		return x > y ? 1.0 : 0.0;
+	case EX_WHERE:
+		return x != 0.0 ? y : z;
+	default:
+		return NAN;
+	}
+}
+
+/* The leaves of one element. */
+typedef struct {
+	double x, h, first;
+	const double *param; /* this channel's value of each parameter */
+	const double *proj;  /* this element's value of each projection */
+	double seed[NSEED];
+} RfEnv;
+
+static void rf_run(const ExGraph *g, const RfTape *tp, const RfEnv *e, double *v)
+{
+	for (int k = 0; k < tp->n; k++) {
+		int id = tp->id[k];
+		const ExNode *nd = &g->n[id];
+		switch (nd->op) {
+		case EX_CONST:
+			v[id] = nd->k;
+			break;
+		case EX_X:
+			v[id] = e->x;
+			break;
+		case EX_H:
+			v[id] = e->h;
+			break;
+		case EX_FIRST:
+			v[id] = e->first;
+			break;
+		case EX_PARAM:
+			v[id] = e->param[nd->idx];
+			break;
+		case EX_PROJ:
+			v[id] = e->proj[nd->idx];
+			break;
+		case EX_SEED:
+			v[id] = e->seed[nd->idx];
+			break;
+		default:
+			v[id] = rf_apply(nd->op, v[nd->a], nd->b >= 0 ? v[nd->b] : 0, nd->c >= 0 ? v[nd->c] : 0);
+		}
+	}
+}
+
+/* ---- opening: checks, derivatives, tapes -------------------------------- */
+
+/* The tape of the nodes roots[0..n) reach; -1 out of memory. */
+static int rf_tape(const ExGraph *g, const int *roots, int n, RfTape *tp)
+{
+	char *mark = calloc((size_t)g->len + 1, 1);
+	tp->id = malloc(((size_t)g->len + 1) * sizeof *tp->id);
+	tp->n = 0;
+	if (!mark || !tp->id) {
+		free(mark);
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		mark[roots[i]] = 1;
+	for (int id = g->len - 1; id >= 0; id--) {
+		const ExNode *nd = &g->n[id];
+		if (!mark[id])
+			continue;
+		if (nd->a >= 0)
+			mark[nd->a] = 1;
+		if (nd->b >= 0)
+			mark[nd->b] = 1;
+		if (nd->c >= 0)
+			mark[nd->c] = 1;
+	}
+	for (int id = 0; id < g->len; id++)
+		if (mark[id])
+			tp->id[tp->n++] = id;
+	free(mark);
+	return 0;
+}
+
+/* What the reference relies on and a Mixer from elsewhere (a manifest) might break. */
+static int rf_check_mixer(const Mixer *mx, char *err, size_t n)
+{
+	const ExGraph *g = &mx->g;
+	if (mx->k < 1 || mx->nparam < 0 || mx->nparam > MX_MAXPARAM || mx->nproj < 0 || mx->nproj > MX_MAXPROJ)
+		return rf_fail(err, n, "mixer %s: k %d, %d parameters, %d projections", mx->name, mx->k, mx->nparam,
+		               mx->nproj);
+	if (mx->log_a < 0 || mx->log_a >= g->len || mx->b < 0 || mx->b >= g->len || mx->y < 0 || mx->y >= g->len)
+		return rf_fail(err, n, "mixer %s: a root is not a node of its graph", mx->name);
+	for (int j = 0; j < mx->nproj; j++) {
+		const MxProj *p = &mx->proj[j];
+		if (p->weight < 0 || p->weight >= mx->nparam || p->bias < 0 || p->bias >= mx->nparam)
+			return rf_fail(err, n, "mixer %s: projection %s names no parameter", mx->name, p->name);
+	}
+	for (int id = 0; id < g->len; id++) {
+		const ExNode *nd = &g->n[id];
+		int bad = nd->op == EX_SEED || nd->op == EX_TOK ||
+		        (nd->op == EX_PARAM && (nd->idx >= mx->nparam || mx->param[nd->idx].kind == PK_BLOCKDIAG)) ||
+		        (nd->op == EX_PROJ && nd->idx >= mx->nproj);
+		if (bad)
+			return rf_fail(err, n, "mixer %s: graph node %d (%s %d) is no leaf of a script", mx->name, id,
+			               ex_opname(nd->op), nd->idx);
+	}
+	if (ex_depends(g, mx->log_a, EX_H, -1) || ex_depends(g, mx->b, EX_H, -1))
+		return rf_fail(err, n, "mixer %s: log_a or b depends on h: the recurrence is not linear", mx->name);
+	return 0;
+}
+
+/* The adjoint of every leaf, seeded with the adjoints of log_a, b and y. */
+static void rf_derive(RfMixer *r)
+{
+	Mixer *mx = &r->mx;
+	ExGraph *g = &mx->g;
+	int leaves[2 + MX_MAXPROJ + MX_MAXPARAM], grads[2 + MX_MAXPROJ + MX_MAXPARAM], nl = 0;
+	leaves[nl++] = ex_leaf(g, EX_X, 0);
+	leaves[nl++] = ex_leaf(g, EX_H, 0);
+	for (int j = 0; j < mx->nproj; j++)
+		leaves[nl++] = ex_leaf(g, EX_PROJ, j);
+	for (int i = 0; i < mx->nparam; i++)
+		if (mx->param[i].kind != PK_BLOCKDIAG)
+			leaves[nl++] = ex_leaf(g, EX_PARAM, i);
+	int outs[NSEED] = {mx->log_a, mx->b, mx->y}, seeds[NSEED];
+	for (int k = 0; k < NSEED; k++)
+		seeds[k] = ex_leaf(g, EX_SEED, k);
+	ex_grad(g, NSEED, outs, seeds, nl, leaves, grads);
+	nl = 0;
+	r->g_x = grads[nl++];
+	r->g_h = grads[nl++];
+	for (int j = 0; j < mx->nproj; j++)
+		r->g_proj[j] = grads[nl++];
+	for (int i = 0; i < mx->nparam; i++)
+		r->g_param[i] = mx->param[i].kind != PK_BLOCKDIAG ? grads[nl++] : -1;
+}
+
+static int rf_tapes(RfMixer *r)
+{
+	const Mixer *mx = &r->mx;
+	int fwd[2] = {mx->log_a, mx->b}, bwd[1 + MX_MAXPROJ + MX_MAXPARAM], nb = 0;
+	bwd[nb++] = r->g_x;
+	for (int j = 0; j < mx->nproj; j++)
+		bwd[nb++] = r->g_proj[j];
+	for (int i = 0; i < mx->nparam; i++)
+		if (r->g_param[i] >= 0)
+			bwd[nb++] = r->g_param[i];
+	return rf_tape(&mx->g, fwd, 2, &r->fwd) || rf_tape(&mx->g, &mx->y, 1, &r->out) ||
+	                rf_tape(&mx->g, &r->g_h, 1, &r->dh) || rf_tape(&mx->g, bwd, nb, &r->bwd)
+	        ? -1
+	        : 0;
+}
+
+int rf_open(const Mixer *mx, RfMixer **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (rf_check_mixer(mx, err, errlen))
+		return -1;
+	RfMixer *r = calloc(1, sizeof *r);
+	if (!r)
+		return rf_fail(err, errlen, "mixer %s: out of memory", mx->name);
+	r->mx = *mx;
+	if (ex_copy(&r->mx.g, &mx->g)) {
+		free(r);
+		return rf_fail(err, errlen, "mixer %s: out of memory copying its graph", mx->name);
+	}
+	for (int j = 0; j < mx->nproj; j++)
+		r->plane[j] = mx->proj[j].kind == PJ_BLOCKDIAG ? r->nplane++ : -1;
+	rf_derive(r);
+	if (rf_tapes(r)) {
+		rf_close(r);
+		return rf_fail(err, errlen, "mixer %s: out of memory for its tapes", mx->name);
+	}
+	*out = r;
+	return 0;
+}
+
+void rf_close(RfMixer *r)
+{
+	if (!r)
+		return;
+	RfTape *t[4] = {&r->fwd, &r->out, &r->dh, &r->bwd};
+	for (int k = 0; k < 4; k++)
+		free(t[k]->id);
+	ex_free(&r->mx.g);
+	free(r);
+}
+
+int rf_nparam(const RfMixer *r)
+{
+	return r->mx.nparam;
+}
+
+const char *rf_param_name(const RfMixer *r, int i)
+{
+	return i >= 0 && i < r->mx.nparam ? r->mx.param[i].name : NULL;
+}
+
+long rf_param_count(const RfMixer *r, int i, RfShape s)
+{
+	switch (r->mx.param[i].kind) {
+	case PK_CHANNEL:
+		return s.D;
+	case PK_BLOCKDIAG:
+		return (long)s.D * r->mx.k; /* H K K with H = D / K */
+	default:
+		return 1;
+	}
+}
+
+/* ---- sizes --------------------------------------------------------------- */
+
+/* a * b + c in size_t, or SIZE_MAX when it would wrap (no buffer has that size) */
+static size_t rf_madd(size_t a, size_t b, size_t c)
+{
+	if (c == SIZE_MAX || (a && b > (SIZE_MAX - 1) / a))
+		return SIZE_MAX;
+	size_t ab = a * b;
+	return ab > SIZE_MAX - 1 - c ? SIZE_MAX : ab + c;
+}
+
+/* doubles of one head's scratch: node values, parameter and projection
+ * values, dh and the block-diagonal projections' adjoints of one step */
+static size_t rf_scratch(const RfMixer *r)
+{
+	const Mixer *mx = &r->mx;
+	return (size_t)mx->g.len + (size_t)mx->nparam + (size_t)mx->nproj + (size_t)mx->k * (1 + (size_t)r->nplane);
+}
+
+int rf_check_shape(const RfMixer *r, RfShape s, char *err, size_t errlen)
+{
+	const Mixer *mx = &r->mx;
+	if (s.B < 1 || s.L < 1 || s.D < 1)
+		return rf_fail(err, errlen, "shape %dx%dx%d: B, L and D must be at least 1", s.B, s.L, s.D);
+	if (s.D % mx->k)
+		return rf_fail(err, errlen,
+		               "shape %dx%dx%d: mixer %s has heads of %d channels, and %d is no multiple of %d", s.B,
+		               s.L, s.D, mx->name, mx->k, s.D, mx->k);
+	/* every buffer of rf_seq_alloc and the caller's [B][L][D], in doubles */
+	size_t ld = rf_madd((size_t)s.L, (size_t)s.D, 0), H = (size_t)(s.D / mx->k);
+	size_t total = rf_madd(ld, (size_t)s.B, 0);
+	total = rf_madd(ld, 2 + (size_t)r->nplane, total);
+	total = rf_madd(H, rf_madd((size_t)mx->nproj, (size_t)s.L, (size_t)mx->nparam), total);
+	total = rf_madd(H, rf_scratch(r), total);
+	if (total == SIZE_MAX || total > SIZE_MAX / sizeof(double))
+		return rf_fail(err, errlen, "shape %dx%dx%d: mixer %s's float64 buffers would not fit in memory", s.B,
+		               s.L, s.D, mx->name);
+	return 0;
+}
+
+/* ---- one sequence ---------------------------------------------------------- */
+
+typedef struct {
+	const RfMixer *r;
+	RfShape s;
+	int K, H;
+	const double *const *p;
+	double *const *dp;
+	const double *x, *dy; /* this sequence: [L][D] */
+	double *y, *dx;       /* this sequence, y NULL in the backward */
+	double *h, *la;       /* [L][D]: the state and log_a */
+	double *pblk;         /* [nplane][L][D]: block-diagonal projections */
+	double *ptok;         /* [nproj][L]: token projections (the planes of the others unused) */
+	double *dtok;         /* [H][nproj][L]: per head, the adjoints of the token projections */
+	double *dscal;        /* [H][nparam]: per head, the gradients of scalar parameters */
+	double *scratch;      /* [H][rf_scratch] */
+} RfSeq;
+
+static void rf_seq_free(RfSeq *q)
+{
+	free(q->h);
+	free(q->la);
+	free(q->pblk);
+	free(q->ptok);
+	free(q->dtok);
+	free(q->dscal);
+	free(q->scratch);
+}
+
+/* sizes were checked by rf_check_shape */
+static int rf_seq_alloc(RfSeq *q, const RfMixer *r, RfShape s, char *err, size_t n)
+{
+	const Mixer *mx = &r->mx;
+	size_t ld = (size_t)s.L * s.D, H = (size_t)(s.D / mx->k);
+	memset(q, 0, sizeof *q);
+	q->r = r;
+	q->s = s;
+	q->K = mx->k;
+	q->H = (int)H;
+	q->h = malloc(ld * sizeof(double));
+	q->la = malloc(ld * sizeof(double));
+	q->pblk = malloc((ld * r->nplane + 1) * sizeof(double));
+	q->ptok = calloc((size_t)mx->nproj * s.L + 1, sizeof(double));
+	q->dtok = calloc(H * mx->nproj * s.L + 1, sizeof(double));
+	q->dscal = calloc(H * mx->nparam + 1, sizeof(double));
+	q->scratch = malloc(H * rf_scratch(r) * sizeof(double));
+	if (q->h && q->la && q->pblk && q->ptok && q->dtok && q->dscal && q->scratch)
+		return 0;
+	rf_seq_free(q);
+	return rf_fail(err, n, "shape %dx%dx%d: out of memory for mixer %s's float64 reference", s.B, s.L, s.D,
+	               mx->name);
+}
+
+/* Token projections of tokens [blk*64, blk*64+64): p[t] = bias + scale * sum_c w[c] x[t,c]. */
+static void rf_token_block(void *ctx, int blk)
+{
+	RfSeq *q = ctx;
+	const Mixer *mx = &q->r->mx;
+	int L = q->s.L, D = q->s.D;
+	for (int j = 0; j < mx->nproj; j++) {
+		const MxProj *pj = &mx->proj[j];
+		if (pj->kind != PJ_TOKEN)
+			continue;
+		const double *w = q->p[pj->weight];
+		double scale = pj->scale_rsqrt_d ? 1 / sqrt((double)D) : 1.0;
+		for (int t = blk * 64; t < L && t < (blk + 1) * 64; t++) {
+			const double *xt = q->x + (size_t)t * D;
+			double u = 0;
+			for (int c = 0; c < D; c++)
+				u += w[c] * xt[c];
+			q->ptok[(size_t)j * L + t] = q->p[pj->bias][0] + scale * u;
+		}
+	}
+}
+
+/* Block-diagonal projections of head hd at token t into their planes. */
+static void rf_project(RfSeq *q, int hd, int t)
+{
+	const Mixer *mx = &q->r->mx;
+	int K = q->K, D = q->s.D;
+	size_t row = (size_t)t * D;
+	const double *xt = q->x + row + (size_t)hd * K;
+	for (int j = 0; j < mx->nproj; j++) {
+		if (q->r->plane[j] < 0)
+			continue;
+		const double *W = q->p[mx->proj[j].weight] + (size_t)hd * K * K, *bias = q->p[mx->proj[j].bias];
+		double *out = q->pblk + (size_t)q->r->plane[j] * q->s.L * D + row;
+		for (int k = 0; k < K; k++) {
+			int c = hd * K + k;
+			double v = bias[c];
+			for (int i = 0; i < K; i++)
+				v += xt[i] * W[(size_t)i * K + k];
+			out[c] = v;
+		}
+	}
+}
+
+/* The leaves at (t, c) other than h and the seeds. */
+static void rf_env(const RfSeq *q, int t, int c, double *pc, double *pj, RfEnv *e)
+{
+	const Mixer *mx = &q->r->mx;
+	size_t e_at = (size_t)t * q->s.D + c;
+	for (int i = 0; i < mx->nparam; i++)
+		pc[i] = mx->param[i].kind == PK_CHANNEL  ? q->p[i][c]
+		        : mx->param[i].kind == PK_SCALAR ? q->p[i][0]
+		                                         : NAN;
+	for (int j = 0; j < mx->nproj; j++)
+		pj[j] = q->r->plane[j] >= 0 ? q->pblk[(size_t)q->r->plane[j] * q->s.L * q->s.D + e_at]
+		                            : q->ptok[(size_t)j * q->s.L + t];
+	memset(e, 0, sizeof *e);
+	e->x = q->x[e_at];
+	e->first = t == 0;
+	e->param = pc;
+	e->proj = pj;
+}
+
+static double *rf_head_scratch(const RfSeq *q, int hd)
+{
+	return q->scratch + (size_t)hd * rf_scratch(q->r);
+}
+
+/* The forward of head hd: projections, gates, the scan and (when q->y) y. */
+static void rf_forward_head(void *ctx, int hd)
+{
+	RfSeq *q = ctx;
+	const RfMixer *r = q->r;
+	const ExGraph *g = &r->mx.g;
+	double *v = rf_head_scratch(q, hd), *pc = v + g->len, *pj = pc + r->mx.nparam;
+	int D = q->s.D;
+	for (int t = 0; t < q->s.L; t++) {
+		rf_project(q, hd, t);
+		for (int c = hd * q->K; c < (hd + 1) * q->K; c++) {
+			size_t at = (size_t)t * D + c;
+			RfEnv e;
+			rf_env(q, t, c, pc, pj, &e);
+			rf_run(g, &r->fwd, &e, v);
+			double la = v[r->mx.log_a], hprev = t ? q->h[at - D] : 0.0;
+			q->la[at] = la;
+			q->h[at] = exp(la) * hprev + v[r->mx.b];
+			if (q->y) {
+				e.h = q->h[at];
+				rf_run(g, &r->out, &e, v);
+				q->y[at] = v[r->mx.y];
+			}
+		}
+	}
+}
+
+static void rf_seq_forward(RfSeq *q)
+{
+	par_run((q->s.L + 63) / 64, rf_token_block, q);
+	par_run(q->H, rf_forward_head, q);
+}
+
+/* The adjoints at (t, c) of head hd, the state's adjoint carried in *dh:
+ * dx, the projections' (block-diagonal ones into dP[plane]), the parameters'. */
+static void rf_back_element(RfSeq *q, int hd, int t, int c, double *v, double *dh, double *dP)
+{
+	const RfMixer *r = q->r;
+	const Mixer *mx = &r->mx;
+	const ExGraph *g = &mx->g;
+	double *pc = v + g->len, *pj = pc + mx->nparam;
+	int D = q->s.D, L = q->s.L, k = c - hd * q->K;
+	size_t at = (size_t)t * D + c;
+	RfEnv e;
+	rf_env(q, t, c, pc, pj, &e);
+	e.h = q->h[at];
+	e.seed[SEED_Y] = q->dy[at];
+	rf_run(g, &r->dh, &e, v);
+	/* the chain from t+1 is cut at the end of the sequence */
+	*dh = v[r->g_h] + (t + 1 < L ? exp(q->la[at + D]) * *dh : 0.0);
+	e.seed[SEED_B] = *dh;
+	e.seed[SEED_LA] = t > 0 ? *dh * exp(q->la[at]) * q->h[at - D] : 0.0;
+	rf_run(g, &r->bwd, &e, v);
+	q->dx[at] = v[r->g_x];
+	for (int j = 0; j < mx->nproj; j++) {
+		if (r->plane[j] >= 0)
+			dP[(size_t)r->plane[j] * q->K + k] = v[r->g_proj[j]];
+		else
+			q->dtok[((size_t)hd * mx->nproj + j) * L + t] += v[r->g_proj[j]];
+	}
+	for (int i = 0; i < mx->nparam; i++) {
+		if (mx->param[i].kind == PK_CHANNEL)
+			q->dp[i][c] += v[r->g_param[i]];
+		else if (mx->param[i].kind == PK_SCALAR)
+			q->dscal[(size_t)hd * mx->nparam + i] += v[r->g_param[i]];
+	}
+}
+
+/* The block-diagonal projections of head hd at token t, backwards: their
+ * adjoints dP into the bias, the weight and dx. */
+static void rf_project_back(RfSeq *q, int hd, int t, const double *dP)
+{
+	const Mixer *mx = &q->r->mx;
+	int K = q->K;
+	size_t row = (size_t)t * q->s.D + (size_t)hd * K;
+	for (int j = 0; j < mx->nproj; j++) {
+		if (q->r->plane[j] < 0)
+			continue;
+		const double *d = dP + (size_t)q->r->plane[j] * K;
+		const double *W = q->p[mx->proj[j].weight] + (size_t)hd * K * K;
+		double *dW = q->dp[mx->proj[j].weight] + (size_t)hd * K * K, *db = q->dp[mx->proj[j].bias];
+		for (int k = 0; k < K; k++)
+			db[hd * K + k] += d[k];
+		for (int i = 0; i < K; i++) {
+			double xi = q->x[row + i], acc = 0;
+			for (int k = 0; k < K; k++) {
+				acc += W[(size_t)i * K + k] * d[k];
+				dW[(size_t)i * K + k] += xi * d[k];
+			}
+			q->dx[row + i] += acc;
+		}
+	}
+}
+
+static void rf_backward_head(void *ctx, int hd)
+{
+	RfSeq *q = ctx;
+	const RfMixer *r = q->r;
+	double *v = rf_head_scratch(q, hd);
+	double *dh = v + r->mx.g.len + r->mx.nparam + r->mx.nproj, *dP = dh + q->K;
+	for (int t = q->s.L - 1; t >= 0; t--) {
+		for (int c = hd * q->K; c < (hd + 1) * q->K; c++)
+			rf_back_element(q, hd, t, c, v, &dh[c - hd * q->K], dP);
+		rf_project_back(q, hd, t, dP);
+	}
+}
+
+/* Channels [blk*K, blk*K+K) of the token projections, backwards: dx and the weights. */
+static void rf_token_back_block(void *ctx, int blk)
+{
+	RfSeq *q = ctx;
+	const Mixer *mx = &q->r->mx;
+	int L = q->s.L, D = q->s.D;
+	for (int j = 0; j < mx->nproj; j++) {
+		const MxProj *pj = &mx->proj[j];
+		if (pj->kind != PJ_TOKEN)
+			continue;
+		const double *w = q->p[pj->weight], *d = q->dtok + (size_t)j * L; /* head 0's plane holds the sums */
+		double *dw = q->dp[pj->weight], scale = pj->scale_rsqrt_d ? 1 / sqrt((double)D) : 1.0;
+		for (int t = 0; t < L; t++)
+			for (int c = blk * q->K; c < (blk + 1) * q->K; c++) {
+				q->dx[(size_t)t * D + c] += scale * w[c] * d[t];
+				dw[c] += scale * d[t] * q->x[(size_t)t * D + c];
+			}
+	}
+}
+
+/* What crosses heads, summed in head order: scalar gradients and the token
+ * projections' adjoints (into head 0's plane), then their backward. */
+static void rf_seq_gather(RfSeq *q)
+{
+	const Mixer *mx = &q->r->mx;
+	size_t L = (size_t)q->s.L, np = (size_t)mx->nproj;
+	for (int i = 0; i < mx->nparam; i++)
+		for (int hd = 0; hd < q->H; hd++)
+			if (mx->param[i].kind == PK_SCALAR)
+				q->dp[i][0] += q->dscal[(size_t)hd * mx->nparam + i];
+	for (size_t j = 0; j < np; j++) {
+		if (mx->proj[j].kind != PJ_TOKEN)
+			continue;
+		for (int hd = 1; hd < q->H; hd++)
+			for (size_t t = 0; t < L; t++)
+				q->dtok[j * L + t] += q->dtok[((size_t)hd * np + j) * L + t];
+		for (size_t t = 0; t < L; t++)
+			q->dp[mx->proj[j].bias][0] += q->dtok[j * L + t];
+	}
+	par_run(q->H, rf_token_back_block, q);
+	memset(q->dscal, 0, (size_t)q->H * mx->nparam * sizeof(double));
+	memset(q->dtok, 0, (size_t)q->H * np * L * sizeof(double));
+}
+
+/* ---- the calls --------------------------------------------------------------- */
+
+int rf_forward(const RfMixer *r, RfShape s, const double *const *p, const double *x, double *y, char *err,
+               size_t errlen)
+{
+	RfSeq q;
+	if (rf_check_shape(r, s, err, errlen) || rf_seq_alloc(&q, r, s, err, errlen))
+		return -1;
+	q.p = p;
+	size_t n = (size_t)s.L * s.D;
+	for (int b = 0; b < s.B; b++) {
+		q.x = x + b * n;
+		q.y = y + b * n;
+		rf_seq_forward(&q);
+	}
+	rf_seq_free(&q);
+	return 0;
+}
+
+int rf_backward(const RfMixer *r, RfShape s, const double *const *p, const double *x, const double *dy, double *dx,
+                double *const *dp, char *err, size_t errlen)
+{
+	RfSeq q;
+	if (rf_check_shape(r, s, err, errlen) || rf_seq_alloc(&q, r, s, err, errlen))
+		return -1;
+	for (int i = 0; i < r->mx.nparam; i++)
+		memset(dp[i], 0, (size_t)rf_param_count(r, i, s) * sizeof(double));
+	q.p = p;
+	q.dp = dp;
+	size_t n = (size_t)s.L * s.D;
+	for (int b = 0; b < s.B; b++) {
+		q.x = x + b * n;
+		q.dy = dy + b * n;
+		q.dx = dx + b * n;
+		q.y = NULL;
+		rf_seq_forward(&q);
+		par_run(q.H, rf_backward_head, &q);
+		rf_seq_gather(&q);
+	}
+	rf_seq_free(&q);
+	return 0;
+}
+
+/* ---- the evaluator against ex_eval ------------------------------------------- */
+
+static double rf_reldiff(double a, double b)
+{
+	if (a == b || (isnan(a) && isnan(b)))
+		return 0;
+	return fabs(a - b) / fmax(fabs(b), 1e-300);
+}
+
+double rf_selfcheck(const RfMixer *r, double x, double h, double first, const double *param, const double *proj,
+                    const double *seed)
+{
+	const Mixer *mx = &r->mx;
+	const ExGraph *g = &mx->g;
+	RfEnv e = {x, h, first, param, proj, {seed[0], seed[1], seed[2]}};
+	ExEnv ee = {x, h, first, param, proj, seed, NULL};
+	double *v = malloc(((size_t)g->len + 1) * sizeof *v), worst = 0;
+	if (!v)
+		return INFINITY;
+	const RfTape *tp[4] = {&r->fwd, &r->out, &r->dh, &r->bwd};
+	for (int k = 0; k < 4; k++) {
+		rf_run(g, tp[k], &e, v);
+		/* every node the tape evaluated, the roots among them */
+		for (int i = 0; i < tp[k]->n; i++) {
+			int id = tp[k]->id[i];
+			double d = rf_reldiff(v[id], ex_eval(g, id, &ee));
+			worst = d > worst || isnan(d) ? d : worst;
+		}
+	}
+	free(v);
+	return worst;
+}
