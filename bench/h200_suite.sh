@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU suite in one device call, nothing built there: it runs the recur
 # binary and PTX built here and carried in .carry/ (recur, ptx.tar.xz holding
-# ptx/, goldens/). Every mode first compiles all variants' PTX into the
+# ptx/; the golden cases are the tree's tests/goldens). Every mode first compiles all variants' PTX into the
 # driver's JIT cache, many at once (bench/jit_warm.sh; NOWARM=1 skips it).
 #
 # Where the files go: under $DEST (default $OUT if set, else the repository
@@ -75,7 +75,7 @@ wrote=""   # the verify logs this run wrote, summarised at the end
 # every variant's PTX compiled into the driver's cache, many at once (NOWARM=1: skip)
 [ -n "${NOWARM:-}" ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$TMPD/jit_warm.log" || rc=1
 if [ "$mode" = verify ] || [ "$mode" = all ]; then
-	"$BIN" verify --dir "$D" --goldens .carry/goldens > "$RES/verify_h200_goldens.log" 2>&1 || rc=1
+	"$BIN" verify --dir "$D" --goldens tests/goldens > "$RES/verify_h200_goldens.log" 2>&1 || rc=1
 	"$BIN" verify --dir "$D" $(echo "$SEED" | tr ',' '\n' | sed 's/^/--shape /') --shape 3x1000x1024 \
 		$CLUSTER_SHAPES > "$RES/verify_h200_seed.log" 2>&1 || rc=1
 	"$BIN" verify --dir "$D" --shape 1x4096x512 --shape 1x4096x2048 --shape 8x4096x1024 > "$RES/verify_h200_widths.log" 2>&1 || rc=1
@@ -83,7 +83,7 @@ if [ "$mode" = verify ] || [ "$mode" = all ]; then
 fi
 if [ "$mode" = quick ]; then
 	if [ -z "${NOVERIFY:-}" ]; then   # NOVERIFY=1: time only
-		"$BIN" verify --dir "$D" --goldens .carry/goldens > "$EXP/verify_goldens.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$D" --goldens tests/goldens > "$EXP/verify_goldens.log" 2>&1 || rc=1
 		"$BIN" verify --dir "$D" --shape 1x8192x1024 --shape 3x1000x1024 --shape 2x37x64 $CLUSTER_SHAPES \
 			> "$EXP/verify_quick.log" 2>&1 || rc=1
 		wrote="$wrote $EXP/verify_goldens.log $EXP/verify_quick.log"
