@@ -17,6 +17,29 @@
  * 32-bit access is single-copy atomic, so a reader sees 0 or the whole
  * value, and spins on its own words until none is 0: one memory round
  * trip when the tiles before it are done.
+ *
+ * Forward progress: no block waits on a block that may never run.
+ *  - Look-back forward: a block does not take its tile from its block
+ *    index but from an atomic ticket drawn when it starts (lb_ticket), in
+ *    tile-major order. It waits only on tiles before its own, whose
+ *    tickets were drawn earlier, so by blocks already running; each of
+ *    those waits only on tiles before it in turn. By induction on the
+ *    ticket, the unfinished block with the earliest ticket waits only on
+ *    words already published, so every block finishes, whatever order the
+ *    hardware schedules them in and however few fit on the GPU at once
+ *    (another process may hold most of it).
+ *  - One-pass backward: the blocks of a head take groups in turn
+ *    (bwd_groups_onepass), so block k waits on the maps of blocks that
+ *    may start after it: all of a head's blocks must be resident at once.
+ *    The manifest marks the launch "resident"; the runtime counts what
+ *    the device holds at that shared-memory size and cluster shape
+ *    (runtime/plan.c, resident_check) and refuses a larger grid before
+ *    launching, with a message; and the kernel traps where more than
+ *    ONEPASS_MAXG blocks share a head (a window too short to fold them),
+ *    so a plan that breaks either rule fails loudly instead of hanging.
+ *    Residency counted on an idle device can still be denied by another
+ *    process sharing the GPU: tests/gpu_progress.sh runs the waiting
+ *    kernels beside such a process.
  */
 #include "tmpl.h"
 #include "diag.h"
