@@ -169,11 +169,8 @@ static int keep_bytes(const Tmpl *T) { return (T->chunk - 1) * TM_SLOTS * 128 * 
 
 /* whether the output needs a projection (or anything step_gates computes
  * beyond a step's inputs and h) */
-static int y_needs_gates(const ExGraph *g, int node, signed char *memo)
+static int y_needs_gates(const ExGraph *g, int node)
 {
-	(void)memo;   /* ex_depends walks the graph without recursion */
-	if (node < 0)
-		return 0;
 	return ex_depends(g, node, EX_PROJ, -1) || ex_depends(g, node, EX_SEED, -1);
 }
 
@@ -189,11 +186,7 @@ static int fwd_keep(Tmpl *T, int lbo)
 {
 	if (!T->v->lookback || T->quad_groups != 1 || T->chunk != apply_seg(T) || T->chunk < 2 || T->nbdproj == 0)
 		return -1;
-	signed char *memo = malloc((size_t)T->mx->g.len);
-	CHECK(memo);
-	memset(memo, -1, (size_t)T->mx->g.len);
-	int needs = y_needs_gates(&T->mx->g, T->e_y, memo);
-	free(memo);
+	int needs = y_needs_gates(&T->mx->g, T->e_y);
 	int keep = (lbo + LB_SMEM + 15) & ~15;
 	if (needs || keep + keep_bytes(T) > SMEM_2BLK)
 		return -1;
