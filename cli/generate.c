@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-enum { G_OUT, G_SM, G_PTX, G_LUA, G_INC, G_ONLY, G_DUMP_IR, G_DUMP_PTX, G_JOBS, G_QUIET };
+enum { G_OUT, G_SM, G_PTX, G_LUA, G_INC, G_ONLY, G_DUMP_IR, G_DUMP_PTX, G_JOBS, G_QUIET, G_TIMINGS, G_CUBIN, G_REBUILD };
 
 static const CliOpt OPTS[] = {
 	[G_OUT] = { "-o", "DIR", CLI_PTX_DIR, "output folder: manifest.json and one PTX file per variant", 0 },
-	[G_SM] = { "--sm", "SM", "sm_90", "target GPU architecture: sm_90 or sm_90a", 0 },
+	[G_SM] = { "--sm", "SM", "sm_90", "target GPU: sm_90 or sm_90a (Hopper), sm_80 (Ampere, Ada), sm_86, sm_89", 0 },
 	[G_PTX] = { "--ptx", "VERSION", "8.0", "PTX ISA version", 0 },
 	[G_LUA] = { "--lua", "DIR", NULL,
 	            "folder of recur.lua (default: $RECUR_LUA, else the source tree's lua/, else ./lua)", 0 },
@@ -20,6 +20,12 @@ static const CliOpt OPTS[] = {
 	[G_DUMP_PTX] = { "--dump-ptx", NULL, NULL, "print each variant's PTX on stdout", 0 },
 	[G_JOBS] = { "-j", "N", NULL, "variants built at once, 1..64 (default: one per CPU)", 0 },
 	[G_QUIET] = { "-q", NULL, NULL, "no progress lines on stderr", 0 },
+	[G_CUBIN] = { "--cubin", NULL, NULL,
+	              "also compile each variant to machine code with ptxas ($PTXAS, else PATH, else /usr/local/cuda/bin), "
+	              "loaded instead of the PTX on a GPU of that target", 0 },
+	[G_REBUILD] = { "--rebuild", NULL, NULL,
+	                "build every module; by default one whose content key the output folder holds is taken over", 0 },
+	[G_TIMINGS] = { "--timings", NULL, NULL, "print the time of each stage (script, derive, IR, O3, PTX, ...) at the end", 0 },
 };
 
 const CliCmd cli_gen_cmd = {
@@ -52,6 +58,9 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 	case G_DUMP_IR: g->o.dump_ir = 1; return 0;
 	case G_DUMP_PTX: g->o.dump_ptx = 1; return 0;
 	case G_QUIET: g->o.verbose = 0; return 0;
+	case G_TIMINGS: g->o.timings = 1; return 0;
+	case G_CUBIN: g->o.cubin = 1; return 0;
+	case G_REBUILD: g->o.rebuild = 1; return 0;
 	case G_JOBS:
 		if (cli_parse_int(v, 1, 64, &g->o.jobs, err, n) == 0)
 			return 0;

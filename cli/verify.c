@@ -686,6 +686,9 @@ static int print_row(Ctx *cx, const char *vname, const Case *c, const Outcome *o
 	for (int p = 0; p < c->np; p++)
 		printf(" d%s %.1e", c->pname[p], o->e[2 + p]);
 	printf(" local %.1e", loc);
+	/* which code ran: the cubin, or the PTX through the driver's JIT */
+	const char *code = recur_variant_module(R->rv);
+	printf(" code %s", strncmp(code, "cubin", 5) ? "ptx" : "cubin");
 	if (!(loc <= LOCAL_TOL)) {
 		size_t L = (size_t)c->s.L;
 		if (lcol)
@@ -699,6 +702,8 @@ static int print_row(Ctx *cx, const char *vname, const Case *c, const Outcome *o
 		printf(" nondeterministic");
 	if (ok && cx->time_reps > 0)
 		print_times(cx, c, R);
+	if (strncmp(code, "PTX", 3) == 0 && !strstr(code, "no cubin"))
+		printf("\n    code: %s", code);   /* a cubin was there and not taken: why */
 	putchar('\n');
 	fflush(stdout);
 	return ok;

@@ -10,14 +10,19 @@
 #include "diag.h"
 #include "fsutil.h"
 #include "par.h"
+#include "hash.h"
+#include "cubin.h"
+#include "reuse.h"
 #include <errno.h>
 #include <math.h>
 #include <jansson.h>
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Core.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 static json_t *jstr_or_null(const char *s) { return s && *s ? json_string(s) : json_null(); }
@@ -139,31 +144,16 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	return o;
 }
 
-/* IR, O3 and PTX of one derived variant (*ptx malloc'd). Reads the mixer's
- * graph, never grows it: variants build concurrently. */
-static int gen_variant(Tmpl *T, Target *tg, const GenOpts *o, char **ptx, char *err, size_t errlen)
+/* Seconds on a monotonic clock, for --timings. */
+static double now_s(void)
 {
-	LLVMContextRef ctx = LLVMContextCreate();
-	char modname[200];
-	snprintf(modname, sizeof modname, "%s.%s", T->mx->name, T->v->name);
-	LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(modname, ctx);
-	tmpl_build(T, ctx, mod);
-	int rc = 0;
-	if (o->dump_ir && (!o->only || !strcmp(o->only, T->v->name))) {
-		char *s = LLVMPrintModuleToString(mod);
-		fprintf(stdout, "; ---- IR of %s (before O3)\n%s", modname, s);
-		LLVMDisposeMessage(s);
-	}
-	if (target_emit(tg, mod, 1, ptx, err, errlen) != 0) {
-		char e2[1024];
-		snprintf(e2, sizeof e2, "variant %s: %s", modname, err);
-		snprintf(err, errlen, "%s", e2);
-		rc = -1;
-	}
-	LLVMDisposeModule(mod);
-	LLVMContextDispose(ctx);
-	return rc;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+/* The stages a variant goes through, timed for --timings. */
+enum { ST_IR, ST_KEY, ST_O3, ST_PTX, ST_CUBIN, NSTAGE };
 
 /* One variant through the pipeline: each writes only its own job, so the
  * output does not depend on the number of threads. */
@@ -172,7 +162,12 @@ typedef struct {
 	const VariantSet *vs;
 	Mixer mx;                  /* its own copy: derivation grows the graph */
 	Target tg;                 /* its own: a target machine is not shared across threads */
-	char *ptx;
+	char *ptx, *cubin;
+	size_t ncubin;
+	char key[HASH_HEX];        /* content key of the PTX: see module_key */
+	char cubin_key[HASH_HEX];  /* and of the cubin: the PTX's, ptxas and its options */
+	int reused_ptx, reused_cubin;
+	double t[NSTAGE];          /* seconds in each stage */
 	int rc;
 	char err[2048];
 } Job;
@@ -180,26 +175,129 @@ typedef struct {
 typedef struct {
 	Job *job;
 	const GenOpts *o;
+	const Reuse *old;          /* the output folder's modules, by key */
+	const Ptxas *ptxas;        /* NULL without --cubin */
 } Build;
+
+/* What a module's PTX is a function of, hashed: the variant's IR before
+ * O3 (its bitcode: everything the scripts and the templates put into it),
+ * the generator's version, LLVM's, the target, the PTX ISA and the
+ * optimisation pipeline. Equal keys give equal PTX, so a module whose key
+ * the output folder already holds is taken from there, not rebuilt. */
+static void module_key(LLVMModuleRef mod, const Target *tg, char out[HASH_HEX])
+{
+	char llvmv[32];
+	target_llvm_version(llvmv, sizeof llvmv);
+	Hash h;
+	hash_init(&h);
+	hash_str(&h, "recur module key 1");
+	hash_str(&h, RECUR_VERSION);
+	hash_str(&h, llvmv);
+	hash_str(&h, tg->sm);
+	hash_str(&h, tg->ptx);
+	hash_str(&h, "default<O3>");
+	LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(mod);
+	hash_bytes(&h, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc));
+	LLVMDisposeMemoryBuffer(bc);
+	hash_hex(&h, out);
+}
+
+/* The cubin's: its PTX's key, ptxas's version, the target and options. */
+static void cubin_key(const char *key, const Ptxas *p, char out[HASH_HEX])
+{
+	Hash h;
+	hash_init(&h);
+	hash_str(&h, "recur cubin key 1");
+	hash_str(&h, key);
+	hash_str(&h, p->version);
+	hash_str(&h, p->sm);
+	hash_str(&h, "-O3");
+	hash_hex(&h, out);
+}
+
+/* O3 and PTX of a built module, unless the old folder has its key. */
+static int module_ptx(Job *j, const Build *b, LLVMModuleRef mod)
+{
+	double t0 = now_s();
+	module_key(mod, &j->tg, j->key);
+	double t1 = now_s();
+	j->t[ST_KEY] = t1 - t0;
+	if ((j->reused_ptx = reuse_ptx(b->old, j->key, &j->ptx)))
+		return 0;
+	if (target_optimize(&j->tg, mod, j->err, sizeof j->err) != 0)
+		return -1;
+	double t2 = now_s();
+	j->t[ST_O3] = t2 - t1;
+	int rc = target_ptx(&j->tg, mod, &j->ptx, j->err, sizeof j->err);
+	j->t[ST_PTX] = now_s() - t2;
+	return rc;
+}
+
+/* The cubin of the module's PTX, unless the old folder has its key. */
+static int module_cubin(Job *j, const Build *b, const char *modname)
+{
+	cubin_key(j->key, b->ptxas, j->cubin_key);
+	if ((j->reused_cubin = reuse_cubin(b->old, j->cubin_key, &j->cubin, &j->ncubin)))
+		return 0;
+	double t0 = now_s();
+	int rc = ptxas_compile(b->ptxas, modname, j->ptx, &j->cubin, &j->ncubin, j->err, sizeof j->err);
+	j->t[ST_CUBIN] = now_s() - t0;
+	return rc;
+}
+
+/* IR, then PTX (and a cubin) of one derived variant, into j. Reads the
+ * mixer's graph, never grows it: variants build concurrently. */
+static int gen_variant(Job *j, const Build *b)
+{
+	const GenOpts *o = b->o;
+	Tmpl *T = j->T;
+	LLVMContextRef ctx = LLVMContextCreate();
+	char modname[200];
+	snprintf(modname, sizeof modname, "%s.%s", T->mx->name, T->v->name);
+	LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(modname, ctx);
+	double t0 = now_s();
+	tmpl_build(T, ctx, mod);
+	j->t[ST_IR] = now_s() - t0;
+	if (o->dump_ir && (!o->only || !strcmp(o->only, T->v->name))) {
+		char *s = LLVMPrintModuleToString(mod);
+		fprintf(stdout, "; ---- IR of %s (before O3)\n%s", modname, s);
+		LLVMDisposeMessage(s);
+	}
+	int rc = module_ptx(j, b, mod);
+	LLVMDisposeModule(mod);
+	LLVMContextDispose(ctx);
+	if (rc == 0 && b->ptxas)
+		rc = module_cubin(j, b, modname);
+	if (rc != 0) {
+		char e2[sizeof j->err];
+		snprintf(e2, sizeof e2, "variant %s: %s", modname, j->err);
+		snprintf(j->err, sizeof j->err, "%s", e2);
+	}
+	return rc;
+}
 
 static void build_one(void *ctx, int i)
 {
 	Build *b = ctx;
 	Job *j = &b->job[i];
-	j->rc = gen_variant(j->T, &j->tg, b->o, &j->ptx, j->err, sizeof j->err);
+	j->rc = gen_variant(j, b);
 }
 
 /* Builds every job on up to o->jobs threads (0: one per CPU). Targets are
  * made here, serially: LLVM's target registration is not thread-safe. */
-static int build_all(Job *job, int njob, const GenOpts *o, char *err, size_t errlen)
+static int build_all(Job *job, int njob, const GenOpts *o, const Ptxas *ptxas, char *err, size_t errlen)
 {
 	int made = 0, rc = 0;
 	for (; made < njob && rc == 0; made++)
 		rc = target_init(&job[made].tg, o->sm, o->ptx, err, errlen);
+	/* the output folder's last modules: a cache, so any trouble reading it
+	 * only means building more */
+	Reuse *old = o->rebuild ? NULL : reuse_open(o->outdir);
 	/* IR dumps come out of the builds: one thread keeps them in script order */
-	Build b = { .job = job, .o = o };
+	Build b = { .job = job, .o = o, .old = old, .ptxas = ptxas };
 	if (rc == 0)
 		par_run_n(njob, o->dump_ir ? 1 : o->jobs, build_one, &b);
+	reuse_close(old);
 	for (int i = 0; i < made; i++)
 		target_free(&job[i].tg);
 	return rc;
@@ -223,7 +321,8 @@ static json_t *manifest_head(const GenOpts *o)
  * grows the graph (hash-consed, commutative operands ordered by node id)
  * and a shared graph would make a variant's PTX depend on the variants
  * derived before it. The first refusal is reported. */
-static int derive_all(VariantSet *sets, int nsets, Job *job, int *nj, json_t *mixers, char *err, size_t errlen)
+static int derive_all(VariantSet *sets, int nsets, Job *job, int *nj, json_t *mixers, const GenOpts *o, char *err,
+                      size_t errlen)
 {
 	int rc = 0;
 	*nj = 0;
@@ -238,6 +337,7 @@ static int derive_all(VariantSet *sets, int nsets, Job *job, int *nj, json_t *mi
 			j->mx = vs->mixer;
 			CHECK(ex_copy(&j->mx.g, &vs->mixer.g) == 0);
 			tmpl_setup(j->T, &j->mx, &vs->var[vi]);
+			j->T->portable = !target_clusters(o->sm);
 			rc = tmpl_check(j->T, 0, err, errlen);
 			if (rc == 0) {
 				tmpl_derive(j->T);
@@ -246,6 +346,24 @@ static int derive_all(VariantSet *sets, int nsets, Job *job, int *nj, json_t *mi
 		}
 	}
 	return rc;
+}
+
+/* A module's identity in its variant's entry: the content key, the PTX's
+ * checksum (what a later generation checks before taking the file over),
+ * and the cubin with its target where there is one. */
+static void module_json(json_t *vj, const Job *j, const char *cfile, const GenOpts *o)
+{
+	char sha[HASH_HEX];
+	json_object_set_new(vj, "key", json_string(j->key));
+	hash_of(j->ptx, strlen(j->ptx), sha);
+	json_object_set_new(vj, "ptx_sha256", json_string(sha));
+	if (!j->cubin)
+		return;
+	json_object_set_new(vj, "cubin", json_string(cfile));
+	json_object_set_new(vj, "cubin_target", json_string(o->sm));
+	json_object_set_new(vj, "cubin_key", json_string(j->cubin_key));
+	hash_of(j->cubin, j->ncubin, sha);
+	json_object_set_new(vj, "cubin_sha256", json_string(sha));
 }
 
 /* 3. the PTX files and the manifest into dir, in script order; the first
@@ -259,14 +377,22 @@ static int write_all(const Job *job, int nj, json_t *man, json_t *variants, cons
 			snprintf(err, errlen, "%s", j->err);
 			return -1;
 		}
-		char file[256], path[4400];
+		char file[256], cfile[256], path[4400];
 		snprintf(file, sizeof file, "%s.%s.ptx", j->vs->mixer.name, j->T->v->name);
 		snprintf(path, sizeof path, "%s/%s", dir, file);
 		if (fs_write_file(path, j->ptx, strlen(j->ptx), err, errlen) != 0)
 			return -1;
+		if (j->cubin) {
+			snprintf(cfile, sizeof cfile, "%s.%s.%s.cubin", j->vs->mixer.name, j->T->v->name, o->sm);
+			snprintf(path, sizeof path, "%s/%s", dir, cfile);
+			if (fs_write_file(path, j->cubin, j->ncubin, err, errlen) != 0)
+				return -1;
+		}
 		if (o->dump_ptx && (!o->only || !strcmp(o->only, j->T->v->name)))
 			fputs(j->ptx, stdout);
-		json_array_append_new(variants, variant_json(j->T, j->vs, file));
+		json_t *vj = variant_json(j->T, j->vs, file);
+		module_json(vj, j, cfile, o);
+		json_array_append_new(variants, vj);
 		if (o->verbose)
 			fprintf(stderr, "[%d/%d] %s %s\n", i + 1, nj, j->vs->mixer.name, j->T->v->name);
 	}
@@ -283,7 +409,8 @@ static int write_all(const Job *job, int nj, json_t *man, json_t *variants, cons
 static int gen_owns(const char *name)
 {
 	size_t n = strlen(name);
-	return !strcmp(name, "manifest.json") || (n > 4 && !strcmp(name + n - 4, ".ptx"));
+	return !strcmp(name, "manifest.json") || (n > 4 && !strcmp(name + n - 4, ".ptx")) ||
+	       (n > 6 && !strcmp(name + n - 6, ".cubin"));
 }
 
 /* 3 and 4: the files into a temporary folder beside o->outdir that then
@@ -312,13 +439,60 @@ static int publish(const Job *job, int nj, json_t *man, json_t *variants, const 
 	return rc;
 }
 
+/* The closing line: how many modules were built and how many taken over. */
+static void say_built(const Job *job, int nj, const GenOpts *o)
+{
+	int rp = 0, rc = 0, nc = 0;
+	for (int i = 0; i < nj; i++) {
+		rp += job[i].reused_ptx;
+		rc += job[i].reused_cubin;
+		nc += job[i].cubin != NULL;
+	}
+	fprintf(stderr, "wrote %d variants to %s: PTX of %d built, %d unchanged", nj, o->outdir, nj - rp, rp);
+	if (nc)
+		fprintf(stderr, "; cubins (%s) of %d built, %d unchanged", o->sm, nc - rc, rc);
+	fprintf(stderr, "\n");
+}
+
+static const char *const stage_name[NSTAGE] = { "IR", "key", "O3", "PTX", "cubin" };
+
+/* --timings: the pipeline's wall time per phase, then each per-variant
+ * stage summed over the variants (CPU seconds on the build threads) with
+ * its slowest variant. */
+static void print_timings(const Job *job, int nj, const double *phase, const GenOpts *o)
+{
+	fprintf(stderr, "recur gen --timings: %d variants, %d build threads\n", nj, par_threads(o->jobs));
+	fprintf(stderr, "  %-8s %9s\n", "phase", "wall s");
+	static const char *const pn[] = { "script", "derive", "build", "write" };
+	for (int i = 0; i < 4; i++)
+		fprintf(stderr, "  %-8s %9.2f\n", pn[i], phase[i]);
+	fprintf(stderr, "  %-8s %9s %9s  %s\n", "stage", "sum s", "max s", "slowest variant");
+	for (int st = 0; st < NSTAGE; st++) {
+		double sum = 0, mx = 0;
+		int at = -1;
+		for (int i = 0; i < nj; i++) {
+			sum += job[i].t[st];
+			if (job[i].t[st] > mx) {
+				mx = job[i].t[st];
+				at = i;
+			}
+		}
+		if (at < 0)
+			continue;
+		fprintf(stderr, "  %-8s %9.2f %9.2f  %s %s\n", stage_name[st], sum, mx, job[at].vs->mixer.name,
+		        job[at].T->v->name);
+	}
+}
+
 int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 {
 	VariantSet *sets = NULL;
 	int nsets = 0;
 	ScriptOpts so = { .lua_root = o->lua_root, .include = o->include, .ninclude = o->ninclude };
+	double phase[4] = { 0 }, t0 = now_s();
 	if (script_run_opts(script, &so, &sets, &nsets, err, errlen) != 0)
 		return -1;
+	phase[0] = now_s() - t0;
 	/* the target's options and the output folder are checked before
 	 * anything is built */
 	if (target_check(o->sm, o->ptx, err, errlen) != 0 || fs_mkdirs_for(o->outdir, err, errlen) != 0 ||
@@ -336,21 +510,36 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 	Job *job = calloc((size_t)total + 1, sizeof *job);
 	CHECK(job);
 	int nj = 0;
-	int rc = derive_all(sets, nsets, job, &nj, mixers, err, errlen);
+	t0 = now_s();
+	int rc = derive_all(sets, nsets, job, &nj, mixers, o, err, errlen);
+	double t1 = now_s();
 	/* 2. IR, O3 and PTX, variants in parallel */
+	Ptxas ptxas;
+	if (rc == 0 && o->cubin) {
+		rc = ptxas_open(&ptxas, o->sm, err, errlen);
+		if (rc == 0)
+			json_object_set_new(man, "ptxas", json_string(ptxas.version));
+	}
 	if (rc == 0)
-		rc = build_all(job, nj, o, err, errlen);
+		rc = build_all(job, nj, o, o->cubin ? &ptxas : NULL, err, errlen);
+	double t2 = now_s();
 	if (rc == 0)
 		rc = publish(job, nj, man, variants, o, err, errlen);
+	phase[1] = t1 - t0;
+	phase[2] = t2 - t1;
+	phase[3] = now_s() - t2;
+	if (rc == 0 && o->timings)
+		print_timings(job, nj, phase, o);
+	if (rc == 0 && o->verbose)
+		say_built(job, nj, o);
 	for (int i = 0; i < nj; i++) {
 		free(job[i].ptx);
+		free(job[i].cubin);
 		tmpl_free(job[i].T);
 		ex_free(&job[i].mx.g);
 	}
 	free(job);
 	json_decref(man);
 	script_free(sets, nsets);
-	if (rc == 0 && o->verbose)
-		fprintf(stderr, "wrote %d variants to %s\n", nj, o->outdir);
 	return rc;
 }

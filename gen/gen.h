@@ -14,6 +14,9 @@ typedef struct {
 	const char *ptx;       /* PTX ISA version, "8.0" */
 	const char *only;      /* restrict dumps to this variant */
 	int dump_ir, dump_ptx, verbose;
+	int timings;           /* per-stage times on stderr at the end */
+	int cubin;             /* also a cubin per variant, by ptxas */
+	int rebuild;           /* build every module, taking none over from outdir */
 	int jobs;              /* variants built at once; 0 = one per CPU (at most 64) */
 } GenOpts;
 

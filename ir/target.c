@@ -9,17 +9,21 @@
 
 #define TRIPLE "nvptx64-nvidia-cuda"
 
-/* What the templates need of a target: thread-block clusters (bwd_apply
- * runs in clusters of BWD_CLUSTER blocks), so sm_90 and newer, and, per
- * target, the oldest PTX ISA that has it (LLVM would raise a lower
- * .version on its own, and the PTX would not say what was asked). A
- * target is added here only once its kernels have been verified on it. */
+/* The targets the templates build for, each with the oldest PTX ISA that
+ * has it (LLVM would raise a lower .version on its own, and the PTX would
+ * not say what was asked) and whether it has thread-block clusters,
+ * distributed shared memory and programmatic dependent launch (sm_90): the
+ * others (Ampere, Ada) get the portable path (Tmpl.portable). bf16 tensor
+ * cores (mma m16n8k16) and tanh.approx set the floor at sm_80. */
 typedef struct {
 	const char *sm;
 	int min_ptx;       /* 10 * major + minor */
+	int clusters;
 } TargetInfo;
 
-static const TargetInfo targets[] = { { "sm_90", 78 }, { "sm_90a", 80 } };
+static const TargetInfo targets[] = {
+	{ "sm_80", 70, 0 }, { "sm_86", 71, 0 }, { "sm_89", 78, 0 }, { "sm_90", 78, 1 }, { "sm_90a", 80, 1 },
+};
 static const char *const ptx_ok[] = { "7.8", "8.0", "8.1", "8.2", "8.3", "8.4", "8.5" };
 
 static void list_targets(char *buf, size_t n)
@@ -144,8 +148,8 @@ int target_check(const char *sm, const char *ptx, char *err, size_t errlen)
 	for (size_t i = 0; i < sizeof targets / sizeof *targets; i++)
 		if (strcmp(sm, targets[i].sm) == 0) ti = &targets[i];
 	if (!ti) {
-		snprintf(err, errlen, "target %s: not supported; the kernels need thread-block clusters: choose one of %s",
-		         sm, list);
+		snprintf(err, errlen, "target %s: not supported; choose one of %s (newer GPUs run the newest of these "
+		         "through the driver's JIT)", sm, list);
 		return -1;
 	}
 	int known = 0;
@@ -184,10 +188,10 @@ void target_free(Target *t)
 	t->tm = NULL;
 }
 
-int target_emit(Target *t, LLVMModuleRef m, int optimize, char **out, char *err, size_t errlen)
+/* Sets the module's triple and data layout and verifies it. */
+static int prepare(Target *t, LLVMModuleRef m, char *err, size_t errlen)
 {
 	char *msg = NULL;
-	*out = NULL;
 	LLVMSetTarget(m, TRIPLE);
 	LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(t->tm);
 	char *dls = LLVMCopyStringRepOfTargetData(dl);
@@ -200,25 +204,36 @@ int target_emit(Target *t, LLVMModuleRef m, int optimize, char **out, char *err,
 		return -1;
 	}
 	LLVMDisposeMessage(msg);
-	msg = NULL;
-	if (optimize) {
-		LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
-		LLVMErrorRef e = LLVMRunPasses(m, "default<O3>", t->tm, o);
-		LLVMDisposePassBuilderOptions(o);
-		if (e) {
-			char *em = LLVMGetErrorMessage(e);
-			snprintf(err, errlen, "LLVM default<O3> failed: %s", em);
-			LLVMDisposeErrorMessage(em);
-			return -1;
-		}
-		if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
-			snprintf(err, errlen, "IR does not verify after O3: %s", msg);
-			LLVMDisposeMessage(msg);
-			return -1;
-		}
-		LLVMDisposeMessage(msg);
-		msg = NULL;
+	return 0;
+}
+
+int target_optimize(Target *t, LLVMModuleRef m, char *err, size_t errlen)
+{
+	if (prepare(t, m, err, errlen) != 0)
+		return -1;
+	LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
+	LLVMErrorRef e = LLVMRunPasses(m, "default<O3>", t->tm, o);
+	LLVMDisposePassBuilderOptions(o);
+	if (e) {
+		char *em = LLVMGetErrorMessage(e);
+		snprintf(err, errlen, "LLVM default<O3> failed: %s", em);
+		LLVMDisposeErrorMessage(em);
+		return -1;
 	}
+	char *msg = NULL;
+	if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
+		snprintf(err, errlen, "IR does not verify after O3: %s", msg);
+		LLVMDisposeMessage(msg);
+		return -1;
+	}
+	LLVMDisposeMessage(msg);
+	return 0;
+}
+
+int target_ptx(Target *t, LLVMModuleRef m, char **out, char *err, size_t errlen)
+{
+	char *msg = NULL;
+	*out = NULL;
 	LLVMMemoryBufferRef buf;
 	if (LLVMTargetMachineEmitToMemoryBuffer(t->tm, m, LLVMAssemblyFile, &msg, &buf)) {
 		snprintf(err, errlen, "PTX emission failed: %s", msg ? msg : "?");
@@ -236,6 +251,22 @@ int target_emit(Target *t, LLVMModuleRef m, int optimize, char **out, char *err,
 	s[n] = 0;
 	LLVMDisposeMemoryBuffer(buf);
 	*out = s;
+	return 0;
+}
+
+int target_emit(Target *t, LLVMModuleRef m, int optimize, char **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (optimize ? target_optimize(t, m, err, errlen) : prepare(t, m, err, errlen))
+		return -1;
+	return target_ptx(t, m, out, err, errlen);
+}
+
+int target_clusters(const char *sm)
+{
+	for (size_t i = 0; i < sizeof targets / sizeof *targets; i++)
+		if (strcmp(sm, targets[i].sm) == 0)
+			return targets[i].clusters;
 	return 0;
 }
 

@@ -585,6 +585,41 @@ static int ld_check_params(Ld *L, const rt_mixer *mx, const ShapeVars *sv)
 	return 0;
 }
 
+int rt_parse_sm(const char *s, int *major, int *minor, int *arch_specific)
+{
+	if (!s || strncmp(s, "sm_", 3) != 0)
+		return -1;
+	const char *p = s + 3;
+	size_t nd = strspn(p, "0123456789");
+	if (nd < 2 || nd > 3 || (p[nd] && strcmp(p + nd, "a") != 0))
+		return -1;
+	int v = atoi(p);
+	*major = v / 10;
+	*minor = v % 10;
+	*arch_specific = p[nd] == 'a';
+	return 0;
+}
+
+/* A module file of the variant (what: "ptx", "cubin"), beside the manifest
+ * unless its path is absolute: it must be there, a regular file. */
+static int ld_module_file(Ld *L, const char *what, const char *name, const char **path_out)
+{
+	recur_manifest *m = L->m;
+	size_t n = strlen(m->dir) + strlen(name) + 2;
+	char *path = ar_alloc(m, n);
+	if (name[0] == '/')
+		snprintf(path, n, "%s", name);
+	else
+		snprintf(path, n, "%s/%s", m->dir, name);
+	*path_out = path;
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return ld_fail(L, "%s file %s is missing: %s", what, path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return ld_fail(L, "%s file %s is not a regular file", what, path);
+	return 0;
+}
+
 static int ld_variant(Ld *L, int vi, json_t *j, rt_vdesc *d)
 {
 	recur_manifest *m = L->m;
@@ -617,19 +652,15 @@ static int ld_variant(Ld *L, int vi, json_t *j, rt_vdesc *d)
 		return ld_fail(L, "mixer \"%s\" is not among the manifest's mixers", d->mixer_name);
 	const rt_mixer *mx = &m->mixer[d->mixer];
 
-	/* the PTX file, beside the manifest unless the path is absolute */
-	size_t n = strlen(m->dir) + strlen(d->ptx) + 2;
-	char *path = ar_alloc(m, n);
-	if (d->ptx[0] == '/')
-		snprintf(path, n, "%s", d->ptx);
-	else
-		snprintf(path, n, "%s/%s", m->dir, d->ptx);
-	d->ptx_path = path;
-	struct stat st;
-	if (stat(path, &st) != 0)
-		return ld_fail(L, "ptx file %s is missing: %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return ld_fail(L, "ptx file %s is not a regular file", path);
+	const char *cubin;
+	int cmaj, cmin, carch;
+	if (ld_module_file(L, "ptx", d->ptx, &d->ptx_path) || ld_str(L, j, "cubin", 0, &cubin) ||
+	    (cubin && (ld_str(L, j, "cubin_target", 1, &d->cubin_target) ||
+	               ld_module_file(L, "cubin", cubin, &d->cubin_path))))
+		return -1;
+	if (cubin && rt_parse_sm(d->cubin_target, &cmaj, &cmin, &carch) != 0)
+		return ld_fail(L, "cubin_target \"%s\" is no target (sm_ and two or three digits, then an optional a)",
+		               d->cubin_target);
 
 	ShapeVars sv;
 	if (ld_vars(L, vars, d, &sv) || ld_rules(L, rules, d, &sv) || ld_workspaces(L, wss, d, &sv) ||

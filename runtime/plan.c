@@ -15,6 +15,7 @@
  * more), so a timed loop allocates nothing after its first call.
  */
 #include "rt_impl.h"
+#include "fsutil.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,6 +60,7 @@ struct recur_variant {
 	const rt_vdesc *d;
 	CUmodule mod;
 	char *jit_log;               /* info log of the load */
+	char module[512];            /* which code was loaded and why (recur_variant_module) */
 	int nkernel;
 	rt_kernel *kernel;
 	int *kidx[2];                /* kernel of each launch, per pass */
@@ -95,24 +97,12 @@ int rt_vfail(char *err, size_t errlen, const char *fmt, ...)
 
 static char *read_text(const char *path, char *err, size_t errlen, const char *variant)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		rt_vfail(err, errlen, "variant %s: cannot open its PTX %s: %s", variant, path, strerror(errno));
-		return NULL;
-	}
-	char *buf = NULL;
-	long n = -1;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-		buf[n] = 0;   /* the driver reads PTX as a C string */
-		fclose(f);
-		return buf;
-	}
-	rt_vfail(err, errlen, "variant %s: cannot read its PTX %s: %s", variant, path,
-	         buf ? "short read" : n < 0 ? strerror(errno) : "out of host memory");
-	free(buf);
-	fclose(f);
-	return NULL;
+	char why[1024];
+	size_t n;
+	char *buf = fs_read_file(path, &n, why, sizeof why);
+	if (!buf)
+		rt_vfail(err, errlen, "variant %s: its PTX: %s", variant, why);
+	return buf;   /* NUL-terminated: the driver reads PTX as a C string */
 }
 
 /* The value after a PTX directive such as ".version" or ".target", for messages. */
@@ -177,7 +167,9 @@ static int load_module(recur_variant *v, const char *ptx, char *err, size_t errl
 			         "regenerate with an older PTX ISA", ver, dv / 1000, dv % 1000 / 10);
 		else if (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_PTX)
 			snprintf(hint, sizeof hint, "\nthe PTX declares .version %s .target %s; the device is sm_%d%d, "
-			         "the driver %d.%d", ver, target, major, minor, dv / 1000, dv % 1000 / 10);
+			         "the driver %d.%d (a GPU older than the target needs its own: recur gen --sm sm_%d%d, "
+			         "or sm_80 for any Ampere or Ada GPU)", ver, target, major, minor, dv / 1000, dv % 1000 / 10,
+			         major, minor);
 		rt_vfail(err, errlen, "variant %s: %s%s\nJIT log:\n%s", v->d->name, why, hint,
 		         elog[0] ? elog : "(empty)");
 		v->mod = NULL;
@@ -188,6 +180,76 @@ static int load_module(recur_variant *v, const char *ptx, char *err, size_t errl
 	free(elog);
 	v->jit_log = ilog;
 	return 0;
+}
+
+/* Whether the variant's cubin is the code to load: there is one, it was
+ * built for this device's target, and RECUR_FORCE_PTX is not set. Says in
+ * v->module why the PTX is loaded otherwise. -1 when the device cannot be
+ * asked. */
+static int pick_cubin(recur_variant *v, char *err, size_t errlen)
+{
+	const rt_vdesc *d = v->d;
+	const char *force = getenv("RECUR_FORCE_PTX");
+	if (!d->cubin_path) {
+		snprintf(v->module, sizeof v->module, "PTX, compiled by the driver: no cubin (recur gen --cubin makes one)");
+		return 0;
+	}
+	if (force && *force && strcmp(force, "0") != 0) {
+		snprintf(v->module, sizeof v->module, "PTX, compiled by the driver: RECUR_FORCE_PTX is set");
+		return 0;
+	}
+	rt_cu *cu = &v->rt->cu;
+	int major, minor, cmaj, cmin, carch;
+	if (RT_CU(cu, DeviceGetAttribute, (&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, v->rt->dev), err,
+	          errlen, "reading the device's compute capability to choose variant %s's code", d->name) ||
+	    RT_CU(cu, DeviceGetAttribute, (&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, v->rt->dev), err,
+	          errlen, "reading the device's compute capability to choose variant %s's code", d->name))
+		return -1;
+	rt_parse_sm(d->cubin_target, &cmaj, &cmin, &carch);   /* checked when the manifest was loaded */
+	/* a cubin runs on its own target only: the same major and minor (an
+	 * sm_XYa one there alone, a plain one also on later minors, which we
+	 * leave to the PTX: the JIT then tunes for the device) */
+	if (cmaj != major || cmin != minor) {
+		snprintf(v->module, sizeof v->module, "PTX, compiled by the driver: the cubin is for %s, the device is sm_%d%d",
+		         d->cubin_target, major, minor);
+		return 0;
+	}
+	return 1;
+}
+
+/* The cubin into v->mod: 0, or 1 when the driver refused it (the reason in
+ * v->module, for the PTX to be loaded instead), or -1 on a host failure. */
+static int load_cubin(recur_variant *v, char *err, size_t errlen)
+{
+	const rt_vdesc *d = v->d;
+	char why[1024];
+	size_t n;
+	char *image = fs_read_file(d->cubin_path, &n, why, sizeof why);
+	if (!image)
+		return rt_vfail(err, errlen, "variant %s: its cubin: %s", d->name, why);
+	CUresult r = v->rt->cu.ModuleLoadDataEx(&v->mod, image, 0, NULL, NULL);
+	free(image);
+	if (r == CUDA_SUCCESS) {
+		snprintf(v->module, sizeof v->module, "cubin %s (%s): built for this device's target", d->cubin_target,
+		         d->cubin_path);
+		return 0;
+	}
+	rt_cu_check(&v->rt->cu, r, "cuModuleLoadDataEx", why, sizeof why, "loading the cubin %s", d->cubin_path);
+	v->mod = NULL;
+	snprintf(v->module, sizeof v->module, "PTX, compiled by the driver: %s", why);
+	return 1;
+}
+
+/* The variant's code: its cubin where pick_cubin chooses it and the driver
+ * takes it, else its PTX. */
+static int load_code(recur_variant *v, const char *ptx, char *err, size_t errlen)
+{
+	int c = pick_cubin(v, err, errlen);
+	if (c == 1)
+		c = load_cubin(v, err, errlen);
+	if (c < 0)
+		return -1;
+	return c == 0 && v->mod ? 0 : load_module(v, ptx, err, errlen);
 }
 
 static int load_kernel(recur_variant *v, const char *name, int pass, int li, const char *ptx,
@@ -271,7 +333,7 @@ int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, 
 		return rt_vfail(err, errlen, "variant %s: out of host memory", name);
 	}
 	char *ptx = read_text(d->ptx_path, err, errlen, name);
-	if (!ptx || load_module(v, ptx, err, errlen)) {
+	if (!ptx || load_code(v, ptx, err, errlen)) {
 		free(ptx);
 		recur_variant_free(v);
 		return -1;
@@ -364,6 +426,11 @@ void recur_variant_kernel(const recur_variant *v, int i, recur_kernel_info *info
 		*info = v->kernel[i].info;
 	else
 		memset(info, 0, sizeof *info);
+}
+
+const char *recur_variant_module(const recur_variant *v)
+{
+	return v ? v->module : "";
 }
 
 const char *recur_variant_jit_log(const recur_variant *v)

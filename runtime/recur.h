@@ -162,6 +162,10 @@ int  recur_variant_trim(recur_variant *v, char *err, size_t errlen);
 
 /* The JIT's info log of the variant's module (registers, spills, ...). */
 const char *recur_variant_jit_log(const recur_variant *v);
+/* Which code was loaded and why: "cubin sm_90 (FILE): built for this
+ * device's target", or "PTX, compiled by the driver: " and the reason
+ * (no cubin, another target, RECUR_FORCE_PTX set, the driver refused it). */
+const char *recur_variant_module(const recur_variant *v);
 
 /* The DRAM bytes launch i of the forward (backward = 0) or backward must
  * move at shape s, as the generator declared them ("bytes" of the launch:

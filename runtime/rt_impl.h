@@ -71,6 +71,7 @@ extern const char *const rt_pass_name[2];   /* "forward", "backward" */
 
 typedef struct {
 	const char *name, *mixer_name, *ptx, *ptx_path;
+	const char *cubin_path, *cubin_target;   /* NULL without a cubin */
 	int mixer;                   /* index into recur_manifest.mixer */
 	int nvar, nrule, nws;
 	rt_var *var;
@@ -79,6 +80,9 @@ typedef struct {
 	int nlaunch[2];              /* RT_FWD, RT_BWD */
 	rt_launch *launch[2];
 } rt_vdesc;
+
+/* "sm_90" -> 9, 0, 0; "sm_90a" -> 9, 0, 1: 0, or -1 for anything else */
+int rt_parse_sm(const char *s, int *major, int *minor, int *arch_specific);
 
 typedef struct rt_chunk rt_chunk;
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the build needs on Debian 12 (root or sudo): LLVM 19 with
-# NVPTX, Lua 5.4 and jansson as static libraries, CMake, a C compiler.
+# NVPTX, Lua 5.4, jansson and nettle (SHA-256) as static libraries, CMake, a C compiler.
 # CUDA's cuda.h and ptxas are expected under /usr/local/cuda (ptxas is only
 # needed by the PTX checks, cuda.h by the build).
 set -eu
 need=()
-for p in cmake gcc g++ make llvm-19-dev liblua5.4-dev libzstd-dev libjansson-dev zlib1g-dev; do
+for p in cmake gcc g++ make llvm-19-dev liblua5.4-dev libzstd-dev libjansson-dev nettle-dev zlib1g-dev; do
 	dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -444,7 +444,7 @@ static Launch *bwd_apply_launch(Tmpl *T, int smem)
 	Launch *l = tmpl_launch(T, 0, "bwd_apply", "G", "H", "B", 128, sm);
 	l->minblocks = 1;
 	l->resident = onepass;
-	if (T->nbdproj > 0)
+	if (T->nbdproj > 0 && !T->portable)
 		snprintf(l->cluster, sizeof l->cluster, "CS");
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_add(T, &l->sig, "dy", I->gptr);
@@ -469,7 +469,7 @@ static Launch *bwd_apply_launch(Tmpl *T, int smem)
 		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bdproj[j]].weight].name);
 		ksig_add(T, &l->sig, a, I->gptr);
 	}
-	if (T->nbdproj > 0)
+	if (T->nbdproj > 0 && !T->portable)
 		ksig_add(T, &l->sig, "ws:dwsync", I->gptr);
 	ksig_add(T, &l->sig, "ws:part_chan", I->gptr);
 	ksig_add(T, &l->sig, "ws:part_scal", I->gptr);

@@ -134,12 +134,47 @@ static void dw_tile_at(Bwd *bw, LLVMValueRef const out[], LLVMValueRef jk, LLVMV
  * The second's tail is unrolled so that all its loads of the slot are in
  * flight at once (one memory round trip, not one per tile). The counts and
  * flags are cleared before each backward pass (workspace dwsync). */
+/* The weight-gradient partials without clusters (a portable target): each
+ * block writes its own accumulator tiles to its own slot, (block x, b,
+ * head); param_reduce adds the G slots in order, so the bits still do not
+ * depend on timing. Each thread writes the words at its own tid, as
+ * dw_tile_sum reads them. */
+static void dw_block_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValueRef H)
+{
+	Tmpl *T = bw->T;
+	Irb *I = &T->I;
+	Lanes *ln = bw->ln;
+	Mixer *mx = (Mixer *)T->mx;
+	/* no barrier: a thread reads only the words dw_segment's stores of its
+	 * own fragments wrote */
+	LLVMValueRef slot = iadd(I, imul(I, ctaid(I, 0), Bn), ln->b);
+	LLVMValueRef base = imul(I, iadd(I, imul(I, slot, H), ln->head), ci32(I, 4096));
+	LLVMValueRef out[MX_MAXPROJ];
+	char a[64];
+	for (int j = 0; j < T->nbdproj; j++) {
+		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bdproj[j]].weight].name);
+		out[j] = ksig_arg(T, sig, a);
+	}
+	LLVMTypeRef v4 = LLVMVectorType(I->f32, 4);
+	for (int jk = 0; jk < T->nbdproj * 8; jk++) {
+		LLVMValueRef at[4];
+		LLVMValueRef v = ld(I, v4, smem_ptr(I, iadd(I, dw_acc(bw, 0, 0, 0), ci32(I, jk * 128 * 16))), 16);
+		dw_tile_at(bw, out, ci32(I, jk), base, at);
+		for (int e = 0; e < 4; e++)
+			st(I, LLVMBuildExtractElement(I->b, v, ci32(I, e), ""), at[e], 4);
+	}
+}
+
 void dw_cluster_write(Bwd *bw, const KSig *sig, LLVMValueRef Bn, LLVMValueRef H)
 {
 	Tmpl *T = bw->T;
 	Irb *I = &T->I;
 	Lanes *ln = bw->ln;
 	Mixer *mx = (Mixer *)T->mx;
+	if (T->portable) {
+		dw_block_write(bw, sig, Bn, H);
+		return;
+	}
 	cluster_sync(I);
 	LLVMValueRef rank = cluster_rank(I), nrank = cluster_nrank(I);
 	LLVMValueRef cl = cluster_id_x(I), one = ci32(I, 1);

@@ -25,8 +25,10 @@ void tmpl_open(Tmpl *T, Launch *l)
 	irb_kernel(&T->I, l->kernel, l->sig.ty, l->sig.n, l->block, l->minblocks);
 	/* before any memory access: the runtime may launch this kernel while the
 	 * one ahead of it on the stream still runs (the manifest's "early") */
-	grid_dep_wait(&T->I);
-	l->early = 1;
+	if (!T->portable) {
+		grid_dep_wait(&T->I);
+		l->early = 1;
+	}
 	T->k.threads = l->block;
 	T->k.gates_inline = gates_inline(T);
 	T->k.proj_inline = T->k.gates_inline;   /* an unfused reduce or apply may add them (kern_proj) */

@@ -67,7 +67,11 @@ static void plan_vars(Tmpl *T)
 		snprintf(g0, sizeof g0, "min(NG,min(%d,max(1,256/(H*B))))", ONEPASS_MAXG);
 	else
 		snprintf(g0, sizeof g0, "min(NT,cdiv(%d,B))", T->nbdproj ? 32 : 128);
-	if (T->nbdproj) {
+	if (T->nbdproj && T->portable) {
+		/* no clusters: a slot per block */
+		add_var(T, "G", "%s", g0);
+		add_var(T, "GP", "G");
+	} else if (T->nbdproj) {
 		add_var(T, "G0", "%s", g0);
 		add_var(T, "CS", "min(G0,%d)", BWD_CLUSTER);
 		add_var(T, "G", "CS*(G0/CS)");
@@ -114,7 +118,7 @@ static void plan_workspaces(Tmpl *T)
 		snprintf(buf, sizeof buf, "part_%s", T->mx->param[T->mx->proj[T->bdproj[j]].weight].name);
 		add_ws(T, buf, "GP*B*H*4096*4", "backward", 0);   /* one slot per pair of clusters */
 	}
-	if (T->nbdproj > 0) {
+	if (T->nbdproj > 0 && !T->portable) {
 		/* per slot and block rank: the pair's arrival count and flag */
 		snprintf(buf, sizeof buf, "GP*B*H*%d", 8 * BWD_CLUSTER);
 		add_ws(T, "dwsync", buf, "backward", 1);

@@ -116,6 +116,11 @@ typedef struct {
 	 * chunk * prefix steps. The backward walks a chunk in segments of `seg`
 	 * steps. */
 	int chunk, prefix, quads, quad_groups, seg;
+	/* the target has no thread-block clusters, distributed shared memory
+	 * or programmatic dependent launch (sm_80, sm_86, sm_89): bwd_apply's
+	 * blocks each write their own weight-gradient slot, and no kernel is
+	 * launched early. Set by the caller after tmpl_setup. */
+	int portable;
 	int nbdproj;                /* block-diagonal projections */
 	int bdproj[MX_MAXPROJ];     /* their projection indices */
 	/* Token stage (mixers with per-token projections): the values tokval[k]

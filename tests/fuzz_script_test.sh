@@ -106,10 +106,10 @@ n=$(grep -c '"name": "fused_output_fused_grouped_prefix32_hierarchical_chunk8"' 
 refused samename 10 "one mixer per name"
 # targets: what the templates support and the LLVM in use can select, listed
 out=$("$recur" gen "$work/deep.lua" -o "$work/out" -q --sm sm_100 2>&1); rc=$?
-[ $rc -eq 1 ] && echo "$out" | grep -q "target sm_100: not supported.*choose one of sm_90, sm_90a" && [ "$(ls "$work/out")" = marker ]
+[ $rc -eq 1 ] && echo "$out" | grep -q "target sm_100: not supported.*choose one of sm_80, sm_86, sm_89, sm_90, sm_90a" && [ "$(ls "$work/out")" = marker ]
 check $? "sm_100 refused with the supported targets (rc $rc: $out)"
-out=$("$recur" gen "$work/deep.lua" -o "$work/out" -q --sm sm_80 2>&1); rc=$?
-[ $rc -eq 1 ] && echo "$out" | grep -q "sm_80: not supported"; check $? "sm_80 refused: the kernels use clusters (rc $rc: $out)"
+out=$("$recur" gen "$work/deep.lua" -o "$work/out" -q --sm sm_75 2>&1); rc=$?
+[ $rc -eq 1 ] && echo "$out" | grep -q "sm_75: not supported"; check $? "sm_75 refused: no bf16 tensor cores (rc $rc: $out)"
 out=$("$recur" gen "$work/deep.lua" -o "$work/out" -q --sm sm_90a --ptx 7.8 2>&1); rc=$?
 [ $rc -eq 1 ] && echo "$out" | grep -q "sm_90a needs PTX ISA 8.0"; check $? "sm_90a with PTX 7.8 refused (rc $rc: $out)"
 echo "$pass passed, $fail failed"

@@ -66,12 +66,17 @@ static struct {
 	const char *failed;  /* the entry point that failed, "MemFree" */
 	CUresult fail_code;
 	int handles; /* events, streams, graphs alive */
+	/* cubins: an image "\x7f" "ELF" followed by PTX text stands for one;
+	 * refuse_cubin answers it as a driver with no code for the GPU would */
+	int cubins, refuse_cubin;
+	char *cubin_ptx; /* the PTX of the cubin loaded last (the runtime frees its image) */
 } hc;
 
 static void hc_reset(void)
 {
 	for (int i = 0; i < hc.nblk; i++)
 		free(hc.blk[i].host);
+	free(hc.cubin_ptx);
 	memset(&hc, 0, sizeof hc);
 	hc.next = HC_BASE;
 	hc.mem_limit = (size_t)141 << 30; /* an H200's */
@@ -198,6 +203,18 @@ static CUresult hc_ModuleLoadDataEx(CUmodule *m, const void *image, unsigned nop
 {
 	HC_ENTER();
 	const char *ptx = image;
+	if (memcmp(image, "\x7f" "ELF", 4) == 0) {
+		if (hc.refuse_cubin)
+			return CUDA_ERROR_NO_BINARY_FOR_GPU;
+		free(hc.cubin_ptx);
+		hc.cubin_ptx = strdup(ptx + 4);
+		if (!hc.cubin_ptx)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		hc.cubins++;
+		hc.ptx = hc.cubin_ptx;
+		*m = (CUmodule)&hc.ptx;
+		return CUDA_SUCCESS;
+	}
 	if (!strstr(ptx, ".version")) {
 		/* the error log, as the JIT writes one */
 		for (unsigned i = 0; i < nopt; i++)

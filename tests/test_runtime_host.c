@@ -305,6 +305,84 @@ static void faults(void)
 	hc_reset();
 }
 
+/* A manifest of the variant "good" with a cubin of target `target`, as the
+ * file cubin.json beside k.ptx. */
+static void cubin_manifest(const char *target)
+{
+	char text[8192];
+	const char *v = VARIANT("good", WS4("B*L*D*4"), "2");
+	const char *at = strstr(v, "\"ptx\": \"k.ptx\",");
+	snprintf(text, sizeof text,
+	         "{\"format\": 1, \"mixers\": {\"toy\": {\"params\": [{\"name\": \"w\", \"dims\": [\"D\"],\n"
+	         "  \"init\": {\"kind\": \"normal\", \"a\": \"rsqrt(D)\"}}]}},\n \"variants\": [%.*s\"cubin\": "
+	         "\"k.sm_90.cubin\", \"cubin_target\": \"%s\", %s]}\n",
+	         (int)(at - v), v, target, at);
+	write_file("cubin.json", text);
+}
+
+/* Loads "good" from cubin.json; the module string, or the error. */
+static int load_with(recur_rt *rt, char *out, size_t n)
+{
+	char path[300];
+	snprintf(path, sizeof path, "%s/cubin.json", dir);
+	recur_manifest *m = NULL;
+	recur_variant *v = NULL;
+	int rc = recur_manifest_load(path, &m, out, n) || recur_variant_load(rt, m, "good", &v, out, n);
+	if (rc == 0)
+		snprintf(out, n, "%s", recur_variant_module(v));
+	recur_variant_free(v);
+	recur_manifest_free(m);
+	return rc;
+}
+
+/* Which code a variant loads: its cubin on the cubin's own target, else the
+ * PTX with the reason; never a crash on a bad cubin entry. */
+static void cubins(void)
+{
+	char text[4096];
+	snprintf(text, sizeof text, "\x7f" "ELF%s", ptx);
+	write_file("k.sm_90.cubin", text);
+	hc_reset();
+	recur_rt *rt = NULL;
+	char err[4096] = "", what[4096] = "";
+	if (hc_open(&rt, err, sizeof err) != 0) {
+		check(0, "the runtime opens for the cubin cases", "%s", err);
+		return;
+	}
+	cubin_manifest("sm_90");
+	int rc = load_with(rt, what, sizeof what);
+	check(rc == 0 && has(what, "cubin sm_90") && hc.cubins == 1, "a cubin of the device's target is loaded",
+	      "rc %d, %d cubins: %s", rc, hc.cubins, what);
+	setenv("RECUR_FORCE_PTX", "1", 1);
+	rc = load_with(rt, what, sizeof what);
+	unsetenv("RECUR_FORCE_PTX");
+	check(rc == 0 && has(what, "PTX") && has(what, "RECUR_FORCE_PTX") && hc.cubins == 1,
+	      "RECUR_FORCE_PTX=1 loads the PTX and says so", "rc %d: %s", rc, what);
+	hc.refuse_cubin = 1;
+	rc = load_with(rt, what, sizeof what);
+	hc.refuse_cubin = 0;
+	check(rc == 0 && has(what, "PTX") && has(what, "CUDA_ERROR_NO_BINARY_FOR_GPU"),
+	      "a cubin the driver refuses falls back to the PTX, with the driver's reason", "rc %d: %s", rc, what);
+	cubin_manifest("sm_80");
+	rc = load_with(rt, what, sizeof what);
+	check(rc == 0 && has(what, "PTX") && has(what, "the cubin is for sm_80, the device is sm_90"),
+	      "a cubin of another target is left for the PTX, with both targets named", "rc %d: %s", rc, what);
+	cubin_manifest("sm_9x");
+	rc = load_with(rt, what, sizeof what);
+	check(rc != 0 && has(what, "cubin_target") && has(what, "sm_9x"), "a malformed cubin_target is refused at load",
+	      "%s", what);
+	snprintf(text, sizeof text, "%s/k.sm_90.cubin", dir);
+	unlink(text);
+	cubin_manifest("sm_90");
+	rc = load_with(rt, what, sizeof what);
+	check(rc != 0 && has(what, "cubin file") && has(what, "missing"), "a missing cubin is refused at load, named",
+	      "%s", what);
+	recur_rt_close(rt);
+	snprintf(text, sizeof text, "%s/cubin.json", dir);
+	unlink(text);
+	hc_reset();
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof dir, "/tmp/test_runtime_host.XXXXXX");
@@ -332,6 +410,7 @@ int main(void)
 	recur_rt_close(S.rt);
 	check(hc.nblk == 0, "closing the runtime leaves nothing on the device", "%d blocks", hc.nblk);
 	faults();
+	cubins();
 	const char *names[] = {"k.ptx", "manifest.json"};
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof path, "%s/%s", dir, names[i]);

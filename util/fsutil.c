@@ -2,6 +2,7 @@
 #include "fsutil.h"
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <dirent.h>
@@ -49,6 +50,29 @@ int fs_write_file(const char *path, const char *data, size_t n, char *err, size_
 		return -1;
 	}
 	return 0;
+}
+
+char *fs_read_file(const char *path, size_t *n, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	char *buf = NULL;
+	long len = -1;
+	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = malloc((size_t)len + 1)) && fread(buf, 1, (size_t)len, f) == (size_t)len) {
+		buf[len] = 0;
+		fclose(f);
+		*n = (size_t)len;
+		return buf;
+	}
+	snprintf(err, errlen, "cannot read %s: %s", path,
+	         buf ? "short read" : len < 0 ? strerror(errno) : "out of host memory");
+	free(buf);
+	fclose(f);
+	return NULL;
 }
 
 void fs_rm_owned(const char *dir, FsOwns owns)

@@ -10,6 +10,10 @@ int fs_mkdirs_for(const char *path, char *err, size_t errlen);
 /* path's whole content from data; -1 with the path and the reason in err */
 int fs_write_file(const char *path, const char *data, size_t n, char *err, size_t errlen);
 
+/* path's whole content, malloc'd with a NUL after its n bytes (text can be
+ * used as a C string); NULL with the path and the reason in err */
+char *fs_read_file(const char *path, size_t *n, char *err, size_t errlen);
+
 /* Which files of a folder a writer owns: it never deletes any other. */
 typedef int (*FsOwns)(const char *name);
 

@@ -25,11 +25,16 @@ void par_run(int n, void (*fn)(void *ctx, int i), void *ctx)
 	par_run_n(n, 0, fn, ctx);
 }
 
+int par_threads(int maxthreads)
+{
+	long cores = maxthreads > 0 ? maxthreads : sysconf(_SC_NPROCESSORS_ONLN);
+	return cores < 1 ? 1 : cores > PAR_MAXTHREADS ? PAR_MAXTHREADS : (int)cores;
+}
+
 void par_run_n(int n, int maxthreads, void (*fn)(void *ctx, int i), void *ctx)
 {
 	enum { MAXT = PAR_MAXTHREADS };
-	long cores = maxthreads > 0 ? maxthreads : sysconf(_SC_NPROCESSORS_ONLN);
-	int nt = cores < 1 ? 1 : cores > MAXT ? MAXT : (int)cores;
+	int nt = par_threads(maxthreads);
 	if (nt > n)
 		nt = n;
 	Pool p = { .n = n, .fn = fn, .ctx = ctx };

@@ -11,5 +11,7 @@ void par_run(int n, void (*fn)(void *ctx, int i), void *ctx);
  * PAR_MAXTHREADS); with 1, the items run in order on the calling thread */
 #define PAR_MAXTHREADS 64
 void par_run_n(int n, int maxthreads, void (*fn)(void *ctx, int i), void *ctx);
+/* the threads par_run_n(n >= that, maxthreads, ...) would use */
+int par_threads(int maxthreads);
 
 #endif

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Nothing built twice: recur gen takes over from its output folder every
+# module whose content key (the IR, the generator's and LLVM's versions,
+# target, PTX ISA, pipeline) it already holds, checked by checksum, and
+# builds the rest; with --cubin the same for each cubin (plus ptxas's
+# version). The output stays what a fresh generation writes.
+#   usage: gen_reuse_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
+set -u
+recur=$1 src=$2 work=$3
+rm -rf "$work"; mkdir -p "$work"
+pass=0 fail=0
+check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+# a small mixer of its own, so that its math can be changed here
+mixer() {
+	cat > "$work/$1.lua" <<LUA
+local R = require "recur"
+local m = R.mixer("tiny", { k = 64 })
+local w = m:param("w", "channel", R.normal(1))
+m:recurrence { log_a = -R.softplus(m.x * $2), b = m.x * w }
+m:output(m.h)
+return R.variants { mixer = m, chunk = { $3 }, prefix = { 32 }, fused = { true } }
+LUA
+}
+gen() {
+	"$recur" gen "$1" --lua "$src/lua" -o "$2" -j 2 "${@:3}" > "$work/gen.log" 2>&1
+	local rc=$?
+	grep -v '^\[' "$work/gen.log"   # the progress lines left out
+	return $rc
+}
+sums() { (cd "$1" && sha256sum -- * | sort); }
+
+mixer a 1 "8, 16"
+out=$(gen "$work/a.lua" "$work/o"); check $? "first generation ($out)"
+echo "$out" | grep -q "PTX of 2 built, 0 unchanged"; check $? "it builds both modules"
+before=$(sums "$work/o")
+out=$(gen "$work/a.lua" "$work/o")
+echo "$out" | grep -q "PTX of 0 built, 2 unchanged"; check $? "the same grid again builds nothing ($out)"
+[ "$(sums "$work/o")" = "$before" ]; check $? "and writes the same files, manifest included"
+out=$(gen "$work/a.lua" "$work/fresh" --rebuild)
+echo "$out" | grep -q "PTX of 2 built"; check $? "--rebuild builds every module ($out)"
+[ "$(sums "$work/fresh")" = "$before" ]; check $? "a fresh generation writes exactly what the reused one did"
+
+f=$(ls "$work/o"/tiny.*chunk8.ptx)
+echo "// edited" >> "$f"
+out=$(gen "$work/a.lua" "$work/o")
+echo "$out" | grep -q "PTX of 1 built, 1 unchanged"; check $? "an edited module file is rebuilt, not taken over ($out)"
+[ "$(sums "$work/o")" = "$before" ]; check $? "and comes back as it was"
+
+mixer b 1 "8, 32"
+out=$(gen "$work/b.lua" "$work/o")
+echo "$out" | grep -q "PTX of 1 built, 1 unchanged"; check $? "a grid with one new variant builds that one only ($out)"
+mixer c 2 "8, 32"
+out=$(gen "$work/c.lua" "$work/o")
+echo "$out" | grep -q "PTX of 2 built, 0 unchanged"; check $? "a change to the mixer's math rebuilds its variants ($out)"
+
+cp "$work/o/manifest.json" "$work/saved.json"
+echo '{ broken' > "$work/o/manifest.json"
+out=$(gen "$work/c.lua" "$work/o"); rc=$?
+[ $rc = 0 ] && echo "$out" | grep -q "PTX of 2 built"; check $? "an unreadable old manifest only means building again ($out)"
+
+if ptxas=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null); then
+	out=$(PTXAS=$ptxas gen "$work/a.lua" "$work/cu" --cubin); check $? "--cubin ($out)"
+	echo "$out" | grep -q "cubins (sm_90) of 2 built, 0 unchanged"; check $? "a cubin per variant"
+	n=$(ls "$work/cu"/*.sm_90.cubin 2>/dev/null | wc -l)
+	[ "$n" = 2 ] && [ "$(head -c 4 "$(ls "$work/cu"/*.cubin | head -1)" | od -An -c | tr -d ' ')" = "177ELF" ]
+	check $? "two ELF files named after their target ($n)"
+	grep -q '"cubin_target": "sm_90"' "$work/cu/manifest.json" && grep -q '"ptxas":' "$work/cu/manifest.json"
+	check $? "the manifest names each cubin, its target and ptxas's version"
+	out=$(PTXAS=$ptxas gen "$work/a.lua" "$work/cu" --cubin)
+	echo "$out" | grep -q "PTX of 0 built, 2 unchanged; cubins (sm_90) of 0 built, 2 unchanged"
+	check $? "again: nothing rebuilt, cubins included ($out)"
+	out=$(gen "$work/a.lua" "$work/cu")
+	[ "$(ls "$work/cu"/*.cubin 2>/dev/null | wc -l)" = 0 ] && ! grep -q cubin "$work/cu/manifest.json"
+	check $? "without --cubin the folder holds no cubin and the manifest names none"
+	out=$(PTXAS=$work/nonexistent gen "$work/a.lua" "$work/cu" --cubin); rc=$?
+	[ $rc != 0 ] && echo "$out" | grep -q "PTXAS=.*nonexistent is not an executable"; check $? "a PTXAS that is not there is named ($out)"
+else
+	echo "note: no ptxas on this machine: the --cubin checks did not run"
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
