@@ -76,7 +76,7 @@ tool_opts() {
 	memcheck) echo "--tool memcheck --leak-check full" ;;
 	racecheck) echo "--tool racecheck --racecheck-report all" ;;
 	synccheck) echo "--tool synccheck" ;;
-	initcheck) echo "--tool initcheck --track-unused-memory no" ;;
+	initcheck) echo "--tool initcheck" ;;
 	esac
 }
 
