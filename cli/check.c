@@ -23,6 +23,13 @@
  * ten times what a right derivative can miss by. Where the forward is not
  * smooth within 4h (a where, min, max or gt switching), the truncation
  * estimate grows with it, and the check says less there, as it should.
+ *
+ * Each shape is checked twice: as a plain call, then with a sequence's
+ * state (util/seqstate.h): a random h0 and dhT, resets at rate 0.1 with
+ * two consecutive ones and one at the last token of the first row, and in
+ * the last row (B > 1) a mark at t = 0, where it wins over h0. There f
+ * adds sum(dhT * hT), and the table gains h0's row, the check of dh0; x's
+ * sample adds a token at each reset.
  */
 #include "cli.h"
 #include "harness.h"
@@ -41,6 +48,8 @@
 #define CK_STEP 1e-3
 #define CK_SAFETY 10.0
 #define CK_NUDGE 0.1 /* parameters: the script's init plus N(0, 0.1^2) */
+#define CK_RESET_RATE 0.1
+#define CK_MAXMUST 8 /* x's elements at reset tokens, in the state case */
 
 static int cli_check(int argc, char **argv);
 
@@ -114,6 +123,13 @@ typedef struct {
 	double *p[MX_MAXPARAM], *dp[MX_MAXPARAM];
 	double *x, *dy, *dx, *y;
 	double eps_f; /* the rounding error bound of one f */
+	/* the state case: h0, dhT and the resets in, hT and dh0 out ([B][D], [B][L]) */
+	int state, nreset;
+	double *h0, *dhT, *hT, *dh0;
+	unsigned char *reset;
+	SeqState st;
+	long must[CK_MAXMUST]; /* x's elements at reset tokens, checked first */
+	int nmust;
 	char err[1024];
 } Ck;
 
@@ -123,6 +139,11 @@ static void ck_free(Ck *c)
 	free(c->dy);
 	free(c->dx);
 	free(c->y);
+	free(c->h0);
+	free(c->dhT);
+	free(c->hT);
+	free(c->dh0);
+	free(c->reset);
 	for (int i = 0; i < c->np; i++) {
 		free(c->p[i]);
 		free(c->dp[i]);
@@ -137,15 +158,18 @@ static double *ck_vec(Ck *c, size_t n)
 	return v;
 }
 
-/* f = sum(dy * y) at the current x and parameters; NaN when the forward fails. */
+/* f = sum(dy * y) (+ sum(dhT * hT) with a state) at the current x, h0 and
+ * parameters; NaN when the forward fails. */
 static double ck_f(Ck *c)
 {
 	const double *const *p = (const double *const *)c->p;
-	if (rf_forward(c->r, c->s, p, c->x, c->y, c->err, sizeof c->err))
+	if (rf_forward_state(c->r, c->s, p, c->x, c->y, c->state ? &c->st : NULL, c->err, sizeof c->err))
 		return NAN;
 	double f = 0;
 	for (size_t e = 0; e < c->n; e++)
 		f += c->dy[e] * c->y[e];
+	for (size_t e = 0; c->state && e < (size_t)c->s.B * c->s.D; e++)
+		f += c->dhT[e] * c->hT[e];
 	return f;
 }
 
@@ -163,7 +187,52 @@ static void ck_params(Ck *c, Rng *r)
 	}
 }
 
-static int ck_make(Ck *c, const RfMixer *r, const Mixer *mx, RfShape s, uint64_t seed)
+/* Marks at CK_RESET_RATE; in row 0 two consecutive ones and one at the
+ * last token, never at t = 0 (that row continues from h0); in the last row
+ * of several one at t = 0, where the mark wins over h0. x's sample gets a
+ * token at each, up to CK_MAXMUST. */
+static void ck_resets(Ck *c, Rng *r)
+{
+	int B = c->s.B, L = c->s.L, D = c->s.D;
+	for (long k = 0; k < (long)B * L; k++)
+		c->reset[k] = rng_uniform(r) < CK_RESET_RATE;
+	c->reset[0] = 0;
+	if (L >= 4) {
+		int t = 1 + (int)(rng_uniform(r) * (L - 3));
+		c->reset[t] = c->reset[t + 1] = 1;
+	}
+	c->reset[L - 1] = L > 1;
+	if (B > 1)
+		c->reset[(long)(B - 1) * L] = 1;
+	for (long k = 0; k < (long)B * L; k++) {
+		c->nreset += c->reset[k];
+		if (c->reset[k] && c->nmust < CK_MAXMUST)
+			c->must[c->nmust++] = k * D + (k * 7) % D;
+	}
+}
+
+/* The state case's inputs and outputs, drawn after the plain case's. */
+static int ck_state(Ck *c, Rng *r)
+{
+	size_t ns = (size_t)c->s.B * c->s.D;
+	c->state = 1;
+	if (!(c->h0 = ck_vec(c, ns)) || !(c->dhT = ck_vec(c, ns)) || !(c->hT = ck_vec(c, ns)) ||
+	    !(c->dh0 = ck_vec(c, ns)))
+		return -1;
+	if (!(c->reset = calloc((size_t)c->s.B * c->s.L, 1))) {
+		snprintf(c->err, sizeof c->err, "out of memory for %d x %d reset marks", c->s.B, c->s.L);
+		return -1;
+	}
+	for (size_t e = 0; e < ns; e++) {
+		c->h0[e] = rng_normal(r);
+		c->dhT[e] = rng_normal(r);
+	}
+	ck_resets(c, r);
+	c->st = (SeqState){.h0 = c->h0, .reset = c->reset, .hT = c->hT, .dhT = c->dhT, .dh0 = c->dh0};
+	return 0;
+}
+
+static int ck_make(Ck *c, const RfMixer *r, const Mixer *mx, RfShape s, uint64_t seed, int state)
 {
 	memset(c, 0, sizeof *c);
 	c->r = r;
@@ -186,13 +255,18 @@ static int ck_make(Ck *c, const RfMixer *r, const Mixer *mx, RfShape s, uint64_t
 		c->dy[e] = rng_normal(&rng);
 	}
 	ck_params(c, &rng);
+	if (state && ck_state(c, &rng))
+		return -1;
 	double f1 = 0;
 	if (isnan(ck_f(c)))
 		return -1;
 	for (size_t e = 0; e < c->n; e++)
 		f1 += fabs(c->dy[e] * c->y[e]);
+	for (size_t e = 0; state && e < (size_t)s.B * s.D; e++)
+		f1 += fabs(c->dhT[e] * c->hT[e]);
 	c->eps_f = ldexp(f1, -53) * (mx->g.len + s.L + sqrt((double)c->n));
-	return rf_backward(r, s, (const double *const *)c->p, c->x, c->dy, c->dx, c->dp, c->err, sizeof c->err);
+	return rf_backward_state(r, s, (const double *const *)c->p, c->x, c->dy, c->dx, c->dp, state ? &c->st : NULL,
+	                         c->err, sizeof c->err);
 }
 
 /* The stencil at step h along dir (NULL: the element at), and the same at 2h. */
@@ -249,6 +323,8 @@ static long ck_pick(const Ck *c, int is_x, long len, int k, Rng *r)
 		long b = k / 2; /* each sequence's first element and last token's last channel */
 		return k % 2 ? (b * L + L - 1) * D + D - 1 : b * L * D;
 	}
+	if (is_x && k < 2 * c->s.B + c->nmust)
+		return c->must[k - 2 * c->s.B]; /* a token at each reset */
 	return (long)(rng_uniform(r) * (double)len) % len;
 }
 
@@ -288,9 +364,9 @@ static int ck_print(const char *name, const CkRow *row)
 	return ok;
 }
 
-/* The table of one mixer at one shape; the tensors that failed, or -1
- * when the case could not be made. */
-static int ck_case(const RfMixer *r, const Mixer *mx, RfShape s, uint64_t seed, int elements)
+/* The table of one mixer at one shape, plain or with a state; the
+ * tensors that failed, or -1 when the case could not be made. */
+static int ck_case(const RfMixer *r, const Mixer *mx, RfShape s, uint64_t seed, int elements, int state)
 {
 	char err[1024];
 	if (rf_check_shape(r, s, err, sizeof err)) {
@@ -307,12 +383,15 @@ static int ck_case(const RfMixer *r, const Mixer *mx, RfShape s, uint64_t seed, 
 	Rng rng;
 	rng_seed(&rng, seed ^ 0x9e3779b97f4a7c15ULL);
 	int bad = 0;
-	if (ck_make(&c, r, mx, s, seed) != 0) {
-		printf("%s at %dx%dx%d: %s\n", mx->name, s.B, s.L, s.D, c.err);
+	if (ck_make(&c, r, mx, s, seed, state) != 0) {
+		printf("%s at %dx%dx%d%s: %s\n", mx->name, s.B, s.L, s.D, state ? " with a state" : "", c.err);
 		ck_free(&c);
 		return -1;
 	}
-	printf("%s at %dx%dx%d, seed %llu: rounding bound of f %.1e\n", mx->name, s.B, s.L, s.D,
+	char with[64] = "";
+	if (state)
+		snprintf(with, sizeof with, " with h0, dhT and %d reset%s", c.nreset, c.nreset == 1 ? "" : "s");
+	printf("%s at %dx%dx%d%s, seed %llu: rounding bound of f %.1e\n", mx->name, s.B, s.L, s.D, with,
 	       (unsigned long long)seed, c.eps_f);
 	printf("  %-12s %6s %12s %12s %12s %10s  %s\n", "tensor", "points", "max |fd-an|", "rel err", "max tol",
 	       "err/tol", "result");
@@ -322,6 +401,10 @@ static int ck_case(const RfMixer *r, const Mixer *mx, RfShape s, uint64_t seed, 
 	for (int i = 0; i < c.np; i++) {
 		ck_tensor(&c, c.p[i], c.dp[i], c.pn[i], 0, elements, &rng, &row);
 		bad += !ck_print(rf_param_name(r, i), &row);
+	}
+	if (state) {
+		ck_tensor(&c, c.h0, c.dh0, (long)s.B * s.D, 0, elements, &rng, &row);
+		bad += !ck_print("h0", &row);
 	}
 	ck_free(&c);
 	return bad;
@@ -336,8 +419,11 @@ static void ck_explain(int elements)
 	       "direction over all of it, each by the 4th-order central difference D(h), h = %g max(1, |v|).\n"
 	       "tol = %g x (truncation + rounding): truncation |D(2h) - D(h)| / 15 (the error is O(h^4)),\n"
 	       "rounding 1.5 eps_f / h, eps_f = 2^-53 sum|dy y| (graph nodes + L + sqrt(B L D)) bounding the\n"
-	       "error of one f. err/tol above 1 fails.\n\n",
-	       CK_NUDGE, elements, CK_STEP, CK_SAFETY);
+	       "error of one f. err/tol above 1 fails.\n"
+	       "Each shape again with a state: random h0 and dhT, f + sum(dhT * hT), resets at rate %g (two\n"
+	       "consecutive and one at the last token in the first row, a mark at t = 0 over h0 in the last\n"
+	       "row of several; x's sample adds a token at each), and h0's row checks dh0.\n\n",
+	       CK_NUDGE, elements, CK_STEP, CK_SAFETY, CK_RESET_RATE);
 }
 
 /* Every mixer of sets chosen by --mixer, once each (a script may hold
@@ -362,12 +448,15 @@ static int ck_all(const CheckArgs *a, const VariantSet *sets, int nsets, int *ch
 			fails++;
 			continue;
 		}
-		for (int k = 0; k < a->nsh; k++) {
-			int bad = ck_case(r, mx, (RfShape){a->sh[k].B, a->sh[k].L, a->sh[k].D}, a->seed + 7919u * k,
-			                  a->elements);
-			fails += bad < 0 ? 1 : bad;
-			putchar('\n');
-		}
+		for (int k = 0; k < a->nsh; k++)
+			for (int state = 0; state < 2; state++) {
+				int bad = ck_case(r, mx, (RfShape){a->sh[k].B, a->sh[k].L, a->sh[k].D},
+				                  a->seed + 7919u * k, a->elements, state);
+				fails += bad < 0 ? 1 : bad;
+				putchar('\n');
+				if (bad < 0)
+					break; /* the shape itself is refused: once is enough */
+			}
 		rf_close(r);
 	}
 	return fails;

@@ -6,6 +6,12 @@
  * and run on all cores (par.h); each head's arithmetic is that of a plain
  * sequential pass. Parameter order is the
  * spec table's: Wa [H][K][K], ba [D], Wx [H][K][K], bx [D], lam [D].
+ *
+ * A sequence's state (util/seqstate.h) enters token by token through the
+ * call's RefPlan (ref_math.h): the spec's t = 0 branches (m = 1, h_prev = 0,
+ * dlog_a = 0) run wherever a token is a reset, h_prev is h0 where a
+ * sequence continues from it, and the chain back is cut before every
+ * sequence start; the empty state is the plain call, in the same operations.
  */
 #include "ref.h"
 #include "par.h"
@@ -29,40 +35,18 @@ static long count(int i, const RefShape *s)
 /* Per-row intermediates, each [L][D]. */
 typedef struct { double *r, *i, *a, *m, *h; } Row;
 
-static void row_alloc(Row *w, long n)
-{
-	w->r = zeros(n); w->i = zeros(n); w->a = zeros(n); w->m = zeros(n); w->h = zeros(n);
-}
-
 static void row_free(Row *w)
 {
 	free(w->r); free(w->i); free(w->a); free(w->m); free(w->h);
 }
 
-/* Forward of head hd of one sequence x[L][D]; fills the head's columns of w. */
-static void row_forward(const RefShape *s, const double *const *p, const double *x, Row *w, int hd)
+static int row_alloc(Row *w, long n)
 {
-	int L = s->L, D = s->D, H = s->H, K = D / H;
-	const double *Wa = p[WA], *ba = p[BA], *Wx = p[WX], *bx = p[BX], *lam = p[LAM];
-	for (int t = 0; t < L; t++) {
-		const double *xt = x + (long)t * D;
-		for (int j = 0; j < K; j++) {
-			int c = hd * K + j;
-			double pa = ba[c], px = bx[c];
-			for (int i = 0; i < K; i++) {
-				pa += xt[hd * K + i] * Wa[((long)hd * K + i) * K + j];
-				px += xt[hd * K + i] * Wx[((long)hd * K + i) * K + j];
-			}
-			long e = (long)t * D + c;
-			double r = sigmoid(pa), ig = sigmoid(px);
-			double log_a = -C_GATE * r * softplus(lam[c]);
-			double a = exp(log_a);
-			double m = t == 0 ? 1.0 : sqrt(1 - exp(2 * log_a));
-			double hprev = t == 0 ? 0.0 : w->h[e - D];
-			w->r[e] = r; w->i[e] = ig; w->a[e] = a; w->m[e] = m;
-			w->h[e] = a * hprev + m * ig * xt[c];
-		}
-	}
+	w->r = zalloc(n); w->i = zalloc(n); w->a = zalloc(n); w->m = zalloc(n); w->h = zalloc(n);
+	if (w->r && w->i && w->a && w->m && w->h)
+		return 0;
+	row_free(w);
+	return -1;
 }
 
 /* Heads are independent (block-diagonal projections, per-channel gates), so
@@ -74,9 +58,77 @@ typedef struct {
 	const double *x, *dy;
 	double *y, *dx;
 	double *const *dp;
+	RefPlan pl;            /* the call's state, token by token */
 	Row w;                 /* [L][D], each head in its own columns */
 	double *dh, *dpa, *dpx;   /* [D] */
 } Job;
+
+/* Forward of head hd of row b, x[L][D]; fills the head's columns of w. */
+static void row_forward(Job *jb, const double *x, int b, int hd)
+{
+	const RefShape *s = jb->s;
+	int L = s->L, D = s->D, H = s->H, K = D / H;
+	const double *const *p = jb->p;
+	const double *Wa = p[WA], *ba = p[BA], *Wx = p[WX], *bx = p[BX], *lam = p[LAM];
+	Row *w = &jb->w;
+	for (int t = 0; t < L; t++) {
+		const double *xt = x + (long)t * D;
+		long k = (long)b * L + t;
+		for (int j = 0; j < K; j++) {
+			int c = hd * K + j;
+			double pa = ba[c], px = bx[c];
+			for (int i = 0; i < K; i++) {
+				pa += xt[hd * K + i] * Wa[((long)hd * K + i) * K + j];
+				px += xt[hd * K + i] * Wx[((long)hd * K + i) * K + j];
+			}
+			long e = (long)t * D + c;
+			double r = sigmoid(pa), ig = sigmoid(px);
+			double log_a = -C_GATE * r * softplus(lam[c]);
+			double a = exp(log_a);
+			double m = jb->pl.first[k] ? 1.0 : sqrt(1 - exp(2 * log_a));
+			double hprev = ref_hprev(&jb->pl, k, D, c, w->h + e);
+			w->r[e] = r; w->i[e] = ig; w->a[e] = a; w->m[e] = m;
+			w->h[e] = a * hprev + m * ig * xt[c];
+		}
+	}
+}
+
+/* hT of the states whose last token is in row b, head hd's channels. */
+static void row_final(const Job *jb, int b, int hd)
+{
+	int L = jb->s->L, D = jb->s->D, K = D / jb->s->H;
+	for (int t = 0; t < L; t++) {
+		int d = jb->pl.end[(long)b * L + t];
+		if (d >= 0)
+			memcpy(jb->pl.st->hT + (long)d * D + hd * K, jb->w.h + (long)t * D + hd * K,
+			       K * sizeof(double));
+	}
+}
+
+/* The row's map (seqstate.h) on head hd's channels: log_a summed, and the
+ * scan again from h_in = 0 with first only where marked, each value as the
+ * forward computes it. */
+static void row_map(const Job *jb, const double *x, int b, int hd)
+{
+	int L = jb->s->L, D = jb->s->D, K = D / jb->s->H;
+	const Row *w = &jb->w;
+	const SeqState *st = jb->pl.st;
+	for (int c = hd * K; c < (hd + 1) * K; c++) {
+		double sp = softplus(jb->p[LAM][c]), la = 0, h = 0;
+		for (int t = 0; t < L; t++) {
+			long e = (long)t * D + c;
+			int f = t ? jb->pl.first[(long)b * L + t] : jb->pl.first0[b];
+			double log_a = -C_GATE * w->r[e] * sp;
+			double m = f ? 1.0 : sqrt(1 - exp(2 * log_a));
+			la = f ? -INFINITY : la + log_a;
+			h = w->a[e] * (f ? 0.0 : h) + m * w->i[e] * x[e];
+		}
+		if (st->map_loga)
+			st->map_loga[(long)b * D + c] = la;
+		if (st->map_h)
+			st->map_h[(long)b * D + c] = h;
+	}
+}
 
 static void forward_head(void *ctx, int hd)
 {
@@ -85,84 +137,150 @@ static void forward_head(void *ctx, int hd)
 	long n = (long)s->L * s->D;
 	int K = s->D / s->H;
 	for (int b = 0; b < s->B; b++) {
-		row_forward(s, j->p, j->x + b * n, &j->w, hd);
+		row_forward(j, j->x + b * n, b, hd);
 		for (int t = 0; t < s->L; t++)
-			memcpy(j->y + b * n + (long)t * s->D + hd * K, j->w.h + (long)t * s->D + hd * K, K * sizeof(double));
+			memcpy(j->y + b * n + (long)t * s->D + hd * K, j->w.h + (long)t * s->D + hd * K,
+			       K * sizeof(double));
+		if (j->pl.st->hT)
+			row_final(j, b, hd);
+		if (j->pl.st->map_loga || j->pl.st->map_h)
+			row_map(j, j->x + b * n, b, hd);
 	}
+}
+
+/* The plan and the row's intermediates; -1 with why in err. */
+static int job_open(Job *j, const RefShape *s, const SeqState *st, char *err, size_t errlen)
+{
+	if (ref_plan("rglru", s, st, &j->pl, err, errlen))
+		return -1;
+	if (row_alloc(&j->w, (long)s->L * s->D) == 0)
+		return 0;
+	ref_plan_free(&j->pl);
+	snprintf(err, errlen, "rglru reference at %dx%dx%d: out of memory for a row's intermediates", s->B, s->L,
+	         s->D);
+	return -1;
+}
+
+static int forward_state(const RefShape *s, const double *const *p, const double *x, double *y,
+                         const SeqState *st, char *err, size_t errlen)
+{
+	Job j = { .s = s, .p = p, .x = x, .y = y };
+	if (job_open(&j, s, st, err, errlen))
+		return -1;
+	par_run(s->H, forward_head, &j);
+	row_free(&j.w);
+	ref_plan_free(&j.pl);
+	return 0;
 }
 
 static void forward(const RefShape *s, const double *const *p, const double *x, double *y)
 {
-	Job j = { .s = s, .p = p, .x = x, .y = y };
-	row_alloc(&j.w, (long)s->L * s->D);
-	par_run(s->H, forward_head, &j);
-	row_free(&j.w);
+	char err[1024];
+	if (forward_state(s, p, x, y, NULL, err, sizeof err))
+		ref_die(err);
+}
+
+/* The gates of head hd at token t of row b, backwards: dh carried down,
+ * dpa, dpx, dx's direct term, the per-channel gradients and dh0. */
+static void gates_back(Job *jb, const double *xb, const double *dyb, double *dxb, int b, int t, int hd)
+{
+	const RefShape *s = jb->s;
+	int L = s->L, D = s->D, K = D / s->H;
+	const double *lam = jb->p[LAM];
+	double *const *dp = jb->dp;
+	double *dh = jb->dh;
+	const Row *w = &jb->w;
+	const double *xt = xb + (long)t * D;
+	long k = (long)b * L + t;
+	for (int c = hd * K; c < (hd + 1) * K; c++) {
+		long e = (long)t * D + c;
+		dh[c] = dyb[e] + ref_carry(&jb->pl, k, t, L, D, c, w->a + e, dh[c]);
+		double r = w->r[e], ig = w->i[e], a = w->a[e], m = w->m[e];
+		double dlog_a = 0;
+		if (!jb->pl.first[k]) {
+			double dm = -2 * a * a * dsqrtb(1 - a * a);
+			dlog_a = dh[c] * (a * ref_hprev(&jb->pl, k, D, c, w->h + e) + ig * xt[c] * dm);
+		}
+		if (jb->pl.start[k] >= 0 && jb->pl.st->dh0)
+			jb->pl.st->dh0[(long)jb->pl.start[k] * D + c] = a * dh[c];
+		double sp = softplus(lam[c]);
+		double dr = dlog_a * (-C_GATE * sp);
+		double di = dh[c] * m * xt[c];
+		jb->dpa[c] = dr * r * (1 - r);
+		jb->dpx[c] = di * ig * (1 - ig);
+		dxb[e] = dh[c] * m * ig;
+		dp[LAM][c] += dlog_a * (-C_GATE * r * sigmoid(lam[c]));
+		dp[BA][c] += jb->dpa[c];
+		dp[BX][c] += jb->dpx[c];
+	}
+}
+
+/* The projections of head hd at token t, backwards: dx's share and dWa, dWx. */
+static void proj_back(Job *jb, const double *xt, double *dxt, int hd)
+{
+	int K = jb->s->D / jb->s->H;
+	const double *Wa = jb->p[WA], *Wx = jb->p[WX];
+	double *const *dp = jb->dp;
+	for (int i = 0; i < K; i++) {
+		int ci = hd * K + i;
+		const double *wa = Wa + ((long)hd * K + i) * K, *wx = Wx + ((long)hd * K + i) * K;
+		double *dwa = dp[WA] + ((long)hd * K + i) * K, *dwx = dp[WX] + ((long)hd * K + i) * K;
+		double acc = 0;
+		for (int j = 0; j < K; j++) {
+			acc += wa[j] * jb->dpa[hd * K + j] + wx[j] * jb->dpx[hd * K + j];
+			dwa[j] += xt[ci] * jb->dpa[hd * K + j];
+			dwx[j] += xt[ci] * jb->dpx[hd * K + j];
+		}
+		dxt[ci] += acc;
+	}
 }
 
 static void backward_head(void *ctx, int hd)
 {
 	Job *jb = ctx;
 	const RefShape *s = jb->s;
-	int L = s->L, D = s->D, H = s->H, K = D / H;
+	int L = s->L, D = s->D;
 	long n = (long)L * D;
-	const double *const *p = jb->p;
-	double *const *dp = jb->dp;
-	const double *Wa = p[WA], *Wx = p[WX], *lam = p[LAM];
-	double *dh = jb->dh, *dpa = jb->dpa, *dpx = jb->dpx;
-	Row *w = &jb->w;
 	for (int b = 0; b < s->B; b++) {
 		const double *xb = jb->x + b * n, *dyb = jb->dy + b * n;
 		double *dxb = jb->dx + b * n;
-		row_forward(s, p, xb, w, hd);
+		row_forward(jb, xb, b, hd);
 		for (int t = L - 1; t >= 0; t--) {
-			const double *xt = xb + (long)t * D;
-			for (int c = hd * K; c < (hd + 1) * K; c++) {
-				long e = (long)t * D + c;
-				/* the chain from t+1 is cut at the end of the sequence */
-				dh[c] = dyb[e] + (t + 1 < L ? w->a[e + D] * dh[c] : 0.0);
-				double r = w->r[e], ig = w->i[e], a = w->a[e], m = w->m[e];
-				double dlog_a = 0;
-				if (t > 0) {
-					double dm = -2 * a * a * dsqrtb(1 - a * a);
-					dlog_a = dh[c] * (a * w->h[e - D] + ig * xt[c] * dm);
-				}
-				double sp = softplus(lam[c]);
-				double dr = dlog_a * (-C_GATE * sp);
-				double di = dh[c] * m * xt[c];
-				dpa[c] = dr * r * (1 - r);
-				dpx[c] = di * ig * (1 - ig);
-				dxb[e] = dh[c] * m * ig;
-				dp[LAM][c] += dlog_a * (-C_GATE * r * sigmoid(lam[c]));
-				dp[BA][c] += dpa[c];
-				dp[BX][c] += dpx[c];
-			}
-			for (int i = 0; i < K; i++) {
-				int ci = hd * K + i;
-				const double *wa = Wa + ((long)hd * K + i) * K, *wx = Wx + ((long)hd * K + i) * K;
-				double *dwa = dp[WA] + ((long)hd * K + i) * K, *dwx = dp[WX] + ((long)hd * K + i) * K;
-				double acc = 0;
-				for (int j = 0; j < K; j++) {
-					acc += wa[j] * dpa[hd * K + j] + wx[j] * dpx[hd * K + j];
-					dwa[j] += xt[ci] * dpa[hd * K + j];
-					dwx[j] += xt[ci] * dpx[hd * K + j];
-				}
-				dxb[(long)t * D + ci] += acc;
-			}
+			gates_back(jb, xb, dyb, dxb, b, t, hd);
+			proj_back(jb, xb + (long)t * D, dxb + (long)t * D, hd);
 		}
 	}
+}
+
+static int backward_state(const RefShape *s, const double *const *p, const double *x, const double *dy,
+                          double *dx, double *const *dp, const SeqState *st, char *err, size_t errlen)
+{
+	Job j = { .s = s, .p = p, .x = x, .dy = dy, .dx = dx, .dp = dp };
+	if (job_open(&j, s, st, err, errlen))
+		return -1;
+	j.dh = zalloc(s->D); j.dpa = zalloc(s->D); j.dpx = zalloc(s->D);
+	if (!j.dh || !j.dpa || !j.dpx) {
+		snprintf(err, errlen, "rglru reference at %dx%dx%d: out of memory for the adjoints", s->B, s->L, s->D);
+	} else {
+		for (int k = 0; k < NPARAM; k++)
+			memset(dp[k], 0, count(k, s) * sizeof(double));
+		if (j.pl.st->dh0)
+			memset(j.pl.st->dh0, 0, (size_t)seqstate_nstates(st, s->B) * s->D * sizeof(double));
+		par_run(s->H, backward_head, &j);
+	}
+	int rc = j.dh && j.dpa && j.dpx ? 0 : -1;
+	free(j.dh); free(j.dpa); free(j.dpx);
+	row_free(&j.w);
+	ref_plan_free(&j.pl);
+	return rc;
 }
 
 static void backward(const RefShape *s, const double *const *p, const double *x,
                      const double *dy, double *dx, double *const *dp)
 {
-	for (int k = 0; k < NPARAM; k++)
-		memset(dp[k], 0, count(k, s) * sizeof(double));
-	Job j = { .s = s, .p = p, .x = x, .dy = dy, .dx = dx, .dp = dp };
-	row_alloc(&j.w, (long)s->L * s->D);
-	j.dh = zeros(s->D); j.dpa = zeros(s->D); j.dpx = zeros(s->D);
-	par_run(s->H, backward_head, &j);
-	free(j.dh); free(j.dpa); free(j.dpx);
-	row_free(&j.w);
+	char err[1024];
+	if (backward_state(s, p, x, dy, dx, dp, NULL, err, sizeof err))
+		ref_die(err);
 }
 
-const RefMixer ref_rglru = { "rglru", NPARAM, names, count, forward, backward };
+const RefMixer ref_rglru = { "rglru", NPARAM, names, count, forward, backward, forward_state, backward_state };

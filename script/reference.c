@@ -12,6 +12,13 @@
  * sequence's forward, walks t downwards per head, and sums what crosses
  * heads (token-projection adjoints, scalar-parameter gradients) per head,
  * then in head order.
+ *
+ * The state (util/seqstate.h) enters through one row's reading of it, token
+ * by token (RfSeq's first, start, end): `first` is the graph's leaf, start
+ * says where h_prev comes from h0 and dh0 is owed, end where hT is taken
+ * and dhT joins the adjoint. With the empty state this is the reading
+ * rf_forward always had (first at t = 0, h_prev 0 there, the chain cut at
+ * the end), in the same operations.
  */
 #include "reference.h"
 #include "par.h"
@@ -332,6 +339,7 @@ int rf_check_shape(const RfMixer *r, RfShape s, char *err, size_t errlen)
 	total = rf_madd(ld, 2 + (size_t)r->nplane, total);
 	total = rf_madd(H, rf_madd((size_t)mx->nproj, (size_t)s.L, (size_t)mx->nparam), total);
 	total = rf_madd(H, rf_scratch(r), total);
+	total = rf_madd((size_t)s.L, 2, total); /* the row's reading of the state: 9 bytes a token */
 	if (total == SIZE_MAX || total > SIZE_MAX / sizeof(double))
 		return rf_fail(err, errlen, "shape %dx%dx%d: mixer %s's float64 buffers would not fit in memory", s.B,
 		               s.L, s.D, mx->name);
@@ -354,6 +362,12 @@ typedef struct {
 	double *dtok;         /* [H][nproj][L]: per head, the adjoints of the token projections */
 	double *dscal;        /* [H][nparam]: per head, the gradients of scalar parameters */
 	double *scratch;      /* [H][rf_scratch] */
+	const SeqState *st;   /* never NULL: the caller's or an empty one */
+	int b;                /* this row */
+	unsigned char *first; /* [L]: 1 at a reset (the graph's first) */
+	int *start;           /* [L]: the state (row of h0, dh0) continued from at t without a reset, else -1 */
+	int *end;             /* [L]: the state (row of hT, dhT) whose last token is t, else -1 */
+	int first0;           /* first at t = 0 under continuation (a mark only): the row's map */
 } RfSeq;
 
 static void rf_seq_free(RfSeq *q)
@@ -365,6 +379,9 @@ static void rf_seq_free(RfSeq *q)
 	free(q->dtok);
 	free(q->dscal);
 	free(q->scratch);
+	free(q->first);
+	free(q->start);
+	free(q->end);
 }
 
 /* sizes were checked by rf_check_shape */
@@ -384,7 +401,10 @@ static int rf_seq_alloc(RfSeq *q, const RfMixer *r, RfShape s, char *err, size_t
 	q->dtok = calloc(H * mx->nproj * s.L + 1, sizeof(double));
 	q->dscal = calloc(H * mx->nparam + 1, sizeof(double));
 	q->scratch = malloc(H * rf_scratch(r) * sizeof(double));
-	if (q->h && q->la && q->pblk && q->ptok && q->dtok && q->dscal && q->scratch)
+	q->first = malloc((size_t)s.L);
+	q->start = malloc((size_t)s.L * sizeof *q->start);
+	q->end = malloc((size_t)s.L * sizeof *q->end);
+	if (q->h && q->la && q->pblk && q->ptok && q->dtok && q->dscal && q->scratch && q->first && q->start && q->end)
 		return 0;
 	rf_seq_free(q);
 	return rf_fail(err, n, "shape %dx%dx%d: out of memory for mixer %s's float64 reference", s.B, s.L, s.D,
@@ -449,7 +469,7 @@ static void rf_env(const RfSeq *q, int t, int c, double *pc, double *pj, RfEnv *
 		                            : q->ptok[(size_t)j * q->s.L + t];
 	memset(e, 0, sizeof *e);
 	e->x = q->x[e_at];
-	e->first = t == 0;
+	e->first = q->first[t];
 	e->param = pc;
 	e->proj = pj;
 }
@@ -457,6 +477,17 @@ static void rf_env(const RfSeq *q, int t, int c, double *pc, double *pj, RfEnv *
 static double *rf_head_scratch(const RfSeq *q, int hd)
 {
 	return q->scratch + (size_t)hd * rf_scratch(q->r);
+}
+
+/* h before (t, c): 0 at a reset, h0 where a sequence continues from it,
+ * else h at t - 1. */
+static double rf_hprev(const RfSeq *q, int t, int c)
+{
+	if (q->first[t])
+		return 0.0;
+	if (q->start[t] >= 0)
+		return q->st->h0[(size_t)q->start[t] * q->s.D + c];
+	return q->h[(size_t)t * q->s.D + c - q->s.D];
 }
 
 /* The forward of head hd: projections, gates, the scan and (when q->y) y. */
@@ -474,7 +505,7 @@ static void rf_forward_head(void *ctx, int hd)
 			RfEnv e;
 			rf_env(q, t, c, pc, pj, &e);
 			rf_run(g, &r->fwd, &e, v);
-			double la = v[r->mx.log_a], hprev = t ? q->h[at - D] : 0.0;
+			double la = v[r->mx.log_a], hprev = rf_hprev(q, t, c);
 			q->la[at] = la;
 			q->h[at] = exp(la) * hprev + v[r->mx.b];
 			if (q->y) {
@@ -492,6 +523,19 @@ static void rf_seq_forward(RfSeq *q)
 	par_run(q->H, rf_forward_head, q);
 }
 
+/* What the state's adjoint at (t, c) receives from after t: a[t+1] dh[t+1]
+ * along the chain (dh_next), cut where t + 1 starts a sequence (a reset or
+ * h0) or the row ends; dhT at a sequence's last token; else 0. */
+static double rf_carry(const RfSeq *q, int t, int c, double dh_next)
+{
+	size_t at = (size_t)t * q->s.D + c;
+	if (t + 1 < q->s.L && !q->first[t + 1] && q->start[t + 1] < 0)
+		return exp(q->la[at + q->s.D]) * dh_next;
+	if (q->end[t] >= 0 && q->st->dhT)
+		return q->st->dhT[(size_t)q->end[t] * q->s.D + c];
+	return 0.0;
+}
+
 /* The adjoints at (t, c) of head hd, the state's adjoint carried in *dh:
  * dx, the projections' (block-diagonal ones into dP[plane]), the parameters'. */
 static void rf_back_element(RfSeq *q, int hd, int t, int c, double *v, double *dh, double *dP)
@@ -507,10 +551,11 @@ static void rf_back_element(RfSeq *q, int hd, int t, int c, double *v, double *d
 	e.h = q->h[at];
 	e.seed[SEED_Y] = q->dy[at];
 	rf_run(g, &r->dh, &e, v);
-	/* the chain from t+1 is cut at the end of the sequence */
-	*dh = v[r->g_h] + (t + 1 < L ? exp(q->la[at + D]) * *dh : 0.0);
+	*dh = v[r->g_h] + rf_carry(q, t, c, *dh);
 	e.seed[SEED_B] = *dh;
-	e.seed[SEED_LA] = t > 0 ? *dh * exp(q->la[at]) * q->h[at - D] : 0.0;
+	e.seed[SEED_LA] = !q->first[t] ? *dh * exp(q->la[at]) * rf_hprev(q, t, c) : 0.0;
+	if (q->start[t] >= 0 && q->st->dh0)
+		q->st->dh0[(size_t)q->start[t] * D + c] = exp(q->la[at]) * *dh;
 	rf_run(g, &r->bwd, &e, v);
 	q->dx[at] = v[r->g_x];
 	for (int j = 0; j < mx->nproj; j++) {
@@ -610,33 +655,147 @@ static void rf_seq_gather(RfSeq *q)
 	memset(q->dtok, 0, (size_t)q->H * np * L * sizeof(double));
 }
 
+/* ---- the state ----------------------------------------------------------------- */
+
+/* The cu_seqlens form (one row): document i is state i; its first token
+ * is a reset without h0, else it continues from h0[i]. */
+static void rf_read_docs(RfSeq *q)
+{
+	const SeqState *st = q->st;
+	for (int i = 0; i < st->ndocs; i++) {
+		int t0 = st->cu_seqlens[i];
+		if (st->h0)
+			q->start[t0] = i;
+		else
+			q->first[t0] = 1;
+		q->end[st->cu_seqlens[i + 1] - 1] = i;
+	}
+	q->first0 = 0; /* no map in this form */
+}
+
+/* The reset/h0 form: row b is state b; its marks are resets; t = 0 is one
+ * too without h0 (a mark there wins over h0). */
+static void rf_read_row(RfSeq *q, int b)
+{
+	const SeqState *st = q->st;
+	int L = q->s.L;
+	if (st->reset)
+		memcpy(q->first, st->reset + (size_t)b * L, (size_t)L);
+	q->first0 = q->first[0];
+	if (!st->h0)
+		q->first[0] = 1;
+	else if (!q->first[0])
+		q->start[0] = b;
+	q->end[L - 1] = b;
+}
+
+/* Row b's reading of the state, token by token. */
+static void rf_read_state(RfSeq *q, int b)
+{
+	q->b = b;
+	memset(q->first, 0, (size_t)q->s.L);
+	for (int t = 0; t < q->s.L; t++)
+		q->start[t] = q->end[t] = -1;
+	if (q->st->cu_seqlens)
+		rf_read_docs(q);
+	else
+		rf_read_row(q, b);
+}
+
+/* hT of every state whose last token is in this row. */
+static void rf_seq_final(const RfSeq *q)
+{
+	size_t D = (size_t)q->s.D;
+	for (int t = 0; t < q->s.L; t++)
+		if (q->end[t] >= 0)
+			memcpy(q->st->hT + (size_t)q->end[t] * D, q->h + (size_t)t * D, D * sizeof(double));
+}
+
+/* The row's map on head hd (seqstate.h): log_a and b again from the
+ * graph, with first only where marked, log_a summed in token order and
+ * the scan run from h_in = 0, each step as the forward's. */
+static void rf_map_head(void *ctx, int hd)
+{
+	RfSeq *q = ctx;
+	const RfMixer *r = q->r;
+	const ExGraph *g = &r->mx.g;
+	double *v = rf_head_scratch(q, hd), *pc = v + g->len, *pj = pc + r->mx.nparam;
+	size_t row = (size_t)q->b * q->s.D;
+	for (int c = hd * q->K; c < (hd + 1) * q->K; c++) {
+		double sum = 0, h = 0;
+		for (int t = 0; t < q->s.L; t++) {
+			RfEnv e;
+			rf_env(q, t, c, pc, pj, &e);
+			e.first = t ? q->first[t] : q->first0;
+			rf_run(g, &r->fwd, &e, v);
+			double la = v[r->mx.log_a];
+			sum = e.first != 0.0 ? -INFINITY : sum + la;
+			h = exp(la) * (e.first != 0.0 ? 0.0 : h) + v[r->mx.b];
+		}
+		if (q->st->map_loga)
+			q->st->map_loga[row + c] = sum;
+		if (q->st->map_h)
+			q->st->map_h[row + c] = h;
+	}
+}
+
 /* ---- the calls --------------------------------------------------------------- */
 
-int rf_forward(const RfMixer *r, RfShape s, const double *const *p, const double *x, double *y, char *err,
-               size_t errlen)
+/* The shape and the state checked, the buffers of one row allocated. */
+static int rf_begin(const RfMixer *r, RfShape s, const SeqState *st, RfSeq *q, char *err, size_t errlen)
+{
+	static const SeqState none;
+	if (rf_check_shape(r, s, err, errlen))
+		return -1;
+	if (seqstate_check(st, s.B, s.L, s.D, err, errlen)) {
+		char why[512];
+		snprintf(why, sizeof why, "%s", err);
+		return rf_fail(err, errlen, "mixer %s at %dx%dx%d: %s", r->mx.name, s.B, s.L, s.D, why);
+	}
+	if (rf_seq_alloc(q, r, s, err, errlen))
+		return -1;
+	q->st = st ? st : &none;
+	return 0;
+}
+
+int rf_forward_state(const RfMixer *r, RfShape s, const double *const *p, const double *x, double *y,
+                     const SeqState *st, char *err, size_t errlen)
 {
 	RfSeq q;
-	if (rf_check_shape(r, s, err, errlen) || rf_seq_alloc(&q, r, s, err, errlen))
+	if (rf_begin(r, s, st, &q, err, errlen))
 		return -1;
 	q.p = p;
 	size_t n = (size_t)s.L * s.D;
 	for (int b = 0; b < s.B; b++) {
 		q.x = x + b * n;
 		q.y = y + b * n;
+		rf_read_state(&q, b);
 		rf_seq_forward(&q);
+		if (q.st->hT)
+			rf_seq_final(&q);
+		if (q.st->map_loga || q.st->map_h)
+			par_run(q.H, rf_map_head, &q);
 	}
 	rf_seq_free(&q);
 	return 0;
 }
 
-int rf_backward(const RfMixer *r, RfShape s, const double *const *p, const double *x, const double *dy, double *dx,
-                double *const *dp, char *err, size_t errlen)
+int rf_forward(const RfMixer *r, RfShape s, const double *const *p, const double *x, double *y, char *err,
+               size_t errlen)
+{
+	return rf_forward_state(r, s, p, x, y, NULL, err, errlen);
+}
+
+int rf_backward_state(const RfMixer *r, RfShape s, const double *const *p, const double *x, const double *dy,
+                      double *dx, double *const *dp, const SeqState *st, char *err, size_t errlen)
 {
 	RfSeq q;
-	if (rf_check_shape(r, s, err, errlen) || rf_seq_alloc(&q, r, s, err, errlen))
+	if (rf_begin(r, s, st, &q, err, errlen))
 		return -1;
 	for (int i = 0; i < r->mx.nparam; i++)
 		memset(dp[i], 0, (size_t)rf_param_count(r, i, s) * sizeof(double));
+	if (q.st->dh0)
+		memset(q.st->dh0, 0, (size_t)seqstate_nstates(st, s.B) * s.D * sizeof(double));
 	q.p = p;
 	q.dp = dp;
 	size_t n = (size_t)s.L * s.D;
@@ -645,12 +804,19 @@ int rf_backward(const RfMixer *r, RfShape s, const double *const *p, const doubl
 		q.dy = dy + b * n;
 		q.dx = dx + b * n;
 		q.y = NULL;
+		rf_read_state(&q, b);
 		rf_seq_forward(&q);
 		par_run(q.H, rf_backward_head, &q);
 		rf_seq_gather(&q);
 	}
 	rf_seq_free(&q);
 	return 0;
+}
+
+int rf_backward(const RfMixer *r, RfShape s, const double *const *p, const double *x, const double *dy, double *dx,
+                double *const *dp, char *err, size_t errlen)
+{
+	return rf_backward_state(r, s, p, x, dy, dx, dp, NULL, err, errlen);
 }
 
 /* ---- the evaluator against ex_eval ------------------------------------------- */

@@ -4,7 +4,8 @@
  * spec defines; every other mixer a script can write is judged by this one:
  * the graph evaluated on doubles, with the same meaning the kernels give it.
  *
- * Forward, per sequence (h = 0 before its first token, where "first" is 1):
+ * Forward, per sequence (h = 0 before its first token, where "first" is 1;
+ * with a state, h0, resets and packed documents as util/seqstate.h says):
  *   projections   blockdiag p[t, h*K+j] = bias[h*K+j] + sum_i x[t, h*K+i] W[h][i][j]
  *                 token     p[t]        = bias + scale * sum_c w[c] x[t, c]
  *   the scan      h[t] = exp(log_a[t]) * h[t-1] + b[t]
@@ -31,6 +32,7 @@
 
 #include <stddef.h>
 #include "mixer.h"
+#include "seqstate.h"
 
 typedef struct {
 	int B, L, D;
@@ -55,6 +57,16 @@ int rf_forward(const RfMixer *r, RfShape s, const double *const *p, const double
 /* dx and every parameter's gradient (overwritten) from x and dy. */
 int rf_backward(const RfMixer *r, RfShape s, const double *const *p, const double *x, const double *dy, double *dx,
                 double *const *dp, char *err, size_t errlen);
+
+/* The same with a sequence's state (util/seqstate.h; st NULL: none, the
+ * calls above bit for bit). The forward writes st's hT, map_loga, map_h
+ * where non-NULL; the backward, of sum(dy y) + sum(dhT hT), writes dx,
+ * every parameter's gradient and st's dh0 where non-NULL. -1 with why in
+ * err also where st does not suit s (seqstate_check). */
+int rf_forward_state(const RfMixer *r, RfShape s, const double *const *p, const double *x, double *y,
+                     const SeqState *st, char *err, size_t errlen);
+int rf_backward_state(const RfMixer *r, RfShape s, const double *const *p, const double *x, const double *dy,
+                      double *dx, double *const *dp, const SeqState *st, char *err, size_t errlen);
 
 /* The value of every root the reference evaluates (log_a, b, y and each
  * derivative) at one element, by the reference's own evaluator, against

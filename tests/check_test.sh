@@ -3,7 +3,8 @@
 # finite differences of its own forward (CPU only).
 #  - every mixer in lua/arch/ passes, through a one-variant grid written here
 #    (check takes the scripts gen takes), on fresh random data (the seed is
-#    printed, RECUR_TEST_SEED repeats it);
+#    printed, RECUR_TEST_SEED repeats it), each shape also with a state
+#    (h0, dhT, resets: a second table whose h0 row checks dh0);
 #  - a mixer using every smooth function of the DSL passes;
 #  - check can fail: R.sqrtb's derivative is bounded on purpose
 #    (1/sqrt(max(4z, 1e-6))), so where z = 1e-8 x^2 stays under 2.5e-7 the
@@ -32,6 +33,10 @@ for f in "$src"/lua/arch/*.lua; do
 	[ $rc = 0 ] && echo "$out" | grep -q "PASS (0 failed)" && ! echo "$out" | grep -q FAIL
 	check $? "recur check arch/$name.lua: every tensor within its tolerance (rc $rc: $(echo "$out" | tail -1))"
 	[ $rc = 0 ] || echo "$out" | grep -E "FAIL|^[a-z].* at " | head -20
+	tables=$(echo "$out" | grep -cE "^$name at [0-9]+x[0-9]+x[0-9]+ with h0, dhT and [0-9]+ resets?, seed")
+	h0rows=$(echo "$out" | grep -cE "^  h0 .*PASS$")
+	[ "$tables" = 2 ] && [ "$h0rows" = 2 ]
+	check $? "recur check arch/$name.lua: each of the 2 shapes also with h0, dhT and resets, dh0 passing ($tables tables, $h0rows h0 rows)"
 	n=$((n + 1))
 done
 [ $n -ge 2 ]; check $? "lua/arch/ holds mixers to check ($n)"
