@@ -12,10 +12,13 @@ set -u
 recur=$1 dir=$2 jobs=${3:-$(nproc 2>/dev/null || echo 4)} log=${4:-/dev/null}
 t0=$(date +%s)
 list=$("$recur" list --dir "$dir" 2>&1) || { echo "jit warm: recur list failed: $list"; exit 1; }
-n=$(echo "$list" | awk 'NF == 2' | wc -l)
+# "mixer variant" per line (a folder of several targets adds "target sm_XY":
+# recur verify loads the one for the device, so each name is warmed once)
+list=$(echo "$list" | awk 'NF == 2 || (NF == 4 && $3 == "target") { print $1, $2 }' | sort -u)
+n=$(echo "$list" | wc -l)
 [ "$n" -gt 0 ] || { echo "jit warm: no variants in $dir"; exit 1; }
 # each line "mixer variant" becomes one verify; a failed one prints its name and last lines
-fails=$(echo "$list" | awk 'NF == 2 { print $1, $2 }' |
+fails=$(echo "$list" |
 	xargs -P "$jobs" -L 1 sh -c 'out=$("$0" verify --dir "$1" --mixer "$2" --variant "$3" --shape 1x64x64 2>&1) ||
 		{ echo "failed: $2 $3"; echo "$out" | tail -3 | sed "s/^/    /"; }' "$recur" "$dir")
 nf=$(echo "$fails" | grep -c '^failed: ' || true)

@@ -518,7 +518,7 @@ static int bench_main(Bench *bn, char *err, size_t n)
 {
 	const BenchOpts *o = &bn->o;
 	/* a folder that cannot hold the results fails now, not after the rounds */
-	if (recur_manifest_load(o->dir, &bn->m, err, n) || mf_open(&bn->mi, bn->m, err, n) ||
+	if (recur_manifest_load(o->dir, &bn->m, err, n) || mf_for_device(bn->m, err, n) || mf_open(&bn->mi, bn->m, err, n) ||
 	    pick_mixers(bn, err, n))
 		return -1;
 	const char *inputs[2] = { o->calpath, recur_manifest_info(bn->m, "path") };

@@ -282,7 +282,7 @@ static int cal_main(Cal *c, char *err, size_t n)
 {
 	const CalOpts *o = &c->o;
 	clock_gettime(CLOCK_MONOTONIC, &c->t0);
-	if (recur_manifest_load(o->dir, &c->m, err, n) || mf_open(&c->mi, c->m, err, n))
+	if (recur_manifest_load(o->dir, &c->m, err, n) || mf_for_device(c->m, err, n) || mf_open(&c->mi, c->m, err, n))
 		return -1;
 	const char *mixers[C_MAXMIX];
 	int nm = mf_mixers(c->m, mixers, C_MAXMIX);

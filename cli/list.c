@@ -69,6 +69,13 @@ static int list_variant(const ListArgs *l, recur_manifest *m, int v)
 {
 	int ok[L_MAXSHAPES], bad = 0;
 	printf("%-8s %s", recur_manifest_variant_mixer(m, v), recur_manifest_variant_name(m, v));
+	/* in a folder of several targets, each line names its module's */
+	const char *t = recur_manifest_variant_target(m, v), *t0 = recur_manifest_info(m, "target");
+	int multi = 0;
+	for (int k = 0; k < recur_manifest_nvariants(m) && *t; k++)
+		multi |= strcmp(recur_manifest_variant_target(m, k), t0 ? t0 : "") != 0;
+	if (multi)
+		printf("  target %s", t);
 	for (int s = 0; s < l->nsh; s++) {
 		char why[512];
 		ok[s] = recur_check_shape(m, v, l->sh[s], why, sizeof why) == 0;

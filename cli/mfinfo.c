@@ -115,3 +115,20 @@ int mf_mixers(const recur_manifest *m, const char **names, int max)
 	}
 	return n;
 }
+
+int mf_for_device(recur_manifest *m, char *err, size_t errlen)
+{
+	int n = recur_manifest_nvariants(m), twins = 0;
+	for (int i = 0; i < n && !twins; i++)
+		for (int k = i + 1; k < n && !twins; k++)
+			twins = !strcmp(recur_manifest_variant_name(m, i), recur_manifest_variant_name(m, k));
+	if (!twins)
+		return 0;
+	recur_rt *rt;
+	int major = 0, minor = 0;
+	if (recur_rt_open(&rt, 0, err, errlen) != 0)
+		return -1;
+	int rc = recur_rt_compute_capability(rt, &major, &minor, err, errlen);
+	recur_rt_close(rt);
+	return rc ? -1 : recur_manifest_select(m, major, minor, err, errlen);
+}

@@ -15,6 +15,10 @@ typedef struct {
 	char path[4096];
 } MfInfo;
 
+/* A folder generated for several targets lists each variant once per
+ * target: keep the modules for device 0 (recur_manifest_select), so that
+ * a command runs each variant once. Opens the driver only then. */
+int  mf_for_device(recur_manifest *m, char *err, size_t errlen);
 /* Parses the manifest.json that m was loaded from. */
 int  mf_open(MfInfo *mi, const recur_manifest *m, char *err, size_t errlen);
 /* Parses a manifest file by path (tests use this). */

@@ -718,7 +718,9 @@ static int print_row(Ctx *cx, const char *vname, const Case *c, const Outcome *o
 	printf(" local %.1e", loc);
 	/* which code ran: the cubin, or the PTX through the driver's JIT */
 	const char *code = recur_variant_module(R->rv);
-	printf(" code %s", strncmp(code, "cubin", 5) ? "ptx" : "cubin");
+	int cubin = strncmp(code, "cubin ", 6) == 0;
+	const char *tg = cubin ? code + 6 : strncmp(code, "PTX for ", 8) == 0 ? code + 8 : "";
+	printf(" code %s%s%.*s", cubin ? "cubin" : "ptx", *tg ? " " : "", (int)strcspn(tg, " ,"), tg);
 	if (!(loc <= LOCAL_TOL)) {
 		size_t L = (size_t)c->s.L;
 		if (lcol)
@@ -1100,7 +1102,7 @@ static void jobs_free(Job *jobs, int nj)
 static int open_manifest(VerifyArgs *a, Ctx *cx)
 {
 	char err[8192];
-	if (recur_manifest_load(a->dir, &cx->m, err, sizeof err) != 0) {
+	if (recur_manifest_load(a->dir, &cx->m, err, sizeof err) != 0 || mf_for_device(cx->m, err, sizeof err) != 0) {
 		fprintf(stderr, "recur verify: %s\n", err);
 		return -1;
 	}

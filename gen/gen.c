@@ -144,6 +144,41 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	return o;
 }
 
+/* --sm's targets: "sm_80,sm_90" -> each checked, none twice */
+#define GEN_MAXTGT 8
+typedef struct {
+	char sm[GEN_MAXTGT][16];
+	int n;
+} Targets;
+
+static int parse_targets(const char *list, const char *ptx, Targets *tl, char *err, size_t errlen)
+{
+	tl->n = 0;
+	for (const char *p = list; ; p++) {
+		size_t k = strcspn(p, ",");
+		if (k == 0 || k >= sizeof tl->sm[0]) {
+			snprintf(err, errlen, "--sm %s: give targets separated by commas, e.g. sm_80,sm_90", list);
+			return -1;
+		}
+		if (tl->n == GEN_MAXTGT) {
+			snprintf(err, errlen, "--sm %s: at most %d targets", list, GEN_MAXTGT);
+			return -1;
+		}
+		snprintf(tl->sm[tl->n], sizeof tl->sm[0], "%.*s", (int)k, p);
+		for (int i = 0; i < tl->n; i++)
+			if (!strcmp(tl->sm[i], tl->sm[tl->n])) {
+				snprintf(err, errlen, "--sm %s: %s is given twice", list, tl->sm[i]);
+				return -1;
+			}
+		if (target_check(tl->sm[tl->n], ptx, err, errlen) != 0)
+			return -1;
+		tl->n++;
+		p += k;
+		if (!*p)
+			return 0;
+	}
+}
+
 /* Seconds on a monotonic clock, for --timings. */
 static double now_s(void)
 {
@@ -162,6 +197,8 @@ typedef struct {
 	const VariantSet *vs;
 	Mixer mx;                  /* its own copy: derivation grows the graph */
 	Target tg;                 /* its own: a target machine is not shared across threads */
+	const char *sm;            /* its target, one of --sm's */
+	int ti;                    /* and that target's index */
 	char *ptx, *cubin;
 	size_t ncubin;
 	char key[HASH_HEX];        /* content key of the PTX: see module_key */
@@ -176,7 +213,7 @@ typedef struct {
 	Job *job;
 	const GenOpts *o;
 	const Reuse *old;          /* the output folder's modules, by key */
-	const Ptxas *ptxas;        /* NULL without --cubin */
+	const Ptxas *ptxas;        /* one per target, NULL without --cubin */
 } Build;
 
 /* What a module's PTX is a function of, hashed: the variant's IR before
@@ -236,11 +273,12 @@ static int module_ptx(Job *j, const Build *b, LLVMModuleRef mod)
 /* The cubin of the module's PTX, unless the old folder has its key. */
 static int module_cubin(Job *j, const Build *b, const char *modname)
 {
-	cubin_key(j->key, b->ptxas, j->cubin_key);
+	const Ptxas *px = &b->ptxas[j->ti];
+	cubin_key(j->key, px, j->cubin_key);
 	if ((j->reused_cubin = reuse_cubin(b->old, j->cubin_key, &j->cubin, &j->ncubin)))
 		return 0;
 	double t0 = now_s();
-	int rc = ptxas_compile(b->ptxas, modname, j->ptx, &j->cubin, &j->ncubin, j->err, sizeof j->err);
+	int rc = ptxas_compile(px, modname, j->ptx, &j->cubin, &j->ncubin, j->err, sizeof j->err);
 	j->t[ST_CUBIN] = now_s() - t0;
 	return rc;
 }
@@ -289,7 +327,7 @@ static int build_all(Job *job, int njob, const GenOpts *o, const Ptxas *ptxas, c
 {
 	int made = 0, rc = 0;
 	for (; made < njob && rc == 0; made++)
-		rc = target_init(&job[made].tg, o->sm, o->ptx, err, errlen);
+		rc = target_init(&job[made].tg, job[made].sm, o->ptx, err, errlen);
 	/* the output folder's last modules: a cache, so any trouble reading it
 	 * only means building more */
 	Reuse *old = o->rebuild ? NULL : reuse_open(o->outdir);
@@ -304,7 +342,7 @@ static int build_all(Job *job, int njob, const GenOpts *o, const Ptxas *ptxas, c
 }
 
 /* The manifest's head: format, generator, LLVM, target. */
-static json_t *manifest_head(const GenOpts *o)
+static json_t *manifest_head(const GenOpts *o, const Targets *tl)
 {
 	char llvmv[32];
 	target_llvm_version(llvmv, sizeof llvmv);
@@ -312,7 +350,13 @@ static json_t *manifest_head(const GenOpts *o)
 	json_object_set_new(man, "format", json_integer(1));
 	json_object_set_new(man, "generator", json_string("recur " RECUR_VERSION));
 	json_object_set_new(man, "llvm", json_string(llvmv));
-	json_object_set_new(man, "target", json_string(o->sm));
+	json_object_set_new(man, "target", json_string(tl->sm[0]));
+	if (tl->n > 1) {
+		json_t *a = json_array();
+		for (int i = 0; i < tl->n; i++)
+			json_array_append_new(a, json_string(tl->sm[i]));
+		json_object_set_new(man, "targets", a);
+	}
 	json_object_set_new(man, "ptx_isa", json_string(o->ptx));
 	return man;
 }
@@ -321,23 +365,27 @@ static json_t *manifest_head(const GenOpts *o)
  * grows the graph (hash-consed, commutative operands ordered by node id)
  * and a shared graph would make a variant's PTX depend on the variants
  * derived before it. The first refusal is reported. */
-static int derive_all(VariantSet *sets, int nsets, Job *job, int *nj, json_t *mixers, const GenOpts *o, char *err,
+static int derive_all(VariantSet *sets, int nsets, Job *job, int *nj, json_t *mixers, const Targets *tl, char *err,
                       size_t errlen)
 {
 	int rc = 0;
 	*nj = 0;
+	for (int si = 0; si < nsets; si++)
+		json_object_set_new(mixers, sets[si].mixer.name, mixer_json(&sets[si].mixer));
+	for (int ti = 0; ti < tl->n && rc == 0; ti++)
 	for (int si = 0; si < nsets && rc == 0; si++) {
 		VariantSet *vs = &sets[si];
-		json_object_set_new(mixers, vs->mixer.name, mixer_json(&vs->mixer));
 		for (int vi = 0; vi < vs->nvar && rc == 0; vi++) {
 			Job *j = &job[(*nj)++];
 			j->vs = vs;
+			j->sm = tl->sm[ti];
+			j->ti = ti;
 			j->T = calloc(1, sizeof *j->T);
 			CHECK(j->T);
 			j->mx = vs->mixer;
 			CHECK(ex_copy(&j->mx.g, &vs->mixer.g) == 0);
 			tmpl_setup(j->T, &j->mx, &vs->var[vi]);
-			j->T->portable = !target_clusters(o->sm);
+			j->T->portable = !target_clusters(j->sm);
 			rc = tmpl_check(j->T, 0, err, errlen);
 			if (rc == 0) {
 				tmpl_derive(j->T);
@@ -351,7 +399,7 @@ static int derive_all(VariantSet *sets, int nsets, Job *job, int *nj, json_t *mi
 /* A module's identity in its variant's entry: the content key, the PTX's
  * checksum (what a later generation checks before taking the file over),
  * and the cubin with its target where there is one. */
-static void module_json(json_t *vj, const Job *j, const char *cfile, const GenOpts *o)
+static void module_json(json_t *vj, const Job *j, const char *cfile)
 {
 	char sha[HASH_HEX];
 	json_object_set_new(vj, "key", json_string(j->key));
@@ -360,7 +408,7 @@ static void module_json(json_t *vj, const Job *j, const char *cfile, const GenOp
 	if (!j->cubin)
 		return;
 	json_object_set_new(vj, "cubin", json_string(cfile));
-	json_object_set_new(vj, "cubin_target", json_string(o->sm));
+	json_object_set_new(vj, "cubin_target", json_string(j->sm));
 	json_object_set_new(vj, "cubin_key", json_string(j->cubin_key));
 	hash_of(j->cubin, j->ncubin, sha);
 	json_object_set_new(vj, "cubin_sha256", json_string(sha));
@@ -373,17 +421,22 @@ static int write_all(const Job *job, int nj, json_t *man, json_t *variants, cons
 {
 	for (int i = 0; i < nj; i++) {
 		const Job *j = &job[i];
+		int ntgt = job[nj - 1].ti + 1;   /* jobs come target by target */
 		if (j->rc != 0) {
 			snprintf(err, errlen, "%s", j->err);
 			return -1;
 		}
 		char file[256], cfile[256], path[4400];
-		snprintf(file, sizeof file, "%s.%s.ptx", j->vs->mixer.name, j->T->v->name);
+		/* with several targets each module's file names its own */
+		if (ntgt > 1)
+			snprintf(file, sizeof file, "%s.%s.%s.ptx", j->vs->mixer.name, j->T->v->name, j->sm);
+		else
+			snprintf(file, sizeof file, "%s.%s.ptx", j->vs->mixer.name, j->T->v->name);
 		snprintf(path, sizeof path, "%s/%s", dir, file);
 		if (fs_write_file(path, j->ptx, strlen(j->ptx), err, errlen) != 0)
 			return -1;
 		if (j->cubin) {
-			snprintf(cfile, sizeof cfile, "%s.%s.%s.cubin", j->vs->mixer.name, j->T->v->name, o->sm);
+			snprintf(cfile, sizeof cfile, "%s.%s.%s.cubin", j->vs->mixer.name, j->T->v->name, j->sm);
 			snprintf(path, sizeof path, "%s/%s", dir, cfile);
 			if (fs_write_file(path, j->cubin, j->ncubin, err, errlen) != 0)
 				return -1;
@@ -391,10 +444,12 @@ static int write_all(const Job *job, int nj, json_t *man, json_t *variants, cons
 		if (o->dump_ptx && (!o->only || !strcmp(o->only, j->T->v->name)))
 			fputs(j->ptx, stdout);
 		json_t *vj = variant_json(j->T, j->vs, file);
-		module_json(vj, j, cfile, o);
+		json_object_set_new(vj, "target", json_string(j->sm));
+		module_json(vj, j, cfile);
 		json_array_append_new(variants, vj);
 		if (o->verbose)
-			fprintf(stderr, "[%d/%d] %s %s\n", i + 1, nj, j->vs->mixer.name, j->T->v->name);
+			fprintf(stderr, "[%d/%d] %s %s%s%s\n", i + 1, nj, j->vs->mixer.name, j->T->v->name,
+			        ntgt > 1 ? " " : "", ntgt > 1 ? j->sm : "");
 	}
 	char path[4400];
 	snprintf(path, sizeof path, "%s/manifest.json", dir);
@@ -448,9 +503,14 @@ static void say_built(const Job *job, int nj, const GenOpts *o)
 		rc += job[i].reused_cubin;
 		nc += job[i].cubin != NULL;
 	}
-	fprintf(stderr, "wrote %d variants to %s: PTX of %d built, %d unchanged", nj, o->outdir, nj - rp, rp);
+	int ntgt = nj ? job[nj - 1].ti + 1 : 1;
+	if (ntgt > 1)
+		fprintf(stderr, "wrote %d variants for %d targets to %s: PTX of %d built, %d unchanged", nj / ntgt, ntgt,
+		        o->outdir, nj - rp, rp);
+	else
+		fprintf(stderr, "wrote %d variants to %s: PTX of %d built, %d unchanged", nj, o->outdir, nj - rp, rp);
 	if (nc)
-		fprintf(stderr, "; cubins (%s) of %d built, %d unchanged", o->sm, nc - rc, rc);
+		fprintf(stderr, "; cubins of %d built, %d unchanged", nc - rc, rc);
 	fprintf(stderr, "\n");
 }
 
@@ -495,33 +555,33 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 	phase[0] = now_s() - t0;
 	/* the target's options and the output folder are checked before
 	 * anything is built */
-	if (target_check(o->sm, o->ptx, err, errlen) != 0 || fs_mkdirs_for(o->outdir, err, errlen) != 0 ||
+	Targets tl;
+	if (parse_targets(o->sm, o->ptx, &tl, err, errlen) != 0 || fs_mkdirs_for(o->outdir, err, errlen) != 0 ||
 	    fs_replaceable(o->outdir, gen_owns, "recur gen", err, errlen) != 0) {
 		script_free(sets, nsets);
 		return -1;
 	}
-	json_t *man = manifest_head(o);
+	json_t *man = manifest_head(o, &tl);
 	json_t *mixers = json_object(), *variants = json_array();
 	json_object_set_new(man, "mixers", mixers);
 	json_object_set_new(man, "variants", variants);
 	int total = 0;
 	for (int si = 0; si < nsets; si++)
 		total += sets[si].nvar;
-	Job *job = calloc((size_t)total + 1, sizeof *job);
+	Job *job = calloc((size_t)total * (size_t)tl.n + 1, sizeof *job);
 	CHECK(job);
 	int nj = 0;
 	t0 = now_s();
-	int rc = derive_all(sets, nsets, job, &nj, mixers, o, err, errlen);
+	int rc = derive_all(sets, nsets, job, &nj, mixers, &tl, err, errlen);
 	double t1 = now_s();
 	/* 2. IR, O3 and PTX, variants in parallel */
-	Ptxas ptxas;
-	if (rc == 0 && o->cubin) {
-		rc = ptxas_open(&ptxas, o->sm, err, errlen);
-		if (rc == 0)
-			json_object_set_new(man, "ptxas", json_string(ptxas.version));
-	}
+	Ptxas ptxas[GEN_MAXTGT];
+	for (int i = 0; rc == 0 && o->cubin && i < tl.n; i++)
+		rc = ptxas_open(&ptxas[i], tl.sm[i], err, errlen);
+	if (rc == 0 && o->cubin)
+		json_object_set_new(man, "ptxas", json_string(ptxas[0].version));
 	if (rc == 0)
-		rc = build_all(job, nj, o, o->cubin ? &ptxas : NULL, err, errlen);
+		rc = build_all(job, nj, o, o->cubin ? ptxas : NULL, err, errlen);
 	double t2 = now_s();
 	if (rc == 0)
 		rc = publish(job, nj, man, variants, o, err, errlen);

@@ -10,7 +10,7 @@ typedef struct {
 	const char *include[GEN_MAXINC];   /* more folders to search for modules (-I), in order */
 	int ninclude;
 	const char *outdir;
-	const char *sm;        /* "sm_90" */
+	const char *sm;        /* "sm_90", or a list "sm_80,sm_90": every variant for each */
 	const char *ptx;       /* PTX ISA version, "8.0" */
 	const char *only;      /* restrict dumps to this variant */
 	int dump_ir, dump_ptx, verbose;

@@ -631,9 +631,19 @@ static int ld_variant(Ld *L, int vi, json_t *j, rt_vdesc *d)
 		return -1;
 	ld_pop(L, at);
 	ld_push(L, "variants[%d] (%s)", vi, d->name);
+	/* a name twice only for two targets (recur gen --sm with a list) */
+	if (ld_str(L, j, "target", 0, &d->target))
+		return -1;
+	if (!d->target)
+		d->target = m->target;
+	int tmaj, tmin, tarch;
+	if (d->target && rt_parse_sm(d->target, &tmaj, &tmin, &tarch) != 0)
+		return ld_fail(L, "target \"%s\" is no target (sm_ and two or three digits, then an optional a)", d->target);
 	for (int k = 0; k < vi; k++)
-		if (!strcmp(m->variant[k].name, d->name))
-			return ld_fail(L, "variant name used twice");
+		if (!strcmp(m->variant[k].name, d->name) &&
+		    (!d->target || !m->variant[k].target || !strcmp(m->variant[k].target, d->target)))
+			return ld_fail(L, "variant name used twice%s%s", d->target ? " for target " : "",
+			               d->target ? d->target : "");
 	if (ld_str(L, j, "mixer", 1, &d->mixer_name) || ld_str(L, j, "ptx", 1, &d->ptx) ||
 	    ld_int(L, j, "chunk", 0, &ival) || ld_int(L, j, "prefix", 0, &ival) ||
 	    ld_bool(L, j, "fused", &bval) || ld_bool(L, j, "shared_sfu", &bval) ||
@@ -813,6 +823,81 @@ const char *recur_manifest_variant_mixer(const recur_manifest *m, int i)
 {
 	const rt_vdesc *d = vdesc(m, i);
 	return d ? d->mixer_name : NULL;
+}
+
+const char *recur_manifest_variant_target(const recur_manifest *m, int i)
+{
+	const rt_vdesc *d = vdesc(m, i);
+	return d && d->target ? d->target : "";
+}
+
+/* How well a module of target t suits a device of compute capability
+ * major.minor: 2 its own target, 1 an older one of the same major or an
+ * older major whose PTX the driver compiles for the device (never an
+ * sm_XYa one, which runs on its own target only), 0 not at all. The newer
+ * of two that suit as well wins (rank). */
+static int suits(const char *t, int major, int minor, int *rank)
+{
+	int tm, tn, ta;
+	if (!t || rt_parse_sm(t, &tm, &tn, &ta) != 0)
+		return 1;   /* a manifest that names no target: its modules are all there is */
+	*rank = tm * 10 + tn;
+	if (tm == major && tn == minor)
+		return 2;
+	if (ta || tm > major || (tm == major && tn > minor))
+		return 0;
+	return 1;
+}
+
+int rt_manifest_pick(const recur_manifest *m, const char *name, int major, int minor)
+{
+	int best = -1, bs = 0, br = -1;
+	for (int i = 0; i < m->nvariant; i++) {
+		if (strcmp(m->variant[i].name, name) != 0)
+			continue;
+		int r = 0, sc = suits(m->variant[i].target, major, minor, &r);
+		if (sc > bs || (sc == bs && sc > 0 && r > br)) {
+			best = i;
+			bs = sc;
+			br = r;
+		}
+	}
+	return bs > 0 ? best : -1;
+}
+
+int rt_manifest_no_module(const recur_manifest *m, const char *name, int major, int minor, char *err, size_t errlen)
+{
+	char list[256] = "";
+	size_t used = 0;
+	for (int k = 0; k < m->nvariant && used < sizeof list; k++)
+		if (!strcmp(m->variant[k].name, name))
+			used += snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "",
+			                 m->variant[k].target ? m->variant[k].target : "?");
+	if (major < 8)
+		snprintf(err, errlen, "variant %s has modules for %s only; the device is sm_%d%d, and the kernels need "
+		         "sm_80 or newer (bf16 tensor cores)", name, list, major, minor);
+	else
+		snprintf(err, errlen, "variant %s has modules for %s only; the device is sm_%d%d: regenerate with recur "
+		         "gen --sm sm_%d%d (sm_80 serves any Ampere or Ada GPU)", name, list, major, minor, major, minor);
+	return -1;
+}
+
+int recur_manifest_select(recur_manifest *m, int major, int minor, char *err, size_t errlen)
+{
+	/* every name first, so that a refusal leaves m as it was */
+	for (int i = 0; i < m->nvariant; i++)
+		if (rt_manifest_pick(m, m->variant[i].name, major, minor) < 0)
+			return rt_manifest_no_module(m, m->variant[i].name, major, minor, err, errlen);
+	int n = 0;
+	for (int i = 0; i < m->nvariant; i++) {
+		int pick = rt_manifest_pick(m, m->variant[i].name, major, minor);
+		if (pick < 0)
+			return rt_manifest_no_module(m, m->variant[i].name, major, minor, err, errlen);
+		if (pick == i)
+			m->variant[n++] = m->variant[i];
+	}
+	m->nvariant = n;
+	return 0;
 }
 
 int recur_manifest_find(const recur_manifest *m, const char *variant)

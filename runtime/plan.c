@@ -249,7 +249,16 @@ static int load_code(recur_variant *v, const char *ptx, char *err, size_t errlen
 		c = load_cubin(v, err, errlen);
 	if (c < 0)
 		return -1;
-	return c == 0 && v->mod ? 0 : load_module(v, ptx, err, errlen);
+	if (c == 0 && v->mod)
+		return 0;
+	if (load_module(v, ptx, err, errlen))
+		return -1;
+	if (v->d->target && !strncmp(v->module, "PTX,", 4)) {   /* name the module's target */
+		char said[sizeof v->module];
+		snprintf(said, sizeof said, "PTX for %s%s", v->d->target, v->module + 3);
+		snprintf(v->module, sizeof v->module, "%s", said);
+	}
+	return 0;
 }
 
 static int load_kernel(recur_variant *v, const char *name, int pass, int li, const char *ptx,
@@ -287,6 +296,25 @@ static int load_kernel(recur_variant *v, const char *name, int pass, int li, con
 	return v->nkernel++;
 }
 
+/* whether a later entry shares entry vi's name (another target's module) */
+static int has_twin(const recur_manifest *m, int vi)
+{
+	for (int k = vi + 1; k < m->nvariant; k++)
+		if (!strcmp(m->variant[k].name, m->variant[vi].name))
+			return 1;
+	return 0;
+}
+
+int recur_rt_compute_capability(recur_rt *rt, int *major, int *minor, char *err, size_t errlen)
+{
+	return RT_CU(&rt->cu, DeviceGetAttribute, (major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, rt->dev), err,
+	             errlen, "reading the device's compute capability") ||
+	               RT_CU(&rt->cu, DeviceGetAttribute, (minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, rt->dev),
+	                     err, errlen, "reading the device's compute capability")
+	       ? -1
+	       : 0;
+}
+
 int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, recur_variant **out,
                        char *err, size_t errlen)
 {
@@ -295,6 +323,14 @@ int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, 
 		return rt_vfail(err, errlen, "recur_variant_load: %s is NULL", !rt ? "the runtime" : !m ? "the manifest" :
 		                "the variant's name");
 	int vi = recur_manifest_find(m, name);
+	if (vi >= 0 && vi + 1 < m->nvariant && has_twin(m, vi)) {
+		/* modules of several targets: the one for this device */
+		int major, minor;
+		if (recur_rt_compute_capability(rt, &major, &minor, err, errlen))
+			return -1;
+		if ((vi = rt_manifest_pick(m, name, major, minor)) < 0)
+			return rt_manifest_no_module(m, name, major, minor, err, errlen);
+	}
 	if (vi < 0) {
 		char list[512] = "";
 		size_t used = 0;

@@ -89,6 +89,16 @@ const char *recur_manifest_variant_name(const recur_manifest *m, int i);
 const char *recur_manifest_variant_mixer(const recur_manifest *m, int i);
 /* -1 when absent */
 int  recur_manifest_find(const recur_manifest *m, const char *variant);
+/* Variant i's target ("sm_90"; "" where the manifest names none). A folder
+ * generated for several targets (recur gen --sm sm_80,sm_90) lists each
+ * variant once per target; recur_variant_load takes the module that suits
+ * the device, and recur_manifest_select keeps only those (its own target,
+ * else the newest older one whose PTX the driver compiles for it): 0, or
+ * -1 naming a variant with no module for a device of that capability. */
+const char *recur_manifest_variant_target(const recur_manifest *m, int i);
+int  recur_manifest_select(recur_manifest *m, int major, int minor, char *err, size_t errlen);
+/* The compute capability of the runtime's device. */
+int  recur_rt_compute_capability(recur_rt *rt, int *major, int *minor, char *err, size_t errlen);
 
 /* The mixer of variant i: parameter names, element counts at a shape, init. */
 int  recur_param_count(const recur_manifest *m, int variant);
@@ -163,8 +173,9 @@ int  recur_variant_trim(recur_variant *v, char *err, size_t errlen);
 /* The JIT's info log of the variant's module (registers, spills, ...). */
 const char *recur_variant_jit_log(const recur_variant *v);
 /* Which code was loaded and why: "cubin sm_90 (FILE): built for this
- * device's target", or "PTX, compiled by the driver: " and the reason
- * (no cubin, another target, RECUR_FORCE_PTX set, the driver refused it). */
+ * device's target", or "PTX for sm_90, compiled by the driver: " and the
+ * reason (no cubin, another target, RECUR_FORCE_PTX set, the driver
+ * refused it). */
 const char *recur_variant_module(const recur_variant *v);
 
 /* The DRAM bytes launch i of the forward (backward = 0) or backward must

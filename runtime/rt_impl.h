@@ -72,6 +72,7 @@ extern const char *const rt_pass_name[2];   /* "forward", "backward" */
 typedef struct {
 	const char *name, *mixer_name, *ptx, *ptx_path;
 	const char *cubin_path, *cubin_target;   /* NULL without a cubin */
+	const char *target;          /* the module's target: its own "target", else the manifest's (NULL: none said) */
 	int mixer;                   /* index into recur_manifest.mixer */
 	int nvar, nrule, nws;
 	rt_var *var;
@@ -83,6 +84,12 @@ typedef struct {
 
 /* "sm_90" -> 9, 0, 0; "sm_90a" -> 9, 0, 1: 0, or -1 for anything else */
 int rt_parse_sm(const char *s, int *major, int *minor, int *arch_specific);
+/* the entry of variant `name` whose module suits a device of compute
+ * capability major.minor best (its own target, else the newest older one
+ * the driver compiles for it), or -1 */
+int rt_manifest_pick(const recur_manifest *m, const char *name, int major, int minor);
+/* -1, with "variant NAME has modules for ... only; the device is ..." in err */
+int rt_manifest_no_module(const recur_manifest *m, const char *name, int major, int minor, char *err, size_t errlen);
 
 typedef struct rt_chunk rt_chunk;
 

@@ -58,16 +58,32 @@ echo '{ broken' > "$work/o/manifest.json"
 out=$(gen "$work/c.lua" "$work/o"); rc=$?
 [ $rc = 0 ] && echo "$out" | grep -q "PTX of 2 built"; check $? "an unreadable old manifest only means building again ($out)"
 
+# several targets in one folder: every variant for each, files named after
+# their target, the manifest listing them; again: nothing rebuilt
+out=$(gen "$work/a.lua" "$work/multi" --sm sm_80,sm_90)
+echo "$out" | grep -q "PTX of 4 built, 0 unchanged" && [ "$(ls "$work/multi"/*.sm_80.ptx | wc -l)" = 2 ] &&
+	[ "$(ls "$work/multi"/*.sm_90.ptx | wc -l)" = 2 ]
+check $? "--sm sm_80,sm_90: each variant for each target, the files named after it ($out)"
+grep -q '"targets": \[' "$work/multi/manifest.json" && [ "$(grep -c '"target": "sm_90"' "$work/multi/manifest.json")" = 2 ]
+check $? "the manifest lists the targets and each module's"
+[ "$("$recur" list --dir "$work/multi" | grep -c ' target sm_')" = 4 ]; check $? "recur list names each module's target"
+out=$(gen "$work/a.lua" "$work/multi" --sm sm_80,sm_90)
+echo "$out" | grep -q "PTX of 0 built, 4 unchanged"; check $? "again: nothing rebuilt ($out)"
+out=$(gen "$work/a.lua" "$work/bad" --sm sm_80,sm_80); rc=$?
+[ $rc != 0 ] && echo "$out" | grep -q "sm_80 is given twice"; check $? "a target given twice is refused ($out)"
+out=$(gen "$work/a.lua" "$work/bad" --sm sm_80,,sm_90); rc=$?
+[ $rc != 0 ] && echo "$out" | grep -q "separated by commas"; check $? "an empty target is refused ($out)"
+
 if ptxas=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null); then
 	out=$(PTXAS=$ptxas gen "$work/a.lua" "$work/cu" --cubin); check $? "--cubin ($out)"
-	echo "$out" | grep -q "cubins (sm_90) of 2 built, 0 unchanged"; check $? "a cubin per variant"
+	echo "$out" | grep -q "cubins of 2 built, 0 unchanged"; check $? "a cubin per variant"
 	n=$(ls "$work/cu"/*.sm_90.cubin 2>/dev/null | wc -l)
 	[ "$n" = 2 ] && [ "$(head -c 4 "$(ls "$work/cu"/*.cubin | head -1)" | od -An -c | tr -d ' ')" = "177ELF" ]
 	check $? "two ELF files named after their target ($n)"
 	grep -q '"cubin_target": "sm_90"' "$work/cu/manifest.json" && grep -q '"ptxas":' "$work/cu/manifest.json"
 	check $? "the manifest names each cubin, its target and ptxas's version"
 	out=$(PTXAS=$ptxas gen "$work/a.lua" "$work/cu" --cubin)
-	echo "$out" | grep -q "PTX of 0 built, 2 unchanged; cubins (sm_90) of 0 built, 2 unchanged"
+	echo "$out" | grep -q "PTX of 0 built, 2 unchanged; cubins of 0 built, 2 unchanged"
 	check $? "again: nothing rebuilt, cubins included ($out)"
 	out=$(gen "$work/a.lua" "$work/cu")
 	[ "$(ls "$work/cu"/*.cubin 2>/dev/null | wc -l)" = 0 ] && ! grep -q cubin "$work/cu/manifest.json"

@@ -383,6 +383,82 @@ static void cubins(void)
 	hc_reset();
 }
 
+/* cubin.json with variant "good" once per target of tg */
+static void targets_manifest(const char *const *tg, int n)
+{
+	char text[32768];
+	const char *v = VARIANT("good", WS4("B*L*D*4"), "2");
+	const char *at = strstr(v, "\"ptx\": \"k.ptx\",");
+	size_t used = (size_t)snprintf(text, sizeof text,
+	                               "{\"format\": 1, \"mixers\": {\"toy\": {\"params\": [{\"name\": \"w\", \"dims\": "
+	                               "[\"D\"],\n  \"init\": {\"kind\": \"normal\", \"a\": \"rsqrt(D)\"}}]}},\n \"variants\": [");
+	for (int i = 0; i < n && used < sizeof text; i++)
+		used += (size_t)snprintf(text + used, sizeof text - used, "%s%.*s\"target\": \"%s\", %s", i ? ",\n" : "",
+		                         (int)(at - v), v, tg[i], at);
+	if (used < sizeof text)
+		snprintf(text + used, sizeof text - used, "]}\n");
+	write_file("cubin.json", text);
+}
+
+/* A folder of several targets: the runtime loads, per variant, the module
+ * of the device's own target, else the newest older one; a variant with
+ * none for the device is refused naming what there is; select keeps one
+ * entry per variant. The stand-in is an sm_90 device. */
+static void targets(void)
+{
+	hc_reset();
+	recur_rt *rt = NULL;
+	char err[4096] = "", what[4096] = "";
+	if (hc_open(&rt, err, sizeof err) != 0) {
+		check(0, "the runtime opens for the target cases", "%s", err);
+		return;
+	}
+	static const struct {
+		const char *tg[3];
+		int n;
+		const char *want, *why;
+	} cases[] = {
+		{ { "sm_80", "sm_90" }, 2, "PTX for sm_90", "the device's own target among sm_80 and sm_90" },
+		{ { "sm_90", "sm_80" }, 2, "PTX for sm_90", "the device's own target, whatever the order" },
+		{ { "sm_80", "sm_86" }, 2, "PTX for sm_86", "the newest older target when the device's is not there" },
+		{ { "sm_89", "sm_100", "sm_90a" }, 3, "PTX for sm_90a", "an sm_90a module on its own target" },
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		targets_manifest(cases[c].tg, cases[c].n);
+		int rc = load_with(rt, what, sizeof what);
+		check(rc == 0 && has(what, cases[c].want), cases[c].why, "rc %d: %s", rc, what);
+	}
+	const char *newer[] = { "sm_100", "sm_120" };
+	targets_manifest(newer, 2);
+	int rc = load_with(rt, what, sizeof what);
+	check(rc != 0 && has(what, "modules for sm_100, sm_120 only") && has(what, "the device is sm_90"),
+	      "a variant with only newer targets is refused, naming them and the device", "%s", what);
+	const char *twice[] = { "sm_80", "sm_80" };
+	targets_manifest(twice, 2);
+	rc = load_with(rt, what, sizeof what);
+	check(rc != 0 && has(what, "used twice for target sm_80"), "one name twice for one target is refused", "%s",
+	      what);
+	const char *two[] = { "sm_80", "sm_90" };
+	targets_manifest(two, 2);
+	char path[300];
+	snprintf(path, sizeof path, "%s/cubin.json", dir);
+	recur_manifest *m = NULL;
+	rc = recur_manifest_load(path, &m, err, sizeof err);
+	int before = rc ? 0 : recur_manifest_nvariants(m);
+	rc = rc || recur_manifest_select(m, 9, 0, err, sizeof err);
+	check(rc == 0 && before == 2 && recur_manifest_nvariants(m) == 1 &&
+	              !strcmp(recur_manifest_variant_target(m, 0), "sm_90"),
+	      "select keeps the sm_90 module of the two", "rc %d, %d -> %d: %s", rc, before,
+	      m ? recur_manifest_nvariants(m) : -1, err);
+	rc = m ? recur_manifest_select(m, 7, 5, err, sizeof err) : -1;
+	check(rc != 0 && has(err, "sm_75, and the kernels need sm_80") && m && recur_manifest_nvariants(m) == 1,
+	      "select for a device no module suits is refused and leaves the manifest as it was", "%s", err);
+	recur_manifest_free(m);
+	recur_rt_close(rt);
+	unlink(path);
+	hc_reset();
+}
+
 int main(void)
 {
 	snprintf(dir, sizeof dir, "/tmp/test_runtime_host.XXXXXX");
@@ -411,6 +487,7 @@ int main(void)
 	check(hc.nblk == 0, "closing the runtime leaves nothing on the device", "%d blocks", hc.nblk);
 	faults();
 	cubins();
+	targets();
 	const char *names[] = {"k.ptx", "manifest.json"};
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
