@@ -13,11 +13,11 @@ pass=0 fail=0
 check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
 [ -f "$lib" ] || { echo "SKIP: no $lib (the build found no shared libjansson or libnettle)"; exit 77; }
 
-others=$(nm -D --defined-only "$lib" | awk '{ print $3 }' | grep -v '^recur_' | head -5)
+nm -D --defined-only "$lib" | awk '{ print $3 }' | sort -u > "$work/exports"
+others=$(grep -v '^recur_' "$work/exports" | head -5)
 [ -z "$others" ]; check $? "it exports recur_* only (others: ${others:-none})"
-napi=$(nm -D --defined-only "$lib" | awk '{ print $3 }' | grep -c '^recur_')
-missing=$(grep -oE '\brecur_[a-z0-9_]+\(' "$src/runtime/recur.h" | tr -d '(' | sort -u |
-	while read -r f; do nm -D --defined-only "$lib" | awk '{ print $3 }' | grep -qx "$f" || echo "$f"; done)
+napi=$(grep -c '^recur_' "$work/exports")
+missing=$(grep -oE '\brecur_[a-z0-9_]+\(' "$src/runtime/recur.h" | tr -d '(' | sort -u | comm -23 - "$work/exports")
 [ -z "$missing" ]; check $? "every function recur.h declares is exported ($napi; missing: ${missing:-none})"
 deps=$(ldd "$lib" 2>&1 | grep -iE 'llvm|lua' || true)
 [ -z "$deps" ]; check $? "no LLVM or Lua behind it (${deps:-none})"
