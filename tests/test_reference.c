@@ -22,6 +22,7 @@
 #include "reference.h"
 #include "rng.h"
 #include "script.h"
+#include "refenv.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -440,26 +441,10 @@ static void test_shapes(Rng *r)
 
 int main(void)
 {
-	const char *root = getenv("RECUR_SOURCE_DIR");
-	if (!root || !*root)
-		root = RECUR_SOURCE_DIR;
-	snprintf(g_lua, sizeof g_lua, "%s/lua", root);
-	char probe[1200];
-	snprintf(probe, sizeof probe, "%s/recur.lua", g_lua);
-	if (access(probe, R_OK) != 0) {
-		printf("skipped: %s not found (set RECUR_SOURCE_DIR to the source tree)\n", probe);
-		return 77;
-	}
-	const char *tmpdir = getenv("TMPDIR");
-	snprintf(g_tmp, sizeof g_tmp, "%s/recur_test_reference.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-	if (!mkdtemp(g_tmp)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	const char *es = getenv("RECUR_TEST_SEED");
-	uint64_t seed = es && *es ? strtoull(es, NULL, 10) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-	printf("seed %llu (RECUR_TEST_SEED=%llu repeats this run)\n", (unsigned long long)seed,
-	       (unsigned long long)seed);
+	uint64_t seed;
+	int rc = refenv_open("recur_test_reference", g_lua, sizeof g_lua, g_tmp, sizeof g_tmp, &seed);
+	if (rc)
+		return rc;
 	Rng r;
 	rng_seed(&r, seed);
 	test_against_hand("rglru", &r);
