@@ -198,12 +198,8 @@ static int pick_cubin(recur_variant *v, char *err, size_t errlen)
 		snprintf(v->module, sizeof v->module, "PTX, compiled by the driver: RECUR_FORCE_PTX is set");
 		return 0;
 	}
-	rt_cu *cu = &v->rt->cu;
 	int major, minor, cmaj, cmin, carch;
-	if (RT_CU(cu, DeviceGetAttribute, (&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, v->rt->dev), err,
-	          errlen, "reading the device's compute capability to choose variant %s's code", d->name) ||
-	    RT_CU(cu, DeviceGetAttribute, (&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, v->rt->dev), err,
-	          errlen, "reading the device's compute capability to choose variant %s's code", d->name))
+	if (recur_rt_compute_capability(v->rt, &major, &minor, err, errlen))
 		return -1;
 	rt_parse_sm(d->cubin_target, &cmaj, &cmin, &carch);   /* checked when the manifest was loaded */
 	/* a cubin runs on its own target only: the same major and minor (an
