@@ -36,16 +36,6 @@ typedef struct {
 	long resident_cap;           /* blocks the device holds at once */
 } rt_kernel;
 
-/* need: bytes of the last call. The workspaces zeroed before their pass
- * live in one arena (off into it, cap 0: the arena owns the memory), the
- * forward's first: the forward clears the whole arena with one memset,
- * or its first kernel does (the manifest's "clears": then no memset), and
- * the backward after it clears nothing. Each clear is a stream operation
- * of its own, about 1.5 us of GPU time between the launches at any size,
- * and with none before it the backward's first kernel follows the
- * forward's last directly. */
-typedef struct { CUdeviceptr p; size_t cap, need, off; } rt_wsbuf;
-#define RT_ARENA_ALIGN 256
 _Static_assert(sizeof(size_t) == 8, "the runtime addresses 64-bit device memory with size_t");
 
 typedef union { CUdeviceptr p; int32_t i32; int64_t i64; } rt_argval;
@@ -65,6 +55,7 @@ struct recur_variant {
 	rt_kernel *kernel;
 	int *kidx[2];                /* kernel of each launch, per pass */
 	rt_wsbuf *ws;                /* one per manifest workspace */
+	rt_wsbuf *cws;               /* where each lies in a caller's regions, this call (recur_forward_ws) */
 	rt_wsbuf zero;               /* the arena of the zeroed workspaces */
 	size_t zero_bwd;             /* where the backward's part of it starts */
 	int bwd_clear;               /* that part is clear: no backward since the forward */
@@ -353,6 +344,7 @@ int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, 
 	v->argoff[RT_FWD] = calloc(nl + 1, sizeof(int));
 	v->argoff[RT_BWD] = v->argoff[RT_FWD] + d->nlaunch[RT_FWD];
 	v->ws = calloc(d->nws + 1, sizeof *v->ws);
+	v->cws = calloc(d->nws + 1, sizeof *v->cws);
 	v->val = calloc(nargs + 1, sizeof *v->val);
 	v->argp = calloc(nargs + 1, sizeof *v->argp);
 	v->geom = calloc(v->maxlaunch + 1, sizeof *v->geom);
@@ -437,6 +429,7 @@ void recur_variant_free(recur_variant *v)
 	free(v->kidx[RT_FWD]);
 	free(v->argoff[RT_FWD]);
 	free(v->ws);
+	free(v->cws);
 	free(v->val);
 	free(v->argp);
 	free(v->geom);
@@ -521,80 +514,11 @@ int recur_variant_last_times(const recur_variant *v, const char **names, float *
 
 /* ---- running a pass ---- */
 
-/* Which workspaces a pass owns (allocates and zeroes). */
-static int ws_in_pass(rt_life life, int pass)
-{
-	return pass == RT_FWD ? life != RT_LIFE_BACKWARD : life == RT_LIFE_BACKWARD;
-}
-
-static int ws_bytes(const recur_variant *v, int i, const ShapeVars *sv, const char *shape, size_t *out,
-                    char *err, size_t errlen)
-{
-	const rt_ws *w = &v->d->ws[i];
-	int64_t bytes;
-	char e[512];
-	if (shapex_eval(w->bytes, sv, &bytes, e, sizeof e))
-		return rt_vfail(err, errlen, "variant %s: workspace %s at %s: %s", v->d->name, w->name, shape, e);
-	if (bytes < 0)
-		return rt_vfail(err, errlen, "variant %s: workspace %s at %s: bytes \"%s\" = %lld is negative",
-		                v->d->name, w->name, shape, w->bytes, (long long)bytes);
-	*out = (size_t)bytes;
-	return 0;
-}
-
 static int pinned_fail(const recur_variant *v, const char *ws, size_t bytes, const char *shape, char *err,
                        size_t errlen)
 {
 	return rt_vfail(err, errlen, "variant %s: %s must grow to %zu bytes at %s, but %d graph(s) hold its address: "
 	                "free them first (recur_graph_free)", v->d->name, ws, bytes, shape, v->pinned);
-}
-
-/* *end rounded up to RT_ARENA_ALIGN (the offset of the next workspace,
- * in *off), then bytes added. Checked: a sum past SIZE_MAX would wrap the
- * arena to a small one, and the kernels would get pointers far outside it. */
-static int arena_add(size_t *end, size_t bytes, size_t *off)
-{
-	size_t a;
-	if (__builtin_add_overflow(*end, (size_t)RT_ARENA_ALIGN - 1, &a))
-		return -1;
-	a = a / RT_ARENA_ALIGN * RT_ARENA_ALIGN;
-	if (__builtin_add_overflow(a, bytes, end))
-		return -1;
-	*off = a;
-	return 0;
-}
-
-/* Offsets of the zeroed workspaces of both passes in the arena, the
- * forward's first; *end its size (whole 32-bit words, for one
- * cuMemsetD32Async) and *bwd where the backward's part starts (SIZE_MAX:
- * none). Offsets are aligned only where a workspace starts: the arena of
- * one workspace is exactly its size. */
-static int arena_layout(recur_variant *v, const ShapeVars *sv, const char *shape, size_t *end, size_t *bwd,
-                        char *err, size_t errlen)
-{
-	const rt_vdesc *d = v->d;
-	*end = 0;
-	*bwd = SIZE_MAX;
-	for (int p = RT_FWD; p <= RT_BWD; p++)
-		for (int i = 0; i < d->nws; i++) {
-			if (!d->ws[i].zero || !ws_in_pass(d->ws[i].life, p))
-				continue;
-			if (ws_bytes(v, i, sv, shape, &v->ws[i].need, err, errlen))
-				return -1;
-			if (!v->ws[i].need)
-				continue;
-			size_t before = *end;
-			if (arena_add(end, v->ws[i].need, &v->ws[i].off))
-				return rt_vfail(err, errlen, "variant %s: zeroed workspace %s (%zu bytes) at %s, placed after %zu "
-				                "bytes of the others, makes an arena larger than any size (2^64 bytes)", d->name,
-				                d->ws[i].name, v->ws[i].need, shape, before);
-			if (p == RT_BWD && *bwd == SIZE_MAX)
-				*bwd = v->ws[i].off;
-		}
-	if (*end % 4 && __builtin_add_overflow(*end, 4 - *end % 4, end))
-		return rt_vfail(err, errlen, "variant %s: the zeroed workspaces at %s make an arena larger than any size "
-		                "(2^64 bytes)", d->name, shape);
-	return 0;
 }
 
 /* The forward lays out the arena of both passes' zeroed workspaces (the
@@ -606,10 +530,10 @@ static int prepare_ws(recur_variant *v, int pass, const ShapeVars *sv, const cha
 	char why[768];
 	for (int i = 0; i < d->nws; i++) {
 		const rt_ws *w = &d->ws[i];
-		if (!ws_in_pass(w->life, pass) || w->zero)
+		if (!rt_ws_in_pass(w->life, pass) || w->zero)
 			continue;
 		size_t bytes;
-		if (ws_bytes(v, i, sv, shape, &bytes, err, errlen))
+		if (rt_ws_bytes(d, i, sv, shape, &bytes, err, errlen))
 			return -1;
 		v->ws[i].need = bytes;
 		if (bytes <= v->ws[i].cap)
@@ -631,7 +555,7 @@ static int prepare_ws(recur_variant *v, int pass, const ShapeVars *sv, const cha
 	if (pass != RT_FWD)
 		return 0;
 	size_t end, bwd;
-	if (arena_layout(v, sv, shape, &end, &bwd, err, errlen))
+	if (rt_arena_layout(d, v->ws, sv, shape, &end, &bwd, err, errlen))
 		return -1;
 	rt_wsbuf *z = &v->zero;
 	z->need = end;
@@ -653,8 +577,12 @@ static int prepare_ws(recur_variant *v, int pass, const ShapeVars *sv, const cha
 	return 0;
 }
 
+/* The workspaces of one call: the variant's own buffers and arena, or
+ * those of a caller's regions */
+typedef struct { const rt_wsbuf *ws, *zero; } rt_bind;
+
 static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, const recur_io *io,
-                   const char *shape, char *err, size_t errlen)
+                   const rt_bind *bind, const char *shape, char *err, size_t errlen)
 {
 	const rt_vdesc *d = v->d;
 	const rt_launch *l = &d->launch[pass][li];
@@ -692,13 +620,13 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 			p = list[a->index];
 			break;
 		case RT_ARG_WS:
-			val[i].p = v->ws[a->index].p;   /* null when it has 0 bytes */
+			val[i].p = bind->ws[a->index].p;   /* null when it has 0 bytes */
 			continue;
 		case RT_ARG_ZBASE:
-			val[i].p = v->zero.p;   /* null when no workspace is zeroed: then 0 words */
+			val[i].p = bind->zero->p;   /* null when no workspace is zeroed: then 0 words */
 			continue;
 		case RT_ARG_ZWORDS:
-			val[i].i64 = (int64_t)(v->zero.need / 4);
+			val[i].i64 = (int64_t)(bind->zero->need / 4);
 			continue;
 		case RT_ARG_I32:
 		case RT_ARG_I64: {
@@ -855,7 +783,74 @@ static int shape_setup(const recur_variant *v, recur_shape s, ShapeVars *sv, cha
 	return 0;
 }
 
-static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CUstream st,
+/* A call's workspaces in the variant's own buffers (allocated or grown
+ * here), and the part of the arena to clear before the pass (*zfrom on):
+ * a forward whose first kernel clears the arena itself (the manifest's
+ * "clears") needs no memset, and a backward right after its forward finds
+ * its part clear. */
+static int bind_own(recur_variant *v, int pass, recur_shape s, const ShapeVars *sv, const char *shape, rt_bind *bind,
+                    size_t *zfrom, char *err, size_t errlen)
+{
+	const rt_vdesc *d = v->d;
+	if (pass == RT_BWD && !v->saved)
+		return rt_vfail(err, errlen, "variant %s: backward at %s without a forward before it (the saved "
+		                "workspaces hold nothing)", d->name, shape);
+	if (pass == RT_BWD && memcmp(&s, &v->saved_shape, sizeof s))
+		return rt_vfail(err, errlen, "variant %s: backward at %s, but the last forward ran at B=%d L=%d D=%d",
+		                d->name, shape, v->saved_shape.B, v->saved_shape.L, v->saved_shape.D);
+	if (pass == RT_FWD)
+		v->saved = 0;     /* the saved workspaces are about to be rewritten */
+	if (prepare_ws(v, pass, sv, shape, err, errlen))
+		return -1;
+	*bind = (rt_bind){ v->ws, &v->zero };
+	*zfrom = pass == RT_FWD ? (d->launch[RT_FWD][0].clears ? v->zero.need : 0)
+	                        : (v->bwd_clear ? v->zero.need : v->zero_bwd);
+	return 0;
+}
+
+/* A call's workspaces in a caller's regions, checked (present, aligned,
+ * large enough) and nothing allocated; the variant's own buffers and its
+ * saved state are left as they are. A backward cannot know whether its
+ * part of the arena is still clear, so it clears it every time. The other
+ * pass's scratch workspaces get null pointers. */
+static int bind_caller(recur_variant *v, int pass, const ShapeVars *sv, const recur_ws *cw, const char *shape,
+                       rt_wsbuf *zero, rt_bind *bind, size_t *zfrom, char *err, size_t errlen)
+{
+	const rt_vdesc *d = v->d;
+	rt_regions r;
+	if (rt_caller_layout(d, v->cws, sv, shape, &r, err, errlen))
+		return -1;
+	struct { const char *name; CUdeviceptr p; size_t have, need; } reg[2] = {
+		[RT_REGION_SAVED] = {"saved", cw->saved, cw->saved_bytes, r.saved},
+		[RT_REGION_SCRATCH] = {"scratch", cw->scratch, cw->scratch_bytes, r.scratch[pass]},
+	};
+	for (int k = 0; k < 2; k++) {
+		if (!reg[k].need)
+			continue;
+		if (!reg[k].p)
+			return rt_vfail(err, errlen, "variant %s: %s at %s needs a %s region of %zu bytes, but ws->%s is a "
+			                "null pointer", d->name, rt_pass_name[pass], shape, reg[k].name, reg[k].need,
+			                reg[k].name);
+		if (reg[k].p % RECUR_WS_ALIGN)
+			return rt_vfail(err, errlen, "variant %s: %s at %s: ws->%s = 0x%llx is not %d-byte aligned", d->name,
+			                rt_pass_name[pass], shape, reg[k].name, (unsigned long long)reg[k].p, RECUR_WS_ALIGN);
+		if (reg[k].have < reg[k].need)
+			return rt_vfail(err, errlen, "variant %s: %s at %s needs a %s region of %zu bytes, but ws->%s_bytes "
+			                "is %zu (recur_workspace_sizes gives the sizes)", d->name, rt_pass_name[pass], shape,
+			                reg[k].name, reg[k].need, reg[k].name, reg[k].have);
+	}
+	for (int i = 0; i < d->nws; i++) {
+		const rt_ws *w = &d->ws[i];
+		int k = rt_ws_region(w), used = k == RT_REGION_SAVED || rt_ws_in_pass(w->life, pass);
+		v->cws[i].p = used && v->cws[i].need ? reg[k].p + v->cws[i].off : 0;
+	}
+	*zero = (rt_wsbuf){ .p = r.zend ? cw->saved : 0, .need = r.zend };
+	*bind = (rt_bind){ v->cws, zero };
+	*zfrom = pass == RT_FWD ? (d->launch[RT_FWD][0].clears ? r.zend : 0) : r.zbwd;
+	return 0;
+}
+
+static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, const recur_ws *cw, CUstream st,
                char *err, size_t errlen)
 {
 	if (!v)
@@ -869,20 +864,21 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CU
 		return rt_vfail(err, errlen, "variant %s: %s without buffers (io is NULL)", d->name, rt_pass_name[pass]);
 	if (shape_setup(v, s, &sv, shape, err, errlen))
 		return -1;
-	if (pass == RT_BWD && !v->saved)
-		return rt_vfail(err, errlen, "variant %s: backward at %s without a forward before it (the saved "
-		                "workspaces hold nothing)", d->name, shape);
-	if (pass == RT_BWD && memcmp(&s, &v->saved_shape, sizeof s))
-		return rt_vfail(err, errlen, "variant %s: backward at %s, but the last forward ran at B=%d L=%d D=%d",
-		                d->name, shape, v->saved_shape.B, v->saved_shape.L, v->saved_shape.D);
+	/* a framework may call from any of its threads (PyTorch's backward runs
+	 * on one of its own): the launches need the device's context there */
+	if (RT_CU(cu, CtxSetCurrent, (v->rt->ctx), err, errlen, "making the context of variant %s's device current",
+	          d->name))
+		return -1;
 
 	/* phase 1: everything that can fail before a launch */
-	if (pass == RT_FWD)
-		v->saved = 0;     /* the saved workspaces are about to be rewritten */
-	if (prepare_ws(v, pass, &sv, shape, err, errlen))
+	rt_bind bind = {0};
+	rt_wsbuf czero;
+	size_t zfrom = 0;
+	if (cw ? bind_caller(v, pass, &sv, cw, shape, &czero, &bind, &zfrom, err, errlen)
+	       : bind_own(v, pass, s, &sv, shape, &bind, &zfrom, err, errlen))
 		return -1;
 	for (int i = 0; i < d->nlaunch[pass]; i++)
-		if (marshal(v, pass, i, &sv, io, shape, err, errlen))
+		if (marshal(v, pass, i, &sv, io, &bind, shape, err, errlen))
 			return -1;
 	if (v->profiling && !v->ev) {
 		v->ev = calloc(v->maxlaunch + 1, sizeof *v->ev);
@@ -893,16 +889,14 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CU
 			return rt_vfail(err, errlen, "variant %s: out of host memory", d->name);
 	}
 
-	/* phase 2: clear, launch. A forward whose first kernel clears the arena
-	 * itself (the manifest's "clears") needs no memset ahead of it */
-	size_t zfrom = pass == RT_FWD ? (d->launch[RT_FWD][0].clears ? v->zero.need : 0)
-	                              : (v->bwd_clear ? v->zero.need : v->zero_bwd);
-	if (zfrom < v->zero.need &&
-	    RT_CU(cu, MemsetD32Async, (v->zero.p + zfrom, 0, (v->zero.need - zfrom) / 4, st), err, errlen,
-	          "clearing the zeroed workspaces of variant %s (%zu bytes at %s)", d->name, v->zero.need - zfrom,
-	          shape))
+	/* phase 2: clear, launch */
+	const rt_wsbuf *z = bind.zero;
+	if (zfrom < z->need &&
+	    RT_CU(cu, MemsetD32Async, (z->p + zfrom, 0, (z->need - zfrom) / 4, st), err, errlen,
+	          "clearing the zeroed workspaces of variant %s (%zu bytes at %s)", d->name, z->need - zfrom, shape))
 		return -1;
-	v->bwd_clear = pass == RT_FWD;
+	if (!cw)
+		v->bwd_clear = pass == RT_FWD;
 	v->nlast = 0;
 	for (int i = 0; i < d->nlaunch[pass]; i++) {
 		if (v->profiling && recur_event_record(v->rt, v->ev[i], st, err, errlen))
@@ -927,7 +921,7 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CU
 		}
 		v->nlast = n;
 	}
-	if (pass == RT_FWD) {
+	if (pass == RT_FWD && !cw) {
 		v->saved = 1;
 		v->saved_shape = s;
 	}
@@ -936,12 +930,33 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, CU
 
 int recur_forward(recur_variant *v, recur_shape s, const recur_io *io, CUstream st, char *err, size_t errlen)
 {
-	return run(v, RT_FWD, s, io, st, err, errlen);
+	return run(v, RT_FWD, s, io, NULL, st, err, errlen);
 }
 
 int recur_backward(recur_variant *v, recur_shape s, const recur_io *io, CUstream st, char *err, size_t errlen)
 {
-	return run(v, RT_BWD, s, io, st, err, errlen);
+	return run(v, RT_BWD, s, io, NULL, st, err, errlen);
+}
+
+static int run_ws(recur_variant *v, int pass, recur_shape s, const recur_io *io, const recur_ws *ws, CUstream st,
+                  char *err, size_t errlen)
+{
+	if (!ws)
+		return rt_vfail(err, errlen, "recur_%s_ws: the workspaces are NULL (recur_%s runs on the variant's own)",
+		                rt_pass_name[pass], rt_pass_name[pass]);
+	return run(v, pass, s, io, ws, st, err, errlen);
+}
+
+int recur_forward_ws(recur_variant *v, recur_shape s, const recur_io *io, const recur_ws *ws, CUstream st,
+                     char *err, size_t errlen)
+{
+	return run_ws(v, RT_FWD, s, io, ws, st, err, errlen);
+}
+
+int recur_backward_ws(recur_variant *v, recur_shape s, const recur_io *io, const recur_ws *ws, CUstream st,
+                      char *err, size_t errlen)
+{
+	return run_ws(v, RT_BWD, s, io, ws, st, err, errlen);
 }
 
 /* ---- what graph.c needs ---- */

@@ -225,4 +225,36 @@ int  recur_graph_launch(recur_graph *g, CUstream st, char *err, size_t errlen);
 int  recur_graph_nodes(const recur_graph *g);
 void recur_graph_free(recur_graph *g);
 
+/* ---- Caller-provided workspaces ----
+ * For a framework that owns the device memory (PyTorch's caching
+ * allocator): with these calls the variant keeps nothing between calls, so
+ * any number of forwards may run before their backwards, each with its own
+ * saved region, and every byte is in the caller's accounting.
+ *   saved:   written by a forward, read by the backward of that forward at
+ *            the same shape; keep it untouched from one to the other (a
+ *            second backward from the same saved region is allowed);
+ *   scratch: used during one pass only, forward or backward; free or reuse
+ *            it once the pass is done in stream order.
+ * recur_workspace_sizes gives both sizes at shape s from the manifest alone
+ * (no GPU) for variant index i (in a folder of several targets, after
+ * recur_manifest_select: the sizes differ between targets); either may be
+ * 0, and a region of 0 bytes may be a null pointer.
+ * Each region starts on a RECUR_WS_ALIGN-byte boundary and holds at least
+ * the bytes asked; a smaller or misaligned one is refused before any
+ * launch. The variant's own cached workspaces are neither used nor grown.
+ * A variant handle is not thread-safe: calls on one handle from several
+ * host threads must be serialised by the caller (streams may differ). */
+#define RECUR_WS_ALIGN 256
+typedef struct { size_t saved, scratch; } recur_ws_sizes;
+typedef struct {
+	CUdeviceptr saved, scratch;
+	size_t saved_bytes, scratch_bytes;
+} recur_ws;
+int  recur_workspace_sizes(const recur_manifest *m, int variant, recur_shape s, recur_ws_sizes *z, char *err,
+                           size_t errlen);
+int  recur_forward_ws(recur_variant *v, recur_shape s, const recur_io *io, const recur_ws *ws, CUstream st,
+                      char *err, size_t errlen);
+int  recur_backward_ws(recur_variant *v, recur_shape s, const recur_io *io, const recur_ws *ws, CUstream st,
+                       char *err, size_t errlen);
+
 #endif

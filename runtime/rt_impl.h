@@ -116,6 +116,43 @@ int rt_shape_vars(const recur_manifest *m, int variant, recur_shape s, int rules
 typedef struct { unsigned grid[3]; int64_t smem; unsigned cluster; } rt_plan_geom;
 int rt_launch_geom(const rt_launch *l, const ShapeVars *sv, rt_plan_geom *g, char *e, size_t n);
 
+/* ---- workspaces (workspace.c) ---- */
+
+/* need: bytes of the last call. The workspaces zeroed before their pass
+ * live in one arena (off into it, cap 0: the arena owns the memory), the
+ * forward's first: the forward clears the whole arena with one memset,
+ * or its first kernel does (the manifest's "clears": then no memset), and
+ * the backward after it clears nothing. Each clear is a stream operation
+ * of its own, about 1.5 us of GPU time between the launches at any size,
+ * and with none before it the backward's first kernel follows the
+ * forward's last directly. */
+typedef struct { CUdeviceptr p; size_t cap, need, off; } rt_wsbuf;
+#define RT_ARENA_ALIGN 256
+
+/* Which workspaces a pass owns (allocates and zeroes). */
+int  rt_ws_in_pass(rt_life life, int pass);
+/* Bytes of workspace i at the shape of sv, checked (>= 0). */
+int  rt_ws_bytes(const rt_vdesc *d, int i, const ShapeVars *sv, const char *shape, size_t *out, char *err,
+                 size_t errlen);
+/* Offsets of the zeroed workspaces of both passes in the arena (ws[i].off,
+ * .need), the forward's first; *end its size (whole 32-bit words, for one
+ * cuMemsetD32Async) and *bwd where the backward's part starts (SIZE_MAX:
+ * none). */
+int  rt_arena_layout(const rt_vdesc *d, rt_wsbuf *ws, const ShapeVars *sv, const char *shape, size_t *end,
+                     size_t *bwd, char *err, size_t errlen);
+
+/* A caller's regions (recur_forward_ws): the saved region holds the arena
+ * of the zeroed workspaces, as the variant's own (zend bytes, the
+ * backward's part from zbwd; the forward clears all of it, a backward its
+ * part, every time), then the saved workspaces; the scratch region of a
+ * pass holds that pass's other workspaces. ws[i].off is into the region
+ * rt_ws_region names. */
+enum { RT_REGION_SAVED, RT_REGION_SCRATCH };
+typedef struct { size_t zend, zbwd, saved, scratch[2]; } rt_regions;
+int  rt_ws_region(const rt_ws *w);
+int  rt_caller_layout(const rt_vdesc *d, rt_wsbuf *ws, const ShapeVars *sv, const char *shape, rt_regions *r,
+                      char *err, size_t errlen);
+
 /* ---- runtime ---- */
 
 typedef struct { CUdeviceptr p; size_t bytes; } rt_block;

@@ -13,6 +13,7 @@
  * part is skipped with the reason, and the test passes on the CPU checks.
  */
 #include "recur.h"
+#include "testfs.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,22 +26,6 @@ static void verdict(int ok, const char *what, const char *detail)
 {
 	printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", what, detail && *detail ? ": " : "", detail ? detail : "");
 	ok ? passed++ : failed++;
-}
-
-static int has(const char *s, const char *w)
-{
-	return s && strstr(s, w) != NULL;
-}
-
-static void write_file(const char *name, const char *text)
-{
-	char p[512];
-	snprintf(p, sizeof p, "%s/%s", dir, name);
-	FILE *f = fopen(p, "w");
-	if (f) {
-		fputs(text, f);
-		fclose(f);
-	}
 }
 
 /* put(y, a, b, ws): y[0..4) = a (int32), y[8..16) = b (int64), y[16..24) = ws[0..8),
@@ -307,16 +292,16 @@ static void gpu_part(recur_rt *rt)
 	recur_rt_driver_version(rt, &ver);
 	printf("device: %s, driver %d\n", name, ver);
 
-	write_file("good.ptx", ptx_good);
+	write_in(dir, "good.ptx", ptx_good);
 	size_t nclr = strlen(ptx_good) + strlen(ptx_clear_tail) + 2;
 	char *clr = malloc(nclr);
 	if (clr) {
 		snprintf(clr, nclr, "%s\n%s", ptx_good, ptx_clear_tail);
-		write_file("clear.ptx", clr);
+		write_in(dir, "clear.ptx", clr);
 		free(clr);
 	}
-	write_file("broken.ptx", ptx_broken);
-	write_file("manifest.json", manifest);
+	write_in(dir, "broken.ptx", ptx_broken);
+	write_in(dir, "manifest.json", manifest);
 	recur_manifest *m = NULL;
 	if (recur_manifest_load(dir, &m, err, sizeof err)) {
 		verdict(0, "GPU: the synthetic manifest loads", err);

@@ -18,28 +18,13 @@
  */
 #include "hostcu.h"
 #include "check.h"
+#include "testfs.h"
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 static char dir[256];
-
-static int has(const char *s, const char *w)
-{
-	return s && strstr(s, w) != NULL;
-}
-
-static void write_file(const char *name, const char *text)
-{
-	char p[512];
-	snprintf(p, sizeof p, "%s/%s", dir, name);
-	FILE *f = fopen(p, "w");
-	if (f) {
-		fputs(text, f);
-		fclose(f);
-	}
-}
 
 /* two kernels: fwd(y, x, p, ws, ws, i32, i64, zbase?) as the manifest gives them */
 static const char *ptx =
@@ -317,7 +302,7 @@ static void cubin_manifest(const char *target)
 	         "  \"init\": {\"kind\": \"normal\", \"a\": \"rsqrt(D)\"}}]}},\n \"variants\": [%.*s\"cubin\": "
 	         "\"k.sm_90.cubin\", \"cubin_target\": \"%s\", %s]}\n",
 	         (int)(at - v), v, target, at);
-	write_file("cubin.json", text);
+	write_in(dir, "cubin.json", text);
 }
 
 /* Loads "good" from cubin.json; the module string, or the error. */
@@ -341,7 +326,7 @@ static void cubins(void)
 {
 	char text[4096];
 	snprintf(text, sizeof text, "\x7f" "ELF%s", ptx);
-	write_file("k.sm_90.cubin", text);
+	write_in(dir, "k.sm_90.cubin", text);
 	hc_reset();
 	recur_rt *rt = NULL;
 	char err[4096] = "", what[4096] = "";
@@ -397,7 +382,7 @@ static void targets_manifest(const char *const *tg, int n)
 		                         (int)(at - v), v, tg[i], at);
 	if (used < sizeof text)
 		snprintf(text + used, sizeof text - used, "]}\n");
-	write_file("cubin.json", text);
+	write_in(dir, "cubin.json", text);
 }
 
 /* A folder of several targets: the runtime loads, per variant, the module
@@ -466,8 +451,8 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	write_file("k.ptx", ptx);
-	write_file("manifest.json", manifest);
+	write_in(dir, "k.ptx", ptx);
+	write_in(dir, "manifest.json", manifest);
 	hc_reset();
 	Session S = {0};
 	char err[4096] = "", path[300];
