@@ -1,0 +1,457 @@
+#!/usr/bin/env python3
+"""A small byte-level language model of Griffin-style recurrent blocks,
+trained with recur's RG-LRU operator or with the same layer in plain
+PyTorch, for the loss curve and the tokens per second of each.
+
+    python3 examples/train_lm.py --kernels out/ptx --compare --steps 300
+    python3 examples/train_lm.py --mixer torch --device cpu --tiny --steps 5
+
+Each block is Griffin's recurrent block and an MLP, pre-norm, residual:
+    x += W_out( gelu(W_gate n) * RG-LRU( conv4( W_in n ) ) ),   n = RMSNorm(x)
+    x += W_down( gelu(W_up RMSNorm(x)) )
+The RG-LRU is recur.RGLRU (--mixer recur) or TorchRGLRU below (--mixer
+torch, and torch-compile: the same module through torch.compile), both
+with the parameters, initialisation and math of spec/architectures.md.
+
+The text: the files given with --text, else every source and document
+file of this repository (a few MB of C, Lua and Markdown that any clone
+has); the last 5% of it is held out for the validation loss.
+
+--compare trains the model with each mixer from the same seed on the same
+batches and writes, into --out: log.json (every run's losses and tokens
+per second), loss.svg (the curves) and summary.md (the table).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+C = 8.0   # RG-LRU's constant
+
+
+# ---- data ----
+
+def repo_text():
+    """The repository's own sources and documents, in a fixed order."""
+    keep = (".c", ".h", ".lua", ".md", ".py", ".sh", ".txt")
+    files = []
+    for top in ("README.md", "ARCHITECTURE.md", "cli", "gen", "ir", "lua", "ref", "runtime", "script",
+                "templates", "util", "tests", "bench", "python", "examples"):
+        p = os.path.join(REPO, top)
+        if os.path.isfile(p):
+            files.append(p)
+        for root, dirs, names in os.walk(p):
+            dirs.sort()
+            files += [os.path.join(root, n) for n in sorted(names) if n.endswith(keep)]
+    return files
+
+
+def load_bytes(paths):
+    data = bytearray()
+    for p in paths:
+        with open(p, "rb") as f:
+            data += f.read()
+    if len(data) < 100000:
+        raise SystemExit("train_lm: %d bytes of text is too little to train on (give --text FILES)" % len(data))
+    return torch.frombuffer(data, dtype=torch.uint8).long()
+
+
+def batches(data, batch, seq, generator):
+    """Random windows of seq + 1 bytes: inputs and next-byte targets."""
+    while True:
+        i = torch.randint(0, data.numel() - seq - 1, (batch,), generator=generator)
+        w = torch.stack([data[j:j + seq + 1] for j in i.tolist()])
+        yield w[:, :-1], w[:, 1:]
+
+
+# ---- the RG-LRU in plain PyTorch ----
+
+def linear_scan(a, b, chunk=16):
+    """h[t] = a[t] h[t-1] + b[t] along dim 1 from h[-1] = 0, in fp32, with
+    no loop over time: within chunks of `chunk` steps by the matrix of
+    products prod_{s<r<=t} a[r] (exponents of differences of cumulative
+    logs, masked to s <= t, so every exponent is <= 0 and nothing
+    overflows), then the same over the chunks' ends."""
+    B, L, D = a.shape
+    pad = (-L) % chunk
+    if pad:
+        a = torch.cat([a, a.new_ones(B, pad, D)], 1)
+        b = torch.cat([b, b.new_zeros(B, pad, D)], 1)
+    n = a.shape[1] // chunk
+    la = torch.log(a).view(B, n, chunk, D)
+    h, decay = _scan_matrix(la, b.view(B, n, chunk, D))   # within each chunk, from 0
+    if n > 1:
+        ends = h[:, :, -1]                                  # [B, n, D]
+        gl = decay[:, :, -1].unsqueeze(1)                   # each chunk's whole log decay
+        into, _ = _scan_matrix(gl, ends.unsqueeze(1))       # [B, 1, n, D]: states after each chunk
+        carry = torch.cat([ends.new_zeros(B, 1, D), into[:, 0, :-1]], 1)   # entering each chunk
+        h = h + torch.exp(decay) * carry.unsqueeze(2)
+    return h.reshape(B, n * chunk, D)[:, :L]
+
+
+def _scan_matrix(la, b):
+    """la, b: [B, n, c, D]; per chunk h[t] = sum_{s<=t} exp(cum[t] - cum[s]) b[s]."""
+    cum = torch.cumsum(la, 2)
+    c = la.shape[2]
+    mask = torch.ones(c, c, dtype=torch.bool, device=la.device).tril()
+    diff = cum.unsqueeze(3) - cum.unsqueeze(2)               # [B, n, t, s, D]
+    w = torch.exp(torch.where(mask[None, None, :, :, None], diff, diff.new_tensor(-math.inf)))
+    return torch.einsum("bntsd,bnsd->bntd", w, b), cum
+
+
+def sqrt_bounded(z):
+    """sqrt forward; the spec's bounded derivative 1/sqrt(max(4z, 1e-6)) backward."""
+    return _SqrtB.apply(z)
+
+
+class _SqrtB(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        return torch.sqrt(z)
+
+    @staticmethod
+    def backward(ctx, g):
+        (z,) = ctx.saved_tensors
+        return g / torch.sqrt(torch.clamp(4 * z, min=1e-6))
+
+
+class TorchRGLRU(nn.Module):
+    """RG-LRU with recur.RGLRU's parameters (Wa, ba, Wx, bx, lam) and math:
+    bf16 projections with fp32 accumulation, fp32 gates and carry."""
+
+    def __init__(self, width, head=64):
+        super().__init__()
+        if width % head:
+            raise ValueError("width %d is not a multiple of the head size %d" % (width, head))
+        H, K = width // head, head
+        self.H, self.K = H, K
+        self.Wa = nn.Parameter(torch.randn(H, K, K) / math.sqrt(K))
+        self.ba = nn.Parameter(torch.zeros(width))
+        self.Wx = nn.Parameter(torch.randn(H, K, K) / math.sqrt(K))
+        self.bx = nn.Parameter(torch.zeros(width))
+        u = torch.empty(width, dtype=torch.float64).uniform_(0.9 ** 2, 0.999 ** 2)
+        self.lam = nn.Parameter(torch.log(torch.exp(-0.5 * torch.log(u)) - 1).float())
+
+    def forward(self, x):
+        B, L, D = x.shape
+        xb = x.to(torch.bfloat16).view(B, L, self.H, self.K)
+        def proj(W, bias):
+            p = torch.einsum("blhi,hij->blhj", xb, W.to(torch.bfloat16)).float()
+            return p.reshape(B, L, D) + bias
+        r = torch.sigmoid(proj(self.Wa, self.ba))
+        i = torch.sigmoid(proj(self.Wx, self.bx))
+        log_a = -C * r * F.softplus(self.lam)
+        a = torch.exp(log_a)
+        m = sqrt_bounded(1 - torch.exp(2 * log_a))
+        # the spec's reset at t = 0: m = 1 there (h[-1] = 0 drops a * h_prev)
+        first = torch.zeros(1, L, 1, dtype=torch.bool, device=x.device)
+        first[:, 0] = True
+        m = torch.where(first, torch.ones_like(m), m)
+        h = linear_scan(a, m * i * xb.reshape(B, L, D).float())
+        return h.to(torch.bfloat16)
+
+
+# ---- the model ----
+
+class RMSNorm(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(x.dtype) * self.w
+
+
+class RecurrentBlock(nn.Module):
+    def __init__(self, d, width, mixer):
+        super().__init__()
+        self.norm = RMSNorm(d)
+        self.gate = nn.Linear(d, width, bias=False)
+        self.inp = nn.Linear(d, width, bias=False)
+        self.conv = nn.Conv1d(width, width, 4, groups=width, padding=3)
+        self.mixer = mixer
+        self.out = nn.Linear(width, d, bias=False)
+        self.mlp_norm = RMSNorm(d)
+        self.up = nn.Linear(d, 3 * d, bias=False)
+        self.down = nn.Linear(3 * d, d, bias=False)
+
+    def forward(self, x):
+        n = self.norm(x)
+        u = self.inp(n).transpose(1, 2)
+        u = self.conv(u)[..., :x.shape[1]].transpose(1, 2)   # causal: the first L of the padded output
+        y = self.mixer(u.contiguous())
+        x = x + self.out(F.gelu(self.gate(n)) * y)
+        return x + self.down(F.gelu(self.up(self.mlp_norm(x))))
+
+
+class LM(nn.Module):
+    def __init__(self, d, width, layers, make_mixer):
+        super().__init__()
+        self.emb = nn.Embedding(256, d)
+        self.blocks = nn.ModuleList(RecurrentBlock(d, width, make_mixer()) for _ in range(layers))
+        self.norm = RMSNorm(d)
+        self.head = nn.Linear(d, 256, bias=False)
+
+    def forward(self, tokens):
+        x = self.emb(tokens)
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(self.norm(x))
+
+
+def make_model(args, mixer):
+    if mixer == "recur":
+        sys.path.insert(0, os.path.join(REPO, "python"))
+        import recur
+        kernels = recur.load(args.kernels, args.calibration)
+        make = lambda: recur.RGLRU(kernels, args.width)
+    else:
+        make = lambda: TorchRGLRU(args.width)
+    model = LM(args.d, args.width, args.layers, make).to(args.device)
+    if mixer == "torch-compile":
+        for blk in model.blocks:
+            blk.mixer = torch.compile(blk.mixer)
+    return model
+
+
+# ---- training ----
+
+def train(args, mixer, data, val):
+    torch.manual_seed(args.seed)
+    model = make_model(args, mixer)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1)
+    gen = torch.Generator().manual_seed(args.seed)
+    it = batches(data, args.batch, args.seq, gen)
+    dev = torch.device(args.device)
+    amp = dict(device_type=dev.type, dtype=torch.bfloat16)
+    log = {"mixer": mixer, "step": [], "loss": [], "val_step": [], "val_loss": []}
+    timed_tokens, timed_s = 0, 0.0
+    for step in range(args.steps):
+        lr = args.lr * min(1.0, (step + 1) / args.warmup) * 0.5 * (1 + math.cos(math.pi * step / args.steps))
+        for g in opt.param_groups:
+            g["lr"] = lr
+        xb, yb = next(it)
+        xb, yb = xb.to(dev), yb.to(dev)
+        sync(dev)
+        t0 = time.perf_counter()
+        with torch.autocast(**amp):
+            logits = model(xb)
+        loss = F.cross_entropy(logits.float().view(-1, 256), yb.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sync(dev)
+        dt = time.perf_counter() - t0
+        if step >= args.timing_from:   # after compilation, autotuning and the allocator's first growth
+            timed_tokens += xb.numel()
+            timed_s += dt
+        lv = loss.item()
+        if not math.isfinite(lv):
+            raise SystemExit("train_lm: %s: the loss is %r at step %d" % (mixer, lv, step))
+        log["step"].append(step)
+        log["loss"].append(lv)
+        if step % args.eval_every == 0 or step == args.steps - 1:
+            log["val_step"].append(step)
+            log["val_loss"].append(evaluate(model, val, args, amp, dev))
+            print("%-13s step %4d  loss %.3f  val %.3f  %s" % (mixer, step, lv, log["val_loss"][-1],
+                  "%.0f tok/s" % (timed_tokens / timed_s) if timed_s else ""), flush=True)
+    log["tokens_per_s"] = timed_tokens / timed_s if timed_s else None
+    log["params"] = sum(p.numel() for p in model.parameters())
+    return log
+
+
+@torch.no_grad()
+def evaluate(model, val, args, amp, dev):
+    gen = torch.Generator().manual_seed(0)   # the same held-out windows every time
+    it = batches(val, args.batch, args.seq, gen)
+    total = 0.0
+    for _ in range(args.eval_batches):
+        xb, yb = next(it)
+        with torch.autocast(**amp):
+            logits = model(xb.to(dev))
+        total += F.cross_entropy(logits.float().view(-1, 256), yb.to(dev).reshape(-1)).item()
+    return total / args.eval_batches
+
+
+def sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+# ---- checks ----
+
+def self_test():
+    """The plain-PyTorch layer against loops in float64: the scan at lengths
+    around its chunks (and near-zero a, a reset in all but name), its
+    gradients by finite differences, and the layer's sqrt's bounded
+    derivative. Prints one line per check; exits 1 on a failure."""
+    torch.manual_seed(1)
+    bad = 0
+    for L, chunk in [(1, 16), (16, 16), (37, 16), (300, 8)]:
+        a = torch.rand(3, L, 5, dtype=torch.float64) * 0.99 + 0.005
+        a[:, 5:7] = 1e-30
+        b = torch.randn(3, L, 5, dtype=torch.float64)
+        h, ref = torch.zeros(3, 5, dtype=torch.float64), []
+        for t in range(L):
+            h = a[:, t] * h + b[:, t]
+            ref.append(h)
+        err = float((linear_scan(a, b, chunk) - torch.stack(ref, 1)).abs().max())
+        bad += not err < 1e-12
+        print("%s scan L=%d chunk %d: max error %.1e" % ("ok  " if err < 1e-12 else "FAIL", L, chunk, err))
+    a = (torch.rand(2, 21, 3, dtype=torch.float64) * 0.9 + 0.05).requires_grad_()
+    b = torch.randn(2, 21, 3, dtype=torch.float64, requires_grad=True)
+    ok = torch.autograd.gradcheck(lambda a, b: linear_scan(a, b, 4), (a, b), raise_exception=False)
+    bad += not ok
+    print("%s scan gradients (torch.autograd.gradcheck, float64)" % ("ok  " if ok else "FAIL"))
+    z = torch.tensor([0.0, 1e-9, 0.25], dtype=torch.float64, requires_grad=True)
+    sqrt_bounded(z).sum().backward()
+    want = torch.tensor([1000.0, 1000.0, 1.0], dtype=torch.float64)
+    ok = torch.allclose(z.grad, want)
+    bad += not ok
+    print("%s sqrtb'(z) = 1/sqrt(max(4z, 1e-6)): %s" % ("ok  " if ok else "FAIL", z.grad.tolist()))
+    sys.exit(1 if bad else 0)
+
+
+def check_against_recur(args):
+    """One layer of each, recur.RGLRU and TorchRGLRU, with the same
+    parameters on the same input: the relative L2 difference of y and of
+    every gradient (both answer to the spec's 1e-2)."""
+    dev = torch.device(args.device)
+    torch.manual_seed(args.seed)
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    import recur
+    mine = recur.RGLRU(recur.load(args.kernels, args.calibration), args.width).to(dev)
+    plain = TorchRGLRU(args.width).to(dev)
+    plain.load_state_dict(mine.state_dict())
+    x = torch.randn(2, args.seq, args.width, device=dev).to(torch.bfloat16)
+    dy = torch.randn(2, args.seq, args.width, device=dev).to(torch.bfloat16)
+    out = []
+    for m in (mine, plain):
+        xi = x.clone().requires_grad_()
+        y = m(xi)
+        y.backward(dy)
+        out.append([y.float(), xi.grad.float()] + [p.grad.float() for p in m.parameters()])
+    names = ["y", "dx"] + [n for n, _ in mine.named_parameters()]
+    worst = 0.0
+    for n, u, v in zip(names, *out):
+        e = float((u - v).norm() / v.norm().clamp_min(1e-30))
+        worst = max(worst, e)
+        print("recur vs plain PyTorch, %s: relative L2 difference %.1e" % (n, e))
+    if not worst < 2e-2:
+        raise SystemExit("train_lm: the two layers differ by %.1e: the comparison would not be of one model"
+                         % worst)
+
+
+# ---- output ----
+
+def svg(logs, path):
+    """The training losses of every run on one plot (plain SVG)."""
+    W, H, M = 720, 420, 50
+    steps = max(max(l["step"]) for l in logs)
+    lo = min(min(l["loss"]) for l in logs)
+    hi = max(max(l["loss"][min(5, len(l["loss"]) - 1):]) for l in logs)
+    hi = max(hi, lo + 1e-3)
+    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
+           'font-size="12">' % (W, H), '<rect width="100%" height="100%" fill="white"/>']
+    X = lambda s: M + (W - 2 * M) * s / max(steps, 1)
+    Y = lambda v: H - M - (H - 2 * M) * (min(v, hi) - lo) / (hi - lo)
+    out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (M, H - M, W - M, H - M))
+    out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (M, M, M, H - M))
+    for k in range(5):
+        v = lo + (hi - lo) * k / 4
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%.2f</text>' % (M - 4, Y(v) + 4, v))
+    out.append('<text x="%d" y="%d" text-anchor="middle">step (of %d)</text>' % (W / 2, H - 15, steps + 1))
+    out.append('<text x="15" y="%d" transform="rotate(-90 15 %d)" text-anchor="middle">training loss '
+               '(nats/byte)</text>' % (H / 2, H / 2))
+    for n, l in enumerate(logs):
+        pts = " ".join("%.1f,%.1f" % (X(s), Y(v)) for s, v in zip(l["step"], l["loss"]))
+        c = colors[n % len(colors)]
+        out.append('<polyline fill="none" stroke="%s" stroke-width="1.2" points="%s"/>' % (c, pts))
+        tps = l.get("tokens_per_s")
+        label = "%s%s" % (l["mixer"], ", %.0f tok/s" % tps if tps else "")
+        out.append('<text x="%d" y="%d" fill="%s">%s</text>' % (W - M - 230, M + 16 * (n + 1), c, label))
+    out.append("</svg>")
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(out) + "\n")
+    os.replace(path + ".tmp", path)
+
+
+def summary(logs, args, path):
+    rows = ["| mixer | tokens/s | vs recur | final loss | final val loss |", "|---|---|---|---|---|"]
+    ref = next((l["tokens_per_s"] for l in logs if l["mixer"] == "recur"), None)
+    for l in logs:
+        tps = l["tokens_per_s"]
+        rows.append("| %s | %s | %s | %.3f | %.3f |" % (
+            l["mixer"], "%.0f" % tps if tps else "-", "%.2fx" % (tps / ref) if tps and ref else "-",
+            sum(l["loss"][-10:]) / len(l["loss"][-10:]), l["val_loss"][-1]))
+    head = ("Byte-level LM, %d layers, d %d, RG-LRU width %d, batch %d x %d bytes, %d steps (%s params); "
+            "tokens/s from step %d on.\n\n" % (args.layers, args.d, args.width, args.batch, args.seq, args.steps,
+                                                "%.1fM" % (logs[0]["params"] / 1e6), args.timing_from))
+    with open(path + ".tmp", "w") as f:
+        f.write(head + "\n".join(rows) + "\n")
+    os.replace(path + ".tmp", path)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--kernels", default=os.path.join(REPO, "out", "ptx"), help="a folder of recur gen")
+    p.add_argument("--calibration", help="a recur calibrate file, for the variant choice")
+    p.add_argument("--mixer", default="recur", choices=["recur", "torch", "torch-compile"])
+    p.add_argument("--compare", action="store_true", help="train with each mixer in turn")
+    p.add_argument("--text", nargs="*", help="text files (default: this repository's sources)")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--seq", type=int, default=1024)
+    p.add_argument("--d", type=int, default=512)
+    p.add_argument("--width", type=int, default=512)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--warmup", type=int, default=30)
+    p.add_argument("--eval-every", type=int, default=50)
+    p.add_argument("--eval-batches", type=int, default=4)
+    p.add_argument("--timing-from", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tiny", action="store_true", help="a model and batch small enough for a CPU smoke run")
+    p.add_argument("--out", default=os.path.join(REPO, "out", "train_lm"))
+    p.add_argument("--self-test", action="store_true", help="check the plain-PyTorch layer on the CPU, and exit")
+    args = p.parse_args()
+    if args.self_test:
+        self_test()
+    if args.tiny:
+        args.batch, args.seq, args.d, args.width, args.layers = 2, 64, 64, 64, 1
+        args.eval_batches, args.timing_from, args.warmup = 1, 1, 2
+    data = load_bytes(args.text or repo_text())
+    cut = int(data.numel() * 0.95)
+    train_data, val = data[:cut], data[cut:]
+    print("text: %d bytes (%d held out)" % (data.numel(), data.numel() - cut), flush=True)
+    mixers = ["recur", "torch", "torch-compile"] if args.compare else [args.mixer]
+    if not hasattr(torch, "compile") and "torch-compile" in mixers:
+        print("torch %s has no torch.compile: leaving out torch-compile" % torch.__version__)
+        mixers.remove("torch-compile")
+    os.makedirs(args.out, exist_ok=True)
+    if "recur" in mixers:
+        check_against_recur(args)
+    logs = [train(args, m, train_data, val) for m in mixers]
+    path = os.path.join(args.out, "log.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump({"args": vars(args), "torch": torch.__version__, "runs": logs}, f, indent=1)
+    os.replace(path + ".tmp", path)
+    svg(logs, os.path.join(args.out, "loss.svg"))
+    summary(logs, args, os.path.join(args.out, "summary.md"))
+    print(open(os.path.join(args.out, "summary.md")).read())
+
+
+if __name__ == "__main__":
+    main()
