@@ -1,0 +1,34 @@
+"""recur's generated kernels as PyTorch operators and modules.
+
+    import recur
+    layer = recur.RGLRU("out/ptx", width=1024).cuda()   # a folder of `recur gen`
+    y = layer(x)                                          # x: bf16 [B, L, 1024] on a GPU
+
+The runtime is librecur.so ($RECUR_LIB, else the repository's
+build/librecur.so, else the system loader's), reached through ctypes.
+Layout of the package:
+  _lib.py         librecur's C API as ctypes declarations, RecurError
+  _driver.py      the device's primary context, current in the calling thread
+  manifest.py     a generated folder's manifest (variants, parameters, sizes)
+  calibration.py  the winners of a `recur calibrate` file
+  choice.py       which variant runs a shape (pinned, calibrated, default rule)
+  kernels.py      recur.load(): a folder, its choice and its devices
+  device.py       the runtime and loaded variants on one device
+  checks.py       what the operators accept
+  ops.py          the torch operators, autograd, fake implementations
+  modules.py      nn.Modules: Mixer, RGLRU, SAMU
+"""
+from ._lib import RecurError
+from .kernels import Kernels, load
+from .modules import RGLRU, SAMU, Mixer, init_, parameter_count
+from .ops import HAS_CUSTOM_OP, backward, forward, mix
+
+__all__ = ["RecurError", "Kernels", "load", "Mixer", "RGLRU", "SAMU", "init_", "parameter_count",
+           "mix", "forward", "backward", "HAS_CUSTOM_OP", "library_path"]
+__version__ = "0.1.0"
+
+
+def library_path():
+    """The path of the librecur.so in use (loads it)."""
+    from ._lib import library
+    return library().path

@@ -1,0 +1,78 @@
+"""What the ops accept, checked before anything reaches C.
+
+x: bf16 [B, L, D], contiguous, on a CUDA device; params: fp32 tensors on
+the same device, in the manifest's order, with its dims at width D,
+contiguous. The kernels read every tensor with 16-byte vector accesses,
+so each must start on a 16-byte boundary: a fresh tensor always does, a
+view into the middle of another may not. Every message names the tensor,
+what it is and what was expected; a TypeError for a wrong type or dtype,
+a ValueError for a wrong device, shape, layout or alignment.
+
+The metadata checks also run on the fake tensors torch.compile traces
+with; the alignment check needs real addresses and runs only in the real
+implementation (aligned()).
+"""
+import torch
+
+from ._lib import IO_ALIGN
+
+
+def _where(t):
+    return "%s tensor of shape %s on %s" % (str(t.dtype).replace("torch.", ""), list(t.shape), t.device)
+
+
+def _no_gpu_hint():
+    if not torch.cuda.is_available():
+        return " (this process sees no CUDA device: torch.cuda.is_available() is False)"
+    return ""
+
+
+def x_shape(x, mixer):
+    """(B, L, D) of x after checking x; raises TypeError / ValueError."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError("recur %s: x must be a torch.Tensor, got %s" % (mixer, type(x).__name__))
+    if x.device.type != "cuda":
+        raise ValueError("recur %s: x is a %s; the kernels run on a CUDA device: move it with x.cuda()%s"
+                         % (mixer, _where(x), _no_gpu_hint()))
+    if x.dtype != torch.bfloat16:
+        raise TypeError("recur %s: x is a %s; the kernels take bfloat16 (x.bfloat16(), or run under "
+                        "torch.autocast('cuda', dtype=torch.bfloat16), which casts a float32 x)" % (mixer, _where(x)))
+    if x.dim() != 3:
+        raise ValueError("recur %s: x is a %s; expected 3 dims [B, L, D]" % (mixer, _where(x)))
+    if not x.is_contiguous():
+        raise ValueError("recur %s: x (a %s, strides %s) is not contiguous: pass x.contiguous()"
+                         % (mixer, _where(x), list(x.stride())))
+    B, L, D = (int(n) for n in x.shape)
+    if B < 1 or L < 1:
+        raise ValueError("recur %s: x is a %s; B and L must be at least 1" % (mixer, _where(x)))
+    return B, L, D
+
+
+def params(ps, specs, x, mixer):
+    """Checks the parameter tensors ps against the manifest's specs at x's width."""
+    names = [s.name for s in specs]
+    if len(ps) != len(specs):
+        raise ValueError("recur %s takes %d parameters (%s), got %d" % (mixer, len(specs), ", ".join(names), len(ps)))
+    for t, spec in zip(ps, specs):
+        what = "recur %s: parameter %s" % (mixer, spec.name)
+        if not isinstance(t, torch.Tensor):
+            raise TypeError("%s must be a torch.Tensor, got %s" % (what, type(t).__name__))
+        if t.dtype != torch.float32:
+            raise TypeError("%s is a %s; parameters are float32 (autocast leaves them so)" % (what, _where(t)))
+        if t.device != x.device:
+            raise ValueError("%s is a %s, x is on %s: move the module with .to(x.device)" % (what, _where(t), x.device))
+        if tuple(int(n) for n in t.shape) != tuple(spec.dims):
+            raise ValueError("%s is a %s; at width D = %d it has shape %s" % (what, _where(t), int(x.shape[2]),
+                                                                               list(spec.dims)))
+        if not t.is_contiguous():
+            raise ValueError("%s (a %s) is not contiguous" % (what, _where(t)))
+
+
+def aligned(named, variant, shape):
+    """Checks that each (name, tensor) starts on a 16-byte boundary."""
+    for name, t in named:
+        p = t.data_ptr()
+        if p % IO_ALIGN:
+            raise ValueError("recur %s at %s: %s starts at 0x%x, not on a %d-byte boundary (the kernels use "
+                             "16-byte vector accesses); pass a fresh tensor, e.g. %s.clone()"
+                             % (variant, shape, name, p, IO_ALIGN, name))

@@ -1,0 +1,86 @@
+"""Which variant runs a shape.
+
+In order:
+1. a pinned variant (Mixer(..., variant=NAME), or variant= of the op): it
+   must accept the shape, else ValueError with the variant's own reason;
+2. the winner of a calibration file, when one was given (calibration.py):
+   the best matching entry whose winner the folder holds and accepts the shape;
+3. the default rule below.
+
+The default rule ranks the variants of the mixer that accept the shape:
+  - not materialized before materialized (no [B, L, D] gate tensors);
+  - one-pass, then look-back, then hierarchical scans;
+  - smaller prefix, then fused, shared_sfu, fused_output, fused_write first;
+  - smaller chunk; the name last, so the choice is deterministic.
+It is the order of the H200 calibration (bench/results/calibration_h200.json):
+fused prefix-32 one-pass chunk-8 won for both mixers at every measured
+shape, 1x8192x1024 to 1x131072x1024, look-back next. Look-back and one-pass
+kernels wait across their blocks, so the runtime refuses a grid the device
+cannot hold at once; a variant whose waiting grid needs more than two blocks
+per SM (the H200 runs 256 on its 132) goes after every other.
+"""
+import threading
+
+from . import _lib
+
+_SCAN_ORDER = {"onepass": 0, "lookback": 1, "hierarchical": 2}
+RESIDENT_BLOCKS_PER_SM = 2
+
+
+def default_rank(v, resident_blocks, sm_count):
+    """The default rule's sort key of Variant v (manifest.Variant)."""
+    too_wide = sm_count is not None and resident_blocks > RESIDENT_BLOCKS_PER_SM * sm_count
+    return (too_wide, v.materialized, _SCAN_ORDER.get(v.scan, len(_SCAN_ORDER)), v.prefix, not v.fused,
+            not v.shared_sfu, not v.fused_output, not v.fused_write, v.chunk, v.name)
+
+
+class Chooser:
+    """Variant choice for one folder, cached per (mixer, shape, device, pin).
+
+    manifest: manifest.Manifest of the folder (any target's; the attributes
+    and shape rules are the same for every target); calibration: a
+    calibration.Calibration or None."""
+
+    def __init__(self, manifest, calibration=None):
+        self.manifest = manifest
+        self.calibration = calibration
+        self._cache = {}
+        self._lock = threading.Lock()
+
+    def choose(self, mixer, B, L, D, device=None, pin=""):
+        """(variant name, why). device: a DeviceInfo (name, sm_count) or None
+        (no GPU known: the calibration is not consulted)."""
+        key = (mixer, B, L, D, device, pin)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._choose(mixer, B, L, D, device, pin)
+            with self._lock:
+                self._cache[key] = hit
+        return hit
+
+    def _choose(self, mixer, B, L, D, device, pin):
+        m = self.manifest
+        s = _lib.shape(B, L, D)
+        names = m.variants_of(mixer)
+        shape = "%dx%dx%d" % (B, L, D)
+        if pin:
+            if pin not in m.variants or m.variants[pin].mixer != mixer:
+                raise ValueError("pinned variant %r is not a %s variant of %s (it has: %s)"
+                                 % (pin, mixer, m.path, ", ".join(names)))
+            why = m.check_shape(pin, s)
+            if why:
+                raise ValueError("pinned variant %s refuses %s: %s" % (pin, shape, why))
+            return pin, "pinned"
+        legal = [n for n in names if m.check_shape(n, s) is None]
+        if not legal:
+            reasons = sorted({m.check_shape(n, s) for n in names})
+            raise ValueError("no %s variant of %s accepts x of shape %s: %s" % (mixer, m.path, shape,
+                                                                                  "; ".join(reasons)))
+        if self.calibration is not None and device is not None:
+            for w in self.calibration.winners(mixer, B, L, D, device.name, m.generator):
+                if w.variant in legal:
+                    return w.variant, "calibrated at %dx%dx%d on %s (%s)" % (
+                        w.shape + (device.name, self.calibration.path))
+        sm = device.sm_count if device is not None else None
+        best = min(legal, key=lambda n: default_rank(m.variants[n], m.resident_blocks(n, s), sm))
+        return best, "default rule"

@@ -1,0 +1,97 @@
+"""nn.Modules holding a mixer's parameters.
+
+recur.Mixer(kernels, mixer, width) creates the mixer's parameters with the
+names, dims and order of the manifest (RG-LRU: Wa, ba, Wx, bx, lam; SAMU:
+wu, wv, lam, bu, bv, theta, omega), initialised as the mixer's script
+declares (recur_param_init):
+  zeros        0
+  const a      a
+  normal a     a * N(0, 1)
+  decay a, b   log(u^(-1/2) - 1), u uniform in [a, b]  (RecurrentGemma's
+               lambda, for which softplus(lam) = -log(u) / 2)
+so a state_dict of the same names loads as it is (RG-LRU's Wa, Wx are
+[H][K][K] = [head][in][out], RecurrentGemma's layout). Parameters stay
+float32; the module's forward takes bf16 x (or float32 under bf16
+autocast) and returns bf16 y.
+"""
+import math
+
+import torch
+from torch import nn
+
+from . import ops
+from .kernels import load
+
+
+def init_(t, spec, generator=None):
+    """Fills parameter tensor t as spec (a manifest.ParamSpec) declares."""
+    with torch.no_grad():
+        if spec.init == "zeros":
+            return t.zero_()
+        if spec.init == "const":
+            return t.fill_(spec.a)
+        if spec.init == "normal":
+            return t.normal_(0.0, spec.a, generator=generator)
+        if spec.init == "decay":
+            u = torch.empty(t.shape, dtype=torch.float64, device=t.device)
+            u.uniform_(spec.a, spec.b, generator=generator)
+            return t.copy_(torch.log(torch.exp(-0.5 * torch.log(u)) - 1.0))
+    raise ValueError("parameter %s: unknown initialisation %r (known: zeros, const, normal, decay)"
+                     % (spec.name, spec.init))
+
+
+class Mixer(nn.Module):
+    """A recurrent mixer layer: y = mixer(x), x and y [B, L, width].
+
+    kernels: a recur.load()ed folder or its path; calibration: a calibration
+    file for the variant choice (with a path for kernels); variant: a
+    variant to pin (None: calibration, else the default rule)."""
+
+    def __init__(self, kernels, mixer, width, variant=None, calibration=None, device=None, generator=None):
+        super().__init__()
+        if not hasattr(kernels, "key"):
+            kernels = load(kernels, calibration)
+        elif calibration is not None:
+            raise ValueError("calibration goes to recur.load(folder, calibration), not beside a loaded Kernels")
+        self.kernels = kernels
+        self.mixer = mixer
+        self.width = int(width)
+        self.variant = variant
+        self.specs = kernels.params(mixer, self.width)
+        if variant:
+            kernels.check_variant(mixer, variant)   # an unknown name fails here, not at the first call
+        for spec in self.specs:
+            self.register_parameter(spec.name, nn.Parameter(torch.empty(spec.dims, dtype=torch.float32, device=device)))
+        self.reset_parameters(generator)
+
+    def reset_parameters(self, generator=None):
+        for spec in self.specs:
+            init_(getattr(self, spec.name), spec, generator)
+
+    def forward(self, x):
+        return ops.mix(x, [getattr(self, s.name) for s in self.specs], self.kernels, self.mixer, self.variant)
+
+    def extra_repr(self):
+        return "%s, width=%d, variant=%s, kernels=%s" % (self.mixer, self.width, self.variant or "auto",
+                                                          self.kernels.folder)
+
+
+class RGLRU(Mixer):
+    """The RG-LRU mixer (Griffin / RecurrentGemma) of a generated folder."""
+
+    def __init__(self, kernels, width, **kw):
+        super().__init__(kernels, "rglru", width, **kw)
+
+
+class SAMU(Mixer):
+    """The SAMU mixer of a generated folder."""
+
+    def __init__(self, kernels, width, **kw):
+        super().__init__(kernels, "samu", width, **kw)
+
+
+def parameter_count(kernels, mixer, width):
+    """Elements of the mixer's parameters at width (no module built)."""
+    if not hasattr(kernels, "key"):
+        kernels = load(kernels)
+    return sum(math.prod(s.dims) for s in kernels.params(mixer, width))

@@ -1,0 +1,135 @@
+"""Float64 PyTorch references of RG-LRU and SAMU, written from
+spec/architectures.md; gradients come from torch autograd.
+
+The forward follows the spec's formulas line by line; the only hand-written
+derivative is the spec's bounded square root (sqrtb). The scan runs
+sequentially, one step at a time, as the recurrence is written: slow, but
+with nothing to get wrong, and fast enough on a GPU at 8192 tokens.
+
+Each sequence starts at its own t = 0 (a reset): there m = 1 and
+a * h_prev is dropped, so nothing reaches back and log_a at t = 0 gets no
+gradient (the spec's "dlog_a = 0 at a reset position"). Setting
+log_a = 0 there gives both: a = 1 multiplies h[-1] = 0, and a constant
+carries no gradient.
+"""
+import math
+
+import torch
+import torch.nn.functional as F
+
+C = 8.0  # RG-LRU's constant
+
+RGLRU_PARAMS = ("Wa", "ba", "Wx", "bx", "lam")
+SAMU_PARAMS = ("wu", "wv", "lam", "bu", "bv", "theta", "omega")
+
+
+class _SqrtB(torch.autograd.Function):
+    """sqrt(z), with the derivative bounded: 1 / sqrt(max(4 z, 1e-6))."""
+
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        return torch.sqrt(z)
+
+    @staticmethod
+    def backward(ctx, g):
+        (z,) = ctx.saved_tensors
+        return g / torch.sqrt(torch.clamp(4 * z, min=1e-6))
+
+
+def sqrtb(z):
+    return _SqrtB.apply(z)
+
+
+def first_token(x):
+    """[1, L, 1] boolean, True at each sequence's first token."""
+    f = torch.zeros(x.shape[1], dtype=torch.bool, device=x.device)
+    f[0] = True
+    return f.view(1, -1, 1)
+
+
+def scan(log_a, b):
+    """h[t] = exp(log_a[t]) h[t-1] + b[t] with h[-1] = 0, per sequence and channel."""
+    a = torch.exp(log_a)
+    h = torch.zeros_like(b[:, 0])
+    out = []
+    for t in range(b.shape[1]):
+        h = a[:, t] * h + b[:, t]
+        out.append(h)
+    return torch.stack(out, dim=1)
+
+
+def _gates_input(log_a, x):
+    """log_a with the reset applied, and m = sqrtb(1 - a^2) (1 at the reset)."""
+    first = first_token(x)
+    log_a = torch.where(first, torch.zeros_like(log_a), log_a)
+    m = torch.where(first, torch.ones_like(log_a), sqrtb(1 - torch.exp(2 * log_a)))
+    return log_a, m
+
+
+def rglru(x, Wa, ba, Wx, bx, lam):
+    """RG-LRU: x [B, L, D]; Wa, Wx [H][K][K] ([head][in][out]); ba, bx, lam [D]."""
+    B, L, D = x.shape
+    H, K, _ = Wa.shape
+    xh = x.reshape(B, L, H, K)
+    pa = torch.einsum("blhi,hij->blhj", xh, Wa).reshape(B, L, D) + ba
+    px = torch.einsum("blhi,hij->blhj", xh, Wx).reshape(B, L, D) + bx
+    r, i = torch.sigmoid(pa), torch.sigmoid(px)
+    log_a, m = _gates_input(-C * r * F.softplus(lam), x)
+    return scan(log_a, m * i * x)
+
+
+def samu(x, wu, wv, lam, bu, bv, theta, omega):
+    """SAMU: x [B, L, D]; wu, wv, lam [D]; bu, bv, theta, omega scalars."""
+    D = x.shape[2]
+    u = bu + (x @ wu) / math.sqrt(D)          # [B, L]: the controller, per token
+    v = bv + (x @ wv) / math.sqrt(D)
+    s, g = F.softplus(u), torch.sigmoid(v)
+    log_a, m = _gates_input(-torch.exp(theta) * s[..., None] * F.softplus(lam), x)
+    h = scan(log_a, m * g[..., None] * x)
+    return h + omega * x
+
+
+MIXERS = {"rglru": (rglru, RGLRU_PARAMS), "samu": (samu, SAMU_PARAMS)}
+
+
+def forward_backward(mixer, x, params, dy):
+    """y, dx and the parameter gradients (a list) in float64, for loss = sum(y * dy).
+    x, params (in the mixer's order), dy: tensors of any float dtype."""
+    fn, _ = MIXERS[mixer]
+    x = x.detach().double().requires_grad_(True)
+    ps = [p.detach().double().requires_grad_(True) for p in params]
+    with torch.enable_grad():
+        y = fn(x, *ps)
+        gx, *gp = torch.autograd.grad(y, [x] + ps, dy.double())
+    return y.detach(), gx, gp
+
+
+def init_params(mixer, D, generator=None, device="cpu"):
+    """Parameters as the spec initialises them for tests (float32), in the mixer's order."""
+    def normal(shape, std):
+        return torch.randn(shape, generator=generator, dtype=torch.float64).mul(std).float().to(device)
+
+    def lam():
+        u = torch.empty(D, dtype=torch.float64).uniform_(0.9 ** 2, 0.999 ** 2, generator=generator)
+        return torch.log(torch.exp(-0.5 * torch.log(u)) - 1).float().to(device)
+
+    def scalar(v):
+        return torch.tensor(v, dtype=torch.float32, device=device)
+
+    if mixer == "rglru":
+        K = 64
+        H = D // K
+        zeros = torch.zeros(D, device=device)
+        return [normal((H, K, K), 1 / math.sqrt(K)), zeros.clone(), normal((H, K, K), 1 / math.sqrt(K)),
+                zeros.clone(), lam()]
+    return [normal((D,), 1.0), normal((D,), 1.0), lam(), scalar(0.0), scalar(0.0), scalar(math.log(8.0)),
+            scalar(0.5)]
+
+
+def rel_l2(out, ref):
+    """||out - ref|| / ||ref|| in float64 (||out - ref|| where ref is 0)."""
+    out, ref = out.double(), ref.double()
+    den = torch.linalg.vector_norm(ref).item()
+    num = torch.linalg.vector_norm(out - ref).item()
+    return num / den if den > 0 else num

@@ -1,0 +1,401 @@
+"""The Python package on a machine without a GPU (CI): it imports against
+the installed torch, finds librecur, reads a generated folder's manifest,
+chooses variants, builds modules, reports a missing library, folder or
+driver as an exception naming it, and its float64 reference reproduces
+the golden cases. Tests that need a GPU skip with their reason; they are
+gpu_torch_test.py's.
+
+    RECUR_LIB=build/librecur.so RECUR_TEST_KERNELS=DIR python3 tests/python/test_cpu.py
+
+RECUR_TEST_KERNELS: a folder of `recur gen tests/grids/representative.lua`
+(tests/python_test.sh makes one); RECUR_GOLDENS: the golden cases (default:
+the repository's tests/goldens).
+"""
+import ctypes
+import json
+import math
+import os
+import sys
+import tempfile
+import unittest
+from unittest import mock
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "python"))
+sys.path.insert(0, HERE)
+
+import torch  # noqa: E402
+
+import recur  # noqa: E402
+import ref_torch  # noqa: E402
+from recur import _lib  # noqa: E402
+from recur.kernels import DeviceInfo  # noqa: E402
+
+KERNELS = os.environ.get("RECUR_TEST_KERNELS", "")
+GOLDENS = os.environ.get("RECUR_GOLDENS") or os.path.join(REPO, "tests", "goldens")
+H200 = DeviceInfo(0, "NVIDIA H200", 132)
+
+
+def report(*a):
+    print("     " + " ".join(str(x) for x in a), file=sys.stderr)
+
+
+def kernels():
+    if not KERNELS:
+        raise unittest.SkipTest("RECUR_TEST_KERNELS is not set (a folder of `recur gen`; python_test.sh makes one)")
+    return recur.load(KERNELS)
+
+
+class Package(unittest.TestCase):
+    def test_imports_against_this_torch(self):
+        report("torch", torch.__version__, "; custom_op" if recur.HAS_CUSTOM_OP else "; autograd.Function fallback")
+        if hasattr(torch.library, "custom_op"):
+            self.assertTrue(recur.HAS_CUSTOM_OP)
+            self.assertTrue(hasattr(torch.ops.recur, "mixer_forward"))
+        else:
+            self.assertTrue(hasattr(recur.ops, "_MixerFunction"))
+
+    def test_finds_the_library(self):
+        path = recur.library_path()
+        report("librecur:", path)
+        self.assertTrue(os.path.exists(path) or "/" not in path, path)
+
+    def test_missing_library_is_named(self):
+        saved, env = _lib._library, os.environ.get("RECUR_LIB")
+        try:
+            _lib._library = None
+            os.environ["RECUR_LIB"] = os.path.join(tempfile.gettempdir(), "no-such-dir", "librecur.so")
+            with self.assertRaises(recur.RecurError) as e:
+                _lib.library()
+            report(str(e.exception)[:160] + " ...")
+            self.assertIn("RECUR_LIB", str(e.exception))
+            self.assertIn("recur_shared", str(e.exception))
+        finally:
+            _lib._library = saved
+            if env is None:
+                os.environ.pop("RECUR_LIB", None)
+            else:
+                os.environ["RECUR_LIB"] = env
+
+    def test_missing_symbol_is_named_when_called(self):
+        lib = _lib.library()
+        with self.assertRaises(recur.RecurError) as e:
+            lib.fn("recur_no_such_function")
+        self.assertIn("recur_no_such_function", str(e.exception))
+
+
+class Folder(unittest.TestCase):
+    def test_manifest(self):
+        k = kernels()
+        self.assertEqual(sorted(k.mixers()), ["rglru", "samu"])
+        for mixer in k.mixers():
+            report(mixer, len(k.variants(mixer)), "variants;", ", ".join(
+                "%s%s %s" % (p.name, list(p.dims), p.init) for p in k.params(mixer, 1024)))
+        # the spec's counts at D = 1024: 2*H*K*K + 3*D and 3*D + 4
+        self.assertEqual(recur.parameter_count(k, "rglru", 1024), 134144)
+        self.assertEqual(recur.parameter_count(k, "samu", 1024), 3076)
+        self.assertEqual([p.name for p in k.params("rglru", 128)], list(ref_torch.RGLRU_PARAMS))
+        self.assertEqual([p.name for p in k.params("samu", 128)], list(ref_torch.SAMU_PARAMS))
+
+    def test_missing_folder_is_named(self):
+        where = os.path.join(tempfile.gettempdir(), "no-such-kernels")
+        with self.assertRaises(recur.RecurError) as e:
+            recur.load(where)
+        self.assertIn(where, str(e.exception))
+        self.assertIn("recur gen", str(e.exception))
+
+    def test_width_the_kernels_refuse(self):
+        with self.assertRaises(ValueError) as e:
+            recur.RGLRU(kernels(), 100)
+        report(str(e.exception))
+        self.assertIn("multiple of 64", str(e.exception))
+
+    def test_workspace_sizes(self):
+        k = kernels()
+        if not _lib.library().has("recur_workspace_sizes"):
+            reason = "librecur has no recur_workspace_sizes yet (declared in recur.h, not in this build)"
+            print("     skip: " + reason, file=sys.stderr)
+            self.skipTest(reason)
+        for shape in ((2, 37, 128), (1, 8192, 1024)):
+            for v in k.variants():
+                saved, scratch = k.workspace_sizes(v, *shape)
+                report("%-72s %dx%dx%d saved %10d scratch %10d" % ((v,) + shape + (saved, scratch)))
+                self.assertGreaterEqual(saved, 0)
+                self.assertGreaterEqual(scratch, 0)
+        with self.assertRaises(recur.RecurError):
+            k.workspace_sizes(k.variants()[0], 1, 10, 100)
+
+
+class Choice(unittest.TestCase):
+    def test_default_rule(self):
+        k = kernels()
+        for mixer in ("rglru", "samu"):
+            name, why = k.choose(mixer, 1, 8192, 1024, H200)
+            report(mixer, "1x8192x1024 ->", name, "(%s)" % why)
+            self.assertIn("prefix32_onepass_chunk8", name)
+            self.assertEqual(why, "default rule")
+
+    def test_a_small_gpu_avoids_waiting_grids_it_cannot_hold(self):
+        name, _ = kernels().choose("rglru", 1, 8192, 1024, DeviceInfo(0, "small", 16))
+        report("16 SMs ->", name)
+        self.assertNotIn("onepass", name)
+
+    def test_pinned(self):
+        k = kernels()
+        pin = "fused_grouped_prefix64_hierarchical_chunk64"
+        self.assertEqual(k.choose("rglru", 2, 37, 128, H200, pin), (pin, "pinned"))
+        with self.assertRaises(ValueError):
+            k.choose("rglru", 2, 37, 128, H200, "no_such_variant")
+        with self.assertRaises(ValueError):
+            k.choose("samu", 2, 37, 128, H200, pin)     # an RG-LRU variant
+        with self.assertRaises(ValueError):
+            recur.RGLRU(k, 128, variant="no_such_variant")
+
+    def test_calibration(self):
+        pin = "fused_grouped_prefix64_hierarchical_chunk64"
+        doc = {"schema_version": 1, "kind": "recur calibration", "entries": [
+            {"mixer": "rglru", "shape": {"batch": 1, "length": 8192, "width": 1024}, "gpu": "NVIDIA H200",
+             "generator": "recur 0.1.0", "winner": pin}]}
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "calibration.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            k = recur.load(KERNELS or kernels(), path)
+            exact = k.choose("rglru", 1, 8192, 1024, H200)
+            near = k.choose("rglru", 2, 2048, 1024, H200)
+            other_gpu = k.choose("rglru", 1, 8192, 1024, DeviceInfo(0, "NVIDIA H100 80GB HBM3", 132))
+            other_width = k.choose("rglru", 1, 8192, 512, H200)
+        for c in (exact, near, other_gpu, other_width):
+            report(c)
+        self.assertEqual(exact[0], pin)
+        self.assertIn("calibrated at 1x8192x1024", exact[1])
+        self.assertEqual(near[0], pin)
+        self.assertEqual(other_gpu[1], "default rule")
+        self.assertEqual(other_width[1], "default rule")
+
+    def test_the_committed_calibration_reads(self):
+        path = os.path.join(REPO, "bench", "results", "calibration_h200.json")
+        if not os.path.exists(path):
+            self.skipTest("no %s" % path)
+        k = recur.load(KERNELS or kernels(), path)
+        name, why = k.choose("samu", 1, 131072, 1024, H200)
+        report("H200 calibration: samu 1x131072x1024 ->", name, "(%s)" % why.split(" (")[0])
+        self.assertTrue(why.startswith("calibrated"), why)
+
+    def test_not_a_calibration_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "c.json")
+            with open(path, "w") as f:
+                json.dump({"kind": "something else"}, f)
+            with self.assertRaises(ValueError):
+                recur.load(KERNELS or kernels(), path)
+
+
+class Modules(unittest.TestCase):
+    def test_initialisation_as_declared(self):
+        g = torch.Generator().manual_seed(1)
+        m = recur.RGLRU(kernels(), 1024, generator=g)
+        self.assertEqual(tuple(m.Wa.shape), (16, 64, 64))
+        self.assertAlmostEqual(m.Wa.std().item(), 1 / 8, delta=0.005)
+        self.assertEqual(m.ba.abs().max().item(), 0.0)
+        # softplus(lam) = -log(u) / 2 for u in [0.9^2, 0.999^2]
+        sp = torch.nn.functional.softplus(m.lam.double())
+        self.assertGreaterEqual(sp.min().item(), -math.log(0.999) - 1e-6)
+        self.assertLessEqual(sp.max().item(), -math.log(0.9) + 1e-6)
+        s = recur.SAMU(kernels(), 256, generator=g)
+        self.assertAlmostEqual(s.theta.item(), math.log(8), places=6)
+        self.assertEqual(s.omega.item(), 0.5)
+        self.assertAlmostEqual(s.wu.std().item(), 1.0, delta=0.15)
+        report(m)
+        report(s)
+
+    def test_state_dict_round_trip(self):
+        a = recur.SAMU(kernels(), 128)
+        b = recur.SAMU(kernels(), 128, generator=torch.Generator().manual_seed(7))
+        b.load_state_dict(a.state_dict())
+        for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
+            self.assertTrue(torch.equal(p, q), n)
+        self.assertEqual(list(a.state_dict()), list(ref_torch.SAMU_PARAMS))
+
+    def test_cpu_input_is_refused_with_the_reason(self):
+        m = recur.RGLRU(kernels(), 128)
+        x = torch.randn(2, 37, 128).bfloat16()
+        with self.assertRaises(ValueError) as e:
+            m(x)
+        report(str(e.exception))
+        self.assertIn("CUDA", str(e.exception))
+        with self.assertRaises(TypeError):
+            m([1, 2, 3])
+        with self.assertRaises(TypeError):
+            recur.mix(x, list(m.parameters()), kernels(), "rglru", h0=None)
+
+
+class Driver(unittest.TestCase):
+    def test_missing_driver_is_named(self):
+        k = kernels()
+        saved = os.environ.get("RECUR_LIBCUDA")
+        os.environ["RECUR_LIBCUDA"] = os.path.join(tempfile.gettempdir(), "no-such-libcuda.so")
+        try:
+            with self.assertRaises(recur.RecurError) as e:
+                k.on(0)
+        finally:
+            if saved is None:
+                os.environ.pop("RECUR_LIBCUDA", None)
+            else:
+                os.environ["RECUR_LIBCUDA"] = saved
+        report(str(e.exception))
+        self.assertIn("libcuda", str(e.exception))
+        self.assertIn("device 0", str(e.exception))
+
+
+class Reference(unittest.TestCase):
+    def cases(self):
+        try:
+            import numpy
+        except ImportError:
+            self.skipTest("no numpy to read the golden .npy files")
+        if not os.path.isdir(GOLDENS):
+            self.fail("golden directory %s not found (RECUR_GOLDENS overrides it)" % GOLDENS)
+        for case in sorted(os.listdir(GOLDENS)):
+            d = os.path.join(GOLDENS, case)
+            if os.path.isdir(d):
+                yield case, case.split("_B")[0], (lambda n, d=d: torch.from_numpy(numpy.load(os.path.join(d, n + ".npy"))))
+
+    def test_goldens(self):
+        n = 0
+        for case, mixer, load in self.cases():
+            names = ref_torch.MIXERS[mixer][1]
+            y, dx, grads = ref_torch.forward_backward(mixer, load("x"), [load(p) for p in names], load("dy"))
+            errs = [("y", ref_torch.rel_l2(y, load("y"))), ("dx", ref_torch.rel_l2(dx, load("dx")))]
+            errs += [("d" + p, ref_torch.rel_l2(g, load("d" + p))) for p, g in zip(names, grads)]
+            worst = max(e for _, e in errs)
+            report("%-20s max rel err %.1e over %s" % (case, worst, ", ".join(k for k, _ in errs)))
+            self.assertLessEqual(worst, 1e-10, errs)
+            n += 1
+        self.assertGreaterEqual(n, 4)
+
+    def test_gradients_against_finite_differences(self):
+        g = torch.Generator().manual_seed(3)
+        for mixer in ("rglru", "samu"):
+            fn, _ = ref_torch.MIXERS[mixer]
+            x = torch.randn(2, 5, 64, generator=g, dtype=torch.float64).requires_grad_(True)
+            ps = [p.double().requires_grad_(True) for p in ref_torch.init_params(mixer, 64, g)]
+            ok = torch.autograd.gradcheck(lambda *a: fn(*a), (x, *ps), fast_mode=True)
+            self.assertTrue(ok, mixer)
+
+
+class Marshalling(unittest.TestCase):
+    """The operators' path to C without a GPU: CPU tensors stand in for
+    device ones and a stand-in variant checks the recur_io and recur_ws it
+    gets (addresses, the manifest's workspace sizes, the stream), then
+    copies x to y, dy to dx and writes each gradient as its parameter's
+    number. Autograd, the saved workspace and the checks on dy run as on a
+    GPU; the kernels are gpu_torch_test.py's."""
+
+    def setUp(self):
+        self.k = kernels()
+        if not _lib.library().has("recur_forward_ws"):
+            self.skipTest("librecur has no recur_forward_ws yet")
+        self.calls = []
+        test = self
+
+        class Variant:
+            def __init__(self, name):
+                self.name = name
+
+            def forward(self, s, io, ws, stream):
+                n = s.B * s.L * s.D
+                test.assertEqual((ws.saved_bytes, ws.scratch_bytes), test.k.workspace_sizes(self.name, s.B, s.L, s.D))
+                test.assertEqual((io.dy, io.dx, bool(io.grads)), (0, 0, False))
+                test.calls.append(("forward", self.name, stream, [io.params[i] for i in range(5)]))
+                ctypes.memmove(io.y, io.x, 2 * n)
+
+            def backward(self, s, io, ws, stream):
+                n = s.B * s.L * s.D
+                test.assertEqual(ws.saved_bytes, test.k.workspace_sizes(self.name, s.B, s.L, s.D)[0])
+                test.calls.append(("backward", self.name, stream))
+                ctypes.memmove(io.dx, io.dy, 2 * n)
+                for i, spec in enumerate(test.k.params("rglru", s.D)):
+                    count = math.prod(spec.dims)
+                    (ctypes.c_float * count).from_address(io.grads[i])[:] = [i + 1.0] * count
+
+        class OnDevice:
+            class rt:
+                capability = None
+
+            def variant(self, name):
+                return Variant(name)
+
+        class Stream:
+            cuda_stream = 0x5eed
+
+        def x_shape_anywhere(x, mixer):
+            return tuple(int(n) for n in x.shape)
+
+        patches = [mock.patch.object(self.k, "on", lambda ordinal: OnDevice()),
+                   mock.patch.object(recur.ops, "device_info", lambda index: H200),
+                   mock.patch.object(recur.checks, "x_shape", x_shape_anywhere),
+                   mock.patch.object(torch.cuda, "current_stream", lambda device=None: Stream()),
+                   mock.patch.object(_lib, "WS_ALIGN", 64)]   # the CPU allocator's; torch's CUDA one gives 512
+        for p in patches:
+            p.start()
+            self.addCleanup(p.stop)
+
+    def test_autograd_through_the_operators(self):
+        m = recur.RGLRU(self.k, 128)
+        x = torch.randn(2, 37, 128).bfloat16().requires_grad_(True)
+        dy = torch.randn(2, 37, 128).bfloat16()
+        y = m(x)
+        y.backward(dy)
+        self.assertTrue(torch.equal(y, x))
+        self.assertTrue(torch.equal(x.grad, dy))
+        self.assertEqual([p.grad.flatten()[0].item() for p in m.parameters()], [1.0, 2.0, 3.0, 4.0, 5.0])
+        fwd, bwd = self.calls
+        self.assertEqual(fwd[2], 0x5eed)
+        self.assertEqual(fwd[3], [p.data_ptr() for p in m.parameters()])
+        self.assertEqual(fwd[1], bwd[1])            # the backward runs its forward's variant
+        report("forward and backward of", fwd[1], "at 2x37x128 through", "custom_op" if recur.HAS_CUSTOM_OP else
+               "autograd.Function")
+
+    def test_an_expanded_dy_is_made_contiguous(self):
+        m = recur.RGLRU(self.k, 128)
+        x = torch.randn(2, 37, 128).bfloat16().requires_grad_(True)
+        m(x).sum().backward()        # dy: a stride-0 expansion of one element
+        self.assertEqual(x.grad.float().mean().item(), 1.0)
+
+    def test_raw_forward_and_backward(self):
+        m = recur.SAMU(self.k, 128)
+        ps = list(m.parameters())
+        x = torch.randn(1, 50, 128).bfloat16()
+        y, saved = recur.forward(x, ps, self.k, "samu")
+        self.assertEqual(saved.dtype, torch.uint8)
+        self.assertEqual(saved.numel(), self.k.workspace_sizes(self.calls[0][1], 1, 50, 128)[0])
+        with self.assertRaises(ValueError):
+            recur.backward(y, x, ps, saved[1:], self.k, "samu")    # not the forward's saved region
+
+    def test_a_misaligned_x_is_refused(self):
+        m = recur.RGLRU(self.k, 128)
+        buf = torch.empty(2 * 37 * 128 + 1, dtype=torch.bfloat16)
+        with self.assertRaises(ValueError) as e:
+            m(buf[1:].view(2, 37, 128))
+        self.assertIn("16-byte", str(e.exception))
+        self.assertEqual(self.calls, [])
+
+
+class Gpu(unittest.TestCase):
+    def test_gpu(self):
+        if not torch.cuda.is_available():
+            self.skipTest("no CUDA device visible to torch: the GPU checks are tests/python/gpu_torch_test.py")
+        k = kernels()
+        x = torch.randn(2, 37, 128, device="cuda").bfloat16()
+        m = recur.RGLRU(k, 128).cuda()
+        try:
+            y = m(x)
+        except recur.RecurError as e:
+            self.skipTest("the runtime cannot run here: %s" % e)
+        self.assertEqual(y.shape, x.shape)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The Python package (python/recur) without a GPU: tests/python/test_cpu.py
+# with this build's librecur.so and a generated folder of the representative
+# grid (PTX_DIR, the suite's fixture; generated into WORK_DIR when absent).
+# Skips where librecur.so was not built or no python3 has torch.
+#   usage: python_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR [PTX_DIR]
+#   PYTHON=python3.X  the interpreter to try first
+set -u
+recur=$1 src=$2 work=$3 ptx=${4:-}
+lib=$(dirname "$recur")/librecur.so
+[ -f "$lib" ] || { echo "SKIP: no $lib (the build found no shared libjansson or libnettle)"; exit 77; }
+
+py=""
+for c in ${PYTHON:-} $(type -ap python3); do
+	if "$c" -c "import torch" >/dev/null 2>&1; then py=$c; break; fi
+done
+[ -n "$py" ] || { echo "SKIP: no python3 with torch (Debian: apt-get install python3-torch)"; exit 77; }
+
+if [ -z "$ptx" ] || [ ! -f "$ptx/manifest.json" ]; then
+	rm -rf "$work"; mkdir -p "$work"
+	ptx=$work/ptx
+	"$recur" gen "$src/tests/grids/representative.lua" --lua "$src/lua" -o "$ptx" -q || exit 1
+fi
+echo "python: $py"
+# no __pycache__ in the source tree
+PYTHONDONTWRITEBYTECODE=1 RECUR_LIB=$lib RECUR_TEST_KERNELS=$ptx RECUR_GOLDENS=${RECUR_GOLDENS:-$src/tests/goldens} \
+	exec "$py" "$src/tests/python/test_cpu.py"
