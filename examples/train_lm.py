@@ -4,6 +4,7 @@ trained with recur's RG-LRU operator or with the same layer in plain
 PyTorch, for the loss curve and the tokens per second of each.
 
     python3 examples/train_lm.py --kernels out/ptx --compare --steps 300
+    python3 examples/train_lm.py --kernels out/ptx --compare --bench-layer 1x8192x1024
     python3 examples/train_lm.py --mixer torch --device cpu --tiny --steps 5
 
 Each block is Griffin's recurrent block and an MLP, pre-norm, residual:
@@ -352,6 +353,41 @@ def check_against_recur(args):
                          % worst)
 
 
+def bench_layers(args):
+    """Forward+backward of one mixer layer alone at B x L x width, each
+    mixer: the median of --bench-reps timed runs after warm-up runs
+    (torch.compile compiles in them), as tokens per second."""
+    dev = torch.device(args.device)
+    B, L, D = args.bench_shape
+    rows = []
+    for mixer in args.mixers:
+        torch.manual_seed(args.seed)
+        if mixer == "recur":
+            sys.path.insert(0, os.path.join(REPO, "python"))
+            import recur
+            layer = recur.RGLRU(recur.load(args.kernels, args.calibration), D).to(dev)
+        else:
+            layer = TorchRGLRU(D).to(dev)
+        run = torch.compile(layer) if mixer == "torch-compile" else layer
+        x = torch.randn(B, L, D, device=dev).to(torch.bfloat16).requires_grad_()
+        dy = torch.randn(B, L, D, device=dev).to(torch.bfloat16)
+        times = []
+        for rep in range(args.bench_warmup + args.bench_reps):
+            sync(dev)
+            t0 = time.perf_counter()
+            run(x).backward(dy)
+            sync(dev)
+            if rep >= args.bench_warmup:
+                times.append(time.perf_counter() - t0)
+            x.grad = None
+            layer.zero_grad(set_to_none=True)
+        ms = sorted(times)[len(times) // 2] * 1e3
+        rows.append({"mixer": mixer, "ms": ms, "tokens_per_s": B * L / ms * 1e3})
+        print("layer %-13s %dx%dx%d forward+backward %.3f ms  %.0f tok/s" % (mixer, B, L, D, ms, rows[-1]["tokens_per_s"]),
+              flush=True)
+    return rows
+
+
 # ---- output ----
 
 def svg(logs, path):
@@ -425,6 +461,10 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tiny", action="store_true", help="a model and batch small enough for a CPU smoke run")
     p.add_argument("--out", default=os.path.join(REPO, "out", "train_lm"))
+    p.add_argument("--bench-layer", metavar="BxLxD", help="time one mixer layer alone at this shape "
+                   "(the issue's: 1x8192x1024) instead of training")
+    p.add_argument("--bench-reps", type=int, default=20)
+    p.add_argument("--bench-warmup", type=int, default=5)
     p.add_argument("--self-test", action="store_true", help="check the plain-PyTorch layer on the CPU, and exit")
     args = p.parse_args()
     if args.self_test:
@@ -432,15 +472,24 @@ def main():
     if args.tiny:
         args.batch, args.seq, args.d, args.width, args.layers = 2, 64, 64, 64, 1
         args.eval_batches, args.timing_from, args.warmup = 1, 1, 2
-    data = load_bytes(args.text or repo_text())
-    cut = int(data.numel() * 0.95)
-    train_data, val = data[:cut], data[cut:]
-    print("text: %d bytes (%d held out)" % (data.numel(), data.numel() - cut), flush=True)
     mixers = ["recur", "torch", "torch-compile"] if args.compare else [args.mixer]
     if not hasattr(torch, "compile") and "torch-compile" in mixers:
         print("torch %s has no torch.compile: leaving out torch-compile" % torch.__version__)
         mixers.remove("torch-compile")
+    args.mixers = mixers
     os.makedirs(args.out, exist_ok=True)
+    if args.bench_layer:
+        args.bench_shape = [int(v) for v in args.bench_layer.split("x")]
+        rows = bench_layers(args)
+        path = os.path.join(args.out, "layers.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump({"shape": args.bench_shape, "torch": torch.__version__, "rows": rows}, f, indent=1)
+        os.replace(path + ".tmp", path)
+        return
+    data = load_bytes(args.text or repo_text())
+    cut = int(data.numel() * 0.95)
+    train_data, val = data[:cut], data[cut:]
+    print("text: %d bytes (%d held out)" % (data.numel(), data.numel() - cut), flush=True)
     if "recur" in mixers:
         check_against_recur(args)
     logs = [train(args, m, train_data, val) for m in mixers]

@@ -3,7 +3,8 @@
 # baseline its tokens per second are compared with) against float64 loops
 # (--self-test: the chunked scan, its gradients, the bounded sqrt), and a
 # few training steps of the smallest model on the CPU: finite losses, and
-# the log, the loss plot and the table written. Skips where no python3
+# the log, the loss plot and the table written; one layer timed alone
+# (--bench-layer). Skips where no python3
 # has torch.
 #   usage: train_example_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
 set -u
@@ -36,5 +37,10 @@ ok = len(runs) == 1 and len(runs[0]["loss"]) == 4 and all(math.isfinite(v) for v
 sys.exit(0 if ok else 1)
 PY
 check $? "the log holds 4 finite losses"
+out=$("$py" "$src/examples/train_lm.py" --mixer torch --device cpu --bench-layer 1x64x64 --bench-reps 2 \
+	--bench-warmup 1 --out "$work/layer" 2>&1); rc=$?
+echo "$out" | tail -1 | sed 's/^/     /'
+[ $rc = 0 ] && grep -q '"tokens_per_s"' "$work/layer/layers.json"
+check $? "--bench-layer times one layer and writes layers.json"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
