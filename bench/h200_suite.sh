@@ -37,6 +37,23 @@
 #                                        1x131072x1024) with each carried PTX set
 #                                        in $AB_SETS (default "ptx_old ptx"), the
 #                                        sets alternated $AB_REPEAT times (default 2)
+#          bench/h200_suite.sh targets   every variant of each carried set in
+#                                        $TARGET_SETS (default "ptx80 ptx86 ptx89":
+#                                        recur gen --sm sm_80 / sm_86 / sm_89) at
+#                                        1x8192x1024 and 3x1000x1024, through the
+#                                        driver's JIT, gradients bitwise repeated;
+#                                        then the set "multi" (--sm sm_80,sm_90)
+#                                        at 3x1000x1024, each row naming its module
+#          bench/h200_suite.sh sanitize  compute-sanitizer (memcheck, racecheck,
+#                                        synccheck, initcheck; $TOOLS_LIST) over
+#                                        every variant (tests/gpu_sanitize.sh)
+#          bench/h200_suite.sh torch     the PyTorch package's GPU suite
+#                                        (tests/python/gpu_torch_test.py), one
+#                                        layer timed alone at 1x8192x1024, and
+#                                        examples/train_lm.py --compare
+#                                        ($TRAIN_STEPS, default 300 steps); needs
+#                                        .carry/lib/librecur.so (and the shared
+#                                        libraries it needs: bench/README.md)
 #          bench/h200_suite.sh quick     goldens, 1x8192x1024 and 3x1000x1024 for
 #                                        every variant, then bench --profile at
 #                                        1x131072x1024 for each MIXER/VARIANT named
@@ -72,8 +89,9 @@ CLUSTER_SHAPES="--shape 2x768x256 --shape 1x1280x512"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader | tee "$W/gpu.txt"
 rc=0
 wrote=""   # the verify logs this run wrote, summarised at the end
-# every variant's PTX compiled into the driver's cache, many at once (NOWARM=1: skip)
-[ -n "${NOWARM:-}" ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$TMPD/jit_warm.log" || rc=1
+# every variant's PTX compiled into the driver's cache, many at once (NOWARM=1:
+# skip; mode targets warms each of its own sets)
+[ -n "${NOWARM:-}" ] || [ "$mode" = targets ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$TMPD/jit_warm.log" || rc=1
 if [ "$mode" = verify ] || [ "$mode" = all ]; then
 	"$BIN" verify --dir "$D" --goldens tests/goldens > "$RES/verify_h200_goldens.log" 2>&1 || rc=1
 	"$BIN" verify --dir "$D" $(echo "$SEED" | tr ',' '\n' | sed 's/^/--shape /') --shape 3x1000x1024 \
@@ -93,6 +111,44 @@ if [ "$mode" = quick ]; then
 			--out "$EXP/bench_quick_${mv%%/*}_${mv#*/}.json" >> "$EXP/bench_quick.log" 2>&1 || rc=1
 	done
 	[ -f "$EXP/bench_quick.log" ] && grep -vE "^\[|^calib|^ *$" "$EXP/bench_quick.log" | head -200
+fi
+if [ "$mode" = targets ]; then
+	for set in ${TARGET_SETS:-ptx80 ptx86 ptx89}; do
+		[ -d "$PTXROOT/$set" ] || { echo "targets: no carried PTX set $set"; rc=1; continue; }
+		[ -n "${NOWARM:-}" ] || bash bench/jit_warm.sh "$BIN" "$PTXROOT/$set" "" "$TMPD/jit_warm.log" || rc=1
+		"$BIN" verify --dir "$PTXROOT/$set" --shape 1x8192x1024 --shape 3x1000x1024 > "$EXP/verify_$set.log" 2>&1 || rc=1
+		wrote="$wrote $EXP/verify_$set.log"
+	done
+	if [ -d "$PTXROOT/multi" ]; then
+		"$BIN" list --dir "$PTXROOT/multi" > "$EXP/list_multi.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$PTXROOT/multi" --shape 3x1000x1024 > "$EXP/verify_multi.log" 2>&1 || rc=1
+		wrote="$wrote $EXP/verify_multi.log"
+		echo "multi: modules loaded: $(grep -o 'code [a-z]* sm_[0-9]*' "$EXP/verify_multi.log" | sort | uniq -c | tr -s ' \n' ' ')"
+	fi
+fi
+if [ "$mode" = sanitize ]; then
+	for t in ${TOOLS_LIST:-memcheck racecheck synccheck initcheck}; do
+		JOBS=${JOBS:-10} RUN_TIMEOUT=${RUN_TIMEOUT:-120} TOOLS=$t bash tests/gpu_sanitize.sh "$BIN" . "$TMPD/san_$t" "$D" \
+			> "$EXP/sanitize_$t.log" 2>&1 || rc=1
+		cp "$TMPD/san_$t/summary.md" "$EXP/sanitize_$t.md" 2>/dev/null
+		echo "$t: $(tail -1 "$EXP/sanitize_$t.log")"
+	done
+fi
+if [ "$mode" = torch ]; then
+	lib=${RECUR_LIB:-$PWD/.carry/lib/librecur.so}
+	if [ ! -f "$lib" ]; then
+		echo "torch: no $lib (carry build/librecur.so and its libraries: bench/README.md)"; rc=1
+	else
+		export RECUR_LIB=$lib LD_LIBRARY_PATH=$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+		export PYTHONDONTWRITEBYTECODE=1
+		python3 tests/python/gpu_torch_test.py "$D" > "$EXP/torch_gpu_test.log" 2>&1 || rc=1
+		wrote="$wrote $EXP/torch_gpu_test.log"
+		python3 examples/train_lm.py --kernels "$D" --compare --bench-layer 1x8192x1024 --out "$EXP/layer" \
+			> "$EXP/layer.log" 2>&1 || rc=1
+		python3 examples/train_lm.py --kernels "$D" --compare --steps "${TRAIN_STEPS:-300}" --out "$EXP/train" \
+			> "$EXP/train.log" 2>&1 || rc=1
+		tail -3 "$EXP/torch_gpu_test.log"; tail -4 "$EXP/layer.log"; tail -8 "$EXP/train.log"
+	fi
 fi
 if [ "$mode" = ab ]; then
 	for r in $(seq "${AB_REPEAT:-2}"); do
