@@ -12,9 +12,10 @@ set -u
 recur=$1 dir=$2 jobs=${3:-$(nproc 2>/dev/null || echo 4)} log=${4:-/dev/null}
 t0=$(date +%s)
 list=$("$recur" list --dir "$dir" 2>&1) || { echo "jit warm: recur list failed: $list"; exit 1; }
-# "mixer variant" per line (a folder of several targets adds "target sm_XY":
-# recur verify loads the one for the device, so each name is warmed once)
-list=$(echo "$list" | awk 'NF == 2 || (NF == 4 && $3 == "target") { print $1, $2 }' | sort -u)
+# "mixer variant" per line, then "target sm_XY" in a folder of several
+# targets (recur verify loads the one for the device, so each name is
+# warmed once) and "state NAME..." for a variant taking a sequence state
+list=$(echo "$list" | awk 'NF >= 2 && $1 !~ /^ / && (NF == 2 || $3 == "target" || $3 == "state") { print $1, $2 }' | sort -u)
 n=$(echo "$list" | wc -l)
 [ "$n" -gt 0 ] || { echo "jit warm: no variants in $dir"; exit 1; }
 # each line "mixer variant" becomes one verify; a failed one prints its name and last lines

@@ -76,6 +76,10 @@ static int list_variant(const ListArgs *l, recur_manifest *m, int v)
 		multi |= strcmp(recur_manifest_variant_target(m, k), t0 ? t0 : "") != 0;
 	if (multi)
 		printf("  target %s", t);
+	/* the sequence state its kernels take, where any */
+	const char *st = recur_manifest_variant_state(m, v);
+	if (*st)
+		printf("  state %s", st);
 	for (int s = 0; s < l->nsh; s++) {
 		char why[512];
 		ok[s] = recur_check_shape(m, v, l->sh[s], why, sizeof why) == 0;

@@ -70,6 +70,7 @@ typedef struct {
 	double *x, *dy, *p[MAXP];  /* inputs (bf16 / fp32 values) */
 	double *y, *dx, *dp[MAXP]; /* reference outputs */
 	uint16_t *xb, *dyb;        /* x and dy as the device holds them (bf16), made once */
+	unsigned char *reset;      /* reset marks [B][L] (--resets), or NULL */
 	const char *pname[MAXP];
 } Case;
 
@@ -82,6 +83,7 @@ typedef struct {
 	int time_reps; /* > 0: time forward and backward after a pass */
 	int graph;     /* the checked forward+backward through a graph */
 	double xscale; /* x ~ N(0, xscale^2): large activations reach the kernels' overflow guards */
+	double resets; /* > 0: reset marks at this rate, and at the edges (case_marks); only variants taking them */
 } Ctx;
 
 static int cmp_float(const void *a, const void *b)
@@ -276,9 +278,10 @@ static int judge_run(const Judge *j, Case *c, char *err, size_t n)
 				w[k][e] = bf16_round((float)p[k][e]);
 			pr[k] = w[k];
 		}
+		SeqState st = {.reset = c->reset};
 		if (rc == 0)
-			rc = rf_forward(j->graph, rs, pr, c->x, c->y, err, n) ||
-			                     rf_backward(j->graph, rs, pr, c->x, c->dy, c->dx, c->dp, err, n)
+			rc = rf_forward_state(j->graph, rs, pr, c->x, c->y, &st, err, n) ||
+			                     rf_backward_state(j->graph, rs, pr, c->x, c->dy, c->dx, c->dp, &st, err, n)
 			             ? -1
 			             : 0;
 		for (int k = 0; k < c->np; k++)
@@ -286,9 +289,11 @@ static int judge_run(const Judge *j, Case *c, char *err, size_t n)
 		return rc;
 	}
 	RefShape rs = {s.B, s.L, s.D, s.D / 64};
-	j->hand->forward(&rs, p, c->x, c->y);
-	j->hand->backward(&rs, p, c->x, c->dy, c->dx, c->dp);
-	return 0;
+	SeqState st = {.reset = c->reset};
+	return j->hand->forward_state(&rs, p, c->x, c->y, &st, err, n) ||
+	               j->hand->backward_state(&rs, p, c->x, c->dy, c->dx, c->dp, &st, err, n)
+	       ? -1
+	       : 0;
 }
 
 /* ---- the cases ----------------------------------------------------------------- */
@@ -301,6 +306,7 @@ static void case_free(Case *c)
 	free(c->dx);
 	free(c->xb);
 	free(c->dyb);
+	free(c->reset);
 	for (int i = 0; i < c->np; i++) {
 		free(c->p[i]);
 		free(c->dp[i]);
@@ -350,6 +356,24 @@ static int case_params(Ctx *cx, int v, Case *c, Rng *r, char *err, size_t n)
 
 /* Random inputs and the script's initial parameters, rounded to what the
  * GPU holds (bf16 tensors, fp32 parameters), then the reference. */
+/* Reset marks at rate cx->resets, and where kernels split the sequence:
+ * on both sides of every multiple of 128 tokens (tile and chunk edges of
+ * every variant), at t = 1 and 2 (consecutive), and at the last token. */
+static int case_marks(Ctx *cx, Case *c, Rng *r, char *err, size_t n)
+{
+	size_t L = (size_t)c->s.L, nt = (size_t)c->s.B * L;
+	if (!(c->reset = malloc(nt))) {
+		snprintf(err, n, "out of host memory for %zu reset marks", nt);
+		return -1;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		size_t t = i % L;
+		int edge = t > 0 && (t % 128 == 0 || t % 128 == 127 || t == 1 || t == 2 || t == L - 1);
+		c->reset[i] = edge || rng_uniform(r) < cx->resets;
+	}
+	return 0;
+}
+
 static int case_random(Ctx *cx, int v, const Judge *jd, recur_shape s, uint64_t seed, Case *c, char *err, size_t n)
 {
 	memset(c, 0, sizeof *c);
@@ -364,7 +388,7 @@ static int case_random(Ctx *cx, int v, const Judge *jd, recur_shape s, uint64_t 
 		c->x[i] = bf16_round((float)(cx->xscale * rng_normal(&r)));
 	for (size_t i = 0; i < ne; i++)
 		c->dy[i] = bf16_round((float)rng_normal(&r));
-	if (case_params(cx, v, c, &r, err, n))
+	if (case_params(cx, v, c, &r, err, n) || (cx->resets > 0 && case_marks(cx, c, &r, err, n)))
 		return -1;
 	RfShape rs = {s.B, s.L, s.D};
 	for (int p = 0; p < c->np && jd->graph; p++)
@@ -497,7 +521,8 @@ static int dump_case(const char *dir, const Case *c, const float *y, const float
 typedef struct {
 	recur_variant *rv;
 	size_t ne;
-	CUdeviceptr x, dy, y, dx, p[MAXP], g[MAXP];
+	CUdeviceptr x, dy, y, dx, p[MAXP], g[MAXP], reset;
+	recur_seqstate st;
 	uint16_t *hb;
 	float *y_h, *dx_h, *g_h[MAXP], *g2;
 	recur_io io;
@@ -512,8 +537,8 @@ typedef struct {
 
 static void run_free(Ctx *cx, Run *R)
 {
-	CUdeviceptr d[4] = {R->x, R->dy, R->y, R->dx};
-	for (int k = 0; k < 4; k++)
+	CUdeviceptr d[5] = {R->x, R->dy, R->y, R->dx, R->reset};
+	for (int k = 0; k < 5; k++)
 		if (d[k])
 			recur_free(cx->rt, d[k]);
 	for (int p = 0; p < MAXP; p++) {
@@ -601,6 +626,13 @@ static int run_setup(Ctx *cx, const char *vname, Case *c, Run *R, char *err, siz
 	TRY(recur_memset_u8(cx->rt, R->y, 0xff, bytes, err, n));
 	TRY(recur_memset_u8(cx->rt, R->dx, 0xff, bytes, err, n));
 	R->io = (recur_io){.x = R->x, .y = R->y, .dy = R->dy, .dx = R->dx, .params = R->p, .grads = R->g};
+	if (c->reset) {
+		size_t nt = (size_t)c->s.B * (size_t)c->s.L;
+		TRY(recur_alloc(cx->rt, nt, &R->reset, err, n));
+		TRY(recur_memcpy_htod(cx->rt, R->reset, c->reset, nt, err, n));
+		R->st = (recur_seqstate){.reset = R->reset};
+		R->io.state = &R->st;
+	}
 	return 0;
 }
 
@@ -712,7 +744,10 @@ static int print_row(Ctx *cx, const char *vname, const Case *c, const Outcome *o
 	ok &= loc <= LOCAL_TOL;
 	char shp[48];
 	snprintf(shp, sizeof shp, "%dx%dx%d", c->s.B, c->s.L, c->s.D);
-	printf("%-48s %-15s %s ref %-6s y %.1e dx %.1e", vname, shp, ok ? "PASS" : "FAIL", c->ref, o->e[0], o->e[1]);
+	printf("%-48s %-15s %s ref %-6s", vname, shp, ok ? "PASS" : "FAIL", c->ref);
+	if (c->reset)
+		printf(" resets %g", cx->resets);
+	printf(" y %.1e dx %.1e", o->e[0], o->e[1]);
 	for (int p = 0; p < c->np; p++)
 		printf(" d%s %.1e", c->pname[p], o->e[2 + p]);
 	printf(" local %.1e", loc);
@@ -772,7 +807,7 @@ static void run_variant(Ctx *cx, int v, Case *c)
 #define MAXMIX 8
 #define MAXNAMES 256
 
-enum { V_DIR, V_VARIANT, V_MIXER, V_SHAPE, V_SEED, V_GOLDENS, V_DUMP, V_TIME, V_XSCALE, V_GRAPH };
+enum { V_DIR, V_VARIANT, V_MIXER, V_SHAPE, V_SEED, V_GOLDENS, V_DUMP, V_TIME, V_XSCALE, V_GRAPH, V_RESETS };
 
 static const CliOpt OPTS[] = {
         [V_DIR] = CLI_OPT_DIR,
@@ -787,6 +822,8 @@ static const CliOpt OPTS[] = {
                     0},
         [V_XSCALE] = {"--x-scale", "S", "1", "draw x with standard deviation S (large activations)", 0},
         [V_GRAPH] = {"--graph", NULL, NULL, "run the checked forward+backward as one CUDA graph replayed twice", 0},
+        [V_RESETS] = {"--resets", "P", NULL, "mark documents starting at random tokens at rate P, and at every "
+                      "128-token edge, t = 1, 2 and L-1; checks the variants that take reset marks", 0},
 };
 
 const CliCmd cli_verify_cmd = {
@@ -819,6 +856,11 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 	case V_GRAPH:
 		a->cx->graph = 1;
 		return 0;
+	case V_RESETS:
+		if (cli_parse_positive(v, 0.0, 1.0, &a->cx->resets, err, n) == 0)
+			return 0;
+		snprintf(err, n, "want a rate in (0, 1]");
+		return -1;
 	case V_SHAPE:
 		return harness_add_shapes(v, a->sh, &a->nsh, H_MAXSHAPES, err, n);
 	case V_VARIANT:
@@ -847,9 +889,21 @@ static int mixer_chosen(const VerifyArgs *a, const char *mixer)
 	return cli_mixer_wanted(a->mixer, a->nmixer, mixer);
 }
 
+/* with --resets, only the variants whose kernels take reset marks */
+static int takes_resets(recur_manifest *m, int v)
+{
+	const char *st = recur_manifest_variant_state(m, v);
+	for (const char *p = strstr(st, "reset"); p; p = strstr(p + 1, "reset"))
+		if ((p == st || p[-1] == ' ') && (p[5] == 0 || p[5] == ' '))
+			return 1;
+	return 0;
+}
+
 static int chosen(const VerifyArgs *a, recur_manifest *m, int v)
 {
 	if (!mixer_chosen(a, recur_manifest_variant_mixer(m, v)))
+		return 0;
+	if (a->cx->resets > 0 && !takes_resets(m, v))
 		return 0;
 	if (a->nnames == 0)
 		return 1;
@@ -890,6 +944,19 @@ static int check_names(const VerifyArgs *a, recur_manifest *m)
 			        a->names[i], mn);
 			return -1;
 		}
+		if (a->cx->resets > 0 && !takes_resets(m, v)) {
+			fprintf(stderr, "recur verify: --resets: variant %s takes no reset marks (a grid with resets = "
+			        "{ true } makes variants that do)\n", a->names[i]);
+			return -1;
+		}
+	}
+	int any = a->cx->resets <= 0;
+	for (int v = 0; v < nv && !any; v++)
+		any = mixer_chosen(a, recur_manifest_variant_mixer(m, v)) && takes_resets(m, v);
+	if (!any) {
+		fprintf(stderr, "recur verify: --resets: no variant of the chosen mixers in %s takes reset marks (a grid "
+		        "with resets = { true } makes variants that do)\n", a->dir);
+		return -1;
 	}
 	return 0;
 }

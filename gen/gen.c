@@ -124,6 +124,12 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	json_object_set_new(o, "materialized", json_boolean(v->materialized));
 	json_object_set_new(o, "scan", json_string(v->onepass ? "onepass" : v->lookback ? "lookback" : "hierarchical"));
 	json_object_set_new(o, "controller", jstr_or_null(v->controller));
+	/* the sequence state the kernels take (util/seqstate.h's fields; the
+	 * runtime refuses the others for this variant) */
+	json_t *state = json_array();
+	if (v->resets)
+		json_array_append_new(state, json_string("reset"));
+	json_object_set_new(o, "state", state);
 	json_t *vars = json_array();
 	for (int i = 0; i < T->nvar; i++)
 		json_array_append_new(vars, json_pack("[ss]", T->var[i].name, T->var[i].expr));

@@ -281,6 +281,19 @@ LLVMValueRef f_tanh(Irb *I, LLVMValueRef a)
 	return c;
 }
 
+/* The byte at global p zero-extended where ok != 0, else 0, with no
+ * branch: one predicated ld.global.nc.u8. p is never read where ok = 0 (it
+ * may be null there). The bytes read must not change during the kernel. */
+LLVMValueRef ld_u8_if(Irb *I, LLVMValueRef p, LLVMValueRef ok)
+{
+	LLVMTypeRef in[2] = { I->gptr, I->i32 };
+	LLVMTypeRef fty = LLVMFunctionType(I->i32, in, 2, 0);
+	const char *as = "{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.u32 $0, 0; @p ld.global.nc.u8 $0, [$1]; }";
+	LLVMValueRef fn = inline_asm(fty, as, "=r,l,r", 0);
+	LLVMValueRef args[2] = { p, ok };
+	return LLVMBuildCall2(I->b, fty, fn, args, 2, "");
+}
+
 LLVMValueRef gep_f32(Irb *I, LLVMValueRef base, LLVMValueRef idx64)
 {
 	return LLVMBuildInBoundsGEP2(I->b, I->f32, base, &idx64, 1, "");

@@ -109,6 +109,8 @@ LLVMValueRef smem_ptr(Irb *I, LLVMValueRef byte_off32);              /* shared i
 /* Cross-block communication through global memory (look-back): volatile
  * accesses go to L2 every time, never a stale L1 line or a load hoisted
  * out of a spin loop. */
+/* the byte at global p (zero-extended) where ok != 0, else 0; no branch, p unread where ok = 0 */
+LLVMValueRef ld_u8_if(Irb *I, LLVMValueRef p, LLVMValueRef ok);
 LLVMValueRef ld_volatile(Irb *I, LLVMTypeRef ty, LLVMValueRef p, int align);
 void st_volatile(Irb *I, LLVMValueRef v, LLVMValueRef p, int align);
 LLVMValueRef atom_add_u32(Irb *I, LLVMValueRef gp, LLVMValueRef v);   /* old value, relaxed */

@@ -480,6 +480,16 @@ static int ld_arg(Ld *L, const char *s, const rt_mixer *mx, const rt_vdesc *d, i
 			return ld_fail(L, "\"%s\": workspace of life \"%s\" used in the %s", s,
 			               life == RT_LIFE_FORWARD ? "forward" : "backward", rt_pass_name[pass]);
 		return 0;
+	} else if (n == 5 && !strncmp(s, "state", 5)) {
+		a->kind = RT_ARG_STATE;
+		for (a->index = 0; a->index < RT_NSTATE && strcmp(rest, rt_state_name[a->index]); a->index++)
+			;
+		if (a->index == RT_NSTATE)
+			return ld_fail(L, "\"%s\" names no field of the sequence state (h0, reset, cu_seqlens, hT, dhT, "
+			               "dh0, map_loga, map_h)", s);
+		if (!(d->state >> a->index & 1))
+			return ld_fail(L, "\"%s\": the variant's \"state\" does not list %s", s, rest);
+		return 0;
 	} else if (!strcmp(s, "zero:base") || !strcmp(s, "zero:words")) {
 		a->kind = s[5] == 'b' ? RT_ARG_ZBASE : RT_ARG_ZWORDS;
 		return 0;
@@ -491,7 +501,7 @@ static int ld_arg(Ld *L, const char *s, const rt_mixer *mx, const rt_vdesc *d, i
 		return ld_check(L, s, a->expr, sv);
 	} else {
 		return ld_fail(L, "unknown arg kind \"%s\" (expected x, y, dy, dx, param:NAME, grad:NAME, "
-		               "ws:NAME, zero:base, zero:words, i32:EXPR or i64:EXPR)", s);
+		               "ws:NAME, state:NAME, zero:base, zero:words, i32:EXPR or i64:EXPR)", s);
 	}
 	if ((a->index = find_param(mx, rest)) < 0)
 		return ld_fail(L, "\"%s\" names no parameter of mixer %s", s, mx->name);
@@ -620,6 +630,39 @@ static int ld_module_file(Ld *L, const char *what, const char *name, const char 
 	return 0;
 }
 
+const char *const rt_state_name[RT_NSTATE] = {"h0", "reset", "cu_seqlens", "hT", "dhT", "dh0", "map_loga",
+                                               "map_h"};
+
+/* "state": the names of the sequence state's fields the kernels take
+ * (absent, as in manifests before it: none) */
+static int ld_state(Ld *L, json_t *j, rt_vdesc *d)
+{
+	json_t *a = json_object_get(j, "state");
+	d->state = 0;
+	d->state_text[0] = 0;
+	if (!a)
+		return 0;
+	if (!json_is_array(a))
+		return ld_fail(L, "\"state\" must be a list of names");
+	size_t k;
+	json_t *e;
+	json_array_foreach(a, k, e) {
+		const char *n = json_string_value(e);
+		int i = 0;
+		while (n && i < RT_NSTATE && strcmp(n, rt_state_name[i]))
+			i++;
+		if (!n || i == RT_NSTATE)
+			return ld_fail(L, "\"state\"[%zu] is not a field of the sequence state (h0, reset, cu_seqlens, hT, "
+			               "dhT, dh0, map_loga, map_h)", k);
+		if (d->state >> i & 1)
+			return ld_fail(L, "\"state\" lists %s twice", n);
+		d->state |= 1u << i;
+		size_t at = strlen(d->state_text);
+		snprintf(d->state_text + at, sizeof d->state_text - at, "%s%s", at ? " " : "", n);
+	}
+	return 0;
+}
+
 static int ld_variant(Ld *L, int vi, json_t *j, rt_vdesc *d)
 {
 	recur_manifest *m = L->m;
@@ -672,6 +715,8 @@ static int ld_variant(Ld *L, int vi, json_t *j, rt_vdesc *d)
 		return ld_fail(L, "cubin_target \"%s\" is no target (sm_ and two or three digits, then an optional a)",
 		               d->cubin_target);
 
+	if (ld_state(L, j, d))
+		return -1;
 	ShapeVars sv;
 	if (ld_vars(L, vars, d, &sv) || ld_rules(L, rules, d, &sv) || ld_workspaces(L, wss, d, &sv) ||
 	    ld_check_params(L, mx, &sv))
@@ -829,6 +874,24 @@ const char *recur_manifest_variant_target(const recur_manifest *m, int i)
 {
 	const rt_vdesc *d = vdesc(m, i);
 	return d && d->target ? d->target : "";
+}
+
+const char *recur_manifest_variant_state(const recur_manifest *m, int i)
+{
+	const rt_vdesc *d = vdesc(m, i);
+	return d ? d->state_text : "";
+}
+
+CUdeviceptr rt_state_ptr(const recur_seqstate *st, int i)
+{
+	if (!st)
+		return 0;
+	const CUdeviceptr f[RT_NSTATE] = {
+		[RT_STATE_H0] = st->h0, [RT_STATE_RESET] = st->reset, [RT_STATE_CU_SEQLENS] = st->cu_seqlens,
+		[RT_STATE_HT] = st->hT, [RT_STATE_DHT] = st->dhT, [RT_STATE_DH0] = st->dh0,
+		[RT_STATE_MAP_LOGA] = st->map_loga, [RT_STATE_MAP_H] = st->map_h,
+	};
+	return i >= 0 && i < RT_NSTATE ? f[i] : 0;
 }
 
 /* How well a module of target t suits a device of compute capability

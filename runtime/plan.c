@@ -628,6 +628,9 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 		case RT_ARG_ZWORDS:
 			val[i].i64 = (int64_t)(bind->zero->need / 4);
 			continue;
+		case RT_ARG_STATE:   /* optional: a null pointer is a field not given (the kernels test it) */
+			val[i].p = rt_state_ptr(io->state, a->index);
+			continue;
 		case RT_ARG_I32:
 		case RT_ARG_I64: {
 			int64_t x;
@@ -850,6 +853,22 @@ static int bind_caller(recur_variant *v, int pass, const ShapeVars *sv, const re
 	return 0;
 }
 
+/* The fields of a call's sequence state the variant's kernels take; any
+ * other given is refused (its kernels would silently ignore it) */
+static int state_check(const recur_variant *v, const recur_seqstate *st, const char *shape, char *err,
+                       size_t errlen)
+{
+	for (int i = 0; i < RT_NSTATE; i++)
+		if (rt_state_ptr(st, i) && !(v->d->state >> i & 1))
+			return rt_vfail(err, errlen, "variant %s at %s: the sequence state gives %s, which its kernels do "
+			                "not take (they take: %s); generate a variant with it (resets = { true } for reset)",
+			                v->d->name, shape, rt_state_name[i], v->d->state_text[0] ? v->d->state_text : "none");
+	if (st && st->ndocs && !st->cu_seqlens)
+		return rt_vfail(err, errlen, "variant %s at %s: the sequence state gives ndocs = %d without cu_seqlens",
+		                v->d->name, shape, st->ndocs);
+	return 0;
+}
+
 static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, const recur_ws *cw, CUstream st,
                char *err, size_t errlen)
 {
@@ -862,7 +881,7 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, co
 	char shape[64];
 	if (!io)
 		return rt_vfail(err, errlen, "variant %s: %s without buffers (io is NULL)", d->name, rt_pass_name[pass]);
-	if (shape_setup(v, s, &sv, shape, err, errlen))
+	if (shape_setup(v, s, &sv, shape, err, errlen) || state_check(v, io->state, shape, err, errlen))
 		return -1;
 	/* a framework may call from any of its threads (PyTorch's backward runs
 	 * on one of its own): the launches need the device's context there */

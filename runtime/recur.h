@@ -41,15 +41,34 @@ typedef struct { int B, L, D; } recur_shape;
  * shape and what overflows in err. */
 int  recur_tensor_bytes(recur_shape s, size_t elem_bytes, size_t *bytes, char *err, size_t errlen);
 
+/* The sequence state of a call, on the device: util/seqstate.h's contract
+ * (initial and final state, reset marks, packed documents, the row's map).
+ * Every field is optional (0: absent); all 0, or no recur_seqstate at all,
+ * is the plain call: each row starts from zero with the spec's reset at
+ * t = 0. A variant takes only the fields its kernels were generated for
+ * (recur_manifest_variant_state; a grid with resets = { true } gives
+ * "reset"); a call giving another is refused before any launch.
+ *   reset   u8 [B][L]: 1 where a document starts inside a row, else 0;
+ *           read by the forward and the backward of the call alike.
+ *   (h0, cu_seqlens, hT, dhT, dh0, map_loga, map_h: fp32 [B or ndocs][D]
+ *   and int32 [ndocs + 1] as in util/seqstate.h; no kernel takes them yet.) */
+typedef struct {
+	CUdeviceptr h0, reset, cu_seqlens;
+	int ndocs;
+	CUdeviceptr hT, dhT, dh0, map_loga, map_h;
+} recur_seqstate;
+
 /* Device buffers of one call. params[i] / grads[i] follow the manifest's
  * parameter order of the variant's mixer (recur_param_* below). x, dy are
- * bf16 [B][L][D]; y, dx bf16 [B][L][D]; params and grads fp32. Every buffer
- * starts on a 16-byte boundary (cuMemAlloc's are): the kernels use 16-byte
- * vector accesses, and a misaligned one is refused before any launch. */
+ * bf16 [B][L][D]; y, dx bf16 [B][L][D]; params and grads fp32; state, when
+ * not NULL, the sequence state above. Every tensor starts on a 16-byte
+ * boundary (cuMemAlloc's do): the kernels use 16-byte vector accesses, and
+ * a misaligned one is refused before any launch. */
 typedef struct {
 	CUdeviceptr x, y, dy, dx;
 	const CUdeviceptr *params;
 	const CUdeviceptr *grads;
+	const recur_seqstate *state;
 } recur_io;
 
 typedef struct {
@@ -96,6 +115,9 @@ int  recur_manifest_find(const recur_manifest *m, const char *variant);
  * else the newest older one whose PTX the driver compiles for it): 0, or
  * -1 naming a variant with no module for a device of that capability. */
 const char *recur_manifest_variant_target(const recur_manifest *m, int i);
+/* The sequence state variant i's kernels take, as names of recur_seqstate's
+ * fields separated by spaces ("reset"); "" for none. */
+const char *recur_manifest_variant_state(const recur_manifest *m, int i);
 int  recur_manifest_select(recur_manifest *m, int major, int minor, char *err, size_t errlen);
 /* The compute capability of the runtime's device. */
 int  recur_rt_compute_capability(recur_rt *rt, int *major, int *minor, char *err, size_t errlen);
@@ -224,6 +246,12 @@ int  recur_graph_launch(recur_graph *g, CUstream st, char *err, size_t errlen);
 /* Nodes of the graph (memsets and kernels) */
 int  recur_graph_nodes(const recur_graph *g);
 void recur_graph_free(recur_graph *g);
+
+/* sizeof the named struct of this header as the library was built
+ * ("recur_shape", "recur_io", "recur_seqstate", "recur_ws", "recur_ws_sizes",
+ * "recur_plan_info"); 0 for another name. A binding from another language
+ * compares its layouts with these before any call. */
+size_t recur_abi_size(const char *type);
 
 /* ---- Caller-provided workspaces ----
  * For a framework that owns the device memory (PyTorch's caching

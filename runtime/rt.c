@@ -211,3 +211,16 @@ void recur_event_destroy(recur_rt *rt, CUevent e)
 	if (e && RT_CU(&rt->cu, EventDestroy, (e), err, sizeof err, "destroying an event"))
 		fprintf(stderr, "recur: %s\n", err);
 }
+
+size_t recur_abi_size(const char *type)
+{
+	static const struct { const char *name; size_t size; } t[] = {
+		{"recur_shape", sizeof(recur_shape)},       {"recur_io", sizeof(recur_io)},
+		{"recur_seqstate", sizeof(recur_seqstate)}, {"recur_ws", sizeof(recur_ws)},
+		{"recur_ws_sizes", sizeof(recur_ws_sizes)}, {"recur_plan_info", sizeof(recur_plan_info)},
+	};
+	for (size_t i = 0; type && i < sizeof t / sizeof *t; i++)
+		if (!strcmp(type, t[i].name))
+			return t[i].size;
+	return 0;
+}

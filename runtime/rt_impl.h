@@ -32,11 +32,11 @@ typedef struct {
 } rt_mixer;
 
 typedef enum { RT_ARG_X, RT_ARG_Y, RT_ARG_DY, RT_ARG_DX, RT_ARG_PARAM, RT_ARG_GRAD,
-               RT_ARG_WS, RT_ARG_I32, RT_ARG_I64, RT_ARG_ZBASE, RT_ARG_ZWORDS } rt_argkind;
+               RT_ARG_WS, RT_ARG_I32, RT_ARG_I64, RT_ARG_ZBASE, RT_ARG_ZWORDS, RT_ARG_STATE } rt_argkind;
 
 typedef struct {
 	rt_argkind kind;
-	int index;                   /* parameter or workspace index */
+	int index;                   /* parameter or workspace index; RT_STATE_* of a state arg */
 	const char *expr;            /* i32 / i64 */
 	const char *text;            /* as written, for messages */
 } rt_arg;
@@ -80,7 +80,17 @@ typedef struct {
 	rt_ws *ws;
 	int nlaunch[2];              /* RT_FWD, RT_BWD */
 	rt_launch *launch[2];
+	unsigned state;              /* the sequence state the kernels take: bits 1 << RT_STATE_* */
+	char state_text[64];         /* the same, as the manifest lists it ("reset"; "" for none) */
 } rt_vdesc;
+
+/* The fields of recur_seqstate a variant's kernels may take ("state" in
+ * its manifest entry; args "state:NAME"); rt_state_name has their names. */
+enum { RT_STATE_H0, RT_STATE_RESET, RT_STATE_CU_SEQLENS, RT_STATE_HT, RT_STATE_DHT, RT_STATE_DH0,
+       RT_STATE_MAP_LOGA, RT_STATE_MAP_H, RT_NSTATE };
+extern const char *const rt_state_name[RT_NSTATE];
+/* field i of st (0 when st is NULL) */
+CUdeviceptr rt_state_ptr(const recur_seqstate *st, int i);
 
 /* "sm_90" -> 9, 0, 0; "sm_90a" -> 9, 0, 1: 0, or -1 for anything else */
 int rt_parse_sm(const char *s, int *major, int *minor, int *arch_specific);

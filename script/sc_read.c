@@ -294,7 +294,8 @@ static void rd_mixer(const Rd *rd, int t, Mixer *mx, const ExGraph **src)
 /* The name R.variants gives a variant with these flags. */
 static void rd_canonical(const Variant *v, char *buf, size_t n)
 {
-	snprintf(buf, n, "%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->fused_output ? "fused_output_" : "",
+	snprintf(buf, n, "%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->resets ? "resets_" : "",
+	         v->fused_output ? "fused_output_" : "",
 	         v->fused_write ? "fused_write_" : "", v->shared_sfu ? "shared_sfu_" : "", v->fused ? "fused_" : "",
 	         v->prefix, v->onepass ? "onepass" : v->lookback ? "lookback" : "hierarchical", v->chunk);
 }
@@ -319,6 +320,7 @@ static void rd_variant(const Rd *rd, int e, int ntoken, Variant *v, const char *
 	v->shared_sfu = rd_bool(rd, e, "shared_sfu", of);
 	v->fused_output = rd_bool(rd, e, "fused_output", of);
 	v->fused_write = rd_bool(rd, e, "fused_write", of);
+	v->resets = rd_bool(rd, e, "resets", of);
 	v->materialized = rd_bool(rd, e, "materialized", of);
 	int scan = rd_enum(rd, e, "scan", of, scans);
 	v->onepass = scan == 2;

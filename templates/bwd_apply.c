@@ -53,7 +53,7 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 		LLVMValueRef gy = eval_gy(T, ln, &stp, s, hn, dy[s]);
 		LLVMValueRef dh = fadd(I, gy, var_get(I, u[s]));
 		var_set(I, u[s], fmul(I, stp.a_eff[s], dh));
-		LLVMValueRef keep = land(I, valid, LLVMBuildFCmp(I->b, LLVMRealOEQ, stp.first[s], cf32(I, 0.0), ""));
+		LLVMValueRef keep = land(I, valid, LLVMBuildNot(I->b, step_isfirst(T, &stp, s), ""));
 		LLVMValueRef s0 = fsel(I, keep, fmul(I, fmul(I, dh, stp.a[s]), hp), cf32(I, 0.0));
 		LLVMValueRef s1 = fsel(I, valid, dh, cf32(I, 0.0));
 		LLVMValueRef s2 = fsel(I, valid, dy[s], cf32(I, 0.0));

@@ -219,6 +219,7 @@ static void apply_kept(Tmpl *T, Lanes *ln, LLVMValueRef gb, int keep, LLVMValueR
 	Step stp;
 	memset(&stp, 0, sizeof stp);
 	step_inputs(T, ln, &stp, gb, i);
+	step_marks(T, ln, &stp);   /* y may read first */
 	LLVMValueRef end = ieq(I, i, ci32(I, T->chunk - 1));
 	LLVMValueRef k = LLVMBuildSelect(I->b, end, ci32(I, 0), i, "");   /* in range, unused at the end */
 	LLVMValueRef y[TM_SLOTS];

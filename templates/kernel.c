@@ -119,6 +119,10 @@ void ksig_tok(Tmpl *T, KSig *s)
 
 void ksig_shape(Tmpl *T, KSig *s)
 {
+	/* every kernel that evaluates a step (step_inputs) takes the reset
+	 * marks where the variant has them: each sees the same first */
+	if (T->v->resets)
+		ksig_add(T, s, "state:reset", T->I.gptr);
 	ksig_add(T, s, "i32:L", T->I.i32);
 	ksig_add(T, s, "i32:D", T->I.i32);
 }

@@ -35,7 +35,7 @@ LLVMValueRef *param_vals(Tmpl *T, Lanes *ln, int s, LLVMValueRef *pv)
 
 EmitEnv slot_env(Tmpl *T, Lanes *ln, const Step *st, int s, LLVMValueRef *pv)
 {
-	EmitEnv e = { .x = st->x[s], .first = st->first[s], .param = param_vals(T, ln, s, pv),
+	EmitEnv e = { .x = st->x[s], .first = step_first(T, st, s), .param = param_vals(T, ln, s, pv),
 	              .proj = st->proj[s], .tok = st->tok[slot_r(s)] };
 	if (ln->hoist) {
 		size_t n = (size_t)T->mx->g.len;
@@ -88,6 +88,54 @@ void store_slots(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef out, LLVMValueRef v
 	}
 }
 
+/* reset[b][t] != 0 for a row inside the sequence of a call that gave
+ * marks; false otherwise. One predicated load, no branch: a branch around
+ * the load split the step's code where bwd_apply has no register to spare
+ * (ptxas spilled 12-44 bytes), and the predicate keeps a null pointer
+ * unread. */
+static LLVMValueRef reset_mark(Tmpl *T, Lanes *ln, LLVMValueRef t, LLVMValueRef valid)
+{
+	Irb *I = &T->I;
+	LLVMValueRef given = LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildPtrToInt(I->b, ln->reset, I->i64, ""),
+	                                   ci64(I, 0), "");
+	LLVMValueRef at = sext64(I, t);
+	LLVMValueRef p = LLVMBuildGEP2(I->b, I->i8, ln->reset_row, &at, 1, "");
+	LLVMValueRef ok = LLVMBuildZExt(I->b, land(I, valid, given), I->i32, "");
+	return LLVMBuildICmp(I->b, LLVMIntNE, ld_u8_if(I, p, ok), ci32(I, 0), "");
+}
+
+/* The caller's reset marks of the step's two rows (a resets variant; a
+ * null pointer: none), loaded late, where first is about to be used: a
+ * mark loaded with the step's other inputs would stay live across the
+ * projections, where bwd_apply has no register to spare. */
+void step_marks(Tmpl *T, Lanes *ln, Step *st)
+{
+	CHECK(!T->v->resets || ln->reset);   /* a kernel of a resets variant without the marks: ksig_shape */
+	if (st->marked)
+		return;
+	for (int r = 0; r < 2; r++)
+		st->mark[r] = reset_mark(T, ln, st->t[r], st->valid[r]);
+	st->marked = 1;
+}
+
+/* Whether slot s's token is a reset (i1) and the same as 1.0 / 0.0, built
+ * where each is used: the marks stay predicates until then */
+LLVMValueRef step_isfirst(Tmpl *T, const Step *st, int s)
+{
+	Irb *I = &T->I;
+	CHECK(st->marked);   /* the caller's reset marks are in (step_marks) */
+	LLVMValueRef f = LLVMBuildFCmp(I->b, LLVMRealONE, st->first[s], cf32(I, 0.0), "");
+	return st->mark[slot_r(s)] ? LLVMBuildOr(I->b, f, st->mark[slot_r(s)], "") : f;
+}
+
+LLVMValueRef step_first(Tmpl *T, const Step *st, int s)
+{
+	Irb *I = &T->I;
+	CHECK(st->marked);
+	return st->mark[slot_r(s)] ? LLVMBuildSelect(I->b, st->mark[slot_r(s)], cf32(I, 1.0), st->first[s], "")
+	                          : st->first[s];
+}
+
 void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 {
 	Irb *I = &T->I;
@@ -98,10 +146,11 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 		st->seg = seg_step_at(T, ln, i);
 		st->xs = ln->seg_flags & SEG_X ? st->seg : NULL;
 	}
-	for (int s = 0; s < TM_SLOTS; s++) {
-		LLVMValueRef t = st->t[slot_r(s)];
-		st->first[s] = b2f(I, ieq(I, t, ci32(I, 0)));
-	}
+	/* a reset at t = 0 of every row; the caller's marks join in step_marks */
+	for (int s = 0; s < TM_SLOTS; s++)
+		st->first[s] = b2f(I, ieq(I, st->t[slot_r(s)], ci32(I, 0)));
+	st->mark[0] = st->mark[1] = NULL;
+	st->marked = !ln->reset;
 	/* the row's per-token values: the q lanes of a row read the same words */
 	if (T->ntokval > 0 && st->seg) {
 		LLVMValueRef tb = iadd(I, st->seg, ci32(I, seg_part(T, ln->seg_flags, SEG_TOK)));
@@ -185,6 +234,8 @@ void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMVal
 		}
 	}
 	for (int k = 0; k < n; k++)
+		step_marks(T, ln, &st[k]);
+	for (int k = 0; k < n; k++)
 		for (int s = 0; s < TM_SLOTS; s++) {
 			Step *sp = &st[k];
 			LLVMValueRef valid = sp->valid[slot_r(s)];
@@ -205,7 +256,7 @@ void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMVal
 				sp->a[s] = f_exp(I, sp->log_a[s]);
 			}
 			/* a reset cuts the carry (a*h_prev dropped); rows past L are identities */
-			LLVMValueRef isfirst = LLVMBuildFCmp(I->b, LLVMRealONE, sp->first[s], cf32(I, 0.0), "");
+			LLVMValueRef isfirst = step_isfirst(T, sp, s);
 			LLVMValueRef ae = fsel(I, isfirst, cf32(I, 0.0), sp->a[s]);
 			sp->a_eff[s] = fsel(I, valid, ae, cf32(I, 1.0));
 			sp->b_eff[s] = fsel(I, valid, sp->bb[s], cf32(I, 0.0));

@@ -171,6 +171,7 @@ typedef struct {
 	LLVMValueRef ch[4];                        /* channel within the head for c = 0..3 */
 	LLVMValueRef la_ws, b_ws;                  /* materialised log_a / b (unfused) */
 	LLVMValueRef tok;                          /* per-token values [B*L][nz] */
+	LLVMValueRef reset, reset_row;             /* reset marks u8 [B][L] (state:reset) and row b's, or NULL */
 	int wmat_smem;                             /* >= 0: weights are read from shared memory (wmat_stage) here */
 	int seg_off;                               /* >= 0: segment staging (seg_stage) at this offset */
 	int seg_n, seg_flags, seg_step;            /* steps per segment, what is staged (SEG_*), bytes per step */
@@ -185,7 +186,9 @@ typedef struct {
 	LLVMValueRef t[2];          /* timestep of row r */
 	LLVMValueRef valid[2];      /* t < L */
 	LLVMValueRef x[TM_SLOTS];
-	LLVMValueRef first[TM_SLOTS];
+	LLVMValueRef first[TM_SLOTS];   /* 1.0 at t = 0: with the marks, read step_first / step_isfirst */
+	LLVMValueRef mark[2];           /* i1: the caller marks row r's token a reset (step_marks), or NULL */
+	int marked;                     /* the marks are loaded, or the variant takes none */
 	LLVMValueRef proj[TM_SLOTS][MX_MAXPROJ];
 	LLVMValueRef log_a[TM_SLOTS], bb[TM_SLOTS], a[TM_SLOTS];
 	LLVMValueRef a_eff[TM_SLOTS], b_eff[TM_SLOTS];   /* identity when invalid, a=0 at a reset */
@@ -314,6 +317,11 @@ void emit_split(Tmpl *T, Lanes *ln, LLVMValueRef in, void (*body)(void *arg), vo
 void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
 /* a step's inputs without its gates: rows, reset flags, x and token values (staged or loaded) */
 void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
+/* the caller's reset marks of the step (where the variant takes them), then
+ * whether slot s is a reset: as i1, and as the mixer's `first` (1.0 / 0.0) */
+void step_marks(Tmpl *T, Lanes *ln, Step *st);
+LLVMValueRef step_isfirst(Tmpl *T, const Step *st, int s);
+LLVMValueRef step_first(Tmpl *T, const Step *st, int s);
 /* gate step: step_inputs, then projections (mma) and log_a, b for each slot; fused or loaded */
 void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj);
 void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMValueRef i, int need_proj);

@@ -515,7 +515,7 @@ static CUresult hc_GetErrorString(CUresult r, const char **s)
  * of variant d at shape s: each pointer argument inside a live block (a
  * workspace's with room for its bytes; null only for an empty one). 0, or
  * -1 with the first fault in why. */
-static int hc_check_pass(const recur_manifest *m, int vi, int pass, recur_shape s, char *why, size_t n)
+__attribute__((unused)) static int hc_check_pass(const recur_manifest *m, int vi, int pass, recur_shape s, char *why, size_t n)
 {
 	const rt_vdesc *d = &m->variant[vi];
 	ShapeVars sv;

@@ -40,9 +40,16 @@ class Shape(ctypes.Structure):
     _fields_ = [("B", c_int), ("L", c_int), ("D", c_int)]
 
 
+class SeqState(ctypes.Structure):
+    _fields_ = [("h0", CUdeviceptr), ("reset", CUdeviceptr), ("cu_seqlens", CUdeviceptr), ("ndocs", ctypes.c_int),
+                ("hT", CUdeviceptr), ("dhT", CUdeviceptr), ("dh0", CUdeviceptr), ("map_loga", CUdeviceptr),
+                ("map_h", CUdeviceptr)]
+
+
 class IO(ctypes.Structure):
     _fields_ = [("x", CUdeviceptr), ("y", CUdeviceptr), ("dy", CUdeviceptr), ("dx", CUdeviceptr),
-                ("params", ctypes.POINTER(CUdeviceptr)), ("grads", ctypes.POINTER(CUdeviceptr))]
+                ("params", ctypes.POINTER(CUdeviceptr)), ("grads", ctypes.POINTER(CUdeviceptr)),
+                ("state", ctypes.POINTER(SeqState))]
 
 
 class WsSizes(ctypes.Structure):
@@ -66,6 +73,7 @@ RT = c_void_p          # recur_rt *
 ERR = (c_char_p, c_size_t)
 
 _SIGNATURES = {
+    "recur_abi_size": (c_size_t, [c_char_p]),
     "recur_tensor_bytes": (c_int, [Shape, c_size_t, P(c_size_t), *ERR]),
     "recur_rt_open": (c_int, [P(RT), c_int, *ERR]),
     "recur_rt_device_name": (c_int, [RT, c_char_p, c_size_t]),
@@ -120,6 +128,21 @@ class Library:
         for name in _SIGNATURES:
             if name not in _LAZY:
                 self._bind(name)
+        self._check_layouts()
+
+    def _check_layouts(self):
+        """The ctypes structs against the library's own sizes: a library built
+        from another recur.h would read past them."""
+        if not self.has("recur_abi_size"):
+            return   # a library from before the check: the lazy bindings still name what is missing
+        size = self.fn("recur_abi_size")
+        for cname, struct in (("recur_shape", Shape), ("recur_io", IO), ("recur_seqstate", SeqState),
+                              ("recur_ws", Ws), ("recur_ws_sizes", WsSizes), ("recur_plan_info", PlanInfo)):
+            want = size(cname.encode())
+            if want != ctypes.sizeof(struct):
+                raise RecurError("%s was built from another runtime/recur.h: its %s has %d bytes, this package's "
+                                 "%d; rebuild the library and the package from one tree"
+                                 % (self.path, cname, want, ctypes.sizeof(struct)))
 
     def _bind(self, name):
         try:

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Variants taking reset marks (a grid with resets = { true }): the option
+# names them resets_..., lists "state": ["reset"] in the manifest and gives
+# every kernel that evaluates a step the marks ("state:reset", a predicated
+# byte load in its PTX); resets = { false } leaves a variant's PTX byte for
+# byte as without the option; ptxas accepts the modules (spills are
+# printed: the register budget is the variants' known cost).
+#   usage: gen_resets_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
+set -u
+recur=$1 src=$2 work=$3
+rm -rf "$work"; mkdir -p "$work"
+pass=0 fail=0
+check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+cat > "$work/both.lua" <<'LUA'
+local R = require "recur"
+return {
+  R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true, false },
+    scan = { "hierarchical" }, resets = { false, true } },
+  R.variants { mixer = require "arch.samu", chunk = { 8 }, prefix = { 32 }, shared_sfu = { true },
+    fused_output = { true }, fused_write = { true }, scan = { "onepass" }, resets = { true } },
+}
+LUA
+cat > "$work/plain.lua" <<'LUA'
+local R = require "recur"
+return R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true, false },
+  scan = { "hierarchical" } }
+LUA
+"$recur" gen "$work/both.lua" --lua "$src/lua" -o "$work/both" -q; check $? "gen of a grid with resets = { false, true }"
+"$recur" gen "$work/plain.lua" --lua "$src/lua" -o "$work/plain" -q; check $? "gen of the same grid without the option"
+
+n=$(ls "$work/both" | grep -c '^[a-z]*\.resets_.*\.ptx$')
+[ "$n" = 3 ]; check $? "three variants named resets_... ($n)"
+for f in "$work/plain"/*.ptx; do
+	cmp -s "$f" "$work/both/$(basename "$f")" || { echo "     differs: $(basename "$f")"; false; }
+done
+check $? "resets = { false }: each variant's PTX byte for byte as without the option"
+
+py=$(command -v python3)
+"$py" - "$work/both/manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+bad = []
+for v in m["variants"]:
+    takes = v["name"].startswith("resets_")
+    if v.get("state") != (["reset"] if takes else []):
+        bad.append("%s: state %r" % (v["name"], v.get("state")))
+    for p in ("forward", "backward"):
+        for l in v[p]:
+            steps = "i32:L" in l["args"]   # the kernels that evaluate steps take the length
+            has = "state:reset" in l["args"]
+            if has != (takes and steps):
+                bad.append("%s %s %s: state:reset %s" % (v["name"], p, l["kernel"], "given" if has else "missing"))
+if bad:
+    print("\n".join("     " + b for b in bad))
+sys.exit(1 if bad else 0)
+PY
+check $? "the manifest: state [\"reset\"] exactly for those, and every step kernel of theirs takes state:reset"
+miss=""
+for f in "$work/both"/*.resets_*.ptx; do
+	grep -q '@p ld.global.nc.u8' "$f" || miss="$miss $(basename "$f")"
+done
+[ -z "$miss" ]; check $? "each resets variant's PTX reads the marks with a predicated byte load (missing in:${miss:- none})"
+[ "$(cat "$work/plain"/*.ptx | grep -c 'ld.global.nc.u8')" = 0 ]; check $? "and no plain variant does"
+
+ptxas=${PTXAS:-$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)}
+if [ -n "$ptxas" ]; then
+	rej="" spills=""
+	for f in "$work/both"/*.resets_*.ptx; do
+		log=$("$ptxas" -arch=sm_90 -v "$f" -o /dev/null 2>&1) || rej="$rej $(basename "$f")"
+		s=$(echo "$log" | grep -o '[0-9]* bytes spill stores' | awk '$1 > m { m = $1 } END { print m + 0 }')
+		[ "$s" -gt 0 ] && spills="$spills $(basename "$f" .ptx):$s"
+	done
+	[ -z "$rej" ]; check $? "ptxas -arch=sm_90 accepts every resets module (refused:${rej:- none})"
+	echo "     spill stores (bytes):${spills:- none}"
+else
+	echo "     (no ptxas: the modules were not compiled)"
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
