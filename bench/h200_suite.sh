@@ -44,6 +44,11 @@
 #                                        driver's JIT, gradients bitwise repeated;
 #                                        then the set "multi" (--sm sm_80,sm_90)
 #                                        at 3x1000x1024, each row naming its module
+#          bench/h200_suite.sh resets    the carried set "resets" (recur gen
+#                                        lua/variants/resets.lua): every variant
+#                                        with reset marks (--resets 0.01) at
+#                                        3x1000x1024, 1x8192x1024, 2x777x2048 and
+#                                        4x300x512, and without marks at 1x8192x1024
 #          bench/h200_suite.sh sanitize  compute-sanitizer (memcheck, racecheck,
 #                                        synccheck, initcheck; $TOOLS_LIST) over
 #                                        every variant (tests/gpu_sanitize.sh)
@@ -90,8 +95,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=c
 rc=0
 wrote=""   # the verify logs this run wrote, summarised at the end
 # every variant's PTX compiled into the driver's cache, many at once (NOWARM=1:
-# skip; mode targets warms each of its own sets)
-[ -n "${NOWARM:-}" ] || [ "$mode" = targets ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$TMPD/jit_warm.log" || rc=1
+# skip; modes targets and resets warm their own sets)
+[ -n "${NOWARM:-}" ] || [ "$mode" = targets ] || [ "$mode" = resets ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$TMPD/jit_warm.log" || rc=1
 if [ "$mode" = verify ] || [ "$mode" = all ]; then
 	"$BIN" verify --dir "$D" --goldens tests/goldens > "$RES/verify_h200_goldens.log" 2>&1 || rc=1
 	"$BIN" verify --dir "$D" $(echo "$SEED" | tr ',' '\n' | sed 's/^/--shape /') --shape 3x1000x1024 \
@@ -124,6 +129,18 @@ if [ "$mode" = targets ]; then
 		"$BIN" verify --dir "$PTXROOT/multi" --shape 3x1000x1024 > "$EXP/verify_multi.log" 2>&1 || rc=1
 		wrote="$wrote $EXP/verify_multi.log"
 		echo "multi: modules loaded: $(grep -o 'code [a-z]* sm_[0-9]*' "$EXP/verify_multi.log" | sort | uniq -c | tr -s ' \n' ' ')"
+	fi
+fi
+if [ "$mode" = resets ]; then
+	R=$PTXROOT/resets
+	if [ -d "$R" ]; then
+		[ -n "${NOWARM:-}" ] || bash bench/jit_warm.sh "$BIN" "$R" "" "$TMPD/jit_warm.log" || rc=1
+		"$BIN" verify --dir "$R" --resets "${RESET_RATE:-0.01}" --shape 3x1000x1024 --shape 1x8192x1024 \
+			--shape 2x777x2048 --shape 4x300x512 > "$EXP/verify_resets.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$R" --shape 1x8192x1024 > "$EXP/verify_resets_unmarked.log" 2>&1 || rc=1
+		wrote="$wrote $EXP/verify_resets.log $EXP/verify_resets_unmarked.log"
+	else
+		echo "resets: no carried PTX set resets"; rc=1
 	fi
 fi
 if [ "$mode" = sanitize ]; then
