@@ -80,8 +80,12 @@ int seg_part(const Tmpl *T, int flags, int part)
 	off += flags & SEG_X ? buf : 0;
 	if (part == SEG_DY) return off;
 	off += flags & SEG_DY ? buf : 0;
-	if (part == 0) return (off + 16 * T->ntokval * 4 + 15) & ~15;   /* the whole step */
-	return off;                                                  /* token values */
+	if (part == SEG_TOK) return off;
+	off += 16 * T->ntokval * 4;
+	if (part == SEG_MARK) return off;
+	off += T->v->resets ? 16 : 0;
+	CHECK(part == 0);
+	return (off + 15) & ~15;   /* the whole step */
 }
 
 int seg_bytes(const Tmpl *T, int n, int flags) { return n * seg_part(T, flags, 0); }
@@ -124,6 +128,10 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 	LLVMValueRef trow = T->ntokval ? LLVMBuildUDiv(I->b, tq, ci32(I, T->ntokval), "") : NULL;
 	LLVMValueRef tz = T->ntokval ? LLVMBuildURem(I->b, tq, ci32(I, T->ntokval), "") : NULL;
 	LLVMValueRef tl = T->ntokval ? ilt(I, tq, ci32(I, 16 * T->ntokval)) : NULL;
+	/* reset marks: thread tq < 16 loads row tq's (reset_mark_at). (Packing a
+	 * segment's marks into one register, bit k for step k, made ptxas spill
+	 * more, not less, in five of the RG-LRU variants of resets.lua.) */
+	LLVMValueRef ml = ln->reset ? ilt(I, tq, ci32(I, 16)) : NULL, mv[8];
 	for (int k = 0; k < n; k++) {
 		LLVMValueRef t = iadd(I, gb, iadd(I, imul(I, row, ci32(I, T->chunk)), iadd(I, i0, ci32(I, k))));
 		LLVMValueRef valid = in_seq(T, ln, t);
@@ -142,6 +150,10 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 			                            ci64(I, T->ntokval)), sext64(I, tz));
 			tv[k] = fsel(I, tvalid, ld(I, I->f32, gep_f32(I, ln->tok, ti), 4), cf32(I, 0.0));
 		}
+		if (ml) {
+			LLVMValueRef mt = iadd(I, gb, iadd(I, imul(I, tq, ci32(I, T->chunk)), iadd(I, i0, ci32(I, k))));
+			mv[k] = reset_mark_at(T, ln, mt, land(I, ml, in_seq(T, ln, mt)));
+		}
 	}
 	/* the previous segment's readers are done before it is overwritten */
 	quad_bar(T, ln);
@@ -157,6 +169,13 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 			IfBlk f;
 			if_begin(I, &f, tl, "tokst");
 			st(I, tv[k], smem_ptr(I, iadd(I, iadd(I, sb, ci32(I, seg_part(T, ln->seg_flags, SEG_TOK))), imul(I, tq, ci32(I, 4)))), 4);
+			if_end(I, &f);
+		}
+		if (ml) {
+			IfBlk f;
+			if_begin(I, &f, ml, "markst");
+			st(I, LLVMBuildTrunc(I->b, mv[k], I->i8, ""),
+			   smem_ptr(I, iadd(I, iadd(I, sb, ci32(I, seg_part(T, ln->seg_flags, SEG_MARK))), tq)), 1);
 			if_end(I, &f);
 		}
 	}

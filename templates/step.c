@@ -88,20 +88,34 @@ void store_slots(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef out, LLVMValueRef v
 	}
 }
 
-/* reset[b][t] != 0 for a row inside the sequence of a call that gave
- * marks; false otherwise. One predicated load, no branch: a branch around
- * the load split the step's code where bwd_apply has no register to spare
- * (ptxas spilled 12-44 bytes), and the predicate keeps a null pointer
- * unread. */
-static LLVMValueRef reset_mark(Tmpl *T, Lanes *ln, LLVMValueRef t, LLVMValueRef valid)
+/* reset[b][t] (0 or 1, i32) for a row inside the sequence of a call that
+ * gave marks (ok); 0 otherwise. One predicated load, no branch: a branch
+ * around it split the step's code where bwd_apply has no register to
+ * spare, and the predicate keeps a null pointer unread. */
+LLVMValueRef reset_mark_at(Tmpl *T, Lanes *ln, LLVMValueRef t, LLVMValueRef ok)
 {
 	Irb *I = &T->I;
 	LLVMValueRef given = LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildPtrToInt(I->b, ln->reset, I->i64, ""),
 	                                   ci64(I, 0), "");
 	LLVMValueRef at = sext64(I, t);
 	LLVMValueRef p = LLVMBuildGEP2(I->b, I->i8, ln->reset_row, &at, 1, "");
-	LLVMValueRef ok = LLVMBuildZExt(I->b, land(I, valid, given), I->i32, "");
-	return LLVMBuildICmp(I->b, LLVMIntNE, ld_u8_if(I, p, ok), ci32(I, 0), "");
+	LLVMValueRef v = ld_u8_if(I, p, LLVMBuildZExt(I->b, land(I, ok, given), I->i32, ""));
+	return LLVMBuildZExt(I->b, LLVMBuildICmp(I->b, LLVMIntNE, v, ci32(I, 0), ""), I->i32, "");
+}
+
+/* whether the caller marks slot row r of the step a reset (i1): from the
+ * staged segment where the step is staged (bwd_apply and the look-back
+ * forward have no register to spare for a global address per step), else
+ * from memory */
+static LLVMValueRef reset_mark(Tmpl *T, Lanes *ln, const Step *st, int r)
+{
+	Irb *I = &T->I;
+	if (st->seg) {
+		LLVMValueRef at = iadd(I, iadd(I, st->seg, ci32(I, seg_part(T, ln->seg_flags, SEG_MARK))),
+		                       iadd(I, ln->g, ci32(I, 8 * r)));
+		return LLVMBuildICmp(I->b, LLVMIntNE, ld(I, I->i8, smem_ptr(I, at), 1), LLVMConstInt(I->i8, 0, 0), "");
+	}
+	return LLVMBuildICmp(I->b, LLVMIntNE, reset_mark_at(T, ln, st->t[r], st->valid[r]), ci32(I, 0), "");
 }
 
 /* The caller's reset marks of the step's two rows (a resets variant; a
@@ -114,7 +128,7 @@ void step_marks(Tmpl *T, Lanes *ln, Step *st)
 	if (st->marked)
 		return;
 	for (int r = 0; r < 2; r++)
-		st->mark[r] = reset_mark(T, ln, st->t[r], st->valid[r]);
+		st->mark[r] = reset_mark(T, ln, st, r);
 	st->marked = 1;
 }
 

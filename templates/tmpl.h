@@ -210,10 +210,12 @@ typedef struct {
  * per-token values) for n consecutive steps is loaded by one burst of
  * independent loads per thread, then read from shared memory: one memory
  * latency per n steps instead of one per step. Per quad, per step: x rows,
- * [dy rows], [16 x nz floats]. */
-enum { SEG_X = 1, SEG_DY = 2, SEG_TOK = 4, SEG_SWZ = 8 };   /* token values are staged whenever the mixer has them */
-/* byte offset of a part (SEG_X, SEG_DY, 0 = the whole step, else token
- * values) in a staged step of these flags */
+ * [dy rows], [16 x nz floats], [16 reset marks, one byte per row]. */
+enum { SEG_X = 1, SEG_DY = 2, SEG_TOK = 4, SEG_SWZ = 8, SEG_MARK = 16 };   /* token values are staged whenever
+                                                                            * the mixer has them, reset marks
+                                                                            * whenever the variant takes them */
+/* byte offset of a part (SEG_X, SEG_DY, 0 = the whole step, SEG_TOK token
+ * values, SEG_MARK reset marks) in a staged step of these flags */
 int seg_part(const Tmpl *T, int flags, int part);
 int seg_bytes(const Tmpl *T, int n, int flags);   /* per quad */
 int seg_len(const Tmpl *T);                       /* steps per segment: min(C, 8) */
@@ -320,6 +322,8 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
 /* the caller's reset marks of the step (where the variant takes them), then
  * whether slot s is a reset: as i1, and as the mixer's `first` (1.0 / 0.0) */
 void step_marks(Tmpl *T, Lanes *ln, Step *st);
+/* reset[b][t] as i32 0 / 1 where ok (a row inside the sequence), else 0: one predicated load */
+LLVMValueRef reset_mark_at(Tmpl *T, Lanes *ln, LLVMValueRef t, LLVMValueRef ok);
 LLVMValueRef step_isfirst(Tmpl *T, const Step *st, int s);
 LLVMValueRef step_first(Tmpl *T, const Step *st, int s);
 /* gate step: step_inputs, then projections (mma) and log_a, b for each slot; fused or loaded */
