@@ -21,7 +21,19 @@ if [ -z "$ptx" ] || [ ! -f "$ptx/manifest.json" ]; then
 	ptx=$work/ptx
 	"$recur" gen "$src/tests/grids/representative.lua" --lua "$src/lua" -o "$ptx" -q || exit 1
 fi
+# a folder of variants taking reset marks, one per mixer
+mkdir -p "$work"
+cat > "$work/resets.lua" <<'LUA'
+local R = require "recur"
+return {
+  R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true }, scan = { "onepass" },
+    resets = { true } },
+  R.variants { mixer = require "arch.samu", chunk = { 8 }, prefix = { 32 }, shared_sfu = { true },
+    fused_output = { true }, fused_write = { true }, scan = { "onepass" }, resets = { true } },
+}
+LUA
+"$recur" gen "$work/resets.lua" --lua "$src/lua" -o "$work/resets" -q || exit 1
 echo "python: $py"
 # no __pycache__ in the source tree
-PYTHONDONTWRITEBYTECODE=1 RECUR_LIB=$lib RECUR_TEST_KERNELS=$ptx RECUR_GOLDENS=${RECUR_GOLDENS:-$src/tests/goldens} \
+PYTHONDONTWRITEBYTECODE=1 RECUR_LIB=$lib RECUR_TEST_KERNELS=$ptx RECUR_TEST_RESETS_KERNELS=$work/resets RECUR_GOLDENS=${RECUR_GOLDENS:-$src/tests/goldens} \
 	exec "$py" "$src/tests/python/test_cpu.py"

@@ -84,6 +84,7 @@ _SIGNATURES = {
     "recur_manifest_variant_name": (c_char_p, [M, c_int]),
     "recur_manifest_variant_mixer": (c_char_p, [M, c_int]),
     "recur_manifest_variant_target": (c_char_p, [M, c_int]),
+    "recur_manifest_variant_state": (c_char_p, [M, c_int]),
     "recur_manifest_find": (c_int, [M, c_char_p]),
     "recur_manifest_select": (c_int, [M, c_int, c_int, *ERR]),
     "recur_manifest_info": (c_char_p, [M, c_char_p]),

@@ -68,6 +68,24 @@ def params(ps, specs, x, mixer):
             raise ValueError("%s (a %s) is not contiguous" % (what, _where(t)))
 
 
+def resets(r, x, mixer):
+    """Checks reset marks r against x: [B, L], bool or uint8 (1 where a
+    document starts), contiguous, on x's device; returns them as uint8."""
+    what = "recur %s: resets" % mixer
+    if not isinstance(r, torch.Tensor):
+        raise TypeError("%s must be a torch.Tensor, got %s" % (what, type(r).__name__))
+    if r.dtype not in (torch.bool, torch.uint8):
+        raise TypeError("%s is a %s; marks are bool or uint8 (1 where a document starts)" % (what, _where(r)))
+    if r.device != x.device:
+        raise ValueError("%s is a %s, x is on %s" % (what, _where(r), x.device))
+    if tuple(r.shape) != tuple(x.shape[:2]):
+        raise ValueError("%s is a %s; for x of shape %s it is [B, L] = %s" % (what, _where(r), list(x.shape),
+                                                                           list(x.shape[:2])))
+    if not r.is_contiguous():
+        raise ValueError("%s (a %s) is not contiguous: pass resets.contiguous()" % (what, _where(r)))
+    return r.view(torch.uint8) if r.dtype == torch.bool else r
+
+
 def aligned(named, variant, shape):
     """Checks that each (name, tensor) starts on a 16-byte boundary."""
     for name, t in named:

@@ -6,6 +6,9 @@ In order:
 2. the winner of a calibration file, when one was given (calibration.py):
    the best matching entry whose winner the folder holds and accepts the shape;
 3. the default rule below.
+Only variants whose kernels take the sequence state a call gives (need:
+e.g. {"reset"} for reset marks) are candidates; a pinned one without it
+is refused.
 
 The default rule ranks the variants of the mixer that accept the shape:
   - not materialized before materialized (no [B, L, D] gate tensors);
@@ -47,18 +50,19 @@ class Chooser:
         self._cache = {}
         self._lock = threading.Lock()
 
-    def choose(self, mixer, B, L, D, device=None, pin=""):
+    def choose(self, mixer, B, L, D, device=None, pin="", need=frozenset()):
         """(variant name, why). device: a DeviceInfo (name, sm_count) or None
-        (no GPU known: the calibration is not consulted)."""
-        key = (mixer, B, L, D, device, pin)
+        (no GPU known: the calibration is not consulted); need: the state
+        fields the call gives."""
+        key = (mixer, B, L, D, device, pin, need)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._choose(mixer, B, L, D, device, pin)
+            hit = self._choose(mixer, B, L, D, device, pin, frozenset(need))
             with self._lock:
                 self._cache[key] = hit
         return hit
 
-    def _choose(self, mixer, B, L, D, device, pin):
+    def _choose(self, mixer, B, L, D, device, pin, need):
         m = self.manifest
         s = _lib.shape(B, L, D)
         names = m.variants_of(mixer)
@@ -67,10 +71,20 @@ class Chooser:
             if pin not in m.variants or m.variants[pin].mixer != mixer:
                 raise ValueError("pinned variant %r is not a %s variant of %s (it has: %s)"
                                  % (pin, mixer, m.path, ", ".join(names)))
+            lacks = need - m.variants[pin].state
+            if lacks:
+                raise ValueError("pinned variant %s takes no %s (it takes: %s); a grid with resets = { true } "
+                                 "makes variants that take reset marks" % (pin, ", ".join(sorted(lacks)),
+                                 ", ".join(sorted(m.variants[pin].state)) or "none"))
             why = m.check_shape(pin, s)
             if why:
                 raise ValueError("pinned variant %s refuses %s: %s" % (pin, shape, why))
             return pin, "pinned"
+        if need:
+            names = [n for n in names if need <= m.variants[n].state]
+            if not names:
+                raise ValueError("no %s variant of %s takes %s (generate one, e.g. recur gen "
+                                 "lua/variants/resets.lua for reset marks)" % (mixer, m.path, ", ".join(sorted(need))))
         legal = [n for n in names if m.check_shape(n, s) is None]
         if not legal:
             reasons = sorted({m.check_shape(n, s) for n in names})

@@ -120,9 +120,10 @@ class Kernels:
             z = self._size_cache[key] = self.manifest_for(capability).workspace_sizes(variant, _lib.shape(B, L, D))
         return z
 
-    def choose(self, mixer, B, L, D, device=None, variant=""):
-        """(variant, why) for a shape; device: a DeviceInfo, or None."""
-        return self.chooser.choose(mixer, B, L, D, device, variant or "")
+    def choose(self, mixer, B, L, D, device=None, variant="", need=frozenset()):
+        """(variant, why) for a shape; device: a DeviceInfo, or None; need:
+        the sequence state fields the call gives ({"reset"})."""
+        return self.chooser.choose(mixer, B, L, D, device, variant or "", frozenset(need))
 
     # ---- on a device ----
 

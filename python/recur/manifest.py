@@ -18,9 +18,10 @@ ParamSpec = namedtuple("ParamSpec", "name dims init a b")
 ParamSpec.__doc__ = "A mixer parameter at one width: name, dims, init kind and its numbers a, b."
 
 Variant = namedtuple("Variant", "name mixer target scan prefix chunk fused shared_sfu fused_output "
-                                "fused_write materialized resident_launches")
+                                "fused_write materialized resident_launches state")
 Variant.__doc__ = ("A variant's attributes from manifest.json; resident_launches: (backward, index) of "
-                   "each launch whose blocks wait on each other (they must all be resident at once).")
+                   "each launch whose blocks wait on each other (they must all be resident at once); state: "
+                   "the fields of the sequence state its kernels take (frozenset, e.g. {'reset'}).")
 
 
 class Manifest:
@@ -107,7 +108,7 @@ class Manifest:
                                 chunk=int(v.get("chunk", 0)), fused=bool(v.get("fused")),
                                 shared_sfu=bool(v.get("shared_sfu")), fused_output=bool(v.get("fused_output")),
                                 fused_write=bool(v.get("fused_write")), materialized=bool(v.get("materialized")),
-                                resident_launches=tuple(resident))
+                                resident_launches=tuple(resident), state=frozenset(v.get("state") or ()))
         return out
 
     # ---- shapes ----

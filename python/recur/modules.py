@@ -68,8 +68,10 @@ class Mixer(nn.Module):
         for spec in self.specs:
             init_(getattr(self, spec.name), spec, generator)
 
-    def forward(self, x):
-        return ops.mix(x, [getattr(self, s.name) for s in self.specs], self.kernels, self.mixer, self.variant)
+    def forward(self, x, resets=None):
+        """y for x [B, L, width]; resets: [B, L] bool, True where a document starts (see recur.mix)."""
+        return ops.mix(x, [getattr(self, s.name) for s in self.specs], self.kernels, self.mixer, self.variant,
+                       resets=resets)
 
     def extra_repr(self):
         return "%s, width=%d, variant=%s, kernels=%s" % (self.mixer, self.width, self.variant or "auto",

@@ -8,8 +8,9 @@ gpu_torch_test.py's.
     RECUR_LIB=build/librecur.so RECUR_TEST_KERNELS=DIR python3 tests/python/test_cpu.py
 
 RECUR_TEST_KERNELS: a folder of `recur gen tests/grids/representative.lua`
-(tests/python_test.sh makes one); RECUR_GOLDENS: the golden cases (default:
-the repository's tests/goldens).
+(tests/python_test.sh makes one); RECUR_TEST_RESETS_KERNELS: a folder of
+variants taking reset marks (python_test.sh makes one); RECUR_GOLDENS: the
+golden cases (default: the repository's tests/goldens).
 """
 import ctypes
 import json
@@ -33,6 +34,7 @@ from recur import _lib  # noqa: E402
 from recur.kernels import DeviceInfo  # noqa: E402
 
 KERNELS = os.environ.get("RECUR_TEST_KERNELS", "")
+RESETS_KERNELS = os.environ.get("RECUR_TEST_RESETS_KERNELS", "")
 GOLDENS = os.environ.get("RECUR_GOLDENS") or os.path.join(REPO, "tests", "goldens")
 H200 = DeviceInfo(0, "NVIDIA H200", 132)
 
@@ -285,6 +287,62 @@ class Reference(unittest.TestCase):
             self.assertTrue(ok, mixer)
 
 
+def stand_in(test, k):
+    """The operators' path to C on the CPU (see Marshalling): k's variants
+    replaced by a stand-in that checks what it gets and records each call
+    in test.calls, with the reset marks' address (or None)."""
+    test.k = k
+    if not _lib.library().has("recur_forward_ws"):
+        test.skipTest("librecur has no recur_forward_ws yet")
+    test.calls = []
+
+    class Variant:
+        def __init__(self, name):
+            self.name = name
+
+        def forward(self, s, io, ws, stream):
+            n = s.B * s.L * s.D
+            test.assertEqual((ws.saved_bytes, ws.scratch_bytes), k.workspace_sizes(self.name, s.B, s.L, s.D))
+            test.assertEqual((io.dy, io.dx, bool(io.grads)), (0, 0, False))
+            test.calls.append(("forward", self.name, stream, [io.params[i] for i in range(5)], _marks(io)))
+            ctypes.memmove(io.y, io.x, 2 * n)
+
+        def backward(self, s, io, ws, stream):
+            n = s.B * s.L * s.D
+            test.assertEqual(ws.saved_bytes, k.workspace_sizes(self.name, s.B, s.L, s.D)[0])
+            test.calls.append(("backward", self.name, stream, _marks(io)))
+            ctypes.memmove(io.dx, io.dy, 2 * n)
+            for i, spec in enumerate(test.k.params("rglru", s.D)):
+                count = math.prod(spec.dims)
+                (ctypes.c_float * count).from_address(io.grads[i])[:] = [i + 1.0] * count
+
+    class OnDevice:
+        class rt:
+            capability = None
+
+        def variant(self, name):
+            return Variant(name)
+
+    class Stream:
+        cuda_stream = 0x5eed
+
+    def x_shape_anywhere(x, mixer):
+        return tuple(int(n) for n in x.shape)
+
+    patches = [mock.patch.object(test.k, "on", lambda ordinal: OnDevice()),
+               mock.patch.object(recur.ops, "device_info", lambda index: H200),
+               mock.patch.object(recur.checks, "x_shape", x_shape_anywhere),
+               mock.patch.object(torch.cuda, "current_stream", lambda device=None: Stream()),
+               mock.patch.object(_lib, "WS_ALIGN", 64)]   # the CPU allocator's; torch's CUDA one gives 512
+    for p in patches:
+        p.start()
+        test.addCleanup(p.stop)
+
+
+def _marks(io):
+    return io.state.contents.reset if io.state else None
+
+
 class Marshalling(unittest.TestCase):
     """The operators' path to C without a GPU: CPU tensors stand in for
     device ones and a stand-in variant checks the recur_io and recur_ws it
@@ -294,53 +352,7 @@ class Marshalling(unittest.TestCase):
     GPU; the kernels are gpu_torch_test.py's."""
 
     def setUp(self):
-        self.k = kernels()
-        if not _lib.library().has("recur_forward_ws"):
-            self.skipTest("librecur has no recur_forward_ws yet")
-        self.calls = []
-        test = self
-
-        class Variant:
-            def __init__(self, name):
-                self.name = name
-
-            def forward(self, s, io, ws, stream):
-                n = s.B * s.L * s.D
-                test.assertEqual((ws.saved_bytes, ws.scratch_bytes), test.k.workspace_sizes(self.name, s.B, s.L, s.D))
-                test.assertEqual((io.dy, io.dx, bool(io.grads)), (0, 0, False))
-                test.calls.append(("forward", self.name, stream, [io.params[i] for i in range(5)]))
-                ctypes.memmove(io.y, io.x, 2 * n)
-
-            def backward(self, s, io, ws, stream):
-                n = s.B * s.L * s.D
-                test.assertEqual(ws.saved_bytes, test.k.workspace_sizes(self.name, s.B, s.L, s.D)[0])
-                test.calls.append(("backward", self.name, stream))
-                ctypes.memmove(io.dx, io.dy, 2 * n)
-                for i, spec in enumerate(test.k.params("rglru", s.D)):
-                    count = math.prod(spec.dims)
-                    (ctypes.c_float * count).from_address(io.grads[i])[:] = [i + 1.0] * count
-
-        class OnDevice:
-            class rt:
-                capability = None
-
-            def variant(self, name):
-                return Variant(name)
-
-        class Stream:
-            cuda_stream = 0x5eed
-
-        def x_shape_anywhere(x, mixer):
-            return tuple(int(n) for n in x.shape)
-
-        patches = [mock.patch.object(self.k, "on", lambda ordinal: OnDevice()),
-                   mock.patch.object(recur.ops, "device_info", lambda index: H200),
-                   mock.patch.object(recur.checks, "x_shape", x_shape_anywhere),
-                   mock.patch.object(torch.cuda, "current_stream", lambda device=None: Stream()),
-                   mock.patch.object(_lib, "WS_ALIGN", 64)]   # the CPU allocator's; torch's CUDA one gives 512
-        for p in patches:
-            p.start()
-            self.addCleanup(p.stop)
+        stand_in(self, kernels())
 
     def test_autograd_through_the_operators(self):
         m = recur.RGLRU(self.k, 128)
@@ -381,6 +393,57 @@ class Marshalling(unittest.TestCase):
             m(buf[1:].view(2, 37, 128))
         self.assertIn("16-byte", str(e.exception))
         self.assertEqual(self.calls, [])
+
+
+class ResetMarks(unittest.TestCase):
+    """resets= (packed documents) through the operators to C: the call runs a
+    variant that takes reset marks, both passes get the marks' address in
+    recur_io.state, bool marks go as bytes, wrong marks raise, and a folder or
+    pinned variant without them says how to get one."""
+
+    def setUp(self):
+        if not RESETS_KERNELS:
+            self.skipTest("RECUR_TEST_RESETS_KERNELS is not set (python_test.sh makes one)")
+        stand_in(self, recur.load(RESETS_KERNELS))
+
+    def test_both_passes_get_the_marks(self):
+        m = recur.RGLRU(self.k, 128)
+        x = torch.randn(2, 37, 128).bfloat16().requires_grad_(True)
+        marks = torch.zeros(2, 37, dtype=torch.bool)
+        marks[:, [5, 6, 36]] = True
+        m(x, resets=marks).sum().backward()
+        fwd, bwd = self.calls
+        self.assertEqual(fwd[4], marks.data_ptr())   # a bool tensor is read as its bytes, no copy
+        self.assertEqual(bwd[3], marks.data_ptr())
+        self.assertIn("reset", self.k.manifest.variants[fwd[1]].state)
+        self.assertEqual(fwd[1], bwd[1])
+        report("resets= reach both passes of", fwd[1])
+
+    def test_without_marks_none_reach_c(self):
+        recur.RGLRU(self.k, 128)(torch.randn(1, 20, 128).bfloat16())
+        self.assertIsNone(self.calls[0][4])
+
+    def test_wrong_marks_are_refused(self):
+        m = recur.RGLRU(self.k, 128)
+        x = torch.randn(2, 37, 128).bfloat16()
+        for marks, err in ((torch.zeros(2, 36, dtype=torch.bool), ValueError),
+                           (torch.zeros(2, 37, dtype=torch.float32), TypeError),
+                           (torch.zeros(37, 2, dtype=torch.bool).t(), ValueError),
+                           ([0] * 74, TypeError)):
+            with self.assertRaises(err) as e:
+                m(x, resets=marks)
+            self.assertIn("resets", str(e.exception))
+        self.assertEqual(self.calls, [])
+
+    def test_a_folder_without_them_says_how(self):
+        plain = kernels()
+        with self.assertRaises(ValueError) as e:
+            plain.choose("rglru", 2, 37, 128, H200, "", frozenset(("reset",)))
+        self.assertIn("resets.lua", str(e.exception))
+        name = plain.variants("rglru")[0]
+        with self.assertRaises(ValueError) as e:
+            plain.choose("rglru", 2, 37, 128, H200, name, frozenset(("reset",)))
+        self.assertIn("resets = { true }", str(e.exception))
 
 
 class Gpu(unittest.TestCase):
