@@ -4,12 +4,14 @@ model author relies on -- torch.compile without graph breaks, CUDA graph
 capture, two streams from two threads, several forwards before their
 backwards, bf16 autocast, and a clear exception for every wrong input.
 
-    RECUR_LIB=build/librecur.so python3 tests/python/gpu_torch_test.py DIR [--quick]
+    RECUR_LIB=build/librecur.so python3 tests/python/gpu_torch_test.py DIR [RESETS_DIR] [--quick]
 
 DIR: a folder of `recur gen` holding RG-LRU and SAMU variants (e.g.
 tests/grids/representative.lua's). Prints one line per check, `ok` or
 `FAIL` with its numbers, and exits 1 when any failed. --quick leaves out
-the seed shapes (1x8192x1024, 3x1000x1024).
+the seed shapes (1x8192x1024, 3x1000x1024). RESETS_DIR: a folder of
+variants taking reset marks (lua/variants/resets.lua), checked with marks
+against the reference with the same marks.
 
 Outputs and workspaces are poisoned before every call (RECUR_POISON=1:
 NaN outputs, 0xff workspace bytes), inputs are fresh random numbers.
@@ -96,6 +98,30 @@ def against_reference(k, mixer, shape, g):
                                   " | NOT FINITE: " + ",".join(nonfinite) if nonfinite else "",
                                   "" if same else " | second run differs")
     return ok, detail
+
+
+def with_resets(k, mixer, shape, g):
+    """A variant taking reset marks against the float64 reference with the
+    same marks: random at rate 0.01, both sides of every 128-token edge, t =
+    1, 2 and L - 1."""
+    B, L, D = shape
+    layer = recur.Mixer(k, mixer, D, generator=torch.Generator().manual_seed(B * L + D + 1)).cuda()
+    x = fresh_x(B, L, D, g)
+    dy = torch.randn(B, L, D, generator=g, device="cuda").bfloat16()
+    marks = torch.rand(B, L, generator=g, device="cuda") < 0.01
+    t = torch.arange(L, device="cuda")
+    marks |= ((t % 128 == 0) | (t % 128 == 127) | (t == 1) | (t == 2) | (t == L - 1)) & (t > 0)
+    xr = x.detach().requires_grad_(True)
+    ps = list(layer.parameters())
+    y = layer(xr, resets=marks)
+    dx, *grads = torch.autograd.grad(y, [xr] + ps, dy)
+    ry, rdx, rgrads = ref_torch.forward_backward(mixer, x, ps, dy, marks)
+    errs = [("y", ref_torch.rel_l2(y, ry)), ("dx", ref_torch.rel_l2(dx, rdx))]
+    errs += [("d" + s.name, ref_torch.rel_l2(a, b)) for s, a, b in zip(layer.specs, grads, rgrads)]
+    variant = k.choose(mixer, B, L, D, recur.ops.device_info(0), "", frozenset(("reset",)))[0]
+    ok = all(e <= TOL for _, e in errs)
+    return ok, "%s %s, %d marks | %s" % (variant, "x".join(map(str, shape)), int(marks.sum()),
+                                        " ".join("%s %.1e" % e for e in errs))
 
 
 def pinned_variants(k, mixer, shape, g):
@@ -339,6 +365,7 @@ def host_overhead(k, g):
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     quick = "--quick" in sys.argv
+    resets_dir = args.pop(1) if len(args) == 2 else None   # a folder of variants taking reset marks
     if len(args) != 1:
         print(__doc__)
         return 2
@@ -362,6 +389,12 @@ def main():
     check("bf16 autocast")(lambda: autocast(k, g))
     check("wrong inputs raise")(lambda: wrong_inputs(k, g))
     check("host overhead")(lambda: host_overhead(k, g))
+    if resets_dir:
+        kr = recur.load(resets_dir)
+        for mixer in ("rglru", "samu"):
+            for shape in ((2, 300, 128), (1, 8192, 1024), (3, 1000, 1024)):
+                check("%s %s with reset marks vs float64 reference" % (mixer, "x".join(map(str, shape))))(
+                    lambda: with_resets(kr, mixer, shape, g))
     print("%d failed" % len(failures) if failures else "all passed")
     return 1 if failures else 0
 

@@ -6,11 +6,11 @@ derivative is the spec's bounded square root (sqrtb). The scan runs
 sequentially, one step at a time, as the recurrence is written: slow, but
 with nothing to get wrong, and fast enough on a GPU at 8192 tokens.
 
-Each sequence starts at its own t = 0 (a reset): there m = 1 and
-a * h_prev is dropped, so nothing reaches back and log_a at t = 0 gets no
-gradient (the spec's "dlog_a = 0 at a reset position"). Setting
-log_a = 0 there gives both: a = 1 multiplies h[-1] = 0, and a constant
-carries no gradient.
+Each sequence starts at its own t = 0 (a reset), and so does each document
+where reset marks ([B, L], True where a document starts) say one starts:
+there m = 1 and a is the constant 0, so a * h_prev is dropped, nothing
+reaches back, and log_a gets no gradient there (the spec's "dlog_a = 0 at
+a reset position").
 """
 import math
 
@@ -41,16 +41,16 @@ def sqrtb(z):
     return _SqrtB.apply(z)
 
 
-def first_token(x):
-    """[1, L, 1] boolean, True at each sequence's first token."""
+def first_token(x, resets=None):
+    """[1 or B, L, 1] boolean, True at each sequence's first token and at each mark."""
     f = torch.zeros(x.shape[1], dtype=torch.bool, device=x.device)
     f[0] = True
-    return f.view(1, -1, 1)
+    f = f.view(1, -1, 1)
+    return f if resets is None else f | resets.to(device=x.device, dtype=torch.bool)[..., None]
 
 
-def scan(log_a, b):
-    """h[t] = exp(log_a[t]) h[t-1] + b[t] with h[-1] = 0, per sequence and channel."""
-    a = torch.exp(log_a)
+def scan(a, b):
+    """h[t] = a[t] h[t-1] + b[t] with h[-1] = 0, per sequence and channel."""
     h = torch.zeros_like(b[:, 0])
     out = []
     for t in range(b.shape[1]):
@@ -59,15 +59,16 @@ def scan(log_a, b):
     return torch.stack(out, dim=1)
 
 
-def _gates_input(log_a, x):
-    """log_a with the reset applied, and m = sqrtb(1 - a^2) (1 at the reset)."""
-    first = first_token(x)
-    log_a = torch.where(first, torch.zeros_like(log_a), log_a)
+def _gates_input(log_a, x, resets=None):
+    """a with the resets applied (0 there: a * h_prev dropped, and log_a gets
+    no gradient), and m = sqrtb(1 - a^2) (1 at a reset)."""
+    first = first_token(x, resets)
+    a = torch.where(first, torch.zeros_like(log_a), torch.exp(log_a))
     m = torch.where(first, torch.ones_like(log_a), sqrtb(1 - torch.exp(2 * log_a)))
-    return log_a, m
+    return a, m
 
 
-def rglru(x, Wa, ba, Wx, bx, lam):
+def rglru(x, Wa, ba, Wx, bx, lam, resets=None):
     """RG-LRU: x [B, L, D]; Wa, Wx [H][K][K] ([head][in][out]); ba, bx, lam [D]."""
     B, L, D = x.shape
     H, K, _ = Wa.shape
@@ -75,32 +76,32 @@ def rglru(x, Wa, ba, Wx, bx, lam):
     pa = torch.einsum("blhi,hij->blhj", xh, Wa).reshape(B, L, D) + ba
     px = torch.einsum("blhi,hij->blhj", xh, Wx).reshape(B, L, D) + bx
     r, i = torch.sigmoid(pa), torch.sigmoid(px)
-    log_a, m = _gates_input(-C * r * F.softplus(lam), x)
-    return scan(log_a, m * i * x)
+    a, m = _gates_input(-C * r * F.softplus(lam), x, resets)
+    return scan(a, m * i * x)
 
 
-def samu(x, wu, wv, lam, bu, bv, theta, omega):
+def samu(x, wu, wv, lam, bu, bv, theta, omega, resets=None):
     """SAMU: x [B, L, D]; wu, wv, lam [D]; bu, bv, theta, omega scalars."""
     D = x.shape[2]
     u = bu + (x @ wu) / math.sqrt(D)          # [B, L]: the controller, per token
     v = bv + (x @ wv) / math.sqrt(D)
     s, g = F.softplus(u), torch.sigmoid(v)
-    log_a, m = _gates_input(-torch.exp(theta) * s[..., None] * F.softplus(lam), x)
-    h = scan(log_a, m * g[..., None] * x)
+    a, m = _gates_input(-torch.exp(theta) * s[..., None] * F.softplus(lam), x, resets)
+    h = scan(a, m * g[..., None] * x)
     return h + omega * x
 
 
 MIXERS = {"rglru": (rglru, RGLRU_PARAMS), "samu": (samu, SAMU_PARAMS)}
 
 
-def forward_backward(mixer, x, params, dy):
+def forward_backward(mixer, x, params, dy, resets=None):
     """y, dx and the parameter gradients (a list) in float64, for loss = sum(y * dy).
-    x, params (in the mixer's order), dy: tensors of any float dtype."""
+    x, params (in the mixer's order), dy: tensors of any float dtype; resets: [B, L] marks or None."""
     fn, _ = MIXERS[mixer]
     x = x.detach().double().requires_grad_(True)
     ps = [p.detach().double().requires_grad_(True) for p in params]
     with torch.enable_grad():
-        y = fn(x, *ps)
+        y = fn(x, *ps, resets=resets)
         gx, *gp = torch.autograd.grad(y, [x] + ps, dy.double())
     return y.detach(), gx, gp
 

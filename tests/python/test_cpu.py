@@ -395,6 +395,30 @@ class Marshalling(unittest.TestCase):
         self.assertEqual(self.calls, [])
 
 
+class ReferenceResets(unittest.TestCase):
+    """ref_torch's reset marks mean what util/seqstate.h says: a row with
+    marks gives, document by document, what each document gives alone (y,
+    dx and every parameter gradient summed over the documents)."""
+
+    def test_marks_split_a_row_into_documents(self):
+        g = torch.Generator().manual_seed(7)
+        for mixer in ("rglru", "samu"):
+            ps = ref_torch.init_params(mixer, 128, g)
+            x = torch.randn(1, 50, 128, generator=g, dtype=torch.float64)
+            dy = torch.randn(1, 50, 128, generator=g, dtype=torch.float64)
+            starts = [0, 1, 2, 17, 49]             # consecutive marks, and one at the last token
+            marks = torch.zeros(1, 50, dtype=torch.bool)
+            marks[0, starts[1:]] = True
+            y, dx, gp = ref_torch.forward_backward(mixer, x, ps, dy, marks)
+            ends = starts[1:] + [50]
+            parts = [ref_torch.forward_backward(mixer, x[:, a:b], ps, dy[:, a:b]) for a, b in zip(starts, ends)]
+            worst = max([ref_torch.rel_l2(y, torch.cat([p[0] for p in parts], 1)),
+                         ref_torch.rel_l2(dx, torch.cat([p[1] for p in parts], 1))] +
+                        [ref_torch.rel_l2(gp[i], sum(p[2][i] for p in parts)) for i in range(len(gp))])
+            self.assertLess(worst, 1e-12, mixer)
+            report("reference with marks = documents apart:", mixer, "worst %.1e" % worst)
+
+
 class ResetMarks(unittest.TestCase):
     """resets= (packed documents) through the operators to C: the call runs a
     variant that takes reset marks, both passes get the marks' address in
