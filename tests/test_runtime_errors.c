@@ -526,9 +526,7 @@ int main(void)
 		recur_rt *none = NULL;
 		rc = recur_rt_open(&none, 4096, err2, sizeof err2);
 		verdict(rc != 0 && has(err2, "device 4096"), "a device that does not exist is refused", err2);
-		const char *tmp = getenv("TMPDIR");
-		snprintf(dir, sizeof dir, "%s/recur_test_rt_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-		if (!mkdtemp(dir))
+		if (make_test_dir(dir, sizeof dir, "recur_test_rt"))
 			verdict(0, "creating a temporary directory", dir);
 		else
 			gpu_part(rt);

@@ -446,11 +446,8 @@ static void targets(void)
 
 int main(void)
 {
-	snprintf(dir, sizeof dir, "/tmp/test_runtime_host.XXXXXX");
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
+	if (make_test_dir(dir, sizeof dir, "test_runtime_host"))
 		return 1;
-	}
 	write_in(dir, "k.ptx", ptx);
 	write_in(dir, "manifest.json", manifest);
 	hc_reset();
@@ -473,12 +470,8 @@ int main(void)
 	faults();
 	cubins();
 	targets();
-	const char *names[] = {"k.ptx", "manifest.json"};
-	for (int i = 0; i < 2; i++) {
-		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-		unlink(path);
-	}
-	rmdir(dir);
+	const char *const names[] = {"k.ptx", "manifest.json"};
+	remove_test_dir(dir, names, 2);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

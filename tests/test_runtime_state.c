@@ -136,11 +136,8 @@ static void bad_manifests(void)
 
 int main(void)
 {
-	snprintf(dir, sizeof dir, "/tmp/test_runtime_state.XXXXXX");
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
+	if (make_test_dir(dir, sizeof dir, "test_runtime_state"))
 		return 1;
-	}
 	write_in(dir, "k.ptx", ptx);
 	hc_reset();
 	recur_rt *rt = NULL;
@@ -151,13 +148,8 @@ int main(void)
 		calls(rt);
 	recur_rt_close(rt);
 	bad_manifests();
-	char path[300];
-	const char *names[] = {"k.ptx", "manifest.json"};
-	for (int i = 0; i < 2; i++) {
-		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-		unlink(path);
-	}
-	rmdir(dir);
+	const char *const names[] = {"k.ptx", "manifest.json"};
+	remove_test_dir(dir, names, 2);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -215,11 +215,8 @@ static void backward_clears(Session *S, recur_shape s)
 
 int main(void)
 {
-	snprintf(dir, sizeof dir, "/tmp/test_runtime_ws.XXXXXX");
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
+	if (make_test_dir(dir, sizeof dir, "test_runtime_ws"))
 		return 1;
-	}
 	write_in(dir, "k.ptx", ptx);
 	write_in(dir, "manifest.json", manifest);
 	hc_reset();
@@ -246,11 +243,8 @@ int main(void)
 	recur_manifest_free(S.m);
 	recur_rt_close(S.rt);
 	check(hc.nblk == 0, "closing the runtime leaves nothing on the device", "%d blocks", hc.nblk);
-	snprintf(path, sizeof path, "%s/k.ptx", dir);
-	unlink(path);
-	snprintf(path, sizeof path, "%s/manifest.json", dir);
-	unlink(path);
-	rmdir(dir);
+	const char *const names[] = {"k.ptx", "manifest.json"};
+	remove_test_dir(dir, names, 2);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
