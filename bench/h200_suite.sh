@@ -166,6 +166,11 @@ if [ "$mode" = torch ]; then
 			> "$EXP/layer.log" 2>&1 || rc=1
 		python3 examples/train_lm.py --kernels "$D" --compare --steps "${TRAIN_STEPS:-300}" --out "$EXP/train" \
 			> "$EXP/train.log" 2>&1 || rc=1
+		if [ -d "$PTXROOT/resets" ]; then   # each file a document: the variants taking reset marks
+			python3 examples/train_lm.py --kernels "$PTXROOT/resets" --compare --docs --steps "${TRAIN_STEPS:-300}" \
+				--out "$EXP/train_docs" > "$EXP/train_docs.log" 2>&1 || rc=1
+			tail -8 "$EXP/train_docs.log"
+		fi
 		tail -3 "$EXP/torch_gpu_test.log"; tail -4 "$EXP/layer.log"; tail -8 "$EXP/train.log"
 	fi
 fi

@@ -56,21 +56,27 @@ def repo_text():
 
 
 def load_bytes(paths):
-    data = bytearray()
+    """The files' bytes end to end, and where each file starts (bool, one per byte)."""
+    data, starts = bytearray(), []
     for p in paths:
         with open(p, "rb") as f:
+            starts.append(len(data))
             data += f.read()
     if len(data) < 100000:
         raise SystemExit("train_lm: %d bytes of text is too little to train on (give --text FILES)" % len(data))
-    return torch.frombuffer(data, dtype=torch.uint8).long()
+    first = torch.zeros(len(data), dtype=torch.bool)
+    first[starts] = True
+    return torch.frombuffer(data, dtype=torch.uint8).long(), first
 
 
-def batches(data, batch, seq, generator):
-    """Random windows of seq + 1 bytes: inputs and next-byte targets."""
+def batches(data, first, batch, seq, generator):
+    """Random windows of seq + 1 bytes: inputs, next-byte targets, and the
+    inputs' document starts (the files packed into each window)."""
     while True:
         i = torch.randint(0, data.numel() - seq - 1, (batch,), generator=generator)
         w = torch.stack([data[j:j + seq + 1] for j in i.tolist()])
-        yield w[:, :-1], w[:, 1:]
+        f = torch.stack([first[j:j + seq] for j in i.tolist()])
+        yield w[:, :-1], w[:, 1:], f
 
 
 # ---- the RG-LRU in plain PyTorch ----
@@ -142,7 +148,7 @@ class TorchRGLRU(nn.Module):
         u = torch.empty(width, dtype=torch.float64).uniform_(0.9 ** 2, 0.999 ** 2)
         self.lam = nn.Parameter(torch.log(torch.exp(-0.5 * torch.log(u)) - 1).float())
 
-    def forward(self, x):
+    def forward(self, x, resets=None):
         B, L, D = x.shape
         xb = x.to(torch.bfloat16).view(B, L, self.H, self.K)
         def proj(W, bias):
@@ -151,11 +157,14 @@ class TorchRGLRU(nn.Module):
         r = torch.sigmoid(proj(self.Wa, self.ba))
         i = torch.sigmoid(proj(self.Wx, self.bx))
         log_a = -C * r * F.softplus(self.lam)
-        a = torch.exp(log_a)
         m = sqrt_bounded(1 - torch.exp(2 * log_a))
-        # the spec's reset at t = 0: m = 1 there (h[-1] = 0 drops a * h_prev)
+        # the spec's reset at t = 0 and at each document start: m = 1, and
+        # a * h_prev dropped (a as good as 0: the scan works in log a)
         first = torch.zeros(1, L, 1, dtype=torch.bool, device=x.device)
         first[:, 0] = True
+        if resets is not None:
+            first = first | resets[..., None]
+        a = torch.where(first, torch.full_like(log_a, 1e-30), torch.exp(log_a))
         m = torch.where(first, torch.ones_like(m), m)
         h = linear_scan(a, m * i * xb.reshape(B, L, D).float())
         return h.to(torch.bfloat16)
@@ -172,24 +181,43 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(x.dtype) * self.w
 
 
+class DocConv(nn.Module):
+    """Griffin's causal depthwise convolution of 4 taps, which, like the
+    recurrence, does not look back past a document's start."""
+
+    def __init__(self, width, taps=4):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(taps, width) / math.sqrt(taps))
+        self.b = nn.Parameter(torch.zeros(width))
+
+    def forward(self, u, resets=None):
+        B, L, W = u.shape
+        doc = torch.zeros(B, L, dtype=torch.long, device=u.device) if resets is None else resets.long().cumsum(1)
+        out = u * self.w[0] + self.b
+        for k in range(1, self.w.shape[0]):
+            shifted = F.pad(u, (0, 0, k, 0))[:, :L]
+            same = F.pad(doc, (k, 0), value=-1)[:, :L] == doc   # lag k stays inside the document
+            out = out + shifted * same[..., None] * self.w[k]
+        return out
+
+
 class RecurrentBlock(nn.Module):
     def __init__(self, d, width, mixer):
         super().__init__()
         self.norm = RMSNorm(d)
         self.gate = nn.Linear(d, width, bias=False)
         self.inp = nn.Linear(d, width, bias=False)
-        self.conv = nn.Conv1d(width, width, 4, groups=width, padding=3)
+        self.conv = DocConv(width)
         self.mixer = mixer
         self.out = nn.Linear(width, d, bias=False)
         self.mlp_norm = RMSNorm(d)
         self.up = nn.Linear(d, 3 * d, bias=False)
         self.down = nn.Linear(3 * d, d, bias=False)
 
-    def forward(self, x):
+    def forward(self, x, resets=None):
         n = self.norm(x)
-        u = self.inp(n).transpose(1, 2)
-        u = self.conv(u)[..., :x.shape[1]].transpose(1, 2)   # causal: the first L of the padded output
-        y = self.mixer(u.contiguous())
+        u = self.conv(self.inp(n), resets)
+        y = self.mixer(u.contiguous()) if resets is None else self.mixer(u.contiguous(), resets=resets)
         x = x + self.out(F.gelu(self.gate(n)) * y)
         return x + self.down(F.gelu(self.up(self.mlp_norm(x))))
 
@@ -202,10 +230,10 @@ class LM(nn.Module):
         self.norm = RMSNorm(d)
         self.head = nn.Linear(d, 256, bias=False)
 
-    def forward(self, tokens):
+    def forward(self, tokens, resets=None):
         x = self.emb(tokens)
         for blk in self.blocks:
-            x = blk(x)
+            x = blk(x, resets)
         return self.head(self.norm(x))
 
 
@@ -227,11 +255,12 @@ def make_model(args, mixer):
 # ---- training ----
 
 def train(args, mixer, data, val):
+    """data, val: (bytes, document starts)."""
     torch.manual_seed(args.seed)
     model = make_model(args, mixer)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1)
     gen = torch.Generator().manual_seed(args.seed)
-    it = batches(data, args.batch, args.seq, gen)
+    it = batches(*data, args.batch, args.seq, gen)
     dev = torch.device(args.device)
     amp = dict(device_type=dev.type, dtype=torch.bfloat16)
     log = {"mixer": mixer, "step": [], "loss": [], "val_step": [], "val_loss": []}
@@ -240,12 +269,13 @@ def train(args, mixer, data, val):
         lr = args.lr * min(1.0, (step + 1) / args.warmup) * 0.5 * (1 + math.cos(math.pi * step / args.steps))
         for g in opt.param_groups:
             g["lr"] = lr
-        xb, yb = next(it)
+        xb, yb, fb = next(it)
         xb, yb = xb.to(dev), yb.to(dev)
+        marks = fb.to(dev) if args.docs else None
         sync(dev)
         t0 = time.perf_counter()
         with torch.autocast(**amp):
-            logits = model(xb)
+            logits = model(xb, marks)
         loss = F.cross_entropy(logits.float().view(-1, 256), yb.reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -274,12 +304,12 @@ def train(args, mixer, data, val):
 @torch.no_grad()
 def evaluate(model, val, args, amp, dev):
     gen = torch.Generator().manual_seed(0)   # the same held-out windows every time
-    it = batches(val, args.batch, args.seq, gen)
+    it = batches(*val, args.batch, args.seq, gen)
     total = 0.0
     for _ in range(args.eval_batches):
-        xb, yb = next(it)
+        xb, yb, fb = next(it)
         with torch.autocast(**amp):
-            logits = model(xb.to(dev))
+            logits = model(xb.to(dev), fb.to(dev) if args.docs else None)
         total += F.cross_entropy(logits.float().view(-1, 256), yb.to(dev).reshape(-1)).item()
     return total / args.eval_batches
 
@@ -320,6 +350,21 @@ def self_test():
     ok = torch.allclose(z.grad, want)
     bad += not ok
     print("%s sqrtb'(z) = 1/sqrt(max(4z, 1e-6)): %s" % ("ok  " if ok else "FAIL", z.grad.tolist()))
+    # packed documents: a row with marks gives what its documents give apart
+    torch.manual_seed(3)
+    layer, conv = TorchRGLRU(128).double(), DocConv(128).double()
+    x = torch.randn(1, 40, 128, dtype=torch.float64)
+    starts = [0, 1, 2, 23, 39]
+    marks = torch.zeros(1, 40, dtype=torch.bool)
+    marks[0, starts[1:]] = True
+    ends = starts[1:] + [40]
+    for name, fn in (("RG-LRU", lambda v, r: layer(v, r).double()), ("conv", conv)):
+        whole = fn(x, marks)
+        apart = torch.cat([fn(x[:, a:b], None) for a, b in zip(starts, ends)], 1)
+        err = float((whole - apart).abs().max() / apart.abs().max())
+        ok = err < 1e-2 if name == "RG-LRU" else err < 1e-12   # RG-LRU's projections are bf16
+        bad += not ok
+        print("%s %s with document marks = its documents apart: max error %.1e" % ("ok  " if ok else "FAIL", name, err))
     sys.exit(1 if bad else 0)
 
 
@@ -336,10 +381,11 @@ def check_against_recur(args):
     plain.load_state_dict(mine.state_dict())
     x = torch.randn(2, args.seq, args.width, device=dev).to(torch.bfloat16)
     dy = torch.randn(2, args.seq, args.width, device=dev).to(torch.bfloat16)
+    marks = (torch.rand(2, args.seq, device=dev) < 0.01) if args.docs else None   # as --docs trains
     out = []
     for m in (mine, plain):
         xi = x.clone().requires_grad_()
-        y = m(xi)
+        y = m(xi, resets=marks)
         y.backward(dy)
         out.append([y.float(), xi.grad.float()] + [p.grad.float() for p in m.parameters()])
     names = ["y", "dx"] + [n for n, _ in mine.named_parameters()]
@@ -459,6 +505,9 @@ def main():
     p.add_argument("--eval-batches", type=int, default=4)
     p.add_argument("--timing-from", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--docs", action="store_true", help="each file a document: the recurrence and the conv restart "
+                   "where one starts inside a window (recur: needs variants taking reset marks, "
+                   "recur gen lua/variants/resets.lua)")
     p.add_argument("--tiny", action="store_true", help="a model and batch small enough for a CPU smoke run")
     p.add_argument("--out", default=os.path.join(REPO, "out", "train_lm"))
     p.add_argument("--bench-layer", metavar="BxLxD", help="time one mixer layer alone at this shape "
@@ -486,10 +535,11 @@ def main():
             json.dump({"shape": args.bench_shape, "torch": torch.__version__, "rows": rows}, f, indent=1)
         os.replace(path + ".tmp", path)
         return
-    data = load_bytes(args.text or repo_text())
+    data, first = load_bytes(args.text or repo_text())
     cut = int(data.numel() * 0.95)
-    train_data, val = data[:cut], data[cut:]
-    print("text: %d bytes (%d held out)" % (data.numel(), data.numel() - cut), flush=True)
+    train_data, val = (data[:cut], first[:cut]), (data[cut:], first[cut:])
+    print("text: %d bytes in %d files (%d bytes held out)%s" % (data.numel(), int(first.sum()), data.numel() - cut,
+          "; each file a document (--docs)" if args.docs else ""), flush=True)
     if "recur" in mixers:
         check_against_recur(args)
     logs = [train(args, m, train_data, val) for m in mixers]

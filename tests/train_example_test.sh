@@ -27,6 +27,10 @@ out=$("$py" "$src/examples/train_lm.py" --mixer torch --device cpu --tiny --step
 	--out "$work/run" 2>&1); rc=$?
 echo "$out" | tail -4 | sed 's/^/     /'
 check $rc "4 training steps of the tiny model on the CPU"
+out=$("$py" "$src/examples/train_lm.py" --mixer torch --device cpu --tiny --steps 2 --eval-every 1 --docs \
+	--out "$work/docs" 2>&1); rc=$?
+echo "$out" | grep -E "^text|files" | head -1 | sed 's/^/     /'
+check $rc "2 steps with each file a document (--docs)"
 for f in log.json loss.svg summary.md; do
 	[ -s "$work/run/$f" ]; check $? "it wrote $f"
 done
