@@ -44,11 +44,12 @@
 #                                        driver's JIT, gradients bitwise repeated;
 #                                        then the set "multi" (--sm sm_80,sm_90)
 #                                        at 3x1000x1024, each row naming its module
-#          bench/h200_suite.sh resets    the carried set "resets" (recur gen
-#                                        lua/variants/resets.lua): every variant
-#                                        with reset marks (--resets 0.01) at
-#                                        3x1000x1024, 1x8192x1024, 2x777x2048 and
-#                                        4x300x512, and without marks at 1x8192x1024
+#          bench/h200_suite.sh state     the carried set "state" (recur gen
+#                                        lua/variants/state.lua) at 3x1000x1024,
+#                                        1x8192x1024, 2x777x2048 and 4x300x512:
+#                                        with reset marks (--resets 0.01), with
+#                                        h0/hT/dhT/dh0 (--h0), with both, and
+#                                        every variant plainly at 1x8192x1024
 #          bench/h200_suite.sh sanitize  compute-sanitizer (memcheck, racecheck,
 #                                        synccheck, initcheck; $TOOLS_LIST) over
 #                                        every variant (tests/gpu_sanitize.sh)
@@ -95,8 +96,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=c
 rc=0
 wrote=""   # the verify logs this run wrote, summarised at the end
 # every variant's PTX compiled into the driver's cache, many at once (NOWARM=1:
-# skip; modes targets and resets warm their own sets)
-[ -n "${NOWARM:-}" ] || [ "$mode" = targets ] || [ "$mode" = resets ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$TMPD/jit_warm.log" || rc=1
+# skip; modes targets and state warm their own sets)
+[ -n "${NOWARM:-}" ] || [ "$mode" = targets ] || [ "$mode" = state ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$TMPD/jit_warm.log" || rc=1
 if [ "$mode" = verify ] || [ "$mode" = all ]; then
 	"$BIN" verify --dir "$D" --goldens tests/goldens > "$RES/verify_h200_goldens.log" 2>&1 || rc=1
 	"$BIN" verify --dir "$D" $(echo "$SEED" | tr ',' '\n' | sed 's/^/--shape /') --shape 3x1000x1024 \
@@ -131,16 +132,18 @@ if [ "$mode" = targets ]; then
 		echo "multi: modules loaded: $(grep -o 'code [a-z]* sm_[0-9]*' "$EXP/verify_multi.log" | sort | uniq -c | tr -s ' \n' ' ')"
 	fi
 fi
-if [ "$mode" = resets ]; then
-	R=$PTXROOT/resets
+if [ "$mode" = state ]; then
+	R=$PTXROOT/state
 	if [ -d "$R" ]; then
 		[ -n "${NOWARM:-}" ] || bash bench/jit_warm.sh "$BIN" "$R" "" "$TMPD/jit_warm.log" || rc=1
-		"$BIN" verify --dir "$R" --resets "${RESET_RATE:-0.01}" --shape 3x1000x1024 --shape 1x8192x1024 \
-			--shape 2x777x2048 --shape 4x300x512 > "$EXP/verify_resets.log" 2>&1 || rc=1
-		"$BIN" verify --dir "$R" --shape 1x8192x1024 > "$EXP/verify_resets_unmarked.log" 2>&1 || rc=1
-		wrote="$wrote $EXP/verify_resets.log $EXP/verify_resets_unmarked.log"
+		SH="--shape 3x1000x1024 --shape 1x8192x1024 --shape 2x777x2048 --shape 4x300x512"
+		"$BIN" verify --dir "$R" --resets "${RESET_RATE:-0.01}" $SH > "$EXP/verify_resets.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$R" --h0 $SH > "$EXP/verify_h0.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$R" --h0 --resets "${RESET_RATE:-0.01}" $SH > "$EXP/verify_h0_resets.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$R" --shape 1x8192x1024 > "$EXP/verify_state_plain.log" 2>&1 || rc=1
+		wrote="$wrote $EXP/verify_resets.log $EXP/verify_h0.log $EXP/verify_h0_resets.log $EXP/verify_state_plain.log"
 	else
-		echo "resets: no carried PTX set resets"; rc=1
+		echo "state: no carried PTX set state"; rc=1
 	fi
 fi
 if [ "$mode" = sanitize ]; then
@@ -158,16 +161,16 @@ if [ "$mode" = torch ]; then
 	else
 		export RECUR_LIB=$lib LD_LIBRARY_PATH=$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 		export PYTHONDONTWRITEBYTECODE=1
-		# with the set resets carried, its variants are checked with reset marks too
-		python3 tests/python/gpu_torch_test.py "$D" $([ -d "$PTXROOT/resets" ] && echo "$PTXROOT/resets") \
+		# with the set state carried, its variants are checked with reset marks too
+		python3 tests/python/gpu_torch_test.py "$D" $([ -d "$PTXROOT/state" ] && echo "$PTXROOT/state") \
 			> "$EXP/torch_gpu_test.log" 2>&1 || rc=1
 		wrote="$wrote $EXP/torch_gpu_test.log"
 		python3 examples/train_lm.py --kernels "$D" --compare --bench-layer 1x8192x1024 --out "$EXP/layer" \
 			> "$EXP/layer.log" 2>&1 || rc=1
 		python3 examples/train_lm.py --kernels "$D" --compare --steps "${TRAIN_STEPS:-300}" --out "$EXP/train" \
 			> "$EXP/train.log" 2>&1 || rc=1
-		if [ -d "$PTXROOT/resets" ]; then   # each file a document: the variants taking reset marks
-			python3 examples/train_lm.py --kernels "$PTXROOT/resets" --compare --docs --steps "${TRAIN_STEPS:-300}" \
+		if [ -d "$PTXROOT/state" ]; then   # each file a document: the variants taking reset marks
+			python3 examples/train_lm.py --kernels "$PTXROOT/state" --compare --docs --steps "${TRAIN_STEPS:-300}" \
 				--out "$EXP/train_docs" > "$EXP/train_docs.log" 2>&1 || rc=1
 			tail -8 "$EXP/train_docs.log"
 		fi

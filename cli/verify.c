@@ -71,6 +71,8 @@ typedef struct {
 	double *y, *dx, *dp[MAXP]; /* reference outputs */
 	uint16_t *xb, *dyb;        /* x and dy as the device holds them (bf16), made once */
 	unsigned char *reset;      /* reset marks [B][L] (--resets), or NULL */
+	double *h0, *dhT;          /* initial states and hT's adjoint [B][D] (--h0), or NULL */
+	double *hT, *dh0;          /* their reference outputs */
 	const char *pname[MAXP];
 } Case;
 
@@ -84,6 +86,7 @@ typedef struct {
 	int graph;     /* the checked forward+backward through a graph */
 	double xscale; /* x ~ N(0, xscale^2): large activations reach the kernels' overflow guards */
 	double resets; /* > 0: reset marks at this rate, and at the edges (case_marks); only variants taking them */
+	int states;    /* random h0 and dhT, hT and dh0 checked (case_states); only variants taking them */
 } Ctx;
 
 static int cmp_float(const void *a, const void *b)
@@ -278,7 +281,7 @@ static int judge_run(const Judge *j, Case *c, char *err, size_t n)
 				w[k][e] = bf16_round((float)p[k][e]);
 			pr[k] = w[k];
 		}
-		SeqState st = {.reset = c->reset};
+		SeqState st = {.reset = c->reset, .h0 = c->h0, .hT = c->hT, .dhT = c->dhT, .dh0 = c->dh0};
 		if (rc == 0)
 			rc = rf_forward_state(j->graph, rs, pr, c->x, c->y, &st, err, n) ||
 			                     rf_backward_state(j->graph, rs, pr, c->x, c->dy, c->dx, c->dp, &st, err, n)
@@ -289,7 +292,7 @@ static int judge_run(const Judge *j, Case *c, char *err, size_t n)
 		return rc;
 	}
 	RefShape rs = {s.B, s.L, s.D, s.D / 64};
-	SeqState st = {.reset = c->reset};
+	SeqState st = {.reset = c->reset, .h0 = c->h0, .hT = c->hT, .dhT = c->dhT, .dh0 = c->dh0};
 	return j->hand->forward_state(&rs, p, c->x, c->y, &st, err, n) ||
 	               j->hand->backward_state(&rs, p, c->x, c->dy, c->dx, c->dp, &st, err, n)
 	       ? -1
@@ -307,6 +310,10 @@ static void case_free(Case *c)
 	free(c->xb);
 	free(c->dyb);
 	free(c->reset);
+	free(c->h0);
+	free(c->dhT);
+	free(c->hT);
+	free(c->dh0);
 	for (int i = 0; i < c->np; i++) {
 		free(c->p[i]);
 		free(c->dp[i]);
@@ -374,6 +381,24 @@ static int case_marks(Ctx *cx, Case *c, Rng *r, char *err, size_t n)
 	return 0;
 }
 
+/* Nonzero initial states h0 ~ N(0, 1) and hT's adjoint dhT ~ N(0, 1), and
+ * room for the reference's hT and dh0, all [B][D]. */
+static int case_states(Case *c, Rng *r, char *err, size_t n)
+{
+	size_t ns = (size_t)c->s.B * (size_t)c->s.D;
+	double **t[4] = {&c->h0, &c->dhT, &c->hT, &c->dh0};
+	for (int k = 0; k < 4; k++)
+		if (!(*t[k] = malloc(ns * sizeof(double)))) {
+			snprintf(err, n, "out of host memory for %zu state elements", ns);
+			return -1;
+		}
+	for (size_t i = 0; i < ns; i++)
+		c->h0[i] = rng_normal(r);
+	for (size_t i = 0; i < ns; i++)
+		c->dhT[i] = rng_normal(r);
+	return 0;
+}
+
 static int case_random(Ctx *cx, int v, const Judge *jd, recur_shape s, uint64_t seed, Case *c, char *err, size_t n)
 {
 	memset(c, 0, sizeof *c);
@@ -388,7 +413,8 @@ static int case_random(Ctx *cx, int v, const Judge *jd, recur_shape s, uint64_t 
 		c->x[i] = bf16_round((float)(cx->xscale * rng_normal(&r)));
 	for (size_t i = 0; i < ne; i++)
 		c->dy[i] = bf16_round((float)rng_normal(&r));
-	if (case_params(cx, v, c, &r, err, n) || (cx->resets > 0 && case_marks(cx, c, &r, err, n)))
+	if (case_params(cx, v, c, &r, err, n) || (cx->resets > 0 && case_marks(cx, c, &r, err, n)) ||
+	    (cx->states && case_states(c, &r, err, n)))
 		return -1;
 	RfShape rs = {s.B, s.L, s.D};
 	for (int p = 0; p < c->np && jd->graph; p++)
@@ -521,8 +547,9 @@ static int dump_case(const char *dir, const Case *c, const float *y, const float
 typedef struct {
 	recur_variant *rv;
 	size_t ne;
-	CUdeviceptr x, dy, y, dx, p[MAXP], g[MAXP], reset;
+	CUdeviceptr x, dy, y, dx, p[MAXP], g[MAXP], reset, h0, hT, dhT, dh0;
 	recur_seqstate st;
+	float *hT_h, *dh0_h;        /* hT and dh0 as they came back (--h0) */
 	uint16_t *hb;
 	float *y_h, *dx_h, *g_h[MAXP], *g2;
 	recur_io io;
@@ -531,14 +558,17 @@ typedef struct {
 /* What the run is judged on. */
 typedef struct {
 	double e[2 + MAXP]; /* relative errors: y, dx, each gradient */
+	double e_hT, e_dh0; /* with --h0: of hT and dh0 */
 	VmLocal lc[2];      /* per row and channel: y, dx */
 	int bad, det;       /* non-finite elements; same gradient bits twice */
 } Outcome;
 
 static void run_free(Ctx *cx, Run *R)
 {
-	CUdeviceptr d[5] = {R->x, R->dy, R->y, R->dx, R->reset};
-	for (int k = 0; k < 5; k++)
+	CUdeviceptr d[9] = {R->x, R->dy, R->y, R->dx, R->reset, R->h0, R->hT, R->dhT, R->dh0};
+	free(R->hT_h);
+	free(R->dh0_h);
+	for (int k = 0; k < 9; k++)
 		if (d[k])
 			recur_free(cx->rt, d[k]);
 	for (int p = 0; p < MAXP; p++) {
@@ -601,6 +631,33 @@ static int run_params(Ctx *cx, const Case *c, Run *R, char *err, size_t n)
 	return 0;
 }
 
+/* h0 and dhT uploaded as fp32, hT and dh0 poisoned with NaN, all in the call's state. */
+static int run_states(Ctx *cx, const Case *c, Run *R, char *err, size_t n)
+{
+	size_t ns = (size_t)c->s.B * (size_t)c->s.D;
+	if (!(R->hT_h = malloc(ns * sizeof(float))) || !(R->dh0_h = malloc(ns * sizeof(float)))) {
+		snprintf(err, n, "out of host memory for %zu state elements", ns);
+		return -1;
+	}
+	CUdeviceptr *d[4] = {&R->h0, &R->dhT, &R->hT, &R->dh0};
+	for (int k = 0; k < 4; k++)
+		TRY(recur_alloc(cx->rt, ns * 4, d[k], err, n));
+	const double *in[2] = {c->h0, c->dhT};
+	for (int k = 0; k < 2; k++) {
+		for (size_t i = 0; i < ns; i++)
+			R->hT_h[i] = (float)in[k][i];   /* staging */
+		TRY(recur_memcpy_htod(cx->rt, *d[k], R->hT_h, ns * 4, err, n));
+	}
+	TRY(recur_memset_u8(cx->rt, R->hT, 0xff, ns * 4, err, n));
+	TRY(recur_memset_u8(cx->rt, R->dh0, 0xff, ns * 4, err, n));
+	R->st.h0 = R->h0;
+	R->st.dhT = R->dhT;
+	R->st.hT = R->hT;
+	R->st.dh0 = R->dh0;
+	R->io.state = &R->st;
+	return 0;
+}
+
 /* The variant loaded, the device buffers made, the inputs uploaded and the outputs poisoned. */
 static int run_setup(Ctx *cx, const char *vname, Case *c, Run *R, char *err, size_t n)
 {
@@ -630,9 +687,11 @@ static int run_setup(Ctx *cx, const char *vname, Case *c, Run *R, char *err, siz
 		size_t nt = (size_t)c->s.B * (size_t)c->s.L;
 		TRY(recur_alloc(cx->rt, nt, &R->reset, err, n));
 		TRY(recur_memcpy_htod(cx->rt, R->reset, c->reset, nt, err, n));
-		R->st = (recur_seqstate){.reset = R->reset};
+		R->st.reset = R->reset;
 		R->io.state = &R->st;
 	}
+	if (c->h0)
+		TRY(run_states(cx, c, R, err, n));
 	return 0;
 }
 
@@ -690,6 +749,13 @@ static int run_check(Ctx *cx, const Case *c, Run *R, Outcome *o, char *err, size
 		TRY(recur_memcpy_dtoh(cx->rt, R->g_h[p], R->g[p], (size_t)c->pn[p] * 4, err, n));
 		o->e[2 + p] = vm_relerr(R->g_h[p], c->dp[p], (size_t)c->pn[p], &o->bad);
 	}
+	if (c->h0) {
+		size_t ns = (size_t)c->s.B * (size_t)c->s.D;
+		TRY(recur_memcpy_dtoh(cx->rt, R->hT_h, R->hT, ns * 4, err, n));
+		TRY(recur_memcpy_dtoh(cx->rt, R->dh0_h, R->dh0, ns * 4, err, n));
+		o->e_hT = vm_relerr(R->hT_h, c->hT, ns, &o->bad);
+		o->e_dh0 = vm_relerr(R->dh0_h, c->dh0, ns, &o->bad);
+	}
 	return run_again(cx, c, R, o, err, n);
 }
 
@@ -740,6 +806,8 @@ static int print_row(Ctx *cx, const char *vname, const Case *c, const Outcome *o
 	int ok = o->bad == 0 && o->det, lt, lcol;
 	for (int k = 0; k < 2 + c->np; k++)
 		ok &= o->e[k] <= TOL;
+	if (c->h0)
+		ok &= o->e_hT <= TOL && o->e_dh0 <= TOL;
 	double loc = worst_local(o, &lt, &lcol);
 	ok &= loc <= LOCAL_TOL;
 	char shp[48];
@@ -747,6 +815,8 @@ static int print_row(Ctx *cx, const char *vname, const Case *c, const Outcome *o
 	printf("%-48s %-15s %s ref %-6s", vname, shp, ok ? "PASS" : "FAIL", c->ref);
 	if (c->reset)
 		printf(" resets %g", cx->resets);
+	if (c->h0)
+		printf(" h0 hT %.1e dh0 %.1e", o->e_hT, o->e_dh0);
 	printf(" y %.1e dx %.1e", o->e[0], o->e[1]);
 	for (int p = 0; p < c->np; p++)
 		printf(" d%s %.1e", c->pname[p], o->e[2 + p]);
@@ -807,7 +877,7 @@ static void run_variant(Ctx *cx, int v, Case *c)
 #define MAXMIX 8
 #define MAXNAMES 256
 
-enum { V_DIR, V_VARIANT, V_MIXER, V_SHAPE, V_SEED, V_GOLDENS, V_DUMP, V_TIME, V_XSCALE, V_GRAPH, V_RESETS };
+enum { V_DIR, V_VARIANT, V_MIXER, V_SHAPE, V_SEED, V_GOLDENS, V_DUMP, V_TIME, V_XSCALE, V_GRAPH, V_RESETS, V_H0 };
 
 static const CliOpt OPTS[] = {
         [V_DIR] = CLI_OPT_DIR,
@@ -824,6 +894,8 @@ static const CliOpt OPTS[] = {
         [V_GRAPH] = {"--graph", NULL, NULL, "run the checked forward+backward as one CUDA graph replayed twice", 0},
         [V_RESETS] = {"--resets", "P", NULL, "mark documents starting at random tokens at rate P, and at every "
                       "128-token edge, t = 1, 2 and L-1; checks the variants that take reset marks", 0},
+        [V_H0] = {"--h0", NULL, NULL, "start each row from a random h0, join a random dhT, check hT and dh0; "
+                  "checks the variants that take states", 0},
 };
 
 const CliCmd cli_verify_cmd = {
@@ -855,6 +927,9 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 		return cli_parse_path(v, &a->cx->dump, err, n);
 	case V_GRAPH:
 		a->cx->graph = 1;
+		return 0;
+	case V_H0:
+		a->cx->states = 1;
 		return 0;
 	case V_RESETS:
 		if (cli_parse_positive(v, 0.0, 1.0, &a->cx->resets, err, n) == 0)
@@ -889,21 +964,28 @@ static int mixer_chosen(const VerifyArgs *a, const char *mixer)
 	return cli_mixer_wanted(a->mixer, a->nmixer, mixer);
 }
 
-/* with --resets, only the variants whose kernels take reset marks */
-static int takes_resets(recur_manifest *m, int v)
+/* whether variant v's kernels take the state field f (a word of recur_manifest_variant_state) */
+static int takes(recur_manifest *m, int v, const char *f)
 {
 	const char *st = recur_manifest_variant_state(m, v);
-	for (const char *p = strstr(st, "reset"); p; p = strstr(p + 1, "reset"))
-		if ((p == st || p[-1] == ' ') && (p[5] == 0 || p[5] == ' '))
+	size_t k = strlen(f);
+	for (const char *p = strstr(st, f); p; p = strstr(p + 1, f))
+		if ((p == st || p[-1] == ' ') && (p[k] == 0 || p[k] == ' '))
 			return 1;
 	return 0;
+}
+
+/* with --resets, --h0: only the variants whose kernels take what they give */
+static int takes_asked(const VerifyArgs *a, recur_manifest *m, int v)
+{
+	return (a->cx->resets <= 0 || takes(m, v, "reset")) && (!a->cx->states || takes(m, v, "h0"));
 }
 
 static int chosen(const VerifyArgs *a, recur_manifest *m, int v)
 {
 	if (!mixer_chosen(a, recur_manifest_variant_mixer(m, v)))
 		return 0;
-	if (a->cx->resets > 0 && !takes_resets(m, v))
+	if (!takes_asked(a, m, v))
 		return 0;
 	if (a->nnames == 0)
 		return 1;
@@ -944,18 +1026,19 @@ static int check_names(const VerifyArgs *a, recur_manifest *m)
 			        a->names[i], mn);
 			return -1;
 		}
-		if (a->cx->resets > 0 && !takes_resets(m, v)) {
-			fprintf(stderr, "recur verify: --resets: variant %s takes no reset marks (a grid with resets = "
-			        "{ true } makes variants that do)\n", a->names[i]);
+		if (!takes_asked(a, m, v)) {
+			fprintf(stderr, "recur verify: variant %s takes no %s (a grid with %s makes variants that do)\n",
+			        a->names[i], a->cx->states && !takes(m, v, "h0") ? "initial state (--h0)" : "reset marks (--resets)",
+			        a->cx->states && !takes(m, v, "h0") ? "states = { true }" : "resets = { true }");
 			return -1;
 		}
 	}
-	int any = a->cx->resets <= 0;
+	int any = 0;
 	for (int v = 0; v < nv && !any; v++)
-		any = mixer_chosen(a, recur_manifest_variant_mixer(m, v)) && takes_resets(m, v);
+		any = mixer_chosen(a, recur_manifest_variant_mixer(m, v)) && takes_asked(a, m, v);
 	if (!any) {
-		fprintf(stderr, "recur verify: --resets: no variant of the chosen mixers in %s takes reset marks (a grid "
-		        "with resets = { true } makes variants that do)\n", a->dir);
+		fprintf(stderr, "recur verify: no variant of the chosen mixers in %s takes what --resets / --h0 give (grids "
+		        "with resets = { true } and states = { true } make variants that do)\n", a->dir);
 		return -1;
 	}
 	return 0;

@@ -507,7 +507,7 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--docs", action="store_true", help="each file a document: the recurrence and the conv restart "
                    "where one starts inside a window (recur: needs variants taking reset marks, "
-                   "recur gen lua/variants/resets.lua)")
+                   "recur gen lua/variants/state.lua)")
     p.add_argument("--tiny", action="store_true", help="a model and batch small enough for a CPU smoke run")
     p.add_argument("--out", default=os.path.join(REPO, "out", "train_lm"))
     p.add_argument("--bench-layer", metavar="BxLxD", help="time one mixer layer alone at this shape "

@@ -129,6 +129,9 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	json_t *state = json_array();
 	if (v->resets)
 		json_array_append_new(state, json_string("reset"));
+	static const char *const hstate[] = { "h0", "hT", "dhT", "dh0" };
+	for (int i = 0; v->states && i < 4; i++)
+		json_array_append_new(state, json_string(hstate[i]));
 	json_object_set_new(o, "state", state);
 	json_t *vars = json_array();
 	for (int i = 0; i < T->nvar; i++)

@@ -69,11 +69,13 @@ FILE:LINE, and the generator then writes nothing.
       shared_sfu = { false }, fused_output = { false }, fused_write = { false },
       resets = { false },                  { true }: the kernels also take per-token
                                            reset marks (packed documents, util/seqstate.h)
+      states = { false },                  { true }: and initial and final states (h0, hT,
+                                           dhT, dh0); scan "hierarchical" only, so far
       controller = "name",                 default: the mixer's controller
       rules = { { "D % 64 == 0", "message" }, ... },   shape rules (util/shapex.h)
     }
     The grid is the cartesian product (at most 64 variants); each variant is
-    named [resets_][fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_{SCAN}_chunk{C}
+    named [resets_][states_][fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_{SCAN}_chunk{C}
     and is "materialized" (gates written to memory) when not fused. For a
     mixer with token projections, fused = false means the controller runs in
     a separate pass and the gates stay inside the scan kernels (the only
@@ -600,7 +602,8 @@ local function rule_list(v)
 end
 
 local OPTIONS = { mixer = true, chunk = true, prefix = true, fused = true, shared_sfu = true, scan = true,
-                  fused_output = true, fused_write = true, resets = true, controller = true, rules = true }
+                  fused_output = true, fused_write = true, resets = true, states = true, controller = true,
+                  rules = true }
 
 function R.variants(o)
   if not plain(o) then fail("R.variants takes a table { mixer = m, chunk = {...}, prefix = {...}, ... }, got %s", describe(o)) end
@@ -619,7 +622,15 @@ function R.variants(o)
   local fout = bool_list(o.fused_output, "fused_output")
   local fwrite = bool_list(o.fused_write, "fused_write")
   local resets = bool_list(o.resets, "resets")
+  local states = bool_list(o.states, "states")
   local scans = o.scan == nil and { "hierarchical" } or int_list(o.scan, "scan", SCANS)
+  for _, hs in ipairs(states) do
+    for _, sc in ipairs(scans) do
+      if hs and sc ~= "hierarchical" then
+        fail("states = { true } needs scan \"hierarchical\": the look-back and one-pass scans take no initial or final state yet (scan %s)", sc)
+      end
+    end
+  end
   local ctl = o.controller
   if ctl ~= nil and (not text(ctl) or ctl == "" or #ctl > MAXNAME) then
     fail("controller must be a non-empty line of text of at most %d characters, got %s", MAXNAME, describe(ctl))
@@ -636,16 +647,17 @@ function R.variants(o)
       fail("shared_sfu needs per-token shared expressions; mixer %s has none", st.name)
     end
   end
-  local total = #chunks * #prefixes * #fused * #sfu * #fout * #fwrite * #scans * #resets
+  local total = #chunks * #prefixes * #fused * #sfu * #fout * #fwrite * #scans * #resets * #states
   if total > MAXVAR then
-    fail("the grid has %d variants (chunk %d x prefix %d x fused %d x shared_sfu %d x fused_output %d x fused_write %d x scan %d x resets %d); at most %d per R.variants",
-         total, #chunks, #prefixes, #fused, #sfu, #fout, #fwrite, #scans, #resets, MAXVAR)
+    fail("the grid has %d variants (chunk %d x prefix %d x fused %d x shared_sfu %d x fused_output %d x fused_write %d x scan %d x resets %d x states %d); at most %d per R.variants",
+         total, #chunks, #prefixes, #fused, #sfu, #fout, #fwrite, #scans, #resets, #states, MAXVAR)
   end
 
   local file, line = site()
   st.used_at = st.used_at or line
   local vars = {}
   for _, rs in ipairs(resets) do
+  for _, hs in ipairs(states) do
   for _, fo in ipairs(fout) do
     for _, fw in ipairs(fwrite) do
       for _, sf in ipairs(sfu) do
@@ -653,12 +665,14 @@ function R.variants(o)
           for _, sc in ipairs(scans) do
             for _, p in ipairs(prefixes) do
               for _, c in ipairs(chunks) do
-                local name = (rs and "resets_" or "") .. (fo and "fused_output_" or "") .. (fw and "fused_write_" or "") ..
+                local name = (rs and "resets_" or "") .. (hs and "states_" or "") .. (fo and "fused_output_" or "") ..
+                             (fw and "fused_write_" or "") ..
                              (sf and "shared_sfu_" or "") .. (fu and "fused_" or "") ..
                              string.format("grouped_prefix%d_%s_chunk%d", p, sc, c)
                 vars[#vars + 1] = {
                   name = name, chunk = c, prefix = p, fused = fu, shared_sfu = sf,
-                  fused_output = fo, fused_write = fw, resets = rs, materialized = (not fu) and ntoken == 0,
+                  fused_output = fo, fused_write = fw, resets = rs, states = hs,
+                  materialized = (not fu) and ntoken == 0,
                   scan = sc, controller = ctl, file = file, line = line,
                 }
               end
@@ -667,6 +681,7 @@ function R.variants(o)
         end
       end
     end
+  end
   end
   end
 

@@ -80,6 +80,7 @@ typedef struct {
 	bool fused;            /* gates computed inside the scan kernels */
 	bool shared_sfu, fused_output, fused_write;
 	bool resets;           /* the kernels take per-token reset marks (state:reset, util/seqstate.h) */
+	bool states;           /* and initial and final states (state:h0, hT, dhT, dh0) */
 	bool materialized;     /* writes a [B,L,D] tensor of a or b to memory */
 	bool lookback;         /* forward carries across tiles by look-back in one kernel (scan "lookback", "onepass") */
 	bool onepass;          /* and the backward across groups in bwd_apply alone (scan "onepass") */

@@ -294,8 +294,8 @@ static void rd_mixer(const Rd *rd, int t, Mixer *mx, const ExGraph **src)
 /* The name R.variants gives a variant with these flags. */
 static void rd_canonical(const Variant *v, char *buf, size_t n)
 {
-	snprintf(buf, n, "%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->resets ? "resets_" : "",
-	         v->fused_output ? "fused_output_" : "",
+	snprintf(buf, n, "%s%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->resets ? "resets_" : "",
+	         v->states ? "states_" : "", v->fused_output ? "fused_output_" : "",
 	         v->fused_write ? "fused_write_" : "", v->shared_sfu ? "shared_sfu_" : "", v->fused ? "fused_" : "",
 	         v->prefix, v->onepass ? "onepass" : v->lookback ? "lookback" : "hierarchical", v->chunk);
 }
@@ -321,6 +321,7 @@ static void rd_variant(const Rd *rd, int e, int ntoken, Variant *v, const char *
 	v->fused_output = rd_bool(rd, e, "fused_output", of);
 	v->fused_write = rd_bool(rd, e, "fused_write", of);
 	v->resets = rd_bool(rd, e, "resets", of);
+	v->states = rd_bool(rd, e, "states", of);
 	v->materialized = rd_bool(rd, e, "materialized", of);
 	int scan = rd_enum(rd, e, "scan", of, scans);
 	v->onepass = scan == 2;
@@ -336,6 +337,8 @@ static void rd_variant(const Rd *rd, int e, int ntoken, Variant *v, const char *
 		        !v->fused && ntoken == 0 ? "true" : "false");
 	if (v->shared_sfu && ntoken == 0)
 		rd_fail(rd, "%s: shared_sfu needs per-token shared expressions; the mixer has none", of);
+	if (v->states && v->lookback)
+		rd_fail(rd, "%s: states needs scan hierarchical (the look-back and one-pass scans take no state yet)", of);
 }
 
 static void rd_variants(const Rd *rd, int t, VariantSet *vs)

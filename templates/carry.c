@@ -20,6 +20,28 @@
 
 #define CARRY_SEGS 16
 
+/* p[idx] where p is not null and the lane's channel is live; else 0 */
+static LLVMValueRef state_load(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef live)
+{
+	LLVMValueRef given = LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildPtrToInt(I->b, p, I->i64, ""), ci64(I, 0), "");
+	Var v = var_init(I, cf32(I, 0.0), "state");
+	IfBlk f;
+	if_begin(I, &f, land(I, given, live), "state_in");
+	var_set(I, v, ld(I, I->f32, gep_f32(I, p, idx), 4));
+	if_end(I, &f);
+	return var_get(I, v);
+}
+
+/* p[idx] = v where p is not null and the lane's channel is live */
+static void state_store(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef live, LLVMValueRef v)
+{
+	LLVMValueRef given = LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildPtrToInt(I->b, p, I->i64, ""), ci64(I, 0), "");
+	IfBlk f;
+	if_begin(I, &f, land(I, given, live), "state_out");
+	st(I, v, gep_f32(I, p, idx), 4);
+	if_end(I, &f);
+}
+
 void tmpl_carry(Tmpl *T, int backward)
 {
 	Irb *I = &T->I;
@@ -31,11 +53,19 @@ void tmpl_carry(Tmpl *T, int backward)
 	ksig_add(T, &l->sig, backward ? "ws:baggA" : "ws:aggA", I->gptr);
 	ksig_add(T, &l->sig, backward ? "ws:baggB" : "ws:aggB", I->gptr);
 	ksig_add(T, &l->sig, backward ? "ws:ucarry" : "ws:carry", I->gptr);
+	/* the value entering the walk and the one leaving it: h0 and hT, or in
+	 * the backward dhT (joining at the last token) and dh0 = a[0] dh[0] */
+	if (T->v->states) {
+		ksig_add(T, &l->sig, backward ? "state:dhT" : "state:h0", I->gptr);
+		ksig_add(T, &l->sig, backward ? "state:dh0" : "state:hT", I->gptr);
+	}
 	ksig_add(T, &l->sig, "i32:D", I->i32);
 	ksig_add(T, &l->sig, "i32:NT", I->i32);
 	tmpl_open(T, l);
 	LLVMValueRef A = irb_arg(I, 0), B = irb_arg(I, 1), out = irb_arg(I, 2);
-	LLVMValueRef D = irb_arg(I, 3), NT = irb_arg(I, 4);
+	int ns = T->v->states ? 2 : 0;
+	LLVMValueRef s_in = ns ? irb_arg(I, 3) : NULL, s_out = ns ? irb_arg(I, 4) : NULL;
+	LLVMValueRef D = irb_arg(I, 3 + ns), NT = irb_arg(I, 4 + ns);
 	LLVMValueRef tid = tid_x(I);
 	LLVMValueRef lane = LLVMBuildAnd(I->b, tid, ci32(I, 31), "");
 	LLVMValueRef seg = LLVMBuildLShr(I->b, tid, ci32(I, 5), "");
@@ -71,10 +101,12 @@ void tmpl_carry(Tmpl *T, int backward)
 	st(I, var_get(I, RA), smem_ptr(I, offA), 4);
 	st(I, var_get(I, RB), smem_ptr(I, offB), 4);
 	bar_sync(I);
-	/* 2: warp 0 walks the runs; the sequence starts from 0 */
+	/* 2: warp 0 walks the runs; the sequence starts from 0, or from the
+	 * caller's state */
 	IfBlk f0;
 	if_begin(I, &f0, ieq(I, seg, ci32(I, 0)), "runs");
-	LLVMValueRef h = cf32(I, 0.0);
+	LLVMValueRef sidx = iadd(I, imul(I, sext64(I, b), sext64(I, D)), sext64(I, cs));
+	LLVMValueRef h = s_in ? state_load(I, s_in, sidx, live) : cf32(I, 0.0);
 	for (int s = 0; s < CARRY_SEGS; s++) {
 		LLVMValueRef o = iadd(I, imul(I, lane, ci32(I, 4)), ci32(I, s * 32 * 4));
 		st(I, h, smem_ptr(I, iadd(I, o, ci32(I, CARRY_SEGS * 32 * 8))), 4);
@@ -82,6 +114,8 @@ void tmpl_carry(Tmpl *T, int backward)
 		LLVMValueRef rb = ld(I, I->f32, smem_ptr(I, iadd(I, o, ci32(I, CARRY_SEGS * 32 * 4))), 4);
 		h = fadd(I, fmul(I, ra, h), rb);
 	}
+	if (s_out)   /* what leaves the last run: hT, or dh0 */
+		state_store(I, s_out, sidx, live, h);
 	if_end(I, &f0);
 	bar_sync(I);
 	/* 3: every tile's entering value */

@@ -123,6 +123,9 @@ void ksig_shape(Tmpl *T, KSig *s)
 	 * marks where the variant has them: each sees the same first */
 	if (T->v->resets)
 		ksig_add(T, s, "state:reset", T->I.gptr);
+	/* and h0, whose presence makes t = 0 no reset (util/seqstate.h) */
+	if (T->v->states)
+		ksig_add(T, s, "state:h0", T->I.gptr);
 	ksig_add(T, s, "i32:L", T->I.i32);
 	ksig_add(T, s, "i32:D", T->I.i32);
 }

@@ -49,6 +49,7 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	ln->b_ws = argv_of(T, s, "ws:b");
 	ln->tok = argv_of(T, s, "ws:tok");
 	ln->reset = argv_of(T, s, "state:reset");
+	ln->h0 = argv_of(T, s, "state:h0");
 	if (ln->reset) {   /* the row's marks: a null pointer stays unread (reset_mark) */
 		LLVMValueRef at = imul(I, sext64(I, ln->b), sext64(I, ln->L));
 		ln->reset_row = LLVMBuildGEP2(I->b, I->i8, ln->reset, &at, 1, "reset_row");

@@ -130,7 +130,7 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 	LLVMValueRef tl = T->ntokval ? ilt(I, tq, ci32(I, 16 * T->ntokval)) : NULL;
 	/* reset marks: thread tq < 16 loads row tq's (reset_mark_at). (Packing a
 	 * segment's marks into one register, bit k for step k, made ptxas spill
-	 * more, not less, in five of the RG-LRU variants of resets.lua.) */
+	 * more, not less, in five of the RG-LRU variants of state.lua.) */
 	LLVMValueRef ml = ln->reset ? ilt(I, tq, ci32(I, 16)) : NULL, mv[8];
 	for (int k = 0; k < n; k++) {
 		LLVMValueRef t = iadd(I, gb, iadd(I, imul(I, row, ci32(I, T->chunk)), iadd(I, i0, ci32(I, k))));

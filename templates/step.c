@@ -160,9 +160,15 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 		st->seg = seg_step_at(T, ln, i);
 		st->xs = ln->seg_flags & SEG_X ? st->seg : NULL;
 	}
-	/* a reset at t = 0 of every row; the caller's marks join in step_marks */
-	for (int s = 0; s < TM_SLOTS; s++)
-		st->first[s] = b2f(I, ieq(I, st->t[slot_r(s)], ci32(I, 0)));
+	/* a reset at t = 0 of every row that starts from nothing (no h0 given);
+	 * the caller's marks join in step_marks */
+	CHECK(!T->v->states || ln->h0);   /* a kernel of a states variant without h0: ksig_shape */
+	LLVMValueRef fresh = ln->h0 ? LLVMBuildICmp(I->b, LLVMIntEQ, LLVMBuildPtrToInt(I->b, ln->h0, I->i64, ""),
+	                                            ci64(I, 0), "fresh") : NULL;
+	for (int s = 0; s < TM_SLOTS; s++) {
+		LLVMValueRef t0 = ieq(I, st->t[slot_r(s)], ci32(I, 0));
+		st->first[s] = b2f(I, fresh ? land(I, t0, fresh) : t0);
+	}
 	st->mark[0] = st->mark[1] = NULL;
 	st->marked = !ln->reset;
 	/* the row's per-token values: the q lanes of a row read the same words */

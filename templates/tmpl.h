@@ -172,6 +172,7 @@ typedef struct {
 	LLVMValueRef la_ws, b_ws;                  /* materialised log_a / b (unfused) */
 	LLVMValueRef tok;                          /* per-token values [B*L][nz] */
 	LLVMValueRef reset, reset_row;             /* reset marks u8 [B][L] (state:reset) and row b's, or NULL */
+	LLVMValueRef h0;                           /* initial states fp32 [B][D] (state:h0), or NULL */
 	int wmat_smem;                             /* >= 0: weights are read from shared memory (wmat_stage) here */
 	int seg_off;                               /* >= 0: segment staging (seg_stage) at this offset */
 	int seg_n, seg_flags, seg_step;            /* steps per segment, what is staged (SEG_*), bytes per step */

@@ -10,7 +10,7 @@ DIR: a folder of `recur gen` holding RG-LRU and SAMU variants (e.g.
 tests/grids/representative.lua's). Prints one line per check, `ok` or
 `FAIL` with its numbers, and exits 1 when any failed. --quick leaves out
 the seed shapes (1x8192x1024, 3x1000x1024). RESETS_DIR: a folder of
-variants taking reset marks (lua/variants/resets.lua), checked with marks
+variants taking reset marks (lua/variants/state.lua), checked with marks
 against the reference with the same marks.
 
 Outputs and workspaces are poisoned before every call (RECUR_POISON=1:

@@ -463,7 +463,7 @@ class ResetMarks(unittest.TestCase):
         plain = kernels()
         with self.assertRaises(ValueError) as e:
             plain.choose("rglru", 2, 37, 128, H200, "", frozenset(("reset",)))
-        self.assertIn("resets.lua", str(e.exception))
+        self.assertIn("state.lua", str(e.exception))
         name = plain.variants("rglru")[0]
         with self.assertRaises(ValueError) as e:
             plain.choose("rglru", 2, 37, 128, H200, name, frozenset(("reset",)))

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Variants taking reset marks (a grid with resets = { true }): the option
-# names them resets_..., lists "state": ["reset"] in the manifest and gives
-# every kernel that evaluates a step the marks ("state:reset", a predicated
-# byte load in its PTX); resets = { false } leaves a variant's PTX byte for
-# byte as without the option; ptxas accepts the modules (spills are
-# printed: the register budget is the variants' known cost).
-#   usage: gen_resets_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR [PTX_DIR]
+# Variants taking a sequence state: resets = { true } names them resets_...,
+# lists "state": ["reset"] in the manifest and gives every kernel that
+# evaluates a step the marks ("state:reset", a predicated byte load in its
+# PTX); states = { true } names them states_..., lists h0, hT, dhT, dh0,
+# gives every step kernel h0 (its presence makes t = 0 no reset) and the
+# carry kernels their ends of the walk (h0 -> hT, dhT -> dh0), and is
+# refused with the look-back and one-pass scans at the script's line.
+# { false } leaves a variant's PTX byte for byte as without the options;
+# ptxas accepts the modules (spills are printed: the register budget is
+# the variants' known cost).
+#   usage: gen_state_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR [PTX_DIR]
 #   PTX_DIR: the suite's representative grid (its plain variants are the
 #   reference of the byte-for-byte check); generated here when absent
 set -u
@@ -24,8 +28,20 @@ return {
     scan = { "hierarchical" }, resets = { false, true } },
   R.variants { mixer = require "arch.samu", chunk = { 8 }, prefix = { 32 }, fused = { false }, shared_sfu = { true },
     fused_output = { true }, fused_write = { true }, scan = { "onepass" }, resets = { false, true } },
+  R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true },
+    scan = { "hierarchical" }, states = { true } },
+  R.variants { mixer = require "arch.samu", chunk = { 8 }, prefix = { 32 }, fused = { false }, shared_sfu = { true },
+    fused_output = { true }, fused_write = { true }, scan = { "hierarchical" }, resets = { true }, states = { true } },
 }
 LUA
+cat > "$work/bad.lua" <<'LUA'
+local R = require "recur"
+return R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true },
+  scan = { "onepass" }, states = { true } }
+LUA
+msg=$("$recur" gen "$work/bad.lua" --lua "$src/lua" -o "$work/bad" -q 2>&1)
+[ $? != 0 ] && echo "$msg" | grep -q 'bad.lua:2' && echo "$msg" | grep -q 'needs scan "hierarchical"'
+check $? "states with the one-pass scan: refused at the script's line (${msg:0:160})"
 "$recur" gen "$work/both.lua" --lua "$src/lua" -o "$work/both" -q; check $? "gen of a grid with resets = { false, true }"
 if [ -z "$plain" ] || [ ! -f "$plain/manifest.json" ]; then
 	plain=$work/plain
@@ -34,10 +50,12 @@ if [ -z "$plain" ] || [ ! -f "$plain/manifest.json" ]; then
 fi
 
 n=$(ls "$work/both" | grep -c '^[a-z]*\.resets_.*\.ptx$')
-[ "$n" = 3 ]; check $? "three variants named resets_... ($n)"
+[ "$n" = 4 ]; check $? "four variants named resets_... ($n)"
+n=$(ls "$work/both" | grep -c 'states_.*\.ptx$')
+[ "$n" = 2 ]; check $? "two named ..states_... ($n)"
 same=0
 for f in "$work/both"/*.ptx; do
-	case $(basename "$f") in *.resets_*) continue ;; esac
+	case $(basename "$f") in *.resets_* | *.states_*) continue ;; esac
 	cmp -s "$f" "$plain/$(basename "$f")" || { echo "     differs: $(basename "$f")"; false; } && same=$((same + 1))
 done
 [ "$same" = 3 ]; check $? "resets = { false }: each of the 3 variants' PTX byte for byte as in the representative grid ($same)"
@@ -48,20 +66,27 @@ import json, sys
 m = json.load(open(sys.argv[1]))
 bad = []
 for v in m["variants"]:
-    takes = v["name"].startswith("resets_")
-    if v.get("state") != (["reset"] if takes else []):
+    resets = v["name"].startswith("resets_")
+    states = "states_" in v["name"]
+    want = (["reset"] if resets else []) + (["h0", "hT", "dhT", "dh0"] if states else [])
+    if v.get("state") != want:
         bad.append("%s: state %r" % (v["name"], v.get("state")))
     for p in ("forward", "backward"):
         for l in v[p]:
             steps = "i32:L" in l["args"]   # the kernels that evaluate steps take the length
-            has = "state:reset" in l["args"]
-            if has != (takes and steps):
-                bad.append("%s %s %s: state:reset %s" % (v["name"], p, l["kernel"], "given" if has else "missing"))
+            got = [a for a in l["args"] if a.startswith("state:")]
+            expect = (["state:reset"] if resets and steps else []) + (["state:h0"] if states and steps else [])
+            if states and l["kernel"].endswith("fwd_carry"):
+                expect = ["state:h0", "state:hT"]
+            if states and l["kernel"].endswith("bwd_carry"):
+                expect = ["state:dhT", "state:dh0"]
+            if got != expect:
+                bad.append("%s %s %s: %r, expected %r" % (v["name"], p, l["kernel"], got, expect))
 if bad:
     print("\n".join("     " + b for b in bad))
 sys.exit(1 if bad else 0)
 PY
-check $? "the manifest: state [\"reset\"] exactly for those, and every step kernel of theirs takes state:reset"
+check $? "the manifest: each variant's state list, the step kernels' state:reset / state:h0, the carry kernels' ends"
 miss=""
 for f in "$work/both"/*.resets_*.ptx; do
 	grep -q '@p ld.global.nc.u8' "$f" || miss="$miss $(basename "$f")"
@@ -72,12 +97,12 @@ done
 ptxas=${PTXAS:-$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)}
 if [ -n "$ptxas" ]; then
 	rej="" spills=""
-	for f in "$work/both"/*.resets_*.ptx; do
+	for f in "$work/both"/*.resets_*.ptx "$work/both"/*.states_*.ptx; do
 		log=$("$ptxas" -arch=sm_90 -v "$f" -o /dev/null 2>&1) || rej="$rej $(basename "$f")"
 		s=$(echo "$log" | grep -o '[0-9]* bytes spill stores' | awk '$1 > m { m = $1 } END { print m + 0 }')
 		[ "$s" -gt 0 ] && spills="$spills $(basename "$f" .ptx):$s"
 	done
-	[ -z "$rej" ]; check $? "ptxas -arch=sm_90 accepts every resets module (refused:${rej:- none})"
+	[ -z "$rej" ]; check $? "ptxas -arch=sm_90 accepts every module with a state (refused:${rej:- none})"
 	echo "     spill stores (bytes):${spills:- none}"
 else
 	echo "     (no ptxas: the modules were not compiled)"
