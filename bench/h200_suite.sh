@@ -142,6 +142,26 @@ if [ "$mode" = state ]; then
 		"$BIN" verify --dir "$R" --h0 --resets "${RESET_RATE:-0.01}" $SH > "$EXP/verify_h0_resets.log" 2>&1 || rc=1
 		"$BIN" verify --dir "$R" --shape 1x8192x1024 > "$EXP/verify_state_plain.log" 2>&1 || rc=1
 		wrote="$wrote $EXP/verify_resets.log $EXP/verify_h0.log $EXP/verify_h0_resets.log $EXP/verify_state_plain.log"
+		# speed: 64 documents in 131072 tokens against one sequence (the same variant without marks, and
+		# the plain winner of the carried set ptx), and h0/hT against none at the seed's shapes
+		B="--rounds 1 --samples 5 --profile"
+		for mv in ${RESET_BENCH:-rglru/resets_fused_grouped_prefix32_onepass_chunk8 samu/resets_fused_output_fused_write_shared_sfu_grouped_prefix32_onepass_chunk8}; do
+			m=${mv%%/*} v=${mv#*/}
+			"$BIN" bench --dir "$D" --mixer "$m" --variant "${v#resets_}" --shapes 1x131072x1024 $B \
+				--out "$EXP/bench_${m}_plain.json" >> "$EXP/bench_state.log" 2>&1 || rc=1
+			"$BIN" bench --dir "$R" --mixer "$m" --variant "$v" --shapes 1x131072x1024 $B \
+				--out "$EXP/bench_${m}_unmarked.json" >> "$EXP/bench_state.log" 2>&1 || rc=1
+			"$BIN" bench --dir "$R" --mixer "$m" --variant "$v" --shapes 1x131072x1024 --resets 0.00049 $B \
+				--out "$EXP/bench_${m}_packed64.json" >> "$EXP/bench_state.log" 2>&1 || rc=1
+		done
+		for mv in ${STATE_BENCH:-rglru/states_fused_grouped_prefix32_hierarchical_chunk8 samu/states_fused_output_fused_write_shared_sfu_grouped_prefix32_hierarchical_chunk8}; do
+			m=${mv%%/*} v=${mv#*/}
+			for h in "" --h0; do
+				"$BIN" bench --dir "$R" --mixer "$m" --variant "$v" --shapes "$SEED" $h $B \
+					--out "$EXP/bench_${m}_states${h}.json" >> "$EXP/bench_state.log" 2>&1 || rc=1
+			done
+		done
+		grep -E "^(rglru|samu) +[0-9]+x" "$EXP/bench_state.log" | head -40
 	else
 		echo "state: no carried PTX set state"; rc=1
 	fi

@@ -41,6 +41,8 @@ typedef struct {
 	int nover;
 	const char *only[B_MAXMIX];     /* --mixer */
 	int nonly;
+	double resets;                  /* --resets: reset marks at this rate in every call */
+	int states;                     /* --h0: h0 and dhT given, hT and dh0 taken in every call */
 } BenchOpts;
 
 typedef struct {
@@ -71,7 +73,8 @@ typedef struct {
 #define STR(x) STR_(x)
 #define BENCH_DEFAULT_OUT "out/results.json"
 
-enum { B_DIR, B_SHAPES, B_ROUNDS, B_SAMPLES, B_WARMUP, B_CAL, B_VARIANT, B_MIXER, B_OUT, B_PROFILE, B_SEED };
+enum { B_DIR, B_SHAPES, B_ROUNDS, B_SAMPLES, B_WARMUP, B_CAL, B_VARIANT, B_MIXER, B_OUT, B_PROFILE, B_SEED,
+       B_RESETS, B_H0 };
 
 static const CliOpt OPTS[] = {
 	[B_DIR] = CLI_OPT_DIR,
@@ -87,6 +90,9 @@ static const CliOpt OPTS[] = {
 	[B_PROFILE] = { "--profile", NULL, NULL, "per-kernel times and forward+backward as a CUDA graph, after the rounds",
 	                0 },
 	[B_SEED] = CLI_OPT_SEED,
+	[B_RESETS] = { "--resets", "P", NULL, "every call gives reset marks at rate P (packed documents: 64 in 131072 "
+	               "tokens is 0.00049); the variants must take them", 0 },
+	[B_H0] = { "--h0", NULL, NULL, "every call gives h0 and dhT and takes hT and dh0; the variants must take them", 0 },
 };
 
 const CliCmd cli_bench_cmd = {
@@ -112,6 +118,14 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 		return o->nsh < 0 ? -1 : 0;
 	case B_SEED:
 		return cli_parse_seed(v, &o->seed, err, n);
+	case B_RESETS:
+		if (cli_parse_positive(v, 0.0, 1.0, &o->resets, err, n) == 0)
+			return 0;
+		snprintf(err, n, "want a rate in (0, 1]");
+		return -1;
+	case B_H0:
+		o->states = 1;
+		return 0;
 	}
 	snprintf(err, n, "option %d has no handler", opt);
 	return -1;
@@ -181,6 +195,17 @@ static int pick_mixers(Bench *bn, char *err, size_t n)
 
 /* Every (mixer, shape) without --variant gets the calibration file's winner;
  * all missing entries are reported together, each with its command. */
+/* why variant vi cannot run what --resets / --h0 ask ("" when it can) */
+static void state_refusal(const Bench *bn, int vi, char *why, size_t n)
+{
+	const char *name = recur_manifest_variant_name(bn->m, vi);
+	int marks = mf_takes(bn->m, vi, "reset"), h0 = mf_takes(bn->m, vi, "h0");
+	if ((bn->o.resets > 0 && !marks) || (bn->o.states && !h0))
+		snprintf(why, n, "variant %s takes no %s: bench --variant one that does (recur gen lua/variants/state.lua; "
+		         "recur list shows each variant's state)", name,
+		         bn->o.states && !h0 ? "initial state (--h0)" : "reset marks (--resets)");
+}
+
 static int resolve(Bench *bn, char *err, size_t n)
 {
 	json_t *doc = NULL;
@@ -213,6 +238,8 @@ static int resolve(Bench *bn, char *err, size_t n)
 					         recur_manifest_info(bn->m, "path"), bn->o.dir, mx->mixer, shs);
 			}
 			char rule[512];
+			if (!why[0])
+				state_refusal(bn, mx->vi[s], why, sizeof why);
 			if (!why[0] && recur_check_shape(bn->m, mx->vi[s], bn->o.sh[s], rule, sizeof rule))
 				snprintf(why, sizeof why, "variant %s cannot run %s %s: %s", recur_manifest_variant_name(bn->m, mx->vi[s]),
 				         mx->mixer, shs, rule);
@@ -288,7 +315,9 @@ static int mix_prepare(Bench *bn, Mix *mx, int s, char *err, size_t n)
 		snprintf(err, n, "%s", t);
 		return -1;
 	}
-	if (hbufs_inputs(&bn->h, bn->m, vi, bn->o.sh[s], bn->o.seed + (uint64_t)s * 7919, &mx->b, err, n))
+	if (hbufs_inputs(&bn->h, bn->m, vi, bn->o.sh[s], bn->o.seed + (uint64_t)s * 7919, &mx->b, err, n) ||
+	    ((bn->o.resets > 0 || bn->o.states) &&
+	     hbufs_state(&bn->h, &mx->b, bn->o.resets, bn->o.states, bn->o.seed + (uint64_t)s * 7919 + 1, err, n)))
 		return -1;
 	long long delta;
 	if (harness_memory(&bn->h, mx->v, &mx->b, &delta, err, n))
@@ -545,6 +574,13 @@ static int bench_main(Bench *bn, char *err, size_t n)
 
 	ResProtocol p = { .rounds = o->rounds, .samples = o->samples, .warmup = o->warmup,
 	                  .flush_bytes = (long long)bn->h.flush_bytes };
+	if (o->resets > 0 || o->states) {   /* the results say which state every call gave */
+		char marks[96] = "";
+		if (o->resets > 0)
+			snprintf(marks, sizeof marks, "reset marks at random tokens, rate %g", o->resets);
+		snprintf(p.resets, sizeof p.resets, "every call: %s%s%s", marks, marks[0] && o->states ? "; " : "",
+		         o->states ? "h0 and dhT given, hT and dh0 taken" : "");
+	}
 	policy(bn, "rglru", "RG-LRU", p.baseline_policy, sizeof p.baseline_policy);
 	policy(bn, "samu", "SAMU", p.samu_policy, sizeof p.samu_policy);
 	json_t *doc = results_doc(&bn->env, &p, bn->rows, bn->nrows);

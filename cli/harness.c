@@ -167,9 +167,47 @@ void hbufs_free_outputs(Harness *h, HBufs *b)
 	b->y = b->dx = 0;
 }
 
+int hbufs_state(Harness *h, HBufs *b, double resets, int states, uint64_t seed, char *err, size_t errlen)
+{
+	Rng r;
+	rng_seed(&r, seed);
+	size_t nt = (size_t)b->s.B * (size_t)b->s.L, ns = (size_t)b->s.B * (size_t)b->s.D;
+	size_t nh = nt > ns * 4 ? nt : ns * 4;
+	unsigned char *host = malloc(nh);
+	if (!host) {
+		snprintf(err, errlen, "%s: out of host memory for the sequence state", b->what);
+		return -1;
+	}
+	int rc = 0;
+	if (resets > 0) {
+		for (size_t i = 0; i < nt; i++)
+			host[i] = rng_uniform(&r) < resets;
+		rc = recur_alloc(h->rt, nt, &b->reset, err, errlen) || recur_memcpy_htod(h->rt, b->reset, host, nt, err, errlen);
+		b->st.reset = b->reset;
+	}
+	CUdeviceptr *d[4] = {&b->h0, &b->dhT, &b->hT, &b->dh0};
+	for (int k = 0; states && !rc && k < 4; k++) {
+		float *f = (float *)host;
+		for (size_t i = 0; i < ns; i++)
+			f[i] = k < 2 ? (float)rng_normal(&r) : 0.0f;
+		rc = recur_alloc(h->rt, ns * 4, d[k], err, errlen) || recur_memcpy_htod(h->rt, *d[k], f, ns * 4, err, errlen);
+	}
+	if (states) {
+		b->st.h0 = b->h0;
+		b->st.dhT = b->dhT;
+		b->st.hT = b->hT;
+		b->st.dh0 = b->dh0;
+	}
+	free(host);
+	return rc ? fail(err, errlen, b->what, "uploading the sequence state") : 0;
+}
+
 void hbufs_free(Harness *h, HBufs *b)
 {
 	hbufs_free_outputs(h, b);
+	CUdeviceptr st[5] = {b->reset, b->h0, b->hT, b->dhT, b->dh0};
+	for (int k = 0; k < 5; k++)
+		recur_free(h->rt, st[k]);
 	recur_free(h->rt, b->x);
 	recur_free(h->rt, b->dy);
 	for (int p = 0; p < b->np; p++) {
@@ -181,7 +219,9 @@ void hbufs_free(Harness *h, HBufs *b)
 
 recur_io hbufs_io(const HBufs *b)
 {
-	return (recur_io){ .x = b->x, .y = b->y, .dy = b->dy, .dx = b->dx, .params = b->p, .grads = b->g };
+	int given = b->reset || b->h0;
+	return (recur_io){ .x = b->x, .y = b->y, .dy = b->dy, .dx = b->dx, .params = b->p, .grads = b->g,
+	                   .state = given ? &b->st : NULL };
 }
 
 /* ---- running and timing ---- */

@@ -32,6 +32,8 @@ typedef struct {
 	CUdeviceptr x, dy, y, dx;
 	CUdeviceptr p[H_MAXP], g[H_MAXP];
 	long long parameters;        /* fp32 values in all parameters */
+	CUdeviceptr reset, h0, hT, dhT, dh0;   /* the calls' sequence state (hbufs_state), or 0 */
+	recur_seqstate st;
 	size_t input_bytes;          /* x, dy, parameters, gradients: the memory baseline */
 	char what[200];              /* "rglru VARIANT 1x8192x1024", for messages */
 } HBufs;
@@ -47,6 +49,10 @@ int  harness_flush(Harness *h, char *err, size_t errlen);
 int  hbufs_inputs(Harness *h, const recur_manifest *m, int vi, recur_shape s, uint64_t seed,
                   HBufs *b, char *err, size_t errlen);
 int  hbufs_outputs(Harness *h, HBufs *b, char *err, size_t errlen);   /* y, dx */
+/* A sequence state for every call: reset marks at rate resets (> 0; none
+ * at 0) drawn from seed, and with states nonzero h0 and dhT, and room for
+ * hT and dh0 (all fp32 [B][D]). */
+int  hbufs_state(Harness *h, HBufs *b, double resets, int states, uint64_t seed, char *err, size_t errlen);
 void hbufs_free_outputs(Harness *h, HBufs *b);
 void hbufs_free(Harness *h, HBufs *b);
 /* Names the variant in messages from now on. */

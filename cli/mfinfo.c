@@ -132,3 +132,13 @@ int mf_for_device(recur_manifest *m, char *err, size_t errlen)
 	recur_rt_close(rt);
 	return rc ? -1 : recur_manifest_select(m, major, minor, err, errlen);
 }
+
+int mf_takes(const recur_manifest *m, int v, const char *f)
+{
+	const char *st = recur_manifest_variant_state(m, v);
+	size_t k = strlen(f);
+	for (const char *p = strstr(st, f); p; p = strstr(p + 1, f))
+		if ((p == st || p[-1] == ' ') && (p[k] == 0 || p[k] == ' '))
+			return 1;
+	return 0;
+}

@@ -34,4 +34,8 @@ int  mf_dyn_per_token(const MfInfo *mi, const char *mixer, recur_shape s, long l
 /* The distinct mixers of m's variants, in manifest order; returns the count. */
 int  mf_mixers(const recur_manifest *m, const char **names, int max);
 
+/* Whether variant v's kernels take the sequence state field f ("reset",
+ * "h0", ...: a word of recur_manifest_variant_state). */
+int mf_takes(const recur_manifest *m, int v, const char *f);
+
 #endif

@@ -214,7 +214,8 @@ static json_t *protocol_json(const ResProtocol *p)
 	json_object_set_new(o, "compile_excluded", json_true());
 	json_object_set_new(o, "baseline_policy", json_string(p->baseline_policy));
 	json_object_set_new(o, "samu_policy", json_string(p->samu_policy));
-	json_object_set_new(o, "resets", json_string("independent sequences reset at first token; no internal packed reset"));
+	json_object_set_new(o, "resets", json_string(p->resets[0] ? p->resets : "independent sequences reset at first token; "
+	                                             "no internal packed reset"));
 	json_object_set_new(o, "rounds", json_integer(p->rounds));
 	json_object_set_new(o, "samples_per_round", json_integer(p->samples));
 	json_object_set_new(o, "warmup_runs", json_integer(p->warmup));

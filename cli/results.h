@@ -77,6 +77,7 @@ typedef struct {
 	int rounds, samples, warmup;
 	long long flush_bytes;
 	char baseline_policy[256], samu_policy[256];
+	char resets[256];         /* the calls' sequence state; "" for the seed's (a reset at t = 0 only) */
 } ResProtocol;
 
 /* {"batch": B, "length": L, "width": D}: a shape as the seed writes it */

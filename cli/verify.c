@@ -964,21 +964,10 @@ static int mixer_chosen(const VerifyArgs *a, const char *mixer)
 	return cli_mixer_wanted(a->mixer, a->nmixer, mixer);
 }
 
-/* whether variant v's kernels take the state field f (a word of recur_manifest_variant_state) */
-static int takes(recur_manifest *m, int v, const char *f)
-{
-	const char *st = recur_manifest_variant_state(m, v);
-	size_t k = strlen(f);
-	for (const char *p = strstr(st, f); p; p = strstr(p + 1, f))
-		if ((p == st || p[-1] == ' ') && (p[k] == 0 || p[k] == ' '))
-			return 1;
-	return 0;
-}
-
 /* with --resets, --h0: only the variants whose kernels take what they give */
 static int takes_asked(const VerifyArgs *a, recur_manifest *m, int v)
 {
-	return (a->cx->resets <= 0 || takes(m, v, "reset")) && (!a->cx->states || takes(m, v, "h0"));
+	return (a->cx->resets <= 0 || mf_takes(m, v, "reset")) && (!a->cx->states || mf_takes(m, v, "h0"));
 }
 
 static int chosen(const VerifyArgs *a, recur_manifest *m, int v)
@@ -1028,8 +1017,8 @@ static int check_names(const VerifyArgs *a, recur_manifest *m)
 		}
 		if (!takes_asked(a, m, v)) {
 			fprintf(stderr, "recur verify: variant %s takes no %s (a grid with %s makes variants that do)\n",
-			        a->names[i], a->cx->states && !takes(m, v, "h0") ? "initial state (--h0)" : "reset marks (--resets)",
-			        a->cx->states && !takes(m, v, "h0") ? "states = { true }" : "resets = { true }");
+			        a->names[i], a->cx->states && !mf_takes(m, v, "h0") ? "initial state (--h0)" : "reset marks (--resets)",
+			        a->cx->states && !mf_takes(m, v, "h0") ? "states = { true }" : "resets = { true }");
 			return -1;
 		}
 	}
