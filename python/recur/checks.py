@@ -86,6 +86,23 @@ def resets(r, x, mixer):
     return r.view(torch.uint8) if r.dtype == torch.bool else r
 
 
+def state(t, what, x, mixer):
+    """Checks a state tensor (initial state, a final state's gradient): fp32
+    [B, D] on x's device, contiguous."""
+    where = "recur %s: %s" % (mixer, what)
+    if not isinstance(t, torch.Tensor):
+        raise TypeError("%s must be a torch.Tensor, got %s" % (where, type(t).__name__))
+    if t.dtype != torch.float32:
+        raise TypeError("%s is a %s; states are float32 [B, D]" % (where, _where(t)))
+    if t.device != x.device:
+        raise ValueError("%s is a %s, x is on %s" % (where, _where(t), x.device))
+    if tuple(t.shape) != (x.shape[0], x.shape[2]):
+        raise ValueError("%s is a %s; for x of shape %s it is [B, D] = %s" % (where, _where(t), list(x.shape),
+                                                                           [x.shape[0], x.shape[2]]))
+    if not t.is_contiguous():
+        raise ValueError("%s (a %s) is not contiguous" % (where, _where(t)))
+
+
 def aligned(named, variant, shape):
     """Checks that each (name, tensor) starts on a 16-byte boundary."""
     for name, t in named:

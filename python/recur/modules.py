@@ -68,10 +68,12 @@ class Mixer(nn.Module):
         for spec in self.specs:
             init_(getattr(self, spec.name), spec, generator)
 
-    def forward(self, x, resets=None):
-        """y for x [B, L, width]; resets: [B, L] bool, True where a document starts (see recur.mix)."""
+    def forward(self, x, resets=None, initial_state=None, output_final_state=False):
+        """y for x [B, L, width], or (y, final_state) with output_final_state;
+        resets: [B, L] bool, True where a document starts; initial_state:
+        fp32 [B, width] (see recur.mix)."""
         return ops.mix(x, [getattr(self, s.name) for s in self.specs], self.kernels, self.mixer, self.variant,
-                       resets=resets)
+                       resets=resets, initial_state=initial_state, output_final_state=output_final_state)
 
     def extra_repr(self):
         return "%s, width=%d, variant=%s, kernels=%s" % (self.mixer, self.width, self.variant or "auto",

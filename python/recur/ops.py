@@ -69,22 +69,33 @@ def _capability(index):
     return c
 
 
-def _resolve(x, params, key, mixer, variant, resets=None):
-    """Checks x, params and the reset marks; (kernels, variant name,
+def _resolve(x, params, key, mixer, variant, resets=None, h0=None, want_hT=False):
+    """Checks x, params and the sequence state; (kernels, variant name,
     (B, L, D), DeviceInfo, marks as uint8 or None). A call with marks runs a
-    variant that takes them."""
+    variant that takes them, one with h0 or asking for hT a variant that
+    takes states."""
     k = lookup(key)
     B, L, D = checks.x_shape(x, mixer)
     checks.params(params, k.params(mixer, D), x, mixer)
     marks = checks.resets(resets, x, mixer) if resets is not None else None
+    if h0 is not None:
+        checks.state(h0, "initial_state", x, mixer)
+    need = frozenset((["reset"] if marks is not None else []) + (["h0"] if h0 is not None or want_hT else []))
     dev = device_info(x.device.index)
-    name, _ = k.choose(mixer, B, L, D, dev, variant, frozenset(("reset",)) if marks is not None else frozenset())
+    name, _ = k.choose(mixer, B, L, D, dev, variant, need)
     return k, name, (B, L, D), dev, marks
 
 
-def _state(marks):
+def _state(marks=None, h0=None, hT=None, dhT=None, dh0=None):
     """recur_seqstate of a call (None: the plain call); kept alive by the caller."""
-    return None if marks is None else _lib.SeqState(reset=marks.data_ptr())
+    ts = {"reset": marks, "h0": h0, "hT": hT, "dhT": dhT, "dh0": dh0}
+    if all(t is None for t in ts.values()):
+        return None
+    return _lib.SeqState(**{f: t.data_ptr() for f, t in ts.items() if t is not None})
+
+
+def _io(st, **fields):
+    return _lib.IO(state=ctypes.pointer(st) if st is not None else None, **fields)
 
 
 def _shape_text(s):
@@ -110,25 +121,31 @@ def _ptr_array(tensors):
 
 # ---- the two implementations ----
 
-def forward_impl(x, params, key, mixer, variant, resets=None):
-    k, name, s, dev, marks = _resolve(x, params, key, mixer, variant, resets)
+def _no_state(x):
+    return x.new_empty((0,), dtype=torch.float32)
+
+
+def forward_impl(x, params, key, mixer, variant, resets=None, h0=None, want_hT=False):
+    """(y, saved, hT): hT [B, D] fp32 when want_hT, else an empty tensor."""
+    k, name, s, dev, marks = _resolve(x, params, key, mixer, variant, resets, h0, want_hT)
     checks.aligned([("x", x)] + [(p.name, t) for p, t in zip(k.params(mixer, s[2]), params)], name, _shape_text(s))
     dk = k.on(dev.index)
     n_saved, n_scratch = k.workspace_sizes(name, *s, capability=dk.rt.capability)
     y = torch.empty_like(x)
+    hT = x.new_empty((s[0], s[2]), dtype=torch.float32) if want_hT else _no_state(x)
     saved = torch.empty(n_saved, dtype=torch.uint8, device=x.device)
     scratch = _scratch(n_scratch, x.device)
-    _poison([y], [saved, scratch])
+    _poison([y, hT], [saved, scratch])
     keep, parr = _ptr_array(params)
-    st = _state(marks)
-    io = _lib.IO(x=x.data_ptr(), y=y.data_ptr(), dy=0, dx=0, params=parr, grads=None,
-                 state=ctypes.pointer(st) if st is not None else None)
+    st = _state(marks, h0, hT if want_hT else None)
+    io = _io(st, x=x.data_ptr(), y=y.data_ptr(), dy=0, dx=0, params=parr, grads=None)
     dk.variant(name).forward(_lib.shape(*s), io, _ws(saved, scratch), torch.cuda.current_stream(x.device).cuda_stream)
-    return y, saved
+    return y, saved, hT
 
 
-def backward_impl(dy, x, params, saved, key, mixer, variant, resets=None):
-    k, name, s, dev, marks = _resolve(x, params, key, mixer, variant, resets)
+def backward_impl(dy, dhT, x, params, saved, key, mixer, variant, resets=None, h0=None, want_hT=False):
+    """[dx, *parameter gradients, dh0]: dh0 [B, D] fp32 where h0 was given, else an empty tensor."""
+    k, name, s, dev, marks = _resolve(x, params, key, mixer, variant, resets, h0, want_hT)
     where = "recur %s backward at %s" % (name, _shape_text(s))
     if dy.shape != x.shape or dy.device != x.device:
         raise ValueError("%s: dy is a %s tensor of shape %s on %s, x of shape %s on %s"
@@ -137,6 +154,9 @@ def backward_impl(dy, x, params, saved, key, mixer, variant, resets=None):
         dy = dy.to(torch.bfloat16).contiguous(memory_format=torch.contiguous_format)
         if dy.data_ptr() % _lib.IO_ALIGN:
             dy = dy.clone()
+    if dhT is not None:
+        dhT = dhT.to(torch.float32).contiguous()
+        checks.state(dhT, "the gradient of the final state", x, mixer)
     dk = k.on(dev.index)
     n_saved, n_scratch = k.workspace_sizes(name, *s, capability=dk.rt.capability)
     if saved.dtype != torch.uint8 or saved.numel() != n_saved or saved.device != x.device:
@@ -144,98 +164,119 @@ def backward_impl(dy, x, params, saved, key, mixer, variant, resets=None):
                          "saves %d bytes on %s" % (where, saved.dtype, saved.numel(), saved.device, n_saved, x.device))
     dx = torch.empty_like(x)
     grads = [torch.empty_like(p) for p in params]
+    dh0 = torch.empty_like(h0) if h0 is not None else _no_state(x)
     scratch = _scratch(n_scratch, x.device)
-    _poison([dx] + grads, [scratch])
+    _poison([dx, dh0] + grads, [scratch])
     keep_p, parr = _ptr_array(params)
     keep_g, garr = _ptr_array(grads)
-    st = _state(marks)
-    io = _lib.IO(x=x.data_ptr(), y=0, dy=dy.data_ptr(), dx=dx.data_ptr(), params=parr, grads=garr,
-                 state=ctypes.pointer(st) if st is not None else None)
+    st = _state(marks, h0, None, dhT, dh0 if h0 is not None else None)
+    io = _io(st, x=x.data_ptr(), y=0, dy=dy.data_ptr(), dx=dx.data_ptr(), params=parr, grads=garr)
     dk.variant(name).backward(_lib.shape(*s), io, _ws(saved, scratch),
                               torch.cuda.current_stream(x.device).cuda_stream)
-    return [dx] + grads
+    return [dx] + grads + [dh0]
 
 
-def forward_fake(x, params, key, mixer, variant, resets=None):
-    k, name, s, dev, _ = _resolve(x, params, key, mixer, variant, resets)
+def forward_fake(x, params, key, mixer, variant, resets=None, h0=None, want_hT=False):
+    k, name, s, dev, _ = _resolve(x, params, key, mixer, variant, resets, h0, want_hT)
     n_saved, _ = k.workspace_sizes(name, *s, capability=_capability(dev.index))
-    return torch.empty_like(x), x.new_empty((n_saved,), dtype=torch.uint8)
+    hT = x.new_empty((s[0], s[2]), dtype=torch.float32) if want_hT else _no_state(x)
+    return torch.empty_like(x), x.new_empty((n_saved,), dtype=torch.uint8), hT
 
 
-def backward_fake(dy, x, params, saved, key, mixer, variant, resets=None):
-    _resolve(x, params, key, mixer, variant, resets)
-    return [torch.empty_like(x)] + [torch.empty_like(p) for p in params]
+def backward_fake(dy, dhT, x, params, saved, key, mixer, variant, resets=None, h0=None, want_hT=False):
+    _resolve(x, params, key, mixer, variant, resets, h0, want_hT)
+    dh0 = torch.empty_like(h0) if h0 is not None else _no_state(x)
+    return [torch.empty_like(x)] + [torch.empty_like(p) for p in params] + [dh0]
 
 
 # ---- registration ----
+#
+# What a backward needs of its forward besides x, params and saved: the
+# reset marks and h0 (they decide where the chain is cut) and whether hT was
+# asked for (the variant choice). Optional tensors are saved only when given.
+
+def _pack(ctx, x, saved, params, resets, h0):
+    ctx.has = (resets is not None, h0 is not None)
+    ctx.save_for_backward(x, saved, *params, *[t for t in (resets, h0) if t is not None])
+
+
+def _unpack(ctx):
+    x, saved, *rest = ctx.saved_tensors
+    h0 = rest.pop() if ctx.has[1] else None
+    resets = rest.pop() if ctx.has[0] else None
+    return x, saved, rest, resets, h0
+
 
 if HAS_CUSTOM_OP:
     @torch.library.custom_op("recur::mixer_forward", mutates_args=())
-    def _forward_op(x: torch.Tensor, params: List[torch.Tensor], kernels: str, mixer: str,
-                    variant: str, resets: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
-        return forward_impl(x, params, kernels, mixer, variant, resets)
+    def _forward_op(x: torch.Tensor, params: List[torch.Tensor], kernels: str, mixer: str, variant: str,
+                    resets: Optional[torch.Tensor], h0: Optional[torch.Tensor],
+                    want_hT: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return forward_impl(x, params, kernels, mixer, variant, resets, h0, want_hT)
 
     @torch.library.custom_op("recur::mixer_backward", mutates_args=())
-    def _backward_op(dy: torch.Tensor, x: torch.Tensor, params: List[torch.Tensor], saved: torch.Tensor,
-                     kernels: str, mixer: str, variant: str, resets: Optional[torch.Tensor]) -> List[torch.Tensor]:
-        return backward_impl(dy, x, params, saved, kernels, mixer, variant, resets)
+    def _backward_op(dy: torch.Tensor, dhT: Optional[torch.Tensor], x: torch.Tensor, params: List[torch.Tensor],
+                     saved: torch.Tensor, kernels: str, mixer: str, variant: str, resets: Optional[torch.Tensor],
+                     h0: Optional[torch.Tensor], want_hT: bool) -> List[torch.Tensor]:
+        return backward_impl(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT)
 
     _forward_op.register_fake(forward_fake)
     _backward_op.register_fake(backward_fake)
 
     def _setup_context(ctx, inputs, output):
-        x, params, kernels, mixer, variant, resets = inputs
-        _, saved = output
-        ctx.has_resets = resets is not None
-        ctx.save_for_backward(x, saved, *params, *([resets] if resets is not None else []))
+        x, params, kernels, mixer, variant, resets, h0, want_hT = inputs
+        _pack(ctx, x, output[1], params, resets, h0)
         ctx.call = (kernels, mixer, variant)
+        ctx.want_hT = want_hT
 
-    def _autograd_backward(ctx, dy, dsaved):
-        x, saved, *params = ctx.saved_tensors
-        resets = params.pop() if ctx.has_resets else None
-        g = _backward_op(dy, x, params, saved, *ctx.call, resets)
-        return g[0], list(g[1:]), None, None, None, None
+    def _autograd_backward(ctx, dy, dsaved, dhT):
+        x, saved, params, resets, h0 = _unpack(ctx)
+        dhT = dhT if ctx.want_hT else None
+        g = _backward_op(dy, dhT, x, params, saved, *ctx.call, resets, h0, ctx.want_hT)
+        return g[0], list(g[1:-1]), None, None, None, None, g[-1] if h0 is not None else None, None
 
     _forward_op.register_autograd(_autograd_backward, setup_context=_setup_context)
 
-    def _differentiable(x, params, kernels, mixer, variant, resets):
-        y, _ = _forward_op(x, params, kernels, mixer, variant, resets)
-        return y
+    def _differentiable(x, params, kernels, mixer, variant, resets, h0, want_hT):
+        y, _, hT = _forward_op(x, params, kernels, mixer, variant, resets, h0, want_hT)
+        return y, hT
 
-    def raw_forward(x, params, kernels, mixer, variant, resets):
+    def raw_forward(x, params, kernels, mixer, variant, resets, h0, want_hT):
         with torch.no_grad():    # the caller does its own backward
-            return _forward_op(x, params, kernels, mixer, variant, resets)
+            return _forward_op(x, params, kernels, mixer, variant, resets, h0, want_hT)
 
-    def raw_backward(dy, x, params, saved, kernels, mixer, variant, resets):
+    def raw_backward(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT):
         with torch.no_grad():
-            return _backward_op(dy, x, params, saved, kernels, mixer, variant, resets)
+            return _backward_op(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT)
 else:
     class _MixerFunction(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, x, kernels, mixer, variant, resets, *params):
-            y, saved = forward_impl(x, list(params), kernels, mixer, variant, resets)
-            ctx.has_resets = resets is not None
-            ctx.save_for_backward(x, saved, *params, *([resets] if resets is not None else []))
+        def forward(ctx, x, kernels, mixer, variant, resets, h0, want_hT, *params):
+            y, saved, hT = forward_impl(x, list(params), kernels, mixer, variant, resets, h0, want_hT)
+            _pack(ctx, x, saved, params, resets, h0)
             ctx.call = (kernels, mixer, variant)
-            return y
+            ctx.want_hT = want_hT
+            if not want_hT:
+                ctx.mark_non_differentiable(hT)
+            return y, hT
 
         @staticmethod
-        def backward(ctx, dy):
-            x, saved, *params = ctx.saved_tensors
-            resets = params.pop() if ctx.has_resets else None
-            g = backward_impl(dy, x, params, saved, *ctx.call, resets)
-            return (g[0], None, None, None, None) + tuple(g[1:])
+        def backward(ctx, dy, dhT):
+            x, saved, params, resets, h0 = _unpack(ctx)
+            g = backward_impl(dy, dhT if ctx.want_hT else None, x, params, saved, *ctx.call, resets, h0,
+                              ctx.want_hT)
+            return (g[0], None, None, None, None, g[-1] if h0 is not None else None, None) + tuple(g[1:-1])
 
-    def _differentiable(x, params, kernels, mixer, variant, resets):
-        return _MixerFunction.apply(x, kernels, mixer, variant, resets, *params)
+    def _differentiable(x, params, kernels, mixer, variant, resets, h0, want_hT):
+        return _MixerFunction.apply(x, kernels, mixer, variant, resets, h0, want_hT, *params)
 
-    def raw_forward(x, params, kernels, mixer, variant, resets):
+    def raw_forward(x, params, kernels, mixer, variant, resets, h0, want_hT):
         with torch.no_grad():
-            return forward_impl(x, list(params), kernels, mixer, variant, resets)
+            return forward_impl(x, list(params), kernels, mixer, variant, resets, h0, want_hT)
 
-    def raw_backward(dy, x, params, saved, kernels, mixer, variant, resets):
+    def raw_backward(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT):
         with torch.no_grad():
-            return backward_impl(dy, x, list(params), saved, kernels, mixer, variant, resets)
+            return backward_impl(dy, dhT, x, list(params), saved, kernels, mixer, variant, resets, h0, want_hT)
 
 
 # ---- the public functions ----
@@ -251,33 +292,48 @@ def _kernels_key(kernels):
 
 
 def _no_more(kwargs, what):
-    # Initial and final states and cu_seqlens become keyword arguments here
-    # (None by default) as the kernels take them.
+    # cu_seqlens and a decode step become keyword arguments here (None by
+    # default) as the kernels take them.
     if kwargs:
-        raise TypeError("%s: no keyword %s: of the sequence state the kernels take resets= only, so far"
-                        % (what, ", ".join(sorted(kwargs))))
+        raise TypeError("%s: no keyword %s: of the sequence state the kernels take resets=, initial_state= and "
+                        "output_final_state= so far" % (what, ", ".join(sorted(kwargs))))
 
 
-def mix(x, params, kernels, mixer, variant=None, resets=None, **later):
+def mix(x, params, kernels, mixer, variant=None, resets=None, initial_state=None, output_final_state=False,
+        **later):
     """y = mixer(x) with autograd: x bf16 [B, L, D] on a CUDA device (a
     float32 x is cast to bf16 under torch.autocast(dtype=torch.bfloat16)),
     params the mixer's fp32 tensors in the manifest's order, kernels a
     recur.load()ed folder or its path, variant a name to pin or None.
     resets: bool or uint8 [B, L], True where a document starts (packed
     documents; the state restarts there as at t = 0), run by a variant that
-    takes reset marks (a grid with resets = { true })."""
+    takes reset marks (a grid with resets = { true }).
+    initial_state: fp32 [B, D], the state each row continues from (t = 0 is
+    then no reset; it gets a gradient); output_final_state: also return h at
+    each row's last token, fp32 [B, D], differentiable: (y, final_state).
+    Either runs a variant that takes states (a grid with states = { true })."""
     _no_more(later, "recur.mix")
     if isinstance(x, torch.Tensor) and x.dtype == torch.float32 and _autocast_bf16():
         x = x.to(torch.bfloat16)
-    return _differentiable(x, list(params), _kernels_key(kernels), mixer, variant or "", resets)
+    y, hT = _differentiable(x, list(params), _kernels_key(kernels), mixer, variant or "", resets, initial_state,
+                            bool(output_final_state))
+    return (y, hT) if output_final_state else y
 
 
-def forward(x, params, kernels, mixer, variant=None, resets=None):
-    """(y, saved) without autograd: saved goes to backward() unchanged, with the same resets."""
-    return raw_forward(x, list(params), _kernels_key(kernels), mixer, variant or "", resets)
+def forward(x, params, kernels, mixer, variant=None, resets=None, initial_state=None, output_final_state=False):
+    """(y, saved), or (y, saved, final_state), without autograd: saved goes to
+    backward() unchanged, with the same resets and initial_state."""
+    y, saved, hT = raw_forward(x, list(params), _kernels_key(kernels), mixer, variant or "", resets, initial_state,
+                               bool(output_final_state))
+    return (y, saved, hT) if output_final_state else (y, saved)
 
 
-def backward(dy, x, params, saved, kernels, mixer, variant=None, resets=None):
-    """(dx, [parameter gradients]) of the forward that gave saved."""
-    g = raw_backward(dy, x, list(params), saved, _kernels_key(kernels), mixer, variant or "", resets)
-    return g[0], list(g[1:])
+def backward(dy, x, params, saved, kernels, mixer, variant=None, resets=None, initial_state=None,
+             final_state_grad=None, output_final_state=False):
+    """(dx, [parameter gradients]), and dh0 as a third where initial_state
+    was given, of the forward that gave saved (output_final_state as it
+    was); final_state_grad: the gradient of its final state, or None."""
+    want = bool(output_final_state) or final_state_grad is not None
+    g = raw_backward(dy, final_state_grad, x, list(params), saved, _kernels_key(kernels), mixer, variant or "",
+                     resets, initial_state, want)
+    return (g[0], list(g[1:-1])) + ((g[-1],) if initial_state is not None else ())

@@ -10,8 +10,9 @@ DIR: a folder of `recur gen` holding RG-LRU and SAMU variants (e.g.
 tests/grids/representative.lua's). Prints one line per check, `ok` or
 `FAIL` with its numbers, and exits 1 when any failed. --quick leaves out
 the seed shapes (1x8192x1024, 3x1000x1024). RESETS_DIR: a folder of
-variants taking reset marks (lua/variants/state.lua), checked with marks
-against the reference with the same marks.
+variants taking a sequence state (lua/variants/state.lua), checked with
+reset marks and with initial and final states against the reference
+given the same.
 
 Outputs and workspaces are poisoned before every call (RECUR_POISON=1:
 NaN outputs, 0xff workspace bytes), inputs are fresh random numbers.
@@ -122,6 +123,29 @@ def with_resets(k, mixer, shape, g):
     ok = all(e <= TOL for _, e in errs)
     return ok, "%s %s, %d marks | %s" % (variant, "x".join(map(str, shape)), int(marks.sum()),
                                         " ".join("%s %.1e" % e for e in errs))
+
+
+def with_states(k, mixer, shape, g):
+    """A variant taking states against the float64 reference: random h0,
+    hT returned and given a random gradient; y, hT, dx, dh0 and every
+    parameter gradient."""
+    B, L, D = shape
+    layer = recur.Mixer(k, mixer, D, generator=torch.Generator().manual_seed(B * L + D + 2)).cuda()
+    x = fresh_x(B, L, D, g)
+    dy = torch.randn(B, L, D, generator=g, device="cuda").bfloat16()
+    h0 = torch.randn(B, D, generator=g, device="cuda")
+    dhT = torch.randn(B, D, generator=g, device="cuda")
+    xr, hr = x.detach().requires_grad_(True), h0.detach().requires_grad_(True)
+    ps = list(layer.parameters())
+    y, hT = layer(xr, initial_state=hr, output_final_state=True)
+    dx, dh0, *grads = torch.autograd.grad([y, hT], [xr, hr] + ps, [dy, dhT])
+    ry, rdx, rgrads, rhT, rdh0 = ref_torch.forward_backward(mixer, x, ps, dy, h0=h0, dhT=dhT)
+    errs = [("y", ref_torch.rel_l2(y, ry)), ("hT", ref_torch.rel_l2(hT, rhT)), ("dx", ref_torch.rel_l2(dx, rdx)),
+            ("dh0", ref_torch.rel_l2(dh0, rdh0))]
+    errs += [("d" + s.name, ref_torch.rel_l2(a, b)) for s, a, b in zip(layer.specs, grads, rgrads)]
+    variant = k.choose(mixer, B, L, D, recur.ops.device_info(0), "", frozenset(("h0",)))[0]
+    return all(e <= TOL for _, e in errs), "%s %s | %s" % (variant, "x".join(map(str, shape)),
+                                                            " ".join("%s %.1e" % e for e in errs))
 
 
 def pinned_variants(k, mixer, shape, g):
@@ -395,6 +419,8 @@ def main():
             for shape in ((2, 300, 128), (1, 8192, 1024), (3, 1000, 1024)):
                 check("%s %s with reset marks vs float64 reference" % (mixer, "x".join(map(str, shape))))(
                     lambda: with_resets(kr, mixer, shape, g))
+                check("%s %s with h0 and hT vs float64 reference" % (mixer, "x".join(map(str, shape))))(
+                    lambda: with_states(kr, mixer, shape, g))
     print("%d failed" % len(failures) if failures else "all passed")
     return 1 if failures else 0
 

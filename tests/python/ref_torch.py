@@ -41,17 +41,18 @@ def sqrtb(z):
     return _SqrtB.apply(z)
 
 
-def first_token(x, resets=None):
-    """[1 or B, L, 1] boolean, True at each sequence's first token and at each mark."""
+def first_token(x, resets=None, h0=None):
+    """[1 or B, L, 1] boolean, True at each sequence's first token (unless it
+    continues from an initial state h0) and at each mark."""
     f = torch.zeros(x.shape[1], dtype=torch.bool, device=x.device)
-    f[0] = True
+    f[0] = h0 is None
     f = f.view(1, -1, 1)
     return f if resets is None else f | resets.to(device=x.device, dtype=torch.bool)[..., None]
 
 
-def scan(a, b):
-    """h[t] = a[t] h[t-1] + b[t] with h[-1] = 0, per sequence and channel."""
-    h = torch.zeros_like(b[:, 0])
+def scan(a, b, h0=None):
+    """h[t] = a[t] h[t-1] + b[t] with h[-1] = h0 (0 without), per sequence and channel."""
+    h = torch.zeros_like(b[:, 0]) if h0 is None else h0
     out = []
     for t in range(b.shape[1]):
         h = a[:, t] * h + b[:, t]
@@ -59,16 +60,16 @@ def scan(a, b):
     return torch.stack(out, dim=1)
 
 
-def _gates_input(log_a, x, resets=None):
+def _gates_input(log_a, x, resets=None, h0=None):
     """a with the resets applied (0 there: a * h_prev dropped, and log_a gets
     no gradient), and m = sqrtb(1 - a^2) (1 at a reset)."""
-    first = first_token(x, resets)
+    first = first_token(x, resets, h0)
     a = torch.where(first, torch.zeros_like(log_a), torch.exp(log_a))
     m = torch.where(first, torch.ones_like(log_a), sqrtb(1 - torch.exp(2 * log_a)))
     return a, m
 
 
-def rglru(x, Wa, ba, Wx, bx, lam, resets=None):
+def rglru(x, Wa, ba, Wx, bx, lam, resets=None, h0=None):
     """RG-LRU: x [B, L, D]; Wa, Wx [H][K][K] ([head][in][out]); ba, bx, lam [D]."""
     B, L, D = x.shape
     H, K, _ = Wa.shape
@@ -76,34 +77,48 @@ def rglru(x, Wa, ba, Wx, bx, lam, resets=None):
     pa = torch.einsum("blhi,hij->blhj", xh, Wa).reshape(B, L, D) + ba
     px = torch.einsum("blhi,hij->blhj", xh, Wx).reshape(B, L, D) + bx
     r, i = torch.sigmoid(pa), torch.sigmoid(px)
-    a, m = _gates_input(-C * r * F.softplus(lam), x, resets)
-    return scan(a, m * i * x)
+    a, m = _gates_input(-C * r * F.softplus(lam), x, resets, h0)
+    return scan(a, m * i * x, h0)
 
 
-def samu(x, wu, wv, lam, bu, bv, theta, omega, resets=None):
+def samu(x, wu, wv, lam, bu, bv, theta, omega, resets=None, h0=None):
     """SAMU: x [B, L, D]; wu, wv, lam [D]; bu, bv, theta, omega scalars."""
     D = x.shape[2]
     u = bu + (x @ wu) / math.sqrt(D)          # [B, L]: the controller, per token
     v = bv + (x @ wv) / math.sqrt(D)
     s, g = F.softplus(u), torch.sigmoid(v)
-    a, m = _gates_input(-torch.exp(theta) * s[..., None] * F.softplus(lam), x, resets)
-    h = scan(a, m * g[..., None] * x)
+    a, m = _gates_input(-torch.exp(theta) * s[..., None] * F.softplus(lam), x, resets, h0)
+    h = scan(a, m * g[..., None] * x, h0)
     return h + omega * x
 
 
 MIXERS = {"rglru": (rglru, RGLRU_PARAMS), "samu": (samu, SAMU_PARAMS)}
 
 
-def forward_backward(mixer, x, params, dy, resets=None):
-    """y, dx and the parameter gradients (a list) in float64, for loss = sum(y * dy).
-    x, params (in the mixer's order), dy: tensors of any float dtype; resets: [B, L] marks or None."""
+def final_state(mixer, x, y, params):
+    """h at each row's last token, from y (SAMU's y = h + omega x)."""
+    h = y[:, -1]
+    return h - params[SAMU_PARAMS.index("omega")] * x[:, -1] if mixer == "samu" else h
+
+
+def forward_backward(mixer, x, params, dy, resets=None, h0=None, dhT=None):
+    """y, dx and the parameter gradients (a list) in float64, for loss =
+    sum(y * dy) + sum(hT * dhT). x, params (in the mixer's order), dy: tensors
+    of any float dtype; resets: [B, L] marks or None; h0: [B, D] initial
+    states or None. With h0 or dhT it returns hT and dh0 (None without h0) too."""
     fn, _ = MIXERS[mixer]
     x = x.detach().double().requires_grad_(True)
     ps = [p.detach().double().requires_grad_(True) for p in params]
+    h = h0.detach().double().requires_grad_(True) if h0 is not None else None
     with torch.enable_grad():
-        y = fn(x, *ps, resets=resets)
-        gx, *gp = torch.autograd.grad(y, [x] + ps, dy.double())
-    return y.detach(), gx, gp
+        y = fn(x, *ps, resets=resets, h0=h)
+        hT = final_state(mixer, x, y, ps)
+        loss = (y * dy.double()).sum() + ((hT * dhT.double()).sum() if dhT is not None else 0)
+        grads = torch.autograd.grad(loss, [x] + ps + ([h] if h is not None else []))
+    gx, gp = grads[0], list(grads[1:1 + len(ps)])
+    if h0 is None and dhT is None:
+        return y.detach(), gx, gp
+    return y.detach(), gx, gp, hT.detach(), grads[-1] if h is not None else None
 
 
 def init_params(mixer, D, generator=None, device="cpu"):

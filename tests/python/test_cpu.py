@@ -304,13 +304,18 @@ def stand_in(test, k):
             n = s.B * s.L * s.D
             test.assertEqual((ws.saved_bytes, ws.scratch_bytes), k.workspace_sizes(self.name, s.B, s.L, s.D))
             test.assertEqual((io.dy, io.dx, bool(io.grads)), (0, 0, False))
-            test.calls.append(("forward", self.name, stream, [io.params[i] for i in range(5)], _marks(io)))
+            test.calls.append(("forward", self.name, stream, [io.params[i] for i in range(5)], _marks(io),
+                               _states(io)))
             ctypes.memmove(io.y, io.x, 2 * n)
+            if _states(io)[1]:   # hT: 7 everywhere
+                (ctypes.c_float * (s.B * s.D)).from_address(_states(io)[1])[:] = [7.0] * (s.B * s.D)
 
         def backward(self, s, io, ws, stream):
             n = s.B * s.L * s.D
             test.assertEqual(ws.saved_bytes, k.workspace_sizes(self.name, s.B, s.L, s.D)[0])
-            test.calls.append(("backward", self.name, stream, _marks(io)))
+            test.calls.append(("backward", self.name, stream, _marks(io), _states(io)))
+            if _states(io)[3]:   # dh0: 3 everywhere
+                (ctypes.c_float * (s.B * s.D)).from_address(_states(io)[3])[:] = [3.0] * (s.B * s.D)
             ctypes.memmove(io.dx, io.dy, 2 * n)
             for i, spec in enumerate(test.k.params("rglru", s.D)):
                 count = math.prod(spec.dims)
@@ -341,6 +346,14 @@ def stand_in(test, k):
 
 def _marks(io):
     return io.state.contents.reset if io.state else None
+
+
+def _states(io):
+    """(h0, hT, dhT, dh0) addresses of the call's state (0: none)."""
+    if not io.state:
+        return (0, 0, 0, 0)
+    st = io.state.contents
+    return (st.h0 or 0, st.hT or 0, st.dhT or 0, st.dh0 or 0)
 
 
 class Marshalling(unittest.TestCase):
@@ -419,6 +432,32 @@ class ReferenceResets(unittest.TestCase):
             report("reference with marks = documents apart:", mixer, "worst %.1e" % worst)
 
 
+class ReferenceStates(unittest.TestCase):
+    """ref_torch's initial and final states mean what util/seqstate.h says: a
+    row run in two calls, the second from the first's hT, gives the whole
+    row's y and hT; and chaining the second's dh0 into the first as dhT gives
+    the whole row's dx and parameter gradients."""
+
+    def test_two_calls_are_one_row(self):
+        g = torch.Generator().manual_seed(11)
+        for mixer in ("rglru", "samu"):
+            ps = ref_torch.init_params(mixer, 128, g)
+            x = torch.randn(2, 60, 128, generator=g, dtype=torch.float64)
+            dy = torch.randn(2, 60, 128, generator=g, dtype=torch.float64)
+            dhT = torch.randn(2, 128, generator=g, dtype=torch.float64)
+            y, dx, gp, hT, _ = ref_torch.forward_backward(mixer, x, ps, dy, dhT=dhT)
+            first = ref_torch.forward_backward(mixer, x[:, :23], ps, dy[:, :23], dhT=dhT * 0)   # for its hT
+            second = ref_torch.forward_backward(mixer, x[:, 23:], ps, dy[:, 23:], h0=first[3], dhT=dhT)
+            # the first call's loss gets the second's dh0 as its final state's gradient
+            first = ref_torch.forward_backward(mixer, x[:, :23], ps, dy[:, :23], dhT=second[4])
+            worst = max([ref_torch.rel_l2(torch.cat([first[0], second[0]], 1), y),
+                         ref_torch.rel_l2(second[3], hT),
+                         ref_torch.rel_l2(torch.cat([first[1], second[1]], 1), dx)] +
+                        [ref_torch.rel_l2(a + b, c) for a, b, c in zip(first[2], second[2], gp)])
+            self.assertLess(worst, 1e-12, mixer)
+            report("reference in two calls = one row:", mixer, "worst %.1e" % worst)
+
+
 class ResetMarks(unittest.TestCase):
     """resets= (packed documents) through the operators to C: the call runs a
     variant that takes reset marks, both passes get the marks' address in
@@ -468,6 +507,59 @@ class ResetMarks(unittest.TestCase):
         with self.assertRaises(ValueError) as e:
             plain.choose("rglru", 2, 37, 128, H200, name, frozenset(("reset",)))
         self.assertIn("resets = { true }", str(e.exception))
+
+
+class CarriedStates(unittest.TestCase):
+    """initial_state= and output_final_state= through the operators to C: a
+    variant taking states runs; the forward gets h0 and hT, the backward h0,
+    dhT (the final state's gradient) and dh0, which autograd hands to
+    initial_state.grad; wrong states raise; a folder without them says how."""
+
+    def setUp(self):
+        if not RESETS_KERNELS:
+            self.skipTest("RECUR_TEST_RESETS_KERNELS is not set (python_test.sh makes one)")
+        stand_in(self, recur.load(RESETS_KERNELS))
+
+    def test_h0_in_hT_out_and_their_gradients(self):
+        m = recur.RGLRU(self.k, 128)
+        x = torch.randn(2, 37, 128).bfloat16().requires_grad_(True)
+        h0 = torch.randn(2, 128).requires_grad_(True)
+        y, hT = m(x, initial_state=h0, output_final_state=True)
+        self.assertEqual((hT.shape, hT.dtype), (torch.Size([2, 128]), torch.float32))
+        self.assertTrue(bool((hT == 7.0).all()))
+        (y.float().sum() + 2 * hT.sum()).backward()
+        fwd, bwd = self.calls
+        self.assertIn("h0", self.k.manifest.variants[fwd[1]].state)
+        self.assertEqual(fwd[5][:2], (h0.data_ptr(), hT.data_ptr()))
+        self.assertEqual(fwd[5][2:], (0, 0))
+        self.assertEqual(bwd[4][0], h0.data_ptr())
+        self.assertNotEqual(bwd[4][2], 0)      # dhT: the 2s of the loss
+        self.assertTrue(bool((h0.grad == 3.0).all()))
+        report("initial_state and output_final_state through", fwd[1])
+
+    def test_final_state_without_h0(self):
+        m = recur.RGLRU(self.k, 128)
+        x = torch.randn(1, 20, 128).bfloat16().requires_grad_(True)
+        y, hT = m(x, output_final_state=True)
+        hT.sum().backward()
+        fwd, bwd = self.calls
+        self.assertEqual((fwd[5][0], bwd[4][0], bwd[4][3]), (0, 0, 0))   # no h0, so no dh0
+        self.assertNotEqual(fwd[5][1], 0)
+
+    def test_wrong_states_are_refused(self):
+        m = recur.RGLRU(self.k, 128)
+        x = torch.randn(2, 37, 128).bfloat16()
+        for h0, err in ((torch.zeros(2, 127), ValueError), (torch.zeros(2, 128, dtype=torch.float64), TypeError),
+                        (torch.zeros(128, 2).t(), ValueError), ([0.0] * 256, TypeError)):
+            with self.assertRaises(err) as e:
+                m(x, initial_state=h0)
+            self.assertIn("initial_state", str(e.exception))
+        self.assertEqual(self.calls, [])
+
+    def test_a_folder_without_them_says_how(self):
+        with self.assertRaises(ValueError) as e:
+            kernels().choose("rglru", 2, 37, 128, H200, "", frozenset(("h0",)))
+        self.assertIn("state.lua", str(e.exception))
 
 
 class Gpu(unittest.TestCase):
