@@ -83,8 +83,8 @@ class Chooser:
         if need:
             names = [n for n in names if need <= m.variants[n].state]
             if not names:
-                raise ValueError("no %s variant of %s takes %s (generate one, e.g. recur gen "
-                                 "lua/variants/state.lua for reset marks)" % (mixer, m.path, ", ".join(sorted(need))))
+                raise ValueError("no %s variant of %s takes %s (recur gen lua/variants/state.lua makes variants "
+                                 "taking reset marks and states)" % (mixer, m.path, ", ".join(sorted(need))))
         legal = [n for n in names if m.check_shape(n, s) is None]
         if not legal:
             reasons = sorted({m.check_shape(n, s) for n in names})
