@@ -70,7 +70,7 @@ FILE:LINE, and the generator then writes nothing.
       resets = { false },                  { true }: the kernels also take per-token
                                            reset marks (packed documents, util/seqstate.h)
       states = { false },                  { true }: and initial and final states (h0, hT,
-                                           dhT, dh0); scan "hierarchical" only, so far
+                                           dhT, dh0)
       controller = "name",                 default: the mixer's controller
       rules = { { "D % 64 == 0", "message" }, ... },   shape rules (util/shapex.h)
     }
@@ -624,13 +624,6 @@ function R.variants(o)
   local resets = bool_list(o.resets, "resets")
   local states = bool_list(o.states, "states")
   local scans = o.scan == nil and { "hierarchical" } or int_list(o.scan, "scan", SCANS)
-  for _, hs in ipairs(states) do
-    for _, sc in ipairs(scans) do
-      if hs and sc ~= "hierarchical" then
-        fail("states = { true } needs scan \"hierarchical\": the look-back and one-pass scans take no initial or final state yet (scan %s)", sc)
-      end
-    end
-  end
   local ctl = o.controller
   if ctl ~= nil and (not text(ctl) or ctl == "" or #ctl > MAXNAME) then
     fail("controller must be a non-empty line of text of at most %d characters, got %s", MAXNAME, describe(ctl))

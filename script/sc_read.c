@@ -337,8 +337,6 @@ static void rd_variant(const Rd *rd, int e, int ntoken, Variant *v, const char *
 		        !v->fused && ntoken == 0 ? "true" : "false");
 	if (v->shared_sfu && ntoken == 0)
 		rd_fail(rd, "%s: shared_sfu needs per-token shared expressions; the mixer has none", of);
-	if (v->states && v->lookback)
-		rd_fail(rd, "%s: states needs scan hierarchical (the look-back and one-pass scans take no state yet)", of);
 }
 
 static void rd_variants(const Rd *rd, int t, VariantSet *vs)

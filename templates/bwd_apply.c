@@ -411,9 +411,19 @@ static void bwd_groups_onepass(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG)
 	if_begin(I, &big, ilt(I, ci32(I, ONEPASS_MAXG), nctaid(I, 0)), "lb_big");
 	irb_trap(I);
 	if_end(I, &big);
+	/* every block's first group takes, through the look-back, the maps of
+	 * all the groups after it, applied to what enters from beyond the end:
+	 * dhT where the caller gives it (states variants), else 0 */
+	Lanes *ln = bw->ln;
+	LLVMValueRef dhT = T->v->states ? ksig_arg(T, bw->sig, "state:dhT") : NULL;
+	LLVMValueRef sidx[4] = { NULL };
 	Var uR[4];
-	for (int c = 0; c < 4; c++)
-		uR[c] = var_init(I, cf32(I, 0.0), "uR");
+	for (int c = 0; c < 4; c++) {
+		if (dhT)
+			sidx[c] = iadd(I, imul(I, sext64(I, ln->b), sext64(I, ln->D)),
+			               sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), ln->ch[c])));
+		uR[c] = var_init(I, dhT ? state_load(I, dhT, sidx[c], LLVMConstInt(I->i1, 1, 0)) : cf32(I, 0.0), "uR");
+	}
 	Var last = var_init(I, ci32(I, 0), "last_gb");
 	Loop Lg;
 	loop_begin(I, &Lg, ctaid(I, 0), NG, nctaid(I, 0), "grp");
@@ -424,6 +434,10 @@ static void bwd_groups_onepass(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG)
 		tok_tail_at(bw, NG, prev_group(bw, bw->gb));
 	}
 	bwd_group_split(bw, ckpt, NG, uR);
+	if (dhT)   /* what leaves group 0 to the left is dh0 = a[0] dh[0] */
+		for (int c = 0; c < 4; c++)
+			state_store(I, ksig_arg(T, bw->sig, "state:dh0"), sidx[c],
+			            land(I, ieq(I, bw->gb, ci32(I, 0)), ieq(I, ln->g, ci32(I, 0))), var_get(I, uR[c]));
 	loop_end(I, &Lg);
 	/* the block's last group: the trip after it never comes. Every block
 	 * has one (G <= NG), so tok_tail_at's test holds here */
@@ -461,6 +475,10 @@ static Launch *bwd_apply_launch(Tmpl *T, int smem)
 	if (onepass) {
 		ksig_add(T, &l->sig, "ws:baggA", I->gptr);
 		ksig_add(T, &l->sig, "ws:baggB", I->gptr);
+		if (T->v->states) {   /* the message entering the sequence's end, and the one leaving its start */
+			ksig_add(T, &l->sig, "state:dhT", I->gptr);
+			ksig_add(T, &l->sig, "state:dh0", I->gptr);
+		}
 	} else {
 		ksig_add(T, &l->sig, "ws:ucarry", I->gptr);
 	}

@@ -20,28 +20,6 @@
 
 #define CARRY_SEGS 16
 
-/* p[idx] where p is not null and the lane's channel is live; else 0 */
-static LLVMValueRef state_load(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef live)
-{
-	LLVMValueRef given = LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildPtrToInt(I->b, p, I->i64, ""), ci64(I, 0), "");
-	Var v = var_init(I, cf32(I, 0.0), "state");
-	IfBlk f;
-	if_begin(I, &f, land(I, given, live), "state_in");
-	var_set(I, v, ld(I, I->f32, gep_f32(I, p, idx), 4));
-	if_end(I, &f);
-	return var_get(I, v);
-}
-
-/* p[idx] = v where p is not null and the lane's channel is live */
-static void state_store(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef live, LLVMValueRef v)
-{
-	LLVMValueRef given = LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildPtrToInt(I->b, p, I->i64, ""), ci64(I, 0), "");
-	IfBlk f;
-	if_begin(I, &f, land(I, given, live), "state_out");
-	st(I, v, gep_f32(I, p, idx), 4);
-	if_end(I, &f);
-}
-
 void tmpl_carry(Tmpl *T, int backward)
 {
 	Irb *I = &T->I;

@@ -342,6 +342,8 @@ void tmpl_fwd_apply(Tmpl *T)
 		ksig_add(T, &l->sig, "ws:aggA", I->gptr);
 		ksig_add(T, &l->sig, "ws:aggB", I->gptr);
 		ksig_add(T, &l->sig, "ws:hend", I->gptr);
+		if (T->v->states)   /* the last tile's end state (h0 comes with the step kernels' args) */
+			ksig_add(T, &l->sig, "state:hT", I->gptr);
 	} else {
 		ksig_add(T, &l->sig, "ws:carry", I->gptr);
 	}

@@ -129,3 +129,25 @@ void ksig_shape(Tmpl *T, KSig *s)
 	ksig_add(T, s, "i32:L", T->I.i32);
 	ksig_add(T, s, "i32:D", T->I.i32);
 }
+
+/* p[idx] where p is not null and ok; else 0 (a caller's optional state) */
+LLVMValueRef state_load(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef ok)
+{
+	LLVMValueRef given = LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildPtrToInt(I->b, p, I->i64, ""), ci64(I, 0), "");
+	Var v = var_init(I, cf32(I, 0.0), "state");
+	IfBlk f;
+	if_begin(I, &f, land(I, given, ok), "state_in");
+	var_set(I, v, ld(I, I->f32, gep_f32(I, p, idx), 4));
+	if_end(I, &f);
+	return var_get(I, v);
+}
+
+/* p[idx] = v where p is not null and ok */
+void state_store(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef ok, LLVMValueRef v)
+{
+	LLVMValueRef given = LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildPtrToInt(I->b, p, I->i64, ""), ci64(I, 0), "");
+	IfBlk f;
+	if_begin(I, &f, land(I, given, ok), "state_out");
+	st(I, v, gep_f32(I, p, idx), 4);
+	if_end(I, &f);
+}

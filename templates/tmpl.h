@@ -323,6 +323,10 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
 /* the caller's reset marks of the step (where the variant takes them), then
  * whether slot s is a reset: as i1, and as the mixer's `first` (1.0 / 0.0) */
 void step_marks(Tmpl *T, Lanes *ln, Step *st);
+/* a caller's optional state (state:h0, hT, ...): p[idx] where p is not
+ * null and ok, else 0; and p[idx] = v where p is not null and ok */
+LLVMValueRef state_load(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef ok);
+void state_store(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef ok, LLVMValueRef v);
 /* reset[b][t] as i32 0 / 1 where ok (a row inside the sequence), else 0: one predicated load */
 LLVMValueRef reset_mark_at(Tmpl *T, Lanes *ln, LLVMValueRef t, LLVMValueRef ok);
 LLVMValueRef step_isfirst(Tmpl *T, const Step *st, int s);

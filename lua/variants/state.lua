@@ -1,9 +1,9 @@
 -- Variants taking a sequence state (lua/recur.lua: the options resets and
 -- states): the forms the calibration picks among at the seed's shapes, for
--- both mixers. resets = { true }: per-token reset marks (packed
--- documents), every scan kind; states = { true }: initial and final
--- states (h0, hT, dhT, dh0), the hierarchical scan, with and without
--- marks. Not part of all.lua: recur gen lua/variants/state.lua -o out/state.
+-- both mixers and every scan kind. resets = { true }: per-token reset
+-- marks (packed documents); states = { true }: initial and final states
+-- (h0, hT, dhT, dh0), with and without marks. Not part of all.lua:
+-- recur gen lua/variants/state.lua -o out/state.
 local R = require "recur"
 local rglru, samu = require "arch.rglru", require "arch.samu"
 
@@ -21,6 +21,7 @@ return {
     chunk  = { 8, 16 },
     prefix = { 32, 64 },
     fused  = { true },
+    scan   = { "hierarchical", "lookback", "onepass" },
     resets = { false, true },
     states = { true },
   },
@@ -41,6 +42,7 @@ return {
     shared_sfu   = { true },
     fused_output = { true },
     fused_write  = { true },
+    scan         = { "hierarchical", "lookback", "onepass" },
     resets       = { false, true },
     states       = { true },
   },
