@@ -49,7 +49,9 @@
 #                                        1x8192x1024, 2x777x2048 and 4x300x512:
 #                                        with reset marks (--resets 0.01), with
 #                                        h0/hT/dhT/dh0 (--h0), with both, and
-#                                        every variant plainly at 1x8192x1024
+#                                        every variant plainly at 1x8192x1024;
+#                                        then the speed runs (STATE_PARTS=verify
+#                                        or bench, STATE_SHAPES: one call each)
 #          bench/h200_suite.sh sanitize  compute-sanitizer (memcheck, racecheck,
 #                                        synccheck, initcheck; $TOOLS_LIST) over
 #                                        every variant (tests/gpu_sanitize.sh)
@@ -136,15 +138,19 @@ if [ "$mode" = state ]; then
 	R=$PTXROOT/state
 	if [ -d "$R" ]; then
 		[ -n "${NOWARM:-}" ] || bash bench/jit_warm.sh "$BIN" "$R" "" "$TMPD/jit_warm.log" || rc=1
-		SH="--shape 3x1000x1024 --shape 1x8192x1024 --shape 2x777x2048 --shape 4x300x512"
-		"$BIN" verify --dir "$R" --resets "${RESET_RATE:-0.01}" $SH > "$EXP/verify_resets.log" 2>&1 || rc=1
-		"$BIN" verify --dir "$R" --h0 $SH > "$EXP/verify_h0.log" 2>&1 || rc=1
-		"$BIN" verify --dir "$R" --h0 --resets "${RESET_RATE:-0.01}" $SH > "$EXP/verify_h0_resets.log" 2>&1 || rc=1
-		"$BIN" verify --dir "$R" --shape 1x8192x1024 > "$EXP/verify_state_plain.log" 2>&1 || rc=1
-		wrote="$wrote $EXP/verify_resets.log $EXP/verify_h0.log $EXP/verify_h0_resets.log $EXP/verify_state_plain.log"
+		# STATE_SHAPES, STATE_PARTS ("verify", "bench" or both): to split the mode over calls of 10 minutes
+		SH=$(echo "${STATE_SHAPES:-3x1000x1024,1x8192x1024,2x777x2048,4x300x512}" | tr ',' '\n' | sed 's/^/--shape /')
+		case " ${STATE_PARTS:-verify bench} " in *" verify "*)
+			"$BIN" verify --dir "$R" --resets "${RESET_RATE:-0.01}" $SH > "$EXP/verify_resets.log" 2>&1 || rc=1
+			"$BIN" verify --dir "$R" --h0 $SH > "$EXP/verify_h0.log" 2>&1 || rc=1
+			"$BIN" verify --dir "$R" --h0 --resets "${RESET_RATE:-0.01}" $SH > "$EXP/verify_h0_resets.log" 2>&1 || rc=1
+			"$BIN" verify --dir "$R" --shape 1x8192x1024 > "$EXP/verify_state_plain.log" 2>&1 || rc=1
+			wrote="$wrote $EXP/verify_resets.log $EXP/verify_h0.log $EXP/verify_h0_resets.log $EXP/verify_state_plain.log"
+		esac
 		# speed: 64 documents in 131072 tokens against one sequence (the same variant without marks, and
 		# the plain winner of the carried set ptx), and h0/hT against none at the seed's shapes
 		B="--rounds 1 --samples 5 --profile"
+		case " ${STATE_PARTS:-verify bench} " in *" bench "*) ;; *) RESET_BENCH=" " STATE_BENCH=" " ;; esac
 		for mv in ${RESET_BENCH:-rglru/resets_fused_grouped_prefix32_onepass_chunk8 samu/resets_fused_output_fused_write_shared_sfu_grouped_prefix32_onepass_chunk8}; do
 			m=${mv%%/*} v=${mv#*/}
 			"$BIN" bench --dir "$D" --mixer "$m" --variant "${v#resets_}" --shapes 1x131072x1024 $B \
@@ -161,7 +167,7 @@ if [ "$mode" = state ]; then
 					--out "$EXP/bench_${m}_states${h}.json" >> "$EXP/bench_state.log" 2>&1 || rc=1
 			done
 		done
-		grep -E "^(rglru|samu) +[0-9]+x" "$EXP/bench_state.log" | head -40
+		grep -E "^(rglru|samu) +[0-9]+x" "$EXP/bench_state.log" 2>/dev/null | head -40
 	else
 		echo "state: no carried PTX set state"; rc=1
 	fi
