@@ -19,20 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int n_pass, n_fail;
-
-static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("%s ", ok ? "ok  " : "FAIL");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	if (ok) n_pass++;
-	else n_fail++;
-}
+#include "checkf.h"
 
 /* Leaf values, addressable by (op, idx) so that one can be perturbed. */
 typedef struct {

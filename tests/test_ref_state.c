@@ -41,6 +41,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "checkf.h"
 
 #define MAXP 16
 #define TOL_CROSS 1e-12 /* ref/ against the graph's: the same formulas, other operation orders */
@@ -58,20 +59,7 @@
 #define TOL_SUMS 1e-12
 #define TOL_FD 1e-6 /* as tests/test_ref_fd.c: 4th-order stencil, h = 1e-3 */
 
-static int n_pass, n_fail;
 static char g_lua[1100], g_tmp[1200];
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("%s ", ok ? "ok  " : "FAIL");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	ok ? n_pass++ : n_fail++;
-}
 
 static void *mem(size_t n)
 {

@@ -31,22 +31,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "checkf.h"
 
 #define TOL 1e-10
 
-static int n_pass, n_fail;
 static char g_lua[1100], g_tmp[1200];
-
-static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("%s ", ok ? "ok  " : "FAIL");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	ok ? n_pass++ : n_fail++;
-}
 
 static double *vec(size_t n)
 {

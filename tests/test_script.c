@@ -23,20 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int n_pass, n_fail;
-
-static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("%s ", ok ? "ok  " : "FAIL");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	if (ok) n_pass++;
-	else n_fail++;
-}
+#include "checkf.h"
 
 static char g_root[1024], g_lua[1100];   /* source tree and its lua/ (set once in main) */
 
