@@ -16,7 +16,7 @@
  *   the device's memory exhausted in the middle of a plan: each a message
  *   naming what failed, nothing left allocated on the device, no crash.
  */
-#include "hostcu.h"
+#include "hostsession.h"
 #include "check.h"
 #include "testfs.h"
 #include <limits.h>
@@ -76,36 +76,6 @@ static const char *manifest =
                                                                                             WS4("B*1048576"),
                                                                                             "1") "\n"
                                                                                                  " ]}\n";
-
-typedef struct {
-	recur_rt *rt;
-	recur_manifest *m;
-	CUdeviceptr x, y, dy, dx, p[1], g[1];
-	recur_io io;
-} Session;
-
-static int io_alloc(Session *S, recur_shape s, char *err, size_t n)
-{
-	size_t bytes;
-	if (recur_tensor_bytes(s, 2, &bytes, err, n))
-		return -1;
-	if (recur_alloc(S->rt, bytes, &S->x, err, n) || recur_alloc(S->rt, bytes, &S->y, err, n) ||
-	    recur_alloc(S->rt, bytes, &S->dy, err, n) || recur_alloc(S->rt, bytes, &S->dx, err, n) ||
-	    recur_alloc(S->rt, (size_t)s.D * 4, &S->p[0], err, n) ||
-	    recur_alloc(S->rt, (size_t)s.D * 4, &S->g[0], err, n))
-		return -1;
-	S->io = (recur_io){.x = S->x, .y = S->y, .dy = S->dy, .dx = S->dx, .params = S->p, .grads = S->g};
-	return 0;
-}
-
-static void io_free(Session *S)
-{
-	CUdeviceptr *b[6] = {&S->x, &S->y, &S->dy, &S->dx, &S->p[0], &S->g[0]};
-	for (int i = 0; i < 6; i++) {
-		recur_free(S->rt, *b[i]);
-		*b[i] = 0;
-	}
-}
 
 /* forward then backward of variant name at s, each pass's pointers checked */
 static int run_pair(Session *S, const char *name, recur_shape s, char *err, size_t n)

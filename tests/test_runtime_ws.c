@@ -16,7 +16,7 @@
  *   variant refuses: each refused before any launch, with a message naming
  *   the region, the bytes and the shape.
  */
-#include "hostcu.h"
+#include "hostsession.h"
 #include "check.h"
 #include "testfs.h"
 #include <stdlib.h>
@@ -58,13 +58,6 @@ static size_t up(size_t n)
 {
 	return (n + 255) / 256 * 256;
 }
-
-typedef struct {
-	recur_rt *rt;
-	recur_manifest *m;
-	CUdeviceptr x, y, dy, dx, p[1], g[1];
-	recur_io io;
-} Session;
 
 /* argument k of the last recorded launch, as the kernel got it */
 static CUdeviceptr arg(int k)
@@ -223,23 +216,17 @@ int main(void)
 	Session S = {0};
 	char err[1024] = "", path[300];
 	recur_shape s = {2, 37, 64};
-	size_t bytes = 0;
 	snprintf(path, sizeof path, "%s/manifest.json", dir);
 	int rc = hc_open(&S.rt, err, sizeof err) || recur_manifest_load(path, &S.m, err, sizeof err) ||
-	         recur_tensor_bytes(s, 2, &bytes, err, sizeof err) || recur_alloc(S.rt, bytes, &S.x, err, sizeof err) ||
-	         recur_alloc(S.rt, bytes, &S.y, err, sizeof err) || recur_alloc(S.rt, bytes, &S.dy, err, sizeof err) ||
-	         recur_alloc(S.rt, bytes, &S.dx, err, sizeof err) || recur_alloc(S.rt, 256, &S.p[0], err, sizeof err) ||
-	         recur_alloc(S.rt, 256, &S.g[0], err, sizeof err);
-	S.io = (recur_io){.x = S.x, .y = S.y, .dy = S.dy, .dx = S.dx, .params = S.p, .grads = S.g};
+	         io_alloc(&S, s, err, sizeof err);
 	check(rc == 0, "the runtime opens on the host stand-in and loads the manifest", "%s", err);
 	if (rc == 0) {
 		sizes(&S, s);
 		layout(&S, s);
 		backward_clears(&S, s);
 	}
-	CUdeviceptr *b[6] = {&S.x, &S.y, &S.dy, &S.dx, &S.p[0], &S.g[0]};
-	for (int i = 0; S.rt && i < 6; i++)
-		recur_free(S.rt, *b[i]);
+	if (S.rt)
+		io_free(&S);
 	recur_manifest_free(S.m);
 	recur_rt_close(S.rt);
 	check(hc.nblk == 0, "closing the runtime leaves nothing on the device", "%d blocks", hc.nblk);

@@ -1,0 +1,40 @@
+/* A runtime session on the host stand-in (hostcu.h) with the tensors of
+ * one call of a one-parameter test mixer: x, y, dy, dx bf16 [B][L][D], the
+ * parameter and its gradient fp32 [D]. Shared by the runtime tests that
+ * run plans; included once by each. */
+#ifndef RECUR_TEST_HOSTSESSION_H
+#define RECUR_TEST_HOSTSESSION_H
+#include "hostcu.h"
+
+typedef struct {
+	recur_rt *rt;
+	recur_manifest *m;
+	CUdeviceptr x, y, dy, dx, p[1], g[1];
+	recur_io io;
+} Session;
+
+/* the tensors at shape s, and S->io over them */
+static int io_alloc(Session *S, recur_shape s, char *err, size_t n)
+{
+	size_t bytes;
+	if (recur_tensor_bytes(s, 2, &bytes, err, n))
+		return -1;
+	if (recur_alloc(S->rt, bytes, &S->x, err, n) || recur_alloc(S->rt, bytes, &S->y, err, n) ||
+	    recur_alloc(S->rt, bytes, &S->dy, err, n) || recur_alloc(S->rt, bytes, &S->dx, err, n) ||
+	    recur_alloc(S->rt, (size_t)s.D * 4, &S->p[0], err, n) ||
+	    recur_alloc(S->rt, (size_t)s.D * 4, &S->g[0], err, n))
+		return -1;
+	S->io = (recur_io){.x = S->x, .y = S->y, .dy = S->dy, .dx = S->dx, .params = S->p, .grads = S->g};
+	return 0;
+}
+
+static void io_free(Session *S)
+{
+	CUdeviceptr *b[6] = {&S->x, &S->y, &S->dy, &S->dx, &S->p[0], &S->g[0]};
+	for (int i = 0; i < 6; i++) {
+		recur_free(S->rt, *b[i]);
+		*b[i] = 0;
+	}
+}
+
+#endif
