@@ -458,16 +458,20 @@ class ReferenceStates(unittest.TestCase):
             report("reference in two calls = one row:", mixer, "worst %.1e" % worst)
 
 
-class ResetMarks(unittest.TestCase):
-    """resets= (packed documents) through the operators to C: the call runs a
-    variant that takes reset marks, both passes get the marks' address in
-    recur_io.state, bool marks go as bytes, wrong marks raise, and a folder or
-    pinned variant without them says how to get one."""
+class _StateFolder(unittest.TestCase):
+    """The stand-in over the folder of variants taking a sequence state."""
 
     def setUp(self):
         if not RESETS_KERNELS:
             self.skipTest("RECUR_TEST_RESETS_KERNELS is not set (python_test.sh makes one)")
         stand_in(self, recur.load(RESETS_KERNELS))
+
+
+class ResetMarks(_StateFolder):
+    """resets= (packed documents) through the operators to C: the call runs a
+    variant that takes reset marks, both passes get the marks' address in
+    recur_io.state, bool marks go as bytes, wrong marks raise, and a folder or
+    pinned variant without them says how to get one."""
 
     def test_both_passes_get_the_marks(self):
         m = recur.RGLRU(self.k, 128)
@@ -509,16 +513,11 @@ class ResetMarks(unittest.TestCase):
         self.assertIn("resets = { true }", str(e.exception))
 
 
-class CarriedStates(unittest.TestCase):
+class CarriedStates(_StateFolder):
     """initial_state= and output_final_state= through the operators to C: a
     variant taking states runs; the forward gets h0 and hT, the backward h0,
     dhT (the final state's gradient) and dh0, which autograd hands to
     initial_state.grad; wrong states raise; a folder without them says how."""
-
-    def setUp(self):
-        if not RESETS_KERNELS:
-            self.skipTest("RECUR_TEST_RESETS_KERNELS is not set (python_test.sh makes one)")
-        stand_in(self, recur.load(RESETS_KERNELS))
 
     def test_h0_in_hT_out_and_their_gradients(self):
         m = recur.RGLRU(self.k, 128)
