@@ -54,6 +54,10 @@ int recur_graph_create(recur_variant *v, recur_shape s, const recur_io *io, int 
 	if (rt_variant_profiling(v))
 		return rt_vfail(err, errlen, "variant %s: a graph at %s with profiling on: its events would be captured, "
 		                "not timed; turn profiling off", name, shape);
+	/* a pass the variant cannot run is refused before anything is allocated */
+	if (((passes & RECUR_GRAPH_FORWARD) && rt_variant_check(v, RT_FWD, s, io, err, errlen)) ||
+	    ((passes & RECUR_GRAPH_BACKWARD) && rt_variant_check(v, RT_BWD, s, io, err, errlen)))
+		return -1;
 	if (((passes & RECUR_GRAPH_FORWARD) && rt_variant_prepare(v, RT_FWD, s, e, sizeof e)) ||
 	    ((passes & RECUR_GRAPH_BACKWARD) && rt_variant_prepare(v, RT_BWD, s, e, sizeof e)))
 		return rt_vfail(err, errlen, "a graph of variant %s: %s", name, e);

@@ -485,8 +485,7 @@ static int ld_arg(Ld *L, const char *s, const rt_mixer *mx, const rt_vdesc *d, i
 		for (a->index = 0; a->index < RT_NSTATE && strcmp(rest, rt_state_name[a->index]); a->index++)
 			;
 		if (a->index == RT_NSTATE)
-			return ld_fail(L, "\"%s\" names no field of the sequence state (h0, reset, cu_seqlens, hT, dhT, "
-			               "dh0, map_loga, map_h)", s);
+			return ld_fail(L, "\"%s\" names no field of the sequence state (%s)", s, rt_state_names);
 		if (!(d->state >> a->index & 1))
 			return ld_fail(L, "\"%s\": the variant's \"state\" does not list %s", s, rest);
 		return 0;
@@ -631,7 +630,30 @@ static int ld_module_file(Ld *L, const char *what, const char *name, const char 
 }
 
 const char *const rt_state_name[RT_NSTATE] = {"h0", "reset", "cu_seqlens", "hT", "dhT", "dh0", "map_loga",
-                                               "map_h"};
+                                               "map_h", "index"};
+const char rt_state_names[] = "h0, reset, cu_seqlens, hT, dhT, dh0, map_loga, map_h, index";
+
+/* "scan": the kind of scan of the variant's kernels (absent, as in
+ * manifests before it: hierarchical). A decode step runs forward only and
+ * updates a pool of states, in place where hT is h0 (plan.c lets it). */
+static int ld_scan(Ld *L, json_t *j, rt_vdesc *d)
+{
+	static const char *const scans[] = {"hierarchical", "lookback", "onepass", "decode"};
+	const char *scan;
+	if (ld_str(L, j, "scan", 0, &scan))
+		return -1;
+	d->scan = scans[0];
+	d->decode = 0;
+	if (!scan)
+		return 0;
+	for (size_t k = 0; k < sizeof scans / sizeof *scans; k++)
+		if (!strcmp(scan, scans[k])) {
+			d->scan = scans[k];
+			d->decode = !strcmp(scan, "decode");
+			return 0;
+		}
+	return ld_fail(L, "unknown scan \"%s\" (expected hierarchical, lookback, onepass or decode)", scan);
+}
 
 /* "state": the names of the sequence state's fields the kernels take
  * (absent, as in manifests before it: none) */
@@ -652,8 +674,7 @@ static int ld_state(Ld *L, json_t *j, rt_vdesc *d)
 		while (n && i < RT_NSTATE && strcmp(n, rt_state_name[i]))
 			i++;
 		if (!n || i == RT_NSTATE)
-			return ld_fail(L, "\"state\"[%zu] is not a field of the sequence state (h0, reset, cu_seqlens, hT, "
-			               "dhT, dh0, map_loga, map_h)", k);
+			return ld_fail(L, "\"state\"[%zu] is not a field of the sequence state (%s)", k, rt_state_names);
 		if (d->state >> i & 1)
 			return ld_fail(L, "\"state\" lists %s twice", n);
 		d->state |= 1u << i;
@@ -715,7 +736,7 @@ static int ld_variant(Ld *L, int vi, json_t *j, rt_vdesc *d)
 		return ld_fail(L, "cubin_target \"%s\" is no target (sm_ and two or three digits, then an optional a)",
 		               d->cubin_target);
 
-	if (ld_state(L, j, d))
+	if (ld_state(L, j, d) || ld_scan(L, j, d))
 		return -1;
 	ShapeVars sv;
 	if (ld_vars(L, vars, d, &sv) || ld_rules(L, rules, d, &sv) || ld_workspaces(L, wss, d, &sv) ||
@@ -882,6 +903,12 @@ const char *recur_manifest_variant_state(const recur_manifest *m, int i)
 	return d ? d->state_text : "";
 }
 
+const char *recur_manifest_variant_scan(const recur_manifest *m, int i)
+{
+	const rt_vdesc *d = vdesc(m, i);
+	return d ? d->scan : NULL;
+}
+
 CUdeviceptr rt_state_ptr(const recur_seqstate *st, int i)
 {
 	if (!st)
@@ -889,7 +916,7 @@ CUdeviceptr rt_state_ptr(const recur_seqstate *st, int i)
 	const CUdeviceptr f[RT_NSTATE] = {
 		[RT_STATE_H0] = st->h0, [RT_STATE_RESET] = st->reset, [RT_STATE_CU_SEQLENS] = st->cu_seqlens,
 		[RT_STATE_HT] = st->hT, [RT_STATE_DHT] = st->dhT, [RT_STATE_DH0] = st->dh0,
-		[RT_STATE_MAP_LOGA] = st->map_loga, [RT_STATE_MAP_H] = st->map_h,
+		[RT_STATE_MAP_LOGA] = st->map_loga, [RT_STATE_MAP_H] = st->map_h, [RT_STATE_INDEX] = st->index,
 	};
 	return i >= 0 && i < RT_NSTATE ? f[i] : 0;
 }

@@ -42,8 +42,15 @@
  *           zero: memset to 0 on the stream at the start of the forward
  *           (forward, saved) or backward (backward) that uses it.
  *       ],
- *       "forward":  [ LAUNCH, ... ],     run in order on the caller's stream
- *       "backward": [ LAUNCH, ... ]
+ *       "scan": "hierarchical",          optional (absent: hierarchical): hierarchical,
+ *                                        lookback, onepass or decode (a decode step)
+ *       "state": ["h0", "hT"],           optional (absent: none): the fields of
+ *                                        recur_seqstate the kernels take (args
+ *                                        "state:NAME"): h0 reset cu_seqlens hT dhT
+ *                                        dh0 map_loga map_h index
+ *       "forward":  [ LAUNCH, ... ],     run in order on the caller's stream; at least one
+ *       "backward": [ LAUNCH, ... ]      may be [] (a forward-only variant, such as a
+ *                                        decode step: the runtime refuses its backward)
  *     }
  *   ]
  * }
@@ -75,6 +82,8 @@
  *     "x" "y" "dy" "dx"   the call's tensors (device pointers)
  *     "param:NAME"        parameter NAME's device pointer; "grad:NAME" its gradient
  *     "ws:NAME"           a workspace's device pointer
+ *     "state:NAME"        field NAME of the call's recur_seqstate (a null pointer when
+ *                         not given), NAME listed in the variant's "state"
  *     "i32:EXPR"          a 32-bit integer, EXPR a shape expression
  *     "i64:EXPR"          a 64-bit integer
  *     "zero:base"         the arena of the zeroed workspaces (device pointer, null

@@ -866,7 +866,45 @@ static int state_check(const recur_variant *v, const recur_seqstate *st, const c
 	if (st && st->ndocs && !st->cu_seqlens)
 		return rt_vfail(err, errlen, "variant %s at %s: the sequence state gives ndocs = %d without cu_seqlens",
 		                v->d->name, shape, st->ndocs);
+	/* in place: a decode step reads each row's state before it writes it,
+	 * in one kernel; the other plans read h0 in a kernel after another
+	 * wrote hT */
+	if (st && st->h0 && st->hT == st->h0 && !v->d->decode)
+		return rt_vfail(err, errlen, "variant %s (scan %s) at %s: the sequence state gives hT == h0 (0x%llx), an "
+		                "update in place, but its kernels read h0 after another kernel has written hT, so in "
+		                "place they would race; give hT a buffer of its own (decode variants, scan \"decode\", "
+		                "update in place)", v->d->name, v->d->scan, shape, (unsigned long long)st->h0);
+	if (st && st->dhT && st->dh0 == st->dhT)
+		return rt_vfail(err, errlen, "variant %s at %s: the sequence state gives dh0 == dhT (0x%llx), but the "
+		                "backward reads dhT while it writes dh0, so in place they would race; give dh0 a buffer of "
+		                "its own", v->d->name, shape, (unsigned long long)st->dhT);
 	return 0;
+}
+
+/* A backward only where the manifest lists its launches: a variant
+ * without them (a decode step) runs forward only */
+static int pass_check(const rt_vdesc *d, int pass, char *err, size_t errlen)
+{
+	if (pass != RT_BWD || d->nlaunch[RT_BWD] > 0)
+		return 0;
+	if (d->decode)
+		return rt_vfail(err, errlen, "variant %s: no backward: a decode step advances a state and writes y, "
+		                "forward only (scan \"decode\")", d->name);
+	return rt_vfail(err, errlen, "variant %s: no backward: its manifest lists no backward launches (a forward-only "
+	                "variant, scan %s)", d->name, d->scan);
+}
+
+int rt_variant_check(const recur_variant *v, int pass, recur_shape s, const recur_io *io, char *err,
+                     size_t errlen)
+{
+	ShapeVars sv;
+	char shape[64];
+	if (pass_check(v->d, pass, err, errlen))
+		return -1;
+	if (!io)
+		return rt_vfail(err, errlen, "variant %s: %s without buffers (io is NULL)", v->d->name,
+		                rt_pass_name[pass]);
+	return shape_setup(v, s, &sv, shape, err, errlen) || state_check(v, io->state, shape, err, errlen) ? -1 : 0;
 }
 
 static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, const recur_ws *cw, CUstream st,
@@ -879,6 +917,8 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, co
 	rt_cu *cu = &v->rt->cu;
 	ShapeVars sv;
 	char shape[64];
+	if (pass_check(d, pass, err, errlen))
+		return -1;
 	if (!io)
 		return rt_vfail(err, errlen, "variant %s: %s without buffers (io is NULL)", d->name, rt_pass_name[pass]);
 	if (shape_setup(v, s, &sv, shape, err, errlen) || state_check(v, io->state, shape, err, errlen))

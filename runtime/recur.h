@@ -42,20 +42,39 @@ typedef struct { int B, L, D; } recur_shape;
 int  recur_tensor_bytes(recur_shape s, size_t elem_bytes, size_t *bytes, char *err, size_t errlen);
 
 /* The sequence state of a call, on the device: util/seqstate.h's contract
- * (initial and final state, reset marks, packed documents, the row's map).
- * Every field is optional (0: absent); all 0, or no recur_seqstate at all,
- * is the plain call: each row starts from zero with the spec's reset at
- * t = 0. A variant takes only the fields its kernels were generated for
- * (recur_manifest_variant_state; a grid with resets = { true } gives
- * "reset"); a call giving another is refused before any launch.
+ * (initial and final state, reset marks, packed documents, the row's map)
+ * and the slots of a decode step's pool of states. Every field is optional
+ * (0: absent); all 0, or no recur_seqstate at all, is the plain call: each
+ * row starts from zero with the spec's reset at t = 0. A variant takes only
+ * the fields its kernels were generated for (recur_manifest_variant_state:
+ * reset, h0, hT, dhT, dh0 from grids with resets / states = { true };
+ * index from decode variants, recur_manifest_variant_scan "decode";
+ * cu_seqlens, ndocs, map_loga, map_h from none yet); a call giving another
+ * is refused before any launch.
  *   reset   u8 [B][L]: 1 where a document starts inside a row, else 0;
  *           read by the forward and the backward of the call alike.
- *   (h0, cu_seqlens, hT, dhT, dh0, map_loga, map_h: fp32 [B or ndocs][D]
- *   and int32 [ndocs + 1] as in util/seqstate.h; no kernel takes them yet.) */
+ *   h0      fp32 [B][D]: the state before each row's first token (that
+ *           token is then no reset); a decode step: the pool [S][D].
+ *   hT      fp32 [B][D]: written by the forward, the state after each
+ *           row's last token; a decode step: the pool [S][D], and it may
+ *           be h0 itself (an update in place, the usual call). For every
+ *           other variant hT == h0 is refused (its kernels read h0 after
+ *           another kernel wrote hT).
+ *   dhT     fp32 [B][D]: read by the backward, the adjoint of hT.
+ *   dh0     fp32 [B][D]: written by the backward, the adjoint of h0; never
+ *           the same buffer as dhT.
+ *   (cu_seqlens int32 [ndocs + 1], map_loga, map_h fp32 [B][D]: as in
+ *   util/seqstate.h; no kernel takes them yet.)
+ *   index   int32 [B], decode variants only: the slot of h0 / hT row b
+ *           reads and writes (h0[index[b]], hT[index[b]]); negative: row b
+ *           is padding, nothing of it read or written; absent: slot b.
+ * index is appended last so that the layout of the fields before it is
+ * kept (recur_abi_size("recur_seqstate") gives the size). */
 typedef struct {
 	CUdeviceptr h0, reset, cu_seqlens;
 	int ndocs;
 	CUdeviceptr hT, dhT, dh0, map_loga, map_h;
+	CUdeviceptr index;
 } recur_seqstate;
 
 /* Device buffers of one call. params[i] / grads[i] follow the manifest's
@@ -118,6 +137,13 @@ const char *recur_manifest_variant_target(const recur_manifest *m, int i);
 /* The sequence state variant i's kernels take, as names of recur_seqstate's
  * fields separated by spaces ("reset"); "" for none. */
 const char *recur_manifest_variant_state(const recur_manifest *m, int i);
+/* Variant i's scan: "hierarchical" (also for a manifest that names none),
+ * "lookback", "onepass" or "decode" (a decode step: forward only, it
+ * advances a pool of states by the call's L tokens, in place where hT is
+ * h0); NULL for no variant i. A variant without backward launches (every
+ * decode step) refuses recur_backward, recur_backward_ws and a graph with
+ * a backward before any launch. */
+const char *recur_manifest_variant_scan(const recur_manifest *m, int i);
 int  recur_manifest_select(recur_manifest *m, int major, int minor, char *err, size_t errlen);
 /* The compute capability of the runtime's device. */
 int  recur_rt_compute_capability(recur_rt *rt, int *major, int *minor, char *err, size_t errlen);
@@ -149,7 +175,9 @@ void recur_variant_kernel(const recur_variant *v, int i, recur_kernel_info *info
  * zeroed, so a backward right after its forward launches its kernels alone
  * (a second backward clears them itself). The shape is checked before
  * anything is launched. Calls are asynchronous on stream s, and a backward
- * must follow its forward in stream order. */
+ * must follow its forward in stream order. A variant without backward
+ * launches (a decode step, recur_manifest_variant_scan "decode") refuses
+ * its backward before anything reaches the driver. */
 int  recur_forward(recur_variant *v, recur_shape s, const recur_io *io, CUstream st, char *err, size_t errlen);
 int  recur_backward(recur_variant *v, recur_shape s, const recur_io *io, CUstream st, char *err, size_t errlen);
 /* Optional per-kernel timing of the last forward/backward (events around each launch) */
@@ -266,7 +294,9 @@ size_t recur_abi_size(const char *type);
  * recur_workspace_sizes gives both sizes at shape s from the manifest alone
  * (no GPU) for variant index i (in a folder of several targets, after
  * recur_manifest_select: the sizes differ between targets); either may be
- * 0, and a region of 0 bytes may be a null pointer.
+ * 0, and a region of 0 bytes may be a null pointer. A variant without a
+ * backward (a decode step) counts no backward workspace: its scratch is
+ * the forward's.
  * Each region starts on a RECUR_WS_ALIGN-byte boundary and holds at least
  * the bytes asked; a smaller or misaligned one is refused before any
  * launch. The variant's own cached workspaces are neither used nor grown.

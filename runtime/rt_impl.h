@@ -81,14 +81,19 @@ typedef struct {
 	int nlaunch[2];              /* RT_FWD, RT_BWD */
 	rt_launch *launch[2];
 	unsigned state;              /* the sequence state the kernels take: bits 1 << RT_STATE_* */
-	char state_text[64];         /* the same, as the manifest lists it ("reset"; "" for none) */
+	char state_text[80];         /* the same, as the manifest lists it ("reset"; "" for none) */
+	const char *scan;            /* "hierarchical" (also when the manifest names none), "lookback",
+	                                "onepass" or "decode" */
+	int decode;                  /* scan is "decode": a step on a pool of states, hT may be h0 */
 } rt_vdesc;
 
 /* The fields of recur_seqstate a variant's kernels may take ("state" in
  * its manifest entry; args "state:NAME"); rt_state_name has their names. */
 enum { RT_STATE_H0, RT_STATE_RESET, RT_STATE_CU_SEQLENS, RT_STATE_HT, RT_STATE_DHT, RT_STATE_DH0,
-       RT_STATE_MAP_LOGA, RT_STATE_MAP_H, RT_NSTATE };
+       RT_STATE_MAP_LOGA, RT_STATE_MAP_H, RT_STATE_INDEX, RT_NSTATE };
 extern const char *const rt_state_name[RT_NSTATE];
+/* "h0, reset, ..., index": every name, for messages */
+extern const char rt_state_names[];
 /* field i of st (0 when st is NULL) */
 CUdeviceptr rt_state_ptr(const recur_seqstate *st, int i);
 
@@ -195,6 +200,13 @@ int  rt_vfail(char *err, size_t errlen, const char *fmt, ...) __attribute__((for
 typedef struct { int saved, bwd_clear; recur_shape saved_shape; } rt_vstate;
 void rt_variant_state_get(const recur_variant *v, rt_vstate *st);
 void rt_variant_state_set(recur_variant *v, const rt_vstate *st);
+/* What a pass checks before anything else (recur_forward's and
+ * recur_backward's first checks): that the variant has the pass (a
+ * forward-only one has no backward), io, the shape's rules, the
+ * sequence state (fields the kernels take, nothing in place but a decode
+ * step's hT == h0). 0, or -1 with the reason. */
+int  rt_variant_check(const recur_variant *v, int pass, recur_shape s, const recur_io *io, char *err,
+                      size_t errlen);
 /* A pass's workspaces allocated at shape s, nothing launched (a capture
  * must not allocate). A forward's ends the saved state: it may move them. */
 int  rt_variant_prepare(recur_variant *v, int pass, recur_shape s, char *err, size_t errlen);

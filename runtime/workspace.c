@@ -18,6 +18,13 @@ int rt_ws_in_pass(rt_life life, int pass)
 	return pass == RT_FWD ? life != RT_LIFE_BACKWARD : life == RT_LIFE_BACKWARD;
 }
 
+/* A workspace of the backward of a variant that has none (a decode step)
+ * takes no room anywhere: nothing would use it. */
+static int ws_unused(const rt_vdesc *d, const rt_ws *w)
+{
+	return w->life == RT_LIFE_BACKWARD && d->nlaunch[RT_BWD] == 0;
+}
+
 int rt_ws_bytes(const rt_vdesc *d, int i, const ShapeVars *sv, const char *shape, size_t *out, char *err,
                 size_t errlen)
 {
@@ -62,6 +69,10 @@ int rt_arena_layout(const rt_vdesc *d, rt_wsbuf *ws, const ShapeVars *sv, const 
 		for (int i = 0; i < d->nws; i++) {
 			if (!d->ws[i].zero || !rt_ws_in_pass(d->ws[i].life, p))
 				continue;
+			if (ws_unused(d, &d->ws[i])) {
+				ws[i].need = ws[i].off = 0;
+				continue;
+			}
 			if (rt_ws_bytes(d, i, sv, shape, &ws[i].need, err, errlen))
 				return -1;
 			if (!ws[i].need)
@@ -99,6 +110,10 @@ int rt_caller_layout(const rt_vdesc *d, rt_wsbuf *ws, const ShapeVars *sv, const
 		const rt_ws *w = &d->ws[i];
 		if (w->zero)
 			continue;   /* in the arena */
+		if (ws_unused(d, w)) {
+			ws[i].need = ws[i].off = 0;
+			continue;
+		}
 		size_t *end = rt_ws_region(w) == RT_REGION_SAVED ? &r->saved
 		            : &r->scratch[w->life == RT_LIFE_BACKWARD ? RT_BWD : RT_FWD];
 		if (rt_ws_bytes(d, i, sv, shape, &ws[i].need, err, errlen))

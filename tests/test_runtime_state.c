@@ -5,12 +5,23 @@
  *   as its "state:reset" argument in both passes, and a null pointer when
  *   the call gives none (the kernels test it).
  * - A field the variant's kernels do not take (reset for a variant without
- *   it, h0 for every variant today), and ndocs without cu_seqlens, are
- *   refused before any launch, naming the field and what the variant takes.
- * - recur_manifest_variant_state reports what each variant takes.
+ *   it, h0 or index for one taking reset only), and ndocs without
+ *   cu_seqlens, are refused before any launch, naming the field and what
+ *   the variant takes.
+ * - recur_manifest_variant_state reports what each variant takes, and
+ *   recur_manifest_variant_scan its scan ("hierarchical" when the manifest
+ *   names none).
+ * - In place: hT == h0 is refused for a states variant (its kernels read h0
+ *   after another wrote hT) and taken by a decode step (scan "decode"),
+ *   dh0 == dhT refused; each before anything reaches the driver.
+ * - A decode step (scan "decode", state h0 hT index, "backward": []) loads,
+ *   gets h0, hT and index in its forward's arg slots, runs in place, and
+ *   refuses recur_backward, recur_backward_ws and a graph with a backward
+ *   before anything reaches the driver, naming the variant; its backward
+ *   workspaces take no room in recur_workspace_sizes.
  * - Manifests that contradict themselves are refused at load: an arg
  *   naming a field the variant's "state" does not list, a name that is no
- *   field, a field listed twice.
+ *   field, a field listed twice, an unknown scan, no forward launch.
  */
 #include "hostcu.h"
 #include "check.h"
@@ -24,7 +35,9 @@ static char dir[256];
 static const char *ptx =
         ".version 8.0\n.target sm_90\n.address_size 64\n"
         ".visible .entry fwd(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u32 a3)\n{\n\tret;\n}\n"
-        ".visible .entry bwd(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u32 a3)\n{\n\tret;\n}\n";
+        ".visible .entry bwd(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u32 a3)\n{\n\tret;\n}\n"
+        ".visible .entry step(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u64 a3, .param .u64 a4, "
+        ".param .u32 a5)\n{\n\tret;\n}\n";
 
 #define VARIANT(name, state, sarg)                                                                                     \
 	"{\"name\": \"" name "\", \"mixer\": \"toy\", \"ptx\": \"k.ptx\", \"vars\": [], \"rules\": [],"                  \
@@ -33,6 +46,19 @@ static const char *ptx =
 	" \"args\": [\"y\", \"x\", \"" sarg "\", \"i32:L\"]}],\n"                                                    \
 	" \"backward\": [{\"kernel\": \"bwd\", \"grid\": [\"B\", 1, 1], \"block\": [64, 1, 1],"                       \
 	" \"args\": [\"dx\", \"dy\", \"" sarg "\", \"i32:L\"]}]}"
+/* a decode-style step: y, x, h0, hT, index, L; a forward and a backward
+ * workspace, the backward's never used when back is [] */
+#define STEP(name, scan, state, back)                                                                                  \
+	"{\"name\": \"" name "\", \"mixer\": \"toy\", \"ptx\": \"k.ptx\", \"vars\": [], \"rules\": []," scan          \
+	" \"workspaces\": [{\"name\": \"fw\", \"bytes\": \"64*B\", \"life\": \"forward\"},"                        \
+	" {\"name\": \"bw\", \"bytes\": \"4096*B\", \"life\": \"backward\"},"                                         \
+	" {\"name\": \"bz\", \"bytes\": \"8*B\", \"life\": \"backward\", \"zero\": true}],"                           \
+	" \"state\": " state ",\n"                                                                                     \
+	" \"forward\": [{\"kernel\": \"step\", \"grid\": [\"B\", 1, 1], \"block\": [64, 1, 1],"                      \
+	" \"args\": [\"y\", \"x\", \"state:h0\", \"state:hT\", \"state:index\", \"i32:L\"]}],\n"                   \
+	" \"backward\": " back "}"
+#define DECODE_SCAN " \"scan\": \"decode\","
+#define DECODE_STATE "[\"h0\", \"hT\", \"index\"]"
 #define MANIFEST(variants)                                                                                             \
 	"{\"format\": 1, \"mixers\": {\"toy\": {\"params\": []}},\n \"variants\": [" variants "]}\n"
 
@@ -97,7 +123,13 @@ static void calls(recur_rt *rt)
 	io.state = &h0;
 	rc = recur_forward(v, s, &io, 0, err, sizeof err);
 	check(rc != 0 && has(err, "gives h0") && has(err, "take: reset"),
-	      "an h0 no kernel takes yet: refused, naming what the variant takes", "%s", err);
+	      "an h0 the variant does not take: refused, naming what the variant takes", "%s", err);
+	recur_seqstate ix = {.index = t[4]};
+	io.state = &ix;
+	hc.nlaunch = 0;
+	rc = recur_forward(v, s, &io, 0, err, sizeof err);
+	check(rc != 0 && hc.nlaunch == 0 && has(err, "resets") && has(err, "gives index") && has(err, "take: reset"),
+	      "an index for a variant that does not list it: refused before any launch, naming index", "%s", err);
 	recur_seqstate nd = {.ndocs = 3};
 	io.state = &nd;
 	rc = recur_backward(v, s, &io, 0, err, sizeof err);
@@ -115,6 +147,155 @@ out:
 	recur_manifest_free(m);
 }
 
+/* hT == h0 and dh0 == dhT on a states variant that is no decode step */
+static void in_place(recur_rt *rt)
+{
+	char err[1024] = "";
+	recur_manifest *m = load(MANIFEST(VARIANT("states", "[\"h0\", \"hT\", \"dhT\", \"dh0\"]", "state:hT")),
+	                         err, sizeof err);
+	check(m != NULL, "a manifest with a states variant loads", "%s", err);
+	if (!m)
+		return;
+	recur_shape s = {2, 16, 64};
+	size_t bytes = 0, sb = (size_t)s.B * (size_t)s.D * 4;
+	CUdeviceptr t[8] = {0};
+	recur_variant *v = NULL;
+	int rc = recur_tensor_bytes(s, 2, &bytes, err, sizeof err);
+	for (int i = 0; i < 8 && !rc; i++)
+		rc = recur_alloc(rt, i < 4 ? bytes : sb, &t[i], err, sizeof err);
+	rc = rc || recur_variant_load(rt, m, "states", &v, err, sizeof err);
+	check(rc == 0, "the states variant loads", "%s", err);
+	if (rc)
+		goto out;
+	check(!strcmp(recur_manifest_variant_scan(m, 0), "hierarchical"),
+	      "recur_manifest_variant_scan: hierarchical where the manifest names no scan", "\"%s\"",
+	      recur_manifest_variant_scan(m, 0));
+	recur_seqstate st = {.h0 = t[4], .hT = t[5]};
+	recur_io io = {.x = t[0], .y = t[1], .dy = t[2], .dx = t[3], .state = &st};
+	hc.nlaunch = 0;
+	rc = recur_forward(v, s, &io, 0, err, sizeof err);
+	check(rc == 0 && hc.nlaunch == 1 && arg(2) == t[5], "h0 and hT apart: the forward runs, hT in its slot", "%s",
+	      err);
+	st.hT = st.h0;
+	hc.nlaunch = 0;
+	long calls = hc.calls;
+	rc = recur_forward(v, s, &io, 0, err, sizeof err);
+	check(rc != 0 && hc.nlaunch == 0 && hc.calls == calls && has(err, "states") && has(err, "hT == h0") &&
+	              has(err, "race") && has(err, "decode"),
+	      "hT == h0 on a variant that is no decode step: refused before any driver call, saying why and who "
+	      "updates in place", "%s", err);
+	rc = recur_graph_create(v, s, &io, RECUR_GRAPH_FORWARD, &(recur_graph *){NULL}, err, sizeof err);
+	check(rc != 0 && hc.calls == calls && has(err, "hT == h0"), "hT == h0: a graph of the forward refused too",
+	      "%s", err);
+	st = (recur_seqstate){.h0 = t[4], .hT = t[5], .dhT = t[6], .dh0 = t[7]};
+	err[0] = 0;
+	rc = recur_forward(v, s, &io, 0, err, sizeof err) || recur_backward(v, s, &io, 0, err, sizeof err);
+	check(rc == 0, "dhT and dh0 apart: forward and backward run", "%s", err);
+	st.dh0 = st.dhT;
+	hc.nlaunch = 0;
+	calls = hc.calls;
+	rc = recur_backward(v, s, &io, 0, err, sizeof err);
+	check(rc != 0 && hc.calls == calls && has(err, "states") && has(err, "dh0 == dhT") && has(err, "race"),
+	      "dh0 == dhT: the backward refused before any driver call", "%s", err);
+out:
+	recur_variant_free(v);
+	for (int i = 0; i < 8; i++)
+		recur_free(rt, t[i]);
+	recur_manifest_free(m);
+}
+
+/* A decode step: forward only, in place, with the slots of its rows */
+static void decode(recur_rt *rt)
+{
+	char err[1024] = "";
+	recur_manifest *m = load(MANIFEST(STEP("decode", DECODE_SCAN, DECODE_STATE, "[]") ","
+	                                  STEP("lonely", " \"scan\": \"onepass\",", DECODE_STATE, "[]")),
+	                         err, sizeof err);
+	check(m != NULL, "a decode manifest (scan decode, state h0 hT index, backward []) loads", "%s", err);
+	if (!m)
+		return;
+	check(!strcmp(recur_manifest_variant_scan(m, 0), "decode") &&
+	              !strcmp(recur_manifest_variant_scan(m, 1), "onepass") && !recur_manifest_variant_scan(m, 2),
+	      "recur_manifest_variant_scan: decode, onepass, NULL past the last variant", "\"%s\", \"%s\"",
+	      recur_manifest_variant_scan(m, 0), recur_manifest_variant_scan(m, 1));
+	check(!strcmp(recur_manifest_variant_state(m, 0), "h0 hT index") && recur_launch_count(m, 0, 1) == 0,
+	      "its state is h0 hT index, its backward has no launch", "\"%s\", %d", recur_manifest_variant_state(m, 0),
+	      recur_launch_count(m, 0, 1));
+	recur_shape s = {3, 5, 64};
+	recur_ws_sizes z = {1, 1};
+	int rc = recur_workspace_sizes(m, 0, s, &z, err, sizeof err);
+	check(rc == 0 && z.saved == 0 && z.scratch == 64 * (size_t)s.B,
+	      "recur_workspace_sizes: the backward's workspaces of a variant without one take nothing",
+	      "saved %zu scratch %zu (want 0, %zu) %s", z.saved, z.scratch, 64 * (size_t)s.B, err);
+
+	size_t bytes = 0, pool = 8 * (size_t)s.D * 4;
+	CUdeviceptr t[7] = {0};
+	recur_variant *v = NULL, *w = NULL;
+	rc = recur_tensor_bytes(s, 2, &bytes, err, sizeof err);
+	for (int i = 0; i < 7 && !rc; i++)
+		rc = recur_alloc(rt, i < 4 ? bytes : i < 6 ? pool : 4 * (size_t)s.B, &t[i], err, sizeof err);
+	rc = rc || recur_variant_load(rt, m, "decode", &v, err, sizeof err) ||
+	     recur_variant_load(rt, m, "lonely", &w, err, sizeof err);
+	check(rc == 0, "both forward-only variants load", "%s", err);
+	if (rc)
+		goto out;
+	recur_seqstate st = {.h0 = t[4], .hT = t[5], .index = t[6]};
+	recur_io io = {.x = t[0], .y = t[1], .dy = t[2], .dx = t[3], .state = &st};
+	hc.nlaunch = 0;
+	rc = recur_forward(v, s, &io, 0, err, sizeof err);
+	check(rc == 0 && hc.nlaunch == 1 && arg(2) == t[4] && arg(3) == t[5] && arg(4) == t[6],
+	      "the forward gets h0, hT and index in their slots", "%s", err);
+	st.hT = st.h0;
+	hc.nlaunch = 0;
+	rc = recur_forward(v, s, &io, 0, err, sizeof err);
+	check(rc == 0 && hc.nlaunch == 1 && arg(2) == t[4] && arg(3) == t[4] && arg(4) == t[6],
+	      "hT == h0 (in place): the decode step runs, both slots the pool", "%s", err);
+	recur_graph *g = NULL;
+	rc = recur_graph_create(v, s, &io, RECUR_GRAPH_FORWARD, &g, err, sizeof err);
+	check(rc == 0 && g, "a graph of the forward in place is made", "%s", err);
+	recur_graph_free(g);
+	st.index = 0;
+	rc = recur_forward(v, s, &io, 0, err, sizeof err);
+	check(rc == 0 && arg(4) == 0, "no index: a null pointer in its slot (slot b for row b)", "%s", err);
+
+	/* after a forward, so that no "without a forward" answers instead; hT
+	 * apart from h0, which the variant that is no decode step refuses */
+	recur_ws ws = {0};
+	st = (recur_seqstate){.h0 = t[4], .hT = t[5], .index = t[6]};
+	struct { recur_variant *v; const char *name, *why; } fo[] = {{v, "decode", "a decode step"},
+	                                                            {w, "lonely", "no backward launches"}};
+	for (int k = 0; k < 2; k++) {
+		err[0] = 0;
+		rc = recur_forward(fo[k].v, s, &io, 0, err, sizeof err);
+		check(rc == 0, "a forward-only variant's forward runs", "%s: %s", fo[k].name, err);
+		hc.nlaunch = 0;
+		long calls = hc.calls;
+		char e[3][1024] = {"", "", ""};
+		int r0 = recur_backward(fo[k].v, s, &io, 0, e[0], sizeof e[0]);
+		int r1 = recur_backward_ws(fo[k].v, s, &io, &ws, 0, e[1], sizeof e[1]);
+		int r2 = recur_graph_create(fo[k].v, s, &io, RECUR_GRAPH_FORWARD | RECUR_GRAPH_BACKWARD, &g, e[2],
+		                            sizeof e[2]);
+		for (int i = 0; i < 3; i++) {
+			static const char *const call[3] = {"recur_backward", "recur_backward_ws",
+			                                    "recur_graph_create with a backward"};
+			char what[160];
+			snprintf(what, sizeof what, "%s of %s: refused before any driver call, naming it and why", call[i],
+			         fo[k].name);
+			int r = i == 0 ? r0 : i == 1 ? r1 : r2;
+			char name[80];
+			snprintf(name, sizeof name, "variant %s: no backward", fo[k].name);
+			check(r != 0 && hc.nlaunch == 0 && hc.calls == calls && has(e[i], name) && has(e[i], fo[k].why),
+			      what, "%s", e[i]);
+		}
+	}
+out:
+	recur_variant_free(v);
+	recur_variant_free(w);
+	for (int i = 0; i < 7; i++)
+		recur_free(rt, t[i]);
+	recur_manifest_free(m);
+}
+
 static void bad_manifests(void)
 {
 	static const struct { const char *text, *what, *w1, *w2; } bad[] = {
@@ -125,6 +306,15 @@ static void bad_manifests(void)
 		{MANIFEST(VARIANT("v", "[\"reset\", \"reset\"]", "x")), "a field listed twice", "lists reset twice", "v"},
 		{MANIFEST(VARIANT("v", "[\"hidden\"]", "x")), "a name that is no field", "\"state\"[0]", "not a field"},
 		{MANIFEST(VARIANT("v", "\"reset\"", "x")), "state not a list", "\"state\"", "list of names"},
+		{MANIFEST(STEP("sw", " \"scan\": \"sideways\",", DECODE_STATE, "[]")), "an unknown scan, naming the variant",
+		 "variants[0] (sw)", "unknown scan \"sideways\""},
+		{MANIFEST(STEP("sn", " \"scan\": 3,", DECODE_STATE, "[]")), "a scan that is no string", "(sn)",
+		 "\"scan\" must be a string"},
+		{MANIFEST(STEP("si", DECODE_SCAN, "[\"h0\", \"hT\"]", "[]")), "an index arg the state does not list",
+		 "state:index", "does not list index"},
+		{MANIFEST("{\"name\": \"nf\", \"mixer\": \"toy\", \"ptx\": \"k.ptx\", \"vars\": [], \"rules\": [],"
+		          " \"workspaces\": [], \"forward\": [], \"backward\": []}"),
+		 "an empty forward (an empty backward is a forward-only variant)", "(nf)", "no forward launches"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		char err[1024] = "";
@@ -144,8 +334,11 @@ int main(void)
 	char err[1024] = "";
 	int rc = hc_open(&rt, err, sizeof err);
 	check(rc == 0, "the runtime opens on the host stand-in", "%s", err);
-	if (rc == 0)
+	if (rc == 0) {
 		calls(rt);
+		in_place(rt);
+		decode(rt);
+	}
 	recur_rt_close(rt);
 	bad_manifests();
 	const char *const names[] = {"k.ptx", "manifest.json"};

@@ -2,9 +2,10 @@
 
 Every function of runtime/recur.h this package calls is declared once in
 _SIGNATURES (argtypes, restype). The caller-provided workspace calls
-(recur_workspace_sizes, recur_forward_ws, recur_backward_ws) are bound
-lazily: a library built before they existed still loads, and only a call
-that needs one of them fails, naming it.
+(recur_workspace_sizes, recur_forward_ws, recur_backward_ws) and
+recur_manifest_variant_scan are bound lazily: a library built before they
+existed still loads, and only a call that needs one of them fails, naming
+it.
 
 Every C function returns 0 or -1 with a message in an error buffer; call()
 turns -1 into a RecurError carrying that message.
@@ -43,7 +44,7 @@ class Shape(ctypes.Structure):
 class SeqState(ctypes.Structure):
     _fields_ = [("h0", CUdeviceptr), ("reset", CUdeviceptr), ("cu_seqlens", CUdeviceptr), ("ndocs", ctypes.c_int),
                 ("hT", CUdeviceptr), ("dhT", CUdeviceptr), ("dh0", CUdeviceptr), ("map_loga", CUdeviceptr),
-                ("map_h", CUdeviceptr)]
+                ("map_h", CUdeviceptr), ("index", CUdeviceptr)]
 
 
 class IO(ctypes.Structure):
@@ -85,6 +86,7 @@ _SIGNATURES = {
     "recur_manifest_variant_mixer": (c_char_p, [M, c_int]),
     "recur_manifest_variant_target": (c_char_p, [M, c_int]),
     "recur_manifest_variant_state": (c_char_p, [M, c_int]),
+    "recur_manifest_variant_scan": (c_char_p, [M, c_int]),
     "recur_manifest_find": (c_int, [M, c_char_p]),
     "recur_manifest_select": (c_int, [M, c_int, c_int, *ERR]),
     "recur_manifest_info": (c_char_p, [M, c_char_p]),
@@ -103,7 +105,7 @@ _SIGNATURES = {
     "recur_forward_ws": (c_int, [V, Shape, P(IO), P(Ws), c_void_p, *ERR]),
     "recur_backward_ws": (c_int, [V, Shape, P(IO), P(Ws), c_void_p, *ERR]),
 }
-_LAZY = {"recur_workspace_sizes", "recur_forward_ws", "recur_backward_ws"}
+_LAZY = {"recur_workspace_sizes", "recur_forward_ws", "recur_backward_ws", "recur_manifest_variant_scan"}
 
 
 # ---- finding and loading the library ----
