@@ -122,7 +122,10 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	json_object_set_new(o, "fused_output", json_boolean(v->fused_output));
 	json_object_set_new(o, "fused_write", json_boolean(v->fused_write));
 	json_object_set_new(o, "materialized", json_boolean(v->materialized));
-	json_object_set_new(o, "scan", json_string(v->onepass ? "onepass" : v->lookback ? "lookback" : "hierarchical"));
+	json_object_set_new(o, "scan", json_string(v->decode    ? "decode"
+	                                            : v->onepass ? "onepass"
+	                                            : v->lookback ? "lookback"
+	                                                          : "hierarchical"));
 	json_object_set_new(o, "controller", jstr_or_null(v->controller));
 	/* the sequence state the kernels take (util/seqstate.h's fields; the
 	 * runtime refuses the others for this variant) */
@@ -132,6 +135,11 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	static const char *const hstate[] = { "h0", "hT", "dhT", "dh0" };
 	for (int i = 0; v->states && i < 4; i++)
 		json_array_append_new(state, json_string(hstate[i]));
+	if (v->decode) {   /* a pool of states, updated in place where hT is h0, and each row's slot */
+		json_array_append_new(state, json_string("h0"));
+		json_array_append_new(state, json_string("hT"));
+		json_array_append_new(state, json_string("index"));
+	}
 	json_object_set_new(o, "state", state);
 	json_t *vars = json_array();
 	for (int i = 0; i < T->nvar; i++)

@@ -86,6 +86,13 @@ LLVMValueRef irb_kernel(Irb *I, const char *name, LLVMTypeRef *types, int nargs,
 	return fn;
 }
 
+void irb_may_alias(Irb *I, int i)
+{
+	unsigned kind = LLVMGetEnumAttributeKindForName("noalias", 7);
+	CHECK(kind != 0);
+	LLVMRemoveEnumAttributeAtIndex(I->fn, (unsigned)i + 1, kind);
+}
+
 LLVMValueRef irb_arg(Irb *I, int i) { return LLVMGetParam(I->fn, (unsigned)i); }
 void irb_ret(Irb *I) { LLVMBuildRetVoid(I->b); }
 

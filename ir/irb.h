@@ -42,6 +42,9 @@ void irb_dispose(Irb *I);
  * minctasm) with nargs parameters of the given types; pointer params get noalias. */
 LLVMValueRef irb_kernel(Irb *I, const char *name, LLVMTypeRef *types, int nargs, int maxntid, int minctasm);
 LLVMValueRef irb_arg(Irb *I, int i);
+/* pointer parameter i of the kernel being built may share memory with
+ * another (it loses irb_kernel's noalias) */
+void irb_may_alias(Irb *I, int i);
 void irb_ret(Irb *I);
 /* A block on the kernel's straight path, entered here and left for a new
  * block the builder continues in: values emitted later before its

@@ -89,6 +89,15 @@ FILE:LINE, and the generator then writes nothing.
     its adjoint map after its first sweep and takes the message from its
     right through the groups between it and its block's last; no reduce
     sweep over x and dy; the same bits on every run).
+  Decode step
+    return R.decode { mixer = m, controller = "name", rules = {...} }
+    One variant, named "decode" (scan "decode"): a forward only, which
+    advances a pool of states fp32 [S][D] by the call's L tokens (1 to a
+    few dozen: it walks them in order) and writes their y, for sampling.
+    Row b reads the state of slot index(b) of h0 (no index: slot b; a
+    negative slot skips the row) and writes hT at the same slot, which may be h0 itself
+    (in place); the mixer's projections and token stage run inside it.
+    A script may return it beside R.variants sets, or alone.
     A script returns one R.variants{...} or a list of them. A manifest
     holds one mixer per name and each variant once: a set listed twice,
     or two sets with the same variants and rules, are generated once;
@@ -601,6 +610,51 @@ local function rule_list(v)
   return out
 end
 
+-- The set a script returns: a snapshot of the mixer (what the user declares
+-- afterwards does not change it), its variants and its rules.
+local function make_set(st, vars, rules, ntoken, nblock)
+  local dyn = st.dyn
+  if not dyn then
+    dyn = ntoken > 0 and tostring(ntoken) or (nblock > 0 and (nblock .. "*D") or "0")
+  end
+  local function copy(list)
+    local out = {}
+    for i, e in ipairs(list) do
+      local c = {}
+      for k, v in pairs(e) do c[k] = v end
+      out[i] = c
+    end
+    return out
+  end
+  local desc = {
+    name = st.name, k = st.k, controller = st.controller, dyn_per_token = dyn, script = st.script,
+    line = st.line, rec_line = st.rec_line, out_line = st.out_line,
+    graph = st.g, log_a = st.log_a, b = st.b, y = st.y,
+    params = copy(st.params), projs = copy(st.projs),
+  }
+  return setmetatable({ mixer = desc, variants = vars, rules = rules }, Set)
+end
+
+-- The mixer of a set's options, with its recurrence and output declared.
+local function set_mixer(o, what)
+  local m = o.mixer
+  if getmetatable(m) ~= Mixer then fail("%s needs mixer = a mixer made by R.mixer, got %s", what, describe(m)) end
+  local st = S[m]
+  if not st.log_a then
+    fail("mixer %s has no recurrence: call m:recurrence { log_a = ..., b = ... } before %s", st.name, what)
+  end
+  if not st.y then fail("mixer %s has no output: call m:output(y) before %s", st.name, what) end
+  return st
+end
+
+local function proj_counts(st)
+  local ntoken, nblock = 0, 0
+  for _, p in ipairs(st.projs) do
+    if p.kind == "token" then ntoken = ntoken + 1 else nblock = nblock + 1 end
+  end
+  return ntoken, nblock
+end
+
 local OPTIONS = { mixer = true, chunk = true, prefix = true, fused = true, shared_sfu = true, scan = true,
                   fused_output = true, fused_write = true, resets = true, states = true, controller = true,
                   rules = true }
@@ -608,13 +662,7 @@ local OPTIONS = { mixer = true, chunk = true, prefix = true, fused = true, share
 function R.variants(o)
   if not plain(o) then fail("R.variants takes a table { mixer = m, chunk = {...}, prefix = {...}, ... }, got %s", describe(o)) end
   check_keys(o, OPTIONS, "R.variants")
-  local m = o.mixer
-  if getmetatable(m) ~= Mixer then fail("R.variants needs mixer = a mixer made by R.mixer, got %s", describe(m)) end
-  local st = S[m]
-  if not st.log_a then
-    fail("mixer %s has no recurrence: call m:recurrence { log_a = ..., b = ... } before R.variants", st.name)
-  end
-  if not st.y then fail("mixer %s has no output: call m:output(y) before R.variants", st.name) end
+  local st = set_mixer(o, "R.variants")
   local chunks = int_list(o.chunk, "chunk", CHUNKS)
   local prefixes = int_list(o.prefix, "prefix", PREFIXES)
   local fused = bool_list(o.fused, "fused")
@@ -631,10 +679,7 @@ function R.variants(o)
   ctl = ctl or st.controller
   local rules = rule_list(o.rules)
 
-  local ntoken, nblock = 0, 0
-  for _, p in ipairs(st.projs) do
-    if p.kind == "token" then ntoken = ntoken + 1 else nblock = nblock + 1 end
-  end
+  local ntoken, nblock = proj_counts(st)
   for _, s in ipairs(sfu) do
     if s and ntoken == 0 then
       fail("shared_sfu needs per-token shared expressions; mixer %s has none", st.name)
@@ -678,27 +723,33 @@ function R.variants(o)
   end
   end
 
-  local dyn = st.dyn
-  if not dyn then
-    dyn = ntoken > 0 and tostring(ntoken) or (nblock > 0 and (nblock .. "*D") or "0")
+  return make_set(st, vars, rules, ntoken, nblock)
+end
+
+-- The decode step: one variant, named "decode", whose forward advances a
+-- pool of states in place by the call's tokens (see the header).
+function R.decode(o)
+  if not plain(o) then fail("R.decode takes a table { mixer = m }, got %s", describe(o)) end
+  check_keys(o, { mixer = true, controller = true, rules = true }, "R.decode")
+  local st = set_mixer(o, "R.decode")
+  local ctl = o.controller
+  if ctl ~= nil and (not text(ctl) or ctl == "" or #ctl > MAXNAME) then
+    fail("controller must be a non-empty line of text of at most %d characters, got %s", MAXNAME, describe(ctl))
   end
-  local function copy(list)
-    local out = {}
-    for i, e in ipairs(list) do
-      local c = {}
-      for k, v in pairs(e) do c[k] = v end
-      out[i] = c
-    end
-    return out
-  end
-  -- a snapshot: what the user declares afterwards does not change this set
-  local desc = {
-    name = st.name, k = st.k, controller = st.controller, dyn_per_token = dyn, script = st.script,
-    line = st.line, rec_line = st.rec_line, out_line = st.out_line,
-    graph = st.g, log_a = st.log_a, b = st.b, y = st.y,
-    params = copy(st.params), projs = copy(st.projs),
-  }
-  return setmetatable({ mixer = desc, variants = vars, rules = rules }, Set)
+  local rules = rule_list(o.rules)
+  local ntoken, nblock = proj_counts(st)
+  local file, line = site()
+  st.used_at = st.used_at or line
+  -- chunk and prefix mean nothing to the step kernel; they hold the
+  -- smallest of each so that the variant reads as any other. A token
+  -- stage runs in a pass of its own with its shared functions once per
+  -- token, as in the scans.
+  local vars = { {
+    name = "decode", chunk = CHUNKS[1], prefix = PREFIXES[1], fused = ntoken == 0, shared_sfu = ntoken > 0,
+    fused_output = true, fused_write = true, resets = false, states = false, materialized = false,
+    scan = "decode", controller = ctl or st.controller, file = file, line = line,
+  } }
+  return make_set(st, vars, rules, ntoken, nblock)
 end
 
 Set.__tostring = function(s) return "variants(" .. s.mixer.name .. ", " .. #s.variants .. ")" end

@@ -84,6 +84,8 @@ typedef struct {
 	bool materialized;     /* writes a [B,L,D] tensor of a or b to memory */
 	bool lookback;         /* forward carries across tiles by look-back in one kernel (scan "lookback", "onepass") */
 	bool onepass;          /* and the backward across groups in bwd_apply alone (scan "onepass") */
+	bool decode;           /* a decode step (scan "decode", R.decode): a forward only, which advances
+	                        * states in place by the call's tokens (state:h0, hT, index) */
 	char controller[MX_NAME];
 	char file[MX_PATH];    /* script file and line of the grid declaration */
 	int line;

@@ -294,6 +294,10 @@ static void rd_mixer(const Rd *rd, int t, Mixer *mx, const ExGraph **src)
 /* The name R.variants gives a variant with these flags. */
 static void rd_canonical(const Variant *v, char *buf, size_t n)
 {
+	if (v->decode) {   /* R.decode's one variant */
+		snprintf(buf, n, "decode");
+		return;
+	}
 	snprintf(buf, n, "%s%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->resets ? "resets_" : "",
 	         v->states ? "states_" : "", v->fused_output ? "fused_output_" : "",
 	         v->fused_write ? "fused_write_" : "", v->shared_sfu ? "shared_sfu_" : "", v->fused ? "fused_" : "",
@@ -309,7 +313,7 @@ static int rd_one_of(int x, const int *set, int n)
 
 static void rd_variant(const Rd *rd, int e, int ntoken, Variant *v, const char *of)
 {
-	static const char *const scans[] = { "hierarchical", "lookback", "onepass", NULL };
+	static const char *const scans[] = { "hierarchical", "lookback", "onepass", "decode", NULL };
 	static const int chunks[] = { 8, 16, 32, 64 }, prefixes[] = { 32, 64, 128 };
 	rd_str(rd, e, "name", of, v->name, sizeof v->name, 1);
 	v->chunk = rd_int(rd, e, "chunk", of, 1, 1024);
@@ -324,8 +328,9 @@ static void rd_variant(const Rd *rd, int e, int ntoken, Variant *v, const char *
 	v->states = rd_bool(rd, e, "states", of);
 	v->materialized = rd_bool(rd, e, "materialized", of);
 	int scan = rd_enum(rd, e, "scan", of, scans);
+	v->decode = scan == 3;
 	v->onepass = scan == 2;
-	v->lookback = scan >= 1;
+	v->lookback = scan == 1 || scan == 2;
 	rd_str(rd, e, "controller", of, v->controller, sizeof v->controller, 0);
 	rd_path(rd, e, "file", of, v->file, sizeof v->file);
 	v->line = rd_int(rd, e, "line", of, 0, 1 << 30);
@@ -337,6 +342,9 @@ static void rd_variant(const Rd *rd, int e, int ntoken, Variant *v, const char *
 		        !v->fused && ntoken == 0 ? "true" : "false");
 	if (v->shared_sfu && ntoken == 0)
 		rd_fail(rd, "%s: shared_sfu needs per-token shared expressions; the mixer has none", of);
+	if (v->decode && (v->resets || v->states || v->fused != (ntoken == 0)))
+		rd_fail(rd, "%s: a decode step takes its states as h0, hT and index (resets and states false) and is "
+		        "fused unless the mixer has a token stage", of);
 }
 
 static void rd_variants(const Rd *rd, int t, VariantSet *vs)

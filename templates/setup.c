@@ -307,6 +307,14 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 	/* tmpl_derive ran before: it grows the mixer's graph, which from here
 	 * on is only read (variants build concurrently) */
 	CHECK(T->derived);
+	if (T->v->decode) {   /* forward only: the token stage, then the step */
+		tmpl_decode_plan(T);
+		if (T->ntokval > 0)
+			tmpl_tok_fwd(T);
+		tmpl_decode(T);
+		irb_dispose(&T->I);
+		return;
+	}
 	tmpl_plan(T);
 
 	if (T->ntokval > 0)

@@ -1,0 +1,10 @@
+-- The decode steps of the shipped mixers (R.decode): each a forward only,
+-- which advances a pool of states in place by the call's tokens and writes
+-- their y -- what sampling runs per generated token. Not part of all.lua:
+-- recur gen lua/variants/decode.lua -o out/decode.
+local R = require "recur"
+
+return {
+  R.decode { mixer = require "arch.rglru" },
+  R.decode { mixer = require "arch.samu" },
+}

@@ -1,0 +1,295 @@
+/* The decode step (R.decode, scan "decode"): a forward only, which
+ * advances a pool of states by the call's L tokens and writes their y --
+ * what sampling runs once per generated token.
+ *
+ * The scans' geometry (16 chunks per warp, time as the mma's M) needs
+ * hundreds of tokens to fill a block; a step has one to a few dozen, and
+ * its parallelism is the batch. So one thread owns one channel of one
+ * head for DEC_RPT rows (sequences), and walks the tokens in order:
+ *   grid (H, cdiv(B, DEC_ROWS)), 256 threads = 64 channels x DEC_LANES
+ *   row lanes; row lane l holds rows l, l + DEC_LANES, ... of the block's.
+ * The head's block-diagonal weights are staged in shared memory once (fp32,
+ * [i][j]: a warp reads 32 consecutive columns, no bank conflict) and every
+ * token's x rows beside them; the projections are fp32 dot products, the
+ * element stage the mixer's own expressions (emit_expr), the lane-invariant
+ * ones hoisted out of the token loop. A token stage (per-token projections
+ * over the whole width) is the scans' tok_fwd pass ahead of this kernel.
+ *
+ * States: row b's slot is index[b] (no index: b); a negative slot makes the
+ * row padding, of which nothing is read or written. The state comes from
+ * h0[slot] (no h0: zero, and the row's first token is a reset as at t = 0
+ * of a forward) and goes to hT[slot] after the last token (no hT: nowhere).
+ * Each thread reads its states before it writes any, and no two threads
+ * share an element, so hT may be h0: the update in place the runtime
+ * allows for this kernel alone (h0 and hT lose noalias).
+ */
+#include "tmpl.h"
+#include "diag.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+#define DEC_LANES 4                        /* row lanes of a block */
+#define DEC_RPT 8                          /* rows per thread */
+#define DEC_ROWS (DEC_LANES * DEC_RPT)     /* rows per block */
+#define DEC_W_BYTES (64 * 64 * 4)          /* one head's weight block, fp32 */
+#define DEC_XS_BYTES (DEC_ROWS * 64 * 4)   /* one token's x rows, fp32 */
+
+static int dec_smem(const Tmpl *T) { return T->nbdproj * DEC_W_BYTES + DEC_XS_BYTES; }
+
+/* the plan of a decode variant: the head, the blocks over the batch, and
+ * the token stage's workspaces (forward-only: nothing is saved) */
+void tmpl_decode_plan(Tmpl *T)
+{
+	T->nvar = T->nws = 0;
+	snprintf(T->var[0].name, sizeof T->var[0].name, "K");
+	snprintf(T->var[0].expr, sizeof T->var[0].expr, "64");
+	snprintf(T->var[1].name, sizeof T->var[1].name, "H");
+	snprintf(T->var[1].expr, sizeof T->var[1].expr, "D/K");
+	snprintf(T->var[2].name, sizeof T->var[2].name, "NDB");
+	snprintf(T->var[2].expr, sizeof T->var[2].expr, "cdiv(B,%d)", DEC_ROWS);
+	T->nvar = 3;
+	T->rule[0] = (ShapeRule){ "D%64==0", "the width must be a multiple of 64: the kernels work on heads of 64 channels" };
+	T->nrule = 1;
+	if (T->ntokval > 0) {
+		Workspace *w = &T->ws[T->nws++];
+		snprintf(w->name, sizeof w->name, "tok");
+		snprintf(w->bytes, sizeof w->bytes, "B*L*%d", 4 * T->ntokval);
+		w->life = "forward";
+		w = &T->ws[T->nws++];
+		snprintf(w->name, sizeof w->name, "tproj");
+		snprintf(w->bytes, sizeof w->bytes, "B*L*%d", 4 * T->ntokproj);
+		w->life = "forward";
+	}
+}
+
+/* The kernel's loaded values: a thread's channel, its rows and their states. */
+typedef struct {
+	LLVMValueRef c, rl, ch, B, L, D;
+	LLVMValueRef row[DEC_RPT], ok[DEC_RPT], sidx[DEC_RPT];   /* b, the row is live, slot * D + ch (i64) */
+	LLVMValueRef pv[MX_MAXPARAM];                            /* parameters as the thread's channel sees them */
+	LLVMValueRef bias[MX_MAXPROJ];                           /* block-diagonal projections' bias at ch */
+	LLVMValueRef x, y, tok, h0, hT;
+	LLVMValueRef first0;                                     /* 1.0 where the rows start with a reset (no h0) */
+	Var h[DEC_RPT];
+} Dec;
+
+static LLVMValueRef sig_param(Tmpl *T, const KSig *s, int p)
+{
+	char a[64];
+	snprintf(a, sizeof a, "param:%s", T->mx->param[p].name);
+	return ksig_arg(T, s, a);
+}
+
+/* pointer p is given (not null) */
+static LLVMValueRef given(Irb *I, LLVMValueRef p)
+{
+	return LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildPtrToInt(I->b, p, I->i64, ""), ci64(I, 0), "");
+}
+
+/* the head's weights of every block-diagonal projection into shared memory, as fp32 [j][i][64] */
+static void dec_stage_weights(Tmpl *T, const KSig *s, LLVMValueRef tid)
+{
+	Irb *I = &T->I;
+	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4);
+	LLVMValueRef head = ctaid(I, 0);
+	for (int j = 0; j < T->nbdproj; j++) {
+		LLVMValueRef w = sig_param(T, s, T->mx->proj[T->bdproj[j]].weight);
+		LLVMValueRef base = imul(I, sext64(I, head), ci64(I, 64 * 64));
+		for (int k = 0; k < 64 * 64 / 4 / 256; k++) {   /* 4 float4 per thread */
+			LLVMValueRef e = iadd(I, imul(I, ci32(I, k), ci32(I, 256)), tid);
+			LLVMValueRef v = ld(I, v4f, gep_f32(I, w, iadd(I, base, sext64(I, imul(I, e, ci32(I, 4))))), 16);
+			st(I, v, smem_ptr(I, iadd(I, ci32(I, j * DEC_W_BYTES), imul(I, e, ci32(I, 16)))), 16);
+		}
+	}
+}
+
+/* the thread's channel, rows, slots and states, and the parameters at its channel */
+static void dec_init(Tmpl *T, Dec *d, const KSig *s, LLVMValueRef tid)
+{
+	Irb *I = &T->I;
+	Mixer *mx = T->mx;
+	d->c = LLVMBuildAnd(I->b, tid, ci32(I, 63), "c");
+	d->rl = LLVMBuildLShr(I->b, tid, ci32(I, 6), "rl");
+	d->B = ksig_arg(T, s, "i32:B");
+	d->L = ksig_arg(T, s, "i32:L");
+	d->D = ksig_arg(T, s, "i32:D");
+	d->ch = iadd(I, imul(I, ctaid(I, 0), ci32(I, 64)), d->c);
+	d->x = ksig_arg(T, s, "x");
+	d->y = ksig_arg(T, s, "y");
+	d->tok = T->ntokval > 0 ? ksig_arg(T, s, "ws:tok") : NULL;
+	d->h0 = ksig_arg(T, s, "state:h0");
+	d->hT = ksig_arg(T, s, "state:hT");
+	LLVMValueRef index = ksig_arg(T, s, "state:index");
+	d->first0 = b2f(I, LLVMBuildNot(I->b, given(I, d->h0), ""));
+	LLVMValueRef has_index = given(I, index);
+	LLVMValueRef b0 = imul(I, ctaid(I, 1), ci32(I, DEC_ROWS));
+	for (int k = 0; k < DEC_RPT; k++) {
+		LLVMValueRef b = iadd(I, b0, iadd(I, d->rl, ci32(I, DEC_LANES * k)));
+		LLVMValueRef in = ilt(I, b, d->B);
+		/* the slot: index[b] where given (read for live rows only), else b */
+		Var slot = var_init(I, b, "slot");
+		IfBlk f;
+		if_begin(I, &f, land(I, in, has_index), "slot_in");
+		var_set(I, slot, ld(I, I->i32, LLVMBuildGEP2(I->b, I->i32, index, (LLVMValueRef[]){ sext64(I, b) }, 1, ""), 4));
+		if_end(I, &f);
+		LLVMValueRef sl = var_get(I, slot);
+		d->row[k] = b;
+		d->ok[k] = land(I, in, ige(I, sl, ci32(I, 0)));
+		d->sidx[k] = iadd(I, imul(I, sext64(I, sl), sext64(I, d->D)), sext64(I, d->ch));
+		d->h[k] = var_init(I, state_load(I, d->h0, d->sidx[k], d->ok[k]), "h");
+	}
+	for (int p = 0; p < mx->nparam; p++) {
+		d->pv[p] = NULL;
+		if (mx->param[p].kind == PK_CHANNEL)
+			d->pv[p] = ld(I, I->f32, gep_f32(I, sig_param(T, s, p), sext64(I, d->ch)), 4);
+		else if (mx->param[p].kind == PK_SCALAR)
+			d->pv[p] = ld(I, I->f32, sig_param(T, s, p), 4);
+	}
+	for (int j = 0; j < T->nbdproj; j++)
+		d->bias[j] = d->pv[mx->proj[T->bdproj[j]].bias];
+}
+
+/* token t's x rows of the block into shared memory as fp32 [row][64]: one
+ * 16-byte load per thread (32 rows x 8 blocks of 8 channels); rows past
+ * B read nothing and hold 0 */
+static void dec_stage_x(Tmpl *T, const Dec *d, LLVMValueRef tid, LLVMValueRef t)
+{
+	Irb *I = &T->I;
+	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4), v4f = LLVMVectorType(I->f32, 4);
+	LLVMValueRef r = LLVMBuildLShr(I->b, tid, ci32(I, 3), ""), blk = LLVMBuildAnd(I->b, tid, ci32(I, 7), "");
+	LLVMValueRef b = iadd(I, imul(I, ctaid(I, 1), ci32(I, DEC_ROWS)), r);
+	LLVMValueRef in = ilt(I, b, d->B);
+	LLVMValueRef rowi = iadd(I, imul(I, LLVMBuildSelect(I->b, in, b, ci32(I, 0), ""), d->L), t);
+	LLVMValueRef col = iadd(I, imul(I, ctaid(I, 0), ci32(I, 64)), imul(I, blk, ci32(I, 8)));
+	Var v = var_init(I, LLVMConstNull(v4i), "xv");
+	IfBlk f;
+	if_begin(I, &f, in, "x_in");
+	var_set(I, v, ld(I, v4i, gep_bf16(I, d->x, iadd(I, imul(I, sext64(I, rowi), sext64(I, d->D)), sext64(I, col))), 16));
+	if_end(I, &f);
+	LLVMValueRef e[8];
+	tok_unpack8(I, var_get(I, v), e);
+	LLVMValueRef off = imul(I, iadd(I, imul(I, r, ci32(I, 64)), imul(I, blk, ci32(I, 8))), ci32(I, 4));
+	off = iadd(I, off, ci32(I, T->nbdproj * DEC_W_BYTES));
+	for (int h = 0; h < 2; h++) {
+		LLVMValueRef q = LLVMGetUndef(v4f);
+		for (int k = 0; k < 4; k++)
+			q = LLVMBuildInsertElement(I->b, q, e[4 * h + k], ci32(I, k), "");
+		st(I, q, smem_ptr(I, iadd(I, off, ci32(I, 16 * h))), 16);
+	}
+}
+
+/* x of row lane rl's k-th row, channel i, from the staged token */
+static LLVMValueRef dec_xs(Tmpl *T, const Dec *d, int k, LLVMValueRef i)
+{
+	Irb *I = &T->I;
+	LLVMValueRef r = iadd(I, d->rl, ci32(I, DEC_LANES * k));
+	LLVMValueRef off = imul(I, iadd(I, imul(I, r, ci32(I, 64)), i), ci32(I, 4));
+	return ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, T->nbdproj * DEC_W_BYTES))), 4);
+}
+
+/* the block-diagonal projections of the thread's rows at its channel:
+ * acc[j][k] = sum_i x[k][i] W_j[i][c], in order of i */
+static void dec_project(Tmpl *T, const Dec *d, Var acc[MX_MAXPROJ][DEC_RPT])
+{
+	Irb *I = &T->I;
+	for (int j = 0; j < T->nbdproj; j++)
+		for (int k = 0; k < DEC_RPT; k++)
+			acc[j][k] = var_init(I, cf32(I, 0.0), "acc");
+	Loop L;
+	loop_begin(I, &L, ci32(I, 0), ci32(I, 64), ci32(I, 1), "i");
+	L.unroll = 4;
+	LLVMValueRef i = loop_i(I, &L);
+	LLVMValueRef w[MX_MAXPROJ];
+	for (int j = 0; j < T->nbdproj; j++)
+		w[j] = ld(I, I->f32, smem_ptr(I, iadd(I, ci32(I, j * DEC_W_BYTES),
+		                                      imul(I, iadd(I, imul(I, i, ci32(I, 64)), d->c), ci32(I, 4)))), 4);
+	for (int k = 0; k < DEC_RPT; k++) {
+		LLVMValueRef xv = dec_xs(T, d, k, i);
+		for (int j = 0; j < T->nbdproj; j++)
+			var_set(I, acc[j][k], fadd(I, var_get(I, acc[j][k]), fmul(I, xv, w[j])));
+	}
+	loop_end(I, &L);
+}
+
+/* token t of row k: the element stage, the state's step, y */
+static void dec_element(Tmpl *T, Dec *d, int k, LLVMValueRef t, Var acc[MX_MAXPROJ][DEC_RPT], EmitEnv base)
+{
+	Irb *I = &T->I;
+	Mixer *mx = T->mx;
+	IfBlk f;
+	if_begin(I, &f, d->ok[k], "row");
+	LLVMValueRef tokrow = sext64(I, iadd(I, imul(I, d->row[k], d->L), t));
+	LLVMValueRef proj[MX_MAXPROJ] = { 0 }, tok[TM_MAXZ] = { 0 };
+	for (int j = 0; j < T->nbdproj; j++)
+		proj[T->bdproj[j]] = fadd(I, var_get(I, acc[j][k]), d->bias[j]);
+	for (int z = 0; z < T->ntokval; z++)
+		tok[z] = ld(I, I->f32, gep_f32(I, d->tok, iadd(I, imul(I, tokrow, ci64(I, T->ntokval)), ci64(I, z))), 4);
+	LLVMValueRef first = fsel(I, ieq(I, t, ci32(I, 0)), d->first0, cf32(I, 0.0));
+	EmitEnv env = base;
+	env.x = dec_xs(T, d, k, d->c);
+	env.first = first;
+	env.proj = proj;
+	env.tok = tok;
+	LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
+	CHECK(memo);
+	LLVMValueRef a = emit_exp(I, &mx->g, T->e_log_a, &env, memo);
+	LLVMValueRef bb = emit_expr(I, &mx->g, T->e_b, &env, memo);
+	/* at a reset the state before is dropped, as in the scans */
+	LLVMValueRef hn = fsel(I, fgt(I, first, cf32(I, 0.0)), bb, fadd(I, fmul(I, a, var_get(I, d->h[k])), bb));
+	var_set(I, d->h[k], hn);
+	env.h = hn;
+	LLVMValueRef yv = emit_expr(I, &mx->g, T->e_y, &env, memo);
+	free(memo);
+	LLVMValueRef yi = iadd(I, imul(I, tokrow, sext64(I, d->D)), sext64(I, d->ch));
+	st(I, f32_to_bf16(I, yv), gep_bf16(I, d->y, yi), 2);
+	if_end(I, &f);
+}
+
+void tmpl_decode(Tmpl *T)
+{
+	Irb *I = &T->I;
+	char smem[16];
+	snprintf(smem, sizeof smem, "%d", dec_smem(T));
+	Launch *l = tmpl_launch(T, 1, "decode", "H", "NDB", "1", 256, smem);
+	KSig *s = &l->sig;
+	ksig_add(T, s, "x", I->gptr);
+	ksig_add(T, s, "y", I->gptr);
+	ksig_params(T, s);
+	ksig_tok(T, s);
+	ksig_add(T, s, "state:h0", I->gptr);
+	ksig_add(T, s, "state:hT", I->gptr);
+	ksig_add(T, s, "state:index", I->gptr);
+	ksig_add(T, s, "i32:B", I->i32);
+	ksig_add(T, s, "i32:L", I->i32);
+	ksig_add(T, s, "i32:D", I->i32);
+	/* the bytes: x, y and the token values once, the states read and written, the parameters */
+	snprintf(l->bytes_extra, sizeof l->bytes_extra, "B*D*8");
+	tmpl_open(T, l);
+	irb_may_alias(I, ksig_find(s, "state:h0"));
+	irb_may_alias(I, ksig_find(s, "state:hT"));
+	LLVMValueRef tid = tid_x(I);
+	Dec d;
+	dec_stage_weights(T, s, tid);
+	dec_init(T, &d, s, tid);
+	/* lane-invariant nodes (parameters and constants only) once per thread, before the tokens */
+	size_t n = (size_t)T->mx->g.len;
+	LLVMValueRef *inv = calloc(2 * n, sizeof *inv);
+	CHECK(inv);
+	EmitEnv base = { .param = d.pv, .inv_node = T->inv_node, .inv = inv, .inv_l2e = inv + n };
+	base.hoist = irb_hoist_block(I);
+	Loop Lt;
+	loop_begin(I, &Lt, ci32(I, 0), d.L, ci32(I, 1), "t");
+	LLVMValueRef t = loop_i(I, &Lt);
+	bar_sync(I);   /* the weights staged; the last token's x read by every thread */
+	dec_stage_x(T, &d, tid, t);
+	bar_sync(I);
+	Var acc[MX_MAXPROJ][DEC_RPT];
+	dec_project(T, &d, acc);
+	for (int k = 0; k < DEC_RPT; k++)
+		dec_element(T, &d, k, t, acc, base);
+	loop_end(I, &Lt);
+	for (int k = 0; k < DEC_RPT; k++)
+		state_store(I, d.hT, d.sidx[k], d.ok[k], var_get(I, d.h[k]));
+	free(inv);
+	irb_ret(I);
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The decode step (R.decode, lua/recur.lua): one variant per mixer, named
+# "decode", whose manifest entry says scan "decode", takes the states as
+# h0, hT and index, has a forward only (the token stage where the mixer has
+# one, then the step kernel) and no backward; its kernel reads the states
+# through coherent loads (h0 and hT may be one buffer: an update in place)
+# and compiles without spills for sm_90 and sm_80. Every shipped mixer's
+# script gets one with no line of its own; a wrong option is refused at
+# the script's line.
+#   usage: gen_decode_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
+set -u
+recur=$1 src=$2 work=$3
+rm -rf "$work"; mkdir -p "$work"
+pass=0 fail=0
+check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+mixers="rglru samu hgrn mingru mamba2"
+cat > "$work/decode.lua" <<'LUA'
+local R = require "recur"
+local out = { R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true } } }
+for _, m in ipairs { "rglru", "samu", "hgrn", "mingru", "mamba2" } do
+  out[#out + 1] = R.decode { mixer = require("arch." .. m) }
+end
+return out
+LUA
+"$recur" gen "$work/decode.lua" --lua "$src/lua" -o "$work/out" -q; check $? "gen of a decode step for each of the five mixers, beside a scan variant"
+"$recur" gen "$src/lua/variants/decode.lua" --lua "$src/lua" --sm sm_80 -o "$work/out80" -q; check $? "gen of lua/variants/decode.lua for sm_80"
+n=$(ls "$work/out" | grep -c '\.decode\.ptx$')
+[ "$n" = 5 ]; check $? "five modules named MIXER.decode.ptx ($n)"
+
+py=$(command -v /usr/bin/python3 || command -v python3)
+"$py" - "$work/out/manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+bad, seen = [], 0
+for v in m["variants"]:
+    if v["name"] != "decode":
+        if v["scan"] == "decode" or not v["backward"]:
+            bad.append("%s: a scan variant reads as a decode step" % v["name"])
+        continue
+    seen += 1
+    mx = v["mixer"]
+    if v["scan"] != "decode": bad.append("%s: scan %r" % (mx, v["scan"]))
+    if v["state"] != ["h0", "hT", "index"]: bad.append("%s: state %r" % (mx, v["state"]))
+    if v["backward"] != []: bad.append("%s: a backward of %d launches" % (mx, len(v["backward"])))
+    ks = [l["kernel"] for l in v["forward"]]
+    want = ([mx + "_tok_fwd"] if v["shared_sfu"] else []) + [mx + "_decode"]   # a token stage: shared_sfu
+    if ks != want: bad.append("%s: forward %r, expected %r" % (mx, ks, want))
+    last = v["forward"][-1]
+    for a in ("x", "y", "state:h0", "state:hT", "state:index", "i32:B", "i32:L", "i32:D"):
+        if a not in last["args"]: bad.append("%s: the step kernel lacks arg %s" % (mx, a))
+    if last["grid"] != ["H", "NDB", "1"]: bad.append("%s: grid %r" % (mx, last["grid"]))
+    if any(w["life"] != "forward" for w in v["workspaces"]): bad.append("%s: a workspace outlives the call" % mx)
+if seen != 5: bad.append("%d decode variants in the manifest, expected 5" % seen)
+if bad: print("\n".join("     " + b for b in bad))
+sys.exit(1 if bad else 0)
+PY
+check $? "the manifest: scan decode, state h0 hT index, no backward, the token stage then the step kernel"
+
+# noalias on h0 and hT would let the compiler read the states through the
+# non-coherent path or move a load past the store of the same slot
+plain=""
+for m in $mixers; do
+	k=$(awk "/\.entry ${m}_decode/,/^}/" "$work/out/$m.decode.ptx" | grep -c 'ld\.global\.f32')
+	[ "$k" -ge 8 ] || plain="$plain $m:$k"
+done
+[ -z "$plain" ]; check $? "each step kernel reads its 8 rows' states with coherent loads (short:${plain:- none})"
+
+ptxas=${PTXAS:-$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)}
+if [ -n "$ptxas" ]; then
+	bad=""
+	for f in "$work/out"/*.decode.ptx "$work/out80"/*.decode.ptx; do
+		sm=$(grep -m1 -o 'sm_[0-9]*' "$f")
+		for _ in 1; do
+			log=$("$ptxas" -arch=$sm -v "$f" -o /dev/null 2>&1) || { bad="$bad $(basename "$f"):$sm:refused"; continue; }
+			echo "$log" | grep -q '[1-9][0-9]* bytes spill stores' && bad="$bad $(basename "$f"):$sm:spills"
+		done
+	done
+	[ -z "$bad" ]; check $? "ptxas accepts every decode module without spills: five for sm_90, two for sm_80 (${bad:-all clean})"
+else
+	echo "     (no ptxas: the modules were not compiled)"
+fi
+
+printf 'local R = require "recur"\nreturn R.decode { mixer = require "arch.rglru", chunk = { 8 } }\n' > "$work/bad.lua"
+out=$("$recur" gen "$work/bad.lua" --lua "$src/lua" -o "$work/bad" -q 2>&1)
+[ $? != 0 ] && echo "$out" | grep -q 'bad.lua:2:.*chunk' && [ ! -e "$work/bad" ]
+check $? "R.decode with a scan option is refused at its line, naming it, and writes nothing"
+printf 'local R = require "recur"\nreturn R.decode { }\n' > "$work/nomix.lua"
+out=$("$recur" gen "$work/nomix.lua" --lua "$src/lua" -o "$work/nomix" -q 2>&1)
+[ $? != 0 ] && echo "$out" | grep -q 'nomix.lua:2:.*R.decode needs mixer'
+check $? "R.decode without a mixer is refused at its line"
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
