@@ -6,6 +6,7 @@ PyTorch, for the loss curve and the tokens per second of each.
     python3 examples/train_lm.py --kernels out/ptx --compare --steps 300
     python3 examples/train_lm.py --kernels out/ptx --compare --bench-layer 1x8192x1024
     python3 examples/train_lm.py --mixer torch --device cpu --tiny --steps 5
+    python3 examples/train_lm.py --kernels out/ptx --decode-kernels out/decode --sample 400
 
 Each block is Griffin's recurrent block and an MLP, pre-norm, residual:
     x += W_out( gelu(W_gate n) * RG-LRU( conv4( W_in n ) ) ),   n = RMSNorm(x)
@@ -17,6 +18,11 @@ with the parameters, initialisation and math of spec/architectures.md.
 The text: the files given with --text, else every source and document
 file of this repository (a few MB of C, Lua and Markdown that any clone
 has); the last 5% of it is held out for the validation loss.
+
+--sample N then draws N bytes after --prompt through the decode step
+(each block's conv inputs and RG-LRU state carried token to token; recur:
+the folder of `recur gen lua/variants/decode.lua`), after checking that
+the decode path gives the forward's logits over the prompt.
 
 --compare trains the model with each mixer from the same seed on the same
 batches and writes, into --out: log.json (every run's losses and tokens
@@ -148,7 +154,8 @@ class TorchRGLRU(nn.Module):
         u = torch.empty(width, dtype=torch.float64).uniform_(0.9 ** 2, 0.999 ** 2)
         self.lam = nn.Parameter(torch.log(torch.exp(-0.5 * torch.log(u)) - 1).float())
 
-    def forward(self, x, resets=None):
+    def _gates(self, x):
+        """(log_a, m, i * x) of x [B, L, D], m without the reset rule."""
         B, L, D = x.shape
         xb = x.to(torch.bfloat16).view(B, L, self.H, self.K)
         def proj(W, bias):
@@ -157,7 +164,11 @@ class TorchRGLRU(nn.Module):
         r = torch.sigmoid(proj(self.Wa, self.ba))
         i = torch.sigmoid(proj(self.Wx, self.bx))
         log_a = -C * r * F.softplus(self.lam)
-        m = sqrt_bounded(1 - torch.exp(2 * log_a))
+        return log_a, sqrt_bounded(1 - torch.exp(2 * log_a)), i * xb.reshape(B, L, D).float()
+
+    def forward(self, x, resets=None):
+        B, L, D = x.shape
+        log_a, m, ix = self._gates(x)
         # the spec's reset at t = 0 and at each document start: m = 1, and
         # a * h_prev dropped (a as good as 0: the scan works in log a)
         first = torch.zeros(1, L, 1, dtype=torch.bool, device=x.device)
@@ -166,8 +177,23 @@ class TorchRGLRU(nn.Module):
             first = first | resets[..., None]
         a = torch.where(first, torch.full_like(log_a, 1e-30), torch.exp(log_a))
         m = torch.where(first, torch.ones_like(m), m)
-        h = linear_scan(a, m * i * xb.reshape(B, L, D).float())
+        h = linear_scan(a, m * ix)
         return h.to(torch.bfloat16)
+
+    def step(self, x, state, start=False, kernels=None):
+        """The decode step, recur.Mixer.step's contract: y of the next tokens
+        x [B, T, D], the fp32 state [B, D] advanced in place; start: the
+        first token is a reset (the state is not read)."""
+        log_a, m, ix = self._gates(x)
+        h, ys = state.clone(), []
+        for t in range(x.shape[1]):
+            if start and t == 0:
+                h = ix[:, 0]                       # m = 1, a * h_prev dropped
+            else:
+                h = torch.exp(log_a[:, t]) * h + m[:, t] * ix[:, t]
+            ys.append(h)
+        state.copy_(h)
+        return torch.stack(ys, 1).to(torch.bfloat16)
 
 
 # ---- the model ----
@@ -200,6 +226,18 @@ class DocConv(nn.Module):
             out = out + shifted * same[..., None] * self.w[k]
         return out
 
+    def step(self, u, buf, start=False):
+        """One token u [B, 1, W]; buf [B, taps - 1, W] holds the inputs before
+        it, the latest last, and takes u; start: nothing comes before u."""
+        if start:
+            buf.zero_()
+        taps = self.w.shape[0]
+        out = u[:, 0] * self.w[0] + self.b
+        for k in range(1, taps):
+            out = out + buf[:, taps - 1 - k] * self.w[k]
+        buf.copy_(torch.cat([buf[:, 1:], u.to(buf.dtype)], 1))
+        return out[:, None]
+
 
 class RecurrentBlock(nn.Module):
     def __init__(self, d, width, mixer):
@@ -221,6 +259,14 @@ class RecurrentBlock(nn.Module):
         x = x + self.out(F.gelu(self.gate(n)) * y)
         return x + self.down(F.gelu(self.up(self.mlp_norm(x))))
 
+    def step(self, x, cache, start=False, kernels=None):
+        """One token x [B, 1, d] through the block, its conv and mixer states in cache."""
+        n = self.norm(x)
+        u = self.conv.step(self.inp(n), cache["conv"], start)
+        y = self.mixer.step(u.contiguous(), cache["h"], start=start, kernels=kernels)
+        x = x + self.out(F.gelu(self.gate(n)) * y)
+        return x + self.down(F.gelu(self.up(self.mlp_norm(x))))
+
 
 class LM(nn.Module):
     def __init__(self, d, width, layers, make_mixer):
@@ -235,6 +281,53 @@ class LM(nn.Module):
         for blk in self.blocks:
             x = blk(x, resets)
         return self.head(self.norm(x))
+
+    def new_cache(self, batch, device):
+        """Each block's decode state: the conv's last inputs and the mixer's fp32 state."""
+        return [{"conv": torch.zeros(batch, blk.conv.w.shape[0] - 1, blk.conv.w.shape[1], device=device),
+                 "h": torch.zeros(batch, blk.conv.w.shape[1], dtype=torch.float32, device=device)}
+                for blk in self.blocks]
+
+    def step(self, tokens, cache, start=False, kernels=None):
+        """Logits [B, 1, 256] of the next token after tokens [B, 1], advancing cache."""
+        x = self.emb(tokens)
+        for blk, c in zip(self.blocks, cache):
+            x = blk.step(x, c, start, kernels)
+        return self.head(self.norm(x))
+
+
+# ---- sampling ----
+
+@torch.no_grad()
+def decode_check(model, tokens, amp, kernels=None):
+    """The largest difference of the decode path's logits (the prompt fed
+    one token at a time) from the forward's over the same tokens, relative
+    to the largest logit, and the cache after them."""
+    with torch.autocast(**amp):
+        whole = model(tokens).float()
+        cache = model.new_cache(tokens.shape[0], tokens.device)
+        steps = [model.step(tokens[:, t:t + 1], cache, start=t == 0, kernels=kernels).float()
+                 for t in range(tokens.shape[1])]
+    diff = float((torch.cat(steps, 1) - whole).abs().max() / whole.abs().max().clamp_min(1e-30))
+    return diff, cache, steps[-1]
+
+
+@torch.no_grad()
+def sample(model, prompt, n, amp, temperature=0.8, seed=0, kernels=None):
+    """(text, decode_vs_forward): n bytes after prompt, drawn one at a time
+    through the decode step."""
+    dev = next(model.parameters()).device
+    tokens = torch.tensor([list(prompt.encode())], dtype=torch.long, device=dev)
+    diff, cache, logits = decode_check(model, tokens, amp, kernels)
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    out = []
+    for _ in range(n):
+        p = torch.softmax(logits[:, -1] / temperature, -1)
+        tok = torch.multinomial(p, 1, generator=gen)
+        out.append(int(tok))
+        with torch.autocast(**amp):
+            logits = model.step(tok, cache, kernels=kernels).float()
+    return prompt + bytes(out).decode("utf-8", "replace"), diff
 
 
 def make_model(args, mixer):
@@ -298,6 +391,18 @@ def train(args, mixer, data, val):
                   "%.0f tok/s" % (timed_tokens / timed_s) if timed_s else ""), flush=True)
     log["tokens_per_s"] = timed_tokens / timed_s if timed_s else None
     log["params"] = sum(p.numel() for p in model.parameters())
+    if args.sample:
+        kernels = None
+        if mixer == "recur":
+            import recur
+            kernels = recur.load(args.decode_kernels)
+            kernels.decode_variant("rglru")   # a folder without one says how to make it, before sampling
+        text, diff = sample(model, args.prompt, args.sample, amp, seed=args.seed, kernels=kernels)
+        log["sample"], log["decode_vs_forward"] = text, diff
+        print("%-13s decode step vs forward over the prompt: largest logit difference %.1e of the largest logit\n"
+              "%s\n" % (mixer, diff, text), flush=True)
+        if not diff < 5e-2:
+            raise SystemExit("train_lm: %s: the decode path differs from the forward by %.1e" % (mixer, diff))
     return log
 
 
@@ -365,6 +470,14 @@ def self_test():
         ok = err < 1e-2 if name == "RG-LRU" else err < 1e-12   # RG-LRU's projections are bf16
         bad += not ok
         print("%s %s with document marks = its documents apart: max error %.1e" % ("ok  " if ok else "FAIL", name, err))
+    # the decode path (conv and RG-LRU states, one token at a time) gives the forward's logits
+    torch.manual_seed(4)
+    lm = LM(32, 64, 2, lambda: TorchRGLRU(64))
+    tokens = torch.randint(0, 256, (3, 21))
+    err, _, _ = decode_check(lm, tokens, dict(device_type="cpu", enabled=False))
+    ok = err < 1e-5
+    bad += not ok
+    print("%s decode steps = the forward over 21 tokens: largest logit difference %.1e" % ("ok  " if ok else "FAIL", err))
     sys.exit(1 if bad else 0)
 
 
@@ -515,6 +628,12 @@ def main():
     p.add_argument("--bench-reps", type=int, default=20)
     p.add_argument("--bench-warmup", type=int, default=5)
     p.add_argument("--self-test", action="store_true", help="check the plain-PyTorch layer on the CPU, and exit")
+    p.add_argument("--sample", type=int, default=0, metavar="N", help="after training, N bytes drawn one at a time "
+                   "through the decode step, after checking it against the forward over the prompt")
+    p.add_argument("--prompt", default="static int ", help="what --sample continues")
+    p.add_argument("--decode-kernels", default=os.path.join(REPO, "out", "decode"),
+                   help="a folder with the RG-LRU's decode step, for --sample with recur "
+                   "(recur gen lua/variants/decode.lua -o out/decode)")
     args = p.parse_args()
     if args.self_test:
         self_test()

@@ -4,6 +4,8 @@
 # (--self-test: the chunked scan, its gradients, the bounded sqrt), and a
 # few training steps of the smallest model on the CPU with each file a
 # document (--docs; the plain path runs in --bench-layer): finite losses, and
+# 24 bytes sampled through the decode step (--sample) after it matched the
+# forward over the prompt,
 # the log, the loss plot and the table written; one layer timed alone
 # (--bench-layer). Skips where no python3
 # has torch.
@@ -25,7 +27,7 @@ echo "$out" | sed 's/^/     /'
 check $rc "the plain-PyTorch layer agrees with float64 loops ($(echo "$out" | grep -c '^ok') checks)"
 
 out=$("$py" "$src/examples/train_lm.py" --mixer torch --device cpu --tiny --steps 4 --eval-every 2 --docs \
-	--out "$work/run" 2>&1); rc=$?
+	--sample 24 --out "$work/run" 2>&1); rc=$?
 echo "$out" | grep -E "^text" | sed 's/^/     /'
 echo "$out" | tail -3 | sed 's/^/     /'
 check $rc "4 training steps of the tiny model on the CPU, each file a document (--docs)"
@@ -39,6 +41,15 @@ ok = len(runs) == 1 and len(runs[0]["loss"]) == 4 and all(math.isfinite(v) for v
 sys.exit(0 if ok else 1)
 PY
 check $? "the log holds 4 finite losses"
+"$py" - "$work/run/log.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["runs"][0]
+ok = r["sample"].startswith("static int ") and len(r["sample"].encode()) >= len("static int ") + 8 and \
+     r["decode_vs_forward"] < 1e-2
+print("     decode vs forward %.1e; sample %r" % (r["decode_vs_forward"], r["sample"]))
+sys.exit(0 if ok else 1)
+PY
+check $? "--sample 24: the decode path gives the forward's logits over the prompt, and 24 bytes follow it"
 out=$("$py" "$src/examples/train_lm.py" --mixer torch --device cpu --bench-layer 1x64x64 --bench-reps 2 \
 	--bench-warmup 1 --out "$work/layer" 2>&1); rc=$?
 echo "$out" | tail -1 | sed 's/^/     /'

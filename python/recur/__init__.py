@@ -3,6 +3,8 @@
     import recur
     layer = recur.RGLRU("out/ptx", width=1024).cuda()   # a folder of `recur gen`
     y = layer(x)                                          # x: bf16 [B, L, 1024] on a GPU
+    state = layer.new_state(B)                            # sampling: fp32 [B, 1024]
+    y_t = layer.step(x_t, state, kernels="out/decode")    # x_t [B, 1, 1024]; state advanced in place
 
 The runtime is librecur.so ($RECUR_LIB, else the repository's
 build/librecur.so, else the system loader's), reached through ctypes.
@@ -21,10 +23,10 @@ Layout of the package:
 from ._lib import RecurError
 from .kernels import Kernels, load
 from .modules import RGLRU, SAMU, Mixer, init_, parameter_count
-from .ops import HAS_CUSTOM_OP, backward, forward, mix
+from .ops import HAS_CUSTOM_OP, backward, decode_step, forward, mix
 
 __all__ = ["RecurError", "Kernels", "load", "Mixer", "RGLRU", "SAMU", "init_", "parameter_count",
-           "mix", "forward", "backward", "HAS_CUSTOM_OP", "library_path"]
+           "mix", "forward", "backward", "decode_step", "HAS_CUSTOM_OP", "library_path"]
 __version__ = "0.1.0"
 
 

@@ -111,3 +111,36 @@ def aligned(named, variant, shape):
             raise ValueError("recur %s at %s: %s starts at 0x%x, not on a %d-byte boundary (the kernels use "
                              "16-byte vector accesses); pass a fresh tensor, e.g. %s.clone()"
                              % (variant, shape, name, p, IO_ALIGN, name))
+
+
+def pool(t, x, mixer):
+    """Checks a decode step's states: fp32 [S, D] on x's device, contiguous; returns S."""
+    where = "recur %s decode step: state" % mixer
+    if not isinstance(t, torch.Tensor):
+        raise TypeError("%s must be a torch.Tensor, got %s" % (where, type(t).__name__))
+    if t.dtype != torch.float32:
+        raise TypeError("%s is a %s; states are float32 [S, D]" % (where, _where(t)))
+    if t.device != x.device:
+        raise ValueError("%s is a %s, x is on %s" % (where, _where(t), x.device))
+    if t.dim() != 2 or int(t.shape[1]) != int(x.shape[2]) or int(t.shape[0]) < 1:
+        raise ValueError("%s is a %s; for x of shape %s it is [S, D] with D = %d (S slots, at least 1)"
+                         % (where, _where(t), list(x.shape), int(x.shape[2])))
+    if not t.is_contiguous():
+        raise ValueError("%s (a %s) is not contiguous" % (where, _where(t)))
+    return int(t.shape[0])
+
+
+def index(i, x, mixer):
+    """Checks a decode step's slot index: integers [B] on x's device;
+    returns it as contiguous int32 (negative: a padding row)."""
+    where = "recur %s decode step: index" % mixer
+    if not isinstance(i, torch.Tensor):
+        raise TypeError("%s must be a torch.Tensor, got %s" % (where, type(i).__name__))
+    if i.dtype not in (torch.int32, torch.int64):
+        raise TypeError("%s is a %s; slots are int32 or int64" % (where, _where(i)))
+    if i.device != x.device:
+        raise ValueError("%s is a %s, x is on %s" % (where, _where(i), x.device))
+    if tuple(i.shape) != (int(x.shape[0]),):
+        raise ValueError("%s is a %s; for x of shape %s it is [B] = [%d]" % (where, _where(i), list(x.shape),
+                                                                           int(x.shape[0])))
+    return i.to(torch.int32).contiguous()

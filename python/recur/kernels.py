@@ -78,6 +78,10 @@ class Kernels:
             return list(self.manifest.variants)
         return self.manifest.variants_of(mixer)
 
+    def decode_variant(self, mixer):
+        """The name of the mixer's decode step in this folder (ValueError when it has none)."""
+        return self.manifest.decode_variant(mixer)
+
     def check_variant(self, mixer, variant):
         """Raises ValueError unless variant is one of the mixer's in this folder."""
         if variant not in self.variants(mixer):
@@ -89,7 +93,7 @@ class Kernels:
         key = (mixer, D)
         p = self._param_cache.get(key)
         if p is None:
-            variants = self.manifest.variants_of(mixer)
+            variants = self.manifest.all_of(mixer)
             s = _lib.shape(1, 1, D)
             refusals = [self.manifest.check_shape(v, s) for v in variants]
             if all(refusals):

@@ -86,12 +86,31 @@ class Manifest:
                 out.append(v.mixer)
         return out
 
-    def variants_of(self, mixer):
+    def all_of(self, mixer):
+        """Every variant of the mixer, its decode step included."""
         names = [v.name for v in self.variants.values() if v.mixer == mixer]
         if not names:
             raise ValueError("mixer %r has no variant in %s (mixers: %s)" % (mixer, self.path,
                                                                              ", ".join(self.mixers())))
         return names
+
+    def variants_of(self, mixer):
+        """The mixer's variants that run a forward and a backward over whole
+        sequences (its decode step is decode_variant's)."""
+        names = [n for n in self.all_of(mixer) if self.variants[n].scan != "decode"]
+        if not names:
+            raise ValueError("%s holds only the decode step of mixer %r: generate its scans too, e.g. "
+                             "`recur gen lua/variants/all.lua -o FOLDER`" % (self.path, mixer))
+        return names
+
+    def decode_variant(self, mixer):
+        """The mixer's decode step (R.decode), or ValueError saying how to make one."""
+        names = [n for n in self.all_of(mixer) if self.variants[n].scan == "decode"]
+        if not names:
+            raise ValueError("%s holds no decode step of mixer %r: generate one, e.g. "
+                             "`recur gen lua/variants/decode.lua -o FOLDER` (R.decode { mixer = ... })"
+                             % (self.path, mixer))
+        return names[0]
 
     def _read_attributes(self):
         with open(self.path, "rb") as f:

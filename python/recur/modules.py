@@ -75,6 +75,20 @@ class Mixer(nn.Module):
         return ops.mix(x, [getattr(self, s.name) for s in self.specs], self.kernels, self.mixer, self.variant,
                        resets=resets, initial_state=initial_state, output_final_state=output_final_state)
 
+    def new_state(self, slots, device=None):
+        """Zeroed decode states, fp32 [slots, width], on the parameters' device unless given."""
+        dev = device if device is not None else next(self.parameters()).device
+        return torch.zeros(slots, self.width, dtype=torch.float32, device=dev)
+
+    def step(self, x, state, index=None, start=False, kernels=None):
+        """The decode step: y for the next tokens x [B, T, width], advancing
+        state (fp32 [S, width], new_state()) in place (see recur.decode_step).
+        kernels: the folder holding the mixer's decode step, when it is not
+        the module's own."""
+        k = self.kernels if kernels is None else (kernels if hasattr(kernels, "key") else load(kernels))
+        return ops.decode_step(x, [getattr(self, s.name) for s in self.specs], state, k, self.mixer, index=index,
+                               start=start)
+
     def extra_repr(self):
         return "%s, width=%d, variant=%s, kernels=%s" % (self.mixer, self.width, self.variant or "auto",
                                                           self.kernels.folder)

@@ -279,6 +279,73 @@ else:
             return backward_impl(dy, dhT, x, list(params), saved, kernels, mixer, variant, resets, h0, want_hT)
 
 
+# ---- the decode step ----
+#
+# A forward of the mixer's decode variant (R.decode): x [B, T, D] advances
+# the states of a pool [S, D] in place. No autograd: sampling does not
+# train. On torch >= 2.4 a custom_op that says it mutates the states, so
+# torch.compile and CUDA graphs order it right.
+
+def decode_impl(x, params, state, index, key, mixer, start):
+    k = lookup(key)
+    B, T, D = checks.x_shape(x, mixer)
+    checks.params(params, k.params(mixer, D), x, mixer)
+    S = checks.pool(state, x, mixer)
+    idx = checks.index(index, x, mixer) if index is not None else None
+    if idx is None and S < B:
+        raise ValueError("recur %s decode step: %d rows but %d states: without index row b uses slot b, so the "
+                         "state has at least B rows" % (mixer, B, S))
+    name = k.decode_variant(mixer)
+    why = k.manifest.check_shape(name, _lib.shape(B, T, D))
+    if why:
+        raise ValueError("recur %s decode step %s refuses %s: %s" % (mixer, name, _shape_text((B, T, D)), why))
+    checks.aligned([("x", x), ("state", state)] + [(p.name, t) for p, t in zip(k.params(mixer, D), params)], name,
+                   _shape_text((B, T, D)))
+    dev = device_info(x.device.index)
+    dk = k.on(dev.index)
+    n_saved, n_scratch = k.workspace_sizes(name, B, T, D, capability=dk.rt.capability)
+    # a padding row's y is not written: zeros rather than what the allocator held
+    y = torch.zeros_like(x) if idx is not None else torch.empty_like(x)
+    saved, scratch = _scratch(n_saved, x.device), _scratch(n_scratch, x.device)
+    _poison([] if idx is not None else [y], [saved, scratch])
+    keep, parr = _ptr_array(params)
+    st = _lib.SeqState(h0=0 if start else state.data_ptr(), hT=state.data_ptr(),
+                       index=idx.data_ptr() if idx is not None else 0)
+    io = _io(st, x=x.data_ptr(), y=y.data_ptr(), dy=0, dx=0, params=parr, grads=None)
+    dk.variant(name).forward(_lib.shape(B, T, D), io, _ws(saved, scratch),
+                             torch.cuda.current_stream(x.device).cuda_stream)
+    return y
+
+
+if HAS_CUSTOM_OP:
+    @torch.library.custom_op("recur::decode_step", mutates_args=("state",))
+    def _decode_op(x: torch.Tensor, params: List[torch.Tensor], state: torch.Tensor, index: Optional[torch.Tensor],
+                   kernels: str, mixer: str, start: bool) -> torch.Tensor:
+        return decode_impl(x, params, state, index, kernels, mixer, start)
+
+    @_decode_op.register_fake
+    def _decode_fake(x, params, state, index, kernels, mixer, start):
+        return torch.empty_like(x)
+else:
+    def _decode_op(x, params, state, index, kernels, mixer, start):
+        return decode_impl(x, params, state, index, kernels, mixer, start)
+
+
+def decode_step(x, params, state, kernels, mixer, index=None, start=False):
+    """y for the next tokens x (bf16 [B, T, D], T = 1 for one token per
+    row), advancing fp32 states [S, D] in place: row b continues from
+    state[index[b]] (index None: state[b]) and leaves its state after its
+    T tokens there; index: int32/int64 [B], a negative slot marks a padding
+    row, of which nothing is read or written (its y is 0). start=True: the
+    states are not read, each row starts anew (a reset at its first
+    token). Runs the folder's decode step (recur gen of R.decode { mixer =
+    ... }, e.g. lua/variants/decode.lua); no autograd."""
+    if isinstance(x, torch.Tensor) and x.dtype == torch.float32 and _autocast_bf16():
+        x = x.to(torch.bfloat16)
+    with torch.no_grad():
+        return _decode_op(x, list(params), state, index, _kernels_key(kernels), mixer, bool(start))
+
+
 # ---- the public functions ----
 
 def _autocast_bf16():
@@ -292,8 +359,8 @@ def _kernels_key(kernels):
 
 
 def _no_more(kwargs, what):
-    # cu_seqlens and a decode step become keyword arguments here (None by
-    # default) as the kernels take them.
+    # cu_seqlens becomes a keyword argument here (None by default) when the
+    # kernels take it; the decode step is decode_step().
     if kwargs:
         raise TypeError("%s: no keyword %s: of the sequence state the kernels take resets=, initial_state= and "
                         "output_final_state= so far" % (what, ", ".join(sorted(kwargs))))

@@ -295,6 +295,7 @@ def stand_in(test, k):
     if not _lib.library().has("recur_forward_ws"):
         test.skipTest("librecur has no recur_forward_ws yet")
     test.calls = []
+    test.indexes = []   # the decode step's slot index address per forward (0: none)
 
     class Variant:
         def __init__(self, name):
@@ -306,6 +307,7 @@ def stand_in(test, k):
             test.assertEqual((io.dy, io.dx, bool(io.grads)), (0, 0, False))
             test.calls.append(("forward", self.name, stream, [io.params[i] for i in range(5)], _marks(io),
                                _states(io)))
+            test.indexes.append(io.state.contents.index or 0 if io.state else 0)
             ctypes.memmove(io.y, io.x, 2 * n)
             if _states(io)[1]:   # hT: 7 everywhere
                 (ctypes.c_float * (s.B * s.D)).from_address(_states(io)[1])[:] = [7.0] * (s.B * s.D)
@@ -559,6 +561,51 @@ class CarriedStates(_StateFolder):
         with self.assertRaises(ValueError) as e:
             kernels().choose("rglru", 2, 37, 128, H200, "", frozenset(("h0",)))
         self.assertIn("state.lua", str(e.exception))
+
+
+class DecodeStep(_StateFolder):
+    """The decode step through recur.decode_step / Mixer.step to C: the
+    folder's decode variant runs (never chosen for a forward over a whole
+    sequence), h0 and hT both point at the pool (in place; h0 null with
+    start=True), the slot index goes as int32, and wrong pools or indexes
+    raise before any call."""
+
+    def test_the_decode_variant_apart(self):
+        self.assertNotIn("decode", self.k.variants("rglru"))
+        self.assertEqual(self.k.decode_variant("rglru"), "decode")
+        with self.assertRaises(ValueError) as e:
+            kernels().decode_variant("rglru")
+        self.assertIn("decode.lua", str(e.exception))
+        recur.RGLRU(self.k, 128)(torch.randn(1, 20, 128).bfloat16())
+        self.assertNotEqual(self.calls[0][1], "decode")
+
+    def test_in_place_with_an_index(self):
+        m = recur.RGLRU(self.k, 128)
+        state = m.new_state(5)
+        x = torch.randn(2, 1, 128).bfloat16()
+        idx = torch.tensor([3, 1], dtype=torch.int32)
+        y = m.step(x, state, index=idx)
+        m.step(x, state, start=True)
+        (_, name, _, _, _, st), (_, _, _, _, _, st2) = self.calls
+        self.assertEqual(name, "decode")
+        self.assertEqual(st[:2], (state.data_ptr(), state.data_ptr()))   # h0 = hT: in place
+        self.assertEqual(st2[:2], (0, state.data_ptr()))                  # start: no h0
+        self.assertEqual(self.indexes, [idx.data_ptr(), 0])                 # int32 goes as it is
+        self.assertTrue(torch.equal(y, x))
+        report("decode step in place through", "custom_op" if recur.HAS_CUSTOM_OP else "a plain call")
+
+    def test_wrong_pools_and_indexes_are_refused(self):
+        m = recur.RGLRU(self.k, 128)
+        x = torch.randn(3, 1, 128).bfloat16()
+        for state, index, err, word in ((m.new_state(2), None, ValueError, "slot b"),
+                                        (torch.zeros(3, 128, dtype=torch.float64), None, TypeError, "state"),
+                                        (torch.zeros(3, 127), None, ValueError, "state"),
+                                        (m.new_state(4), torch.zeros(2, dtype=torch.int32), ValueError, "index"),
+                                        (m.new_state(4), torch.zeros(3), TypeError, "index")):
+            with self.assertRaises(err) as e:
+                m.step(x, state, index=index)
+            self.assertIn(word, str(e.exception))
+        self.assertEqual(self.calls, [])
 
 
 class Gpu(unittest.TestCase):
