@@ -6,11 +6,13 @@
  * hundreds of tokens to fill a block; a step has one to a few dozen, and
  * its parallelism is the batch. So one thread owns one channel of one
  * head for DEC_RPT rows (sequences), and walks the tokens in order:
- *   grid (H, cdiv(B, DEC_ROWS)), 256 threads = 64 channels x DEC_LANES
- *   row lanes; row lane l holds rows l, l + DEC_LANES, ... of the block's.
- * The head's block-diagonal weights are staged in shared memory once (fp32,
- * [i][j]: a warp reads 32 consecutive columns, no bank conflict) and every
- * token's x rows beside them; the projections are fp32 dot products, the
+ *   grid (H, cdiv(B, rows)), K channels x 256 / K row lanes (one at K >
+ *   128); row lane l holds rows l, l + lanes, ... of the block's.
+ * Heads of any K that is a multiple of 16 up to 256 (RecurrentGemma's 256
+ * among them). The head's block-diagonal weights are staged in shared
+ * memory once where they fit (fp32 [i][j]: a warp reads 32 consecutive
+ * columns, no bank conflict), else read from memory; every token's x rows
+ * are staged; the projections are fp32 dot products, the
  * element stage the mixer's own expressions (emit_expr), the lane-invariant
  * ones hoisted out of the token loop. A token stage (per-token projections
  * over the whole width) is the scans' tok_fwd pass ahead of this kernel.
@@ -28,27 +30,52 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define DEC_LANES 4                        /* row lanes of a block */
-#define DEC_RPT 8                          /* rows per thread */
-#define DEC_ROWS (DEC_LANES * DEC_RPT)     /* rows per block */
-#define DEC_W_BYTES (64 * 64 * 4)          /* one head's weight block, fp32 */
-#define DEC_XS_BYTES (DEC_ROWS * 64 * 4)   /* one token's x rows, fp32 */
+#define DEC_RPT 8                /* rows per thread */
+#define DEC_THREADS 256          /* threads per block, at most */
+#define DEC_W_SMEM (96 * 1024)   /* the most shared memory the staged weights may take */
 
-static int dec_smem(const Tmpl *T) { return T->nbdproj * DEC_W_BYTES + DEC_XS_BYTES; }
+/* A head of K channels: DEC_THREADS / K row lanes (at least one), each of
+ * DEC_RPT rows; the weights staged where they fit (K = 64: 16 KB per
+ * projection), else read from memory, where every row lane and every
+ * block of the head reads the same lines (L1, L2). */
+typedef struct {
+	int K, lanes, rows, threads;
+	int w_smem;       /* the weights are in shared memory */
+	int w_bytes;      /* one projection's, fp32 [K][K] */
+	int xs_off;       /* the staged x rows, fp32 [rows][K] */
+	int smem;
+} DecGeo;
+
+static DecGeo dec_geo(const Tmpl *T)
+{
+	DecGeo g = { .K = T->mx->k };
+	g.lanes = DEC_THREADS / g.K > 0 ? DEC_THREADS / g.K : 1;
+	g.rows = g.lanes * DEC_RPT;
+	g.threads = g.lanes * g.K;
+	g.w_bytes = g.K * g.K * 4;
+	g.w_smem = T->nbdproj * g.w_bytes <= DEC_W_SMEM;
+	g.xs_off = g.w_smem ? T->nbdproj * g.w_bytes : 0;
+	g.smem = g.xs_off + g.rows * g.K * 4;
+	return g;
+}
 
 /* the plan of a decode variant: the head, the blocks over the batch, and
  * the token stage's workspaces (forward-only: nothing is saved) */
 void tmpl_decode_plan(Tmpl *T)
 {
+	DecGeo g = dec_geo(T);
 	T->nvar = T->nws = 0;
 	snprintf(T->var[0].name, sizeof T->var[0].name, "K");
-	snprintf(T->var[0].expr, sizeof T->var[0].expr, "64");
+	snprintf(T->var[0].expr, sizeof T->var[0].expr, "%d", g.K);
 	snprintf(T->var[1].name, sizeof T->var[1].name, "H");
 	snprintf(T->var[1].expr, sizeof T->var[1].expr, "D/K");
 	snprintf(T->var[2].name, sizeof T->var[2].name, "NDB");
-	snprintf(T->var[2].expr, sizeof T->var[2].expr, "cdiv(B,%d)", DEC_ROWS);
+	snprintf(T->var[2].expr, sizeof T->var[2].expr, "cdiv(B,%d)", g.rows);
 	T->nvar = 3;
-	T->rule[0] = (ShapeRule){ "D%64==0", "the width must be a multiple of 64: the kernels work on heads of 64 channels" };
+	snprintf(T->rule_text[0], sizeof T->rule_text[0], "D%%%d==0", g.K);
+	snprintf(T->rule_text[1], sizeof T->rule_text[1], "the width must be a multiple of %d: the kernels work on "
+	         "heads of %d channels", g.K, g.K);
+	T->rule[0] = (ShapeRule){ T->rule_text[0], T->rule_text[1] };
 	T->nrule = 1;
 	if (T->ntokval > 0) {
 		Workspace *w = &T->ws[T->nws++];
@@ -64,10 +91,12 @@ void tmpl_decode_plan(Tmpl *T)
 
 /* The kernel's loaded values: a thread's channel, its rows and their states. */
 typedef struct {
+	DecGeo g;
 	LLVMValueRef c, rl, ch, B, L, D;
 	LLVMValueRef row[DEC_RPT], ok[DEC_RPT], sidx[DEC_RPT];   /* b, the row is live, slot * D + ch (i64) */
 	LLVMValueRef pv[MX_MAXPARAM];                            /* parameters as the thread's channel sees them */
 	LLVMValueRef bias[MX_MAXPROJ];                           /* block-diagonal projections' bias at ch */
+	LLVMValueRef w[MX_MAXPROJ];                              /* their weights in memory, at the head's block */
 	LLVMValueRef x, y, tok, h0, hT;
 	LLVMValueRef first0;                                     /* 1.0 where the rows start with a reset (no h0) */
 	Var h[DEC_RPT];
@@ -86,20 +115,20 @@ static LLVMValueRef given(Irb *I, LLVMValueRef p)
 	return LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildPtrToInt(I->b, p, I->i64, ""), ci64(I, 0), "");
 }
 
-/* the head's weights of every block-diagonal projection into shared memory, as fp32 [j][i][64] */
-static void dec_stage_weights(Tmpl *T, const KSig *s, LLVMValueRef tid)
+/* the head's weights of every block-diagonal projection into shared
+ * memory, as fp32 [j][i][K], 16 bytes per thread and trip */
+static void dec_stage_weights(Tmpl *T, const Dec *d, LLVMValueRef tid)
 {
 	Irb *I = &T->I;
 	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4);
-	LLVMValueRef head = ctaid(I, 0);
+	int n4 = d->g.K * d->g.K / 4;
 	for (int j = 0; j < T->nbdproj; j++) {
-		LLVMValueRef w = sig_param(T, s, T->mx->proj[T->bdproj[j]].weight);
-		LLVMValueRef base = imul(I, sext64(I, head), ci64(I, 64 * 64));
-		for (int k = 0; k < 64 * 64 / 4 / 256; k++) {   /* 4 float4 per thread */
-			LLVMValueRef e = iadd(I, imul(I, ci32(I, k), ci32(I, 256)), tid);
-			LLVMValueRef v = ld(I, v4f, gep_f32(I, w, iadd(I, base, sext64(I, imul(I, e, ci32(I, 4))))), 16);
-			st(I, v, smem_ptr(I, iadd(I, ci32(I, j * DEC_W_BYTES), imul(I, e, ci32(I, 16)))), 16);
-		}
+		Loop L;
+		loop_begin(I, &L, tid, ci32(I, n4), ci32(I, d->g.threads), "w4");
+		LLVMValueRef e = loop_i(I, &L);
+		LLVMValueRef v = ld(I, v4f, gep_f32(I, d->w[j], sext64(I, imul(I, e, ci32(I, 4)))), 16);
+		st(I, v, smem_ptr(I, iadd(I, ci32(I, j * d->g.w_bytes), imul(I, e, ci32(I, 16)))), 16);
+		loop_end(I, &L);
 	}
 }
 
@@ -108,23 +137,27 @@ static void dec_init(Tmpl *T, Dec *d, const KSig *s, LLVMValueRef tid)
 {
 	Irb *I = &T->I;
 	Mixer *mx = T->mx;
-	d->c = LLVMBuildAnd(I->b, tid, ci32(I, 63), "c");
-	d->rl = LLVMBuildLShr(I->b, tid, ci32(I, 6), "rl");
+	int K = d->g.K;
+	d->c = LLVMBuildURem(I->b, tid, ci32(I, K), "c");
+	d->rl = LLVMBuildUDiv(I->b, tid, ci32(I, K), "rl");
 	d->B = ksig_arg(T, s, "i32:B");
 	d->L = ksig_arg(T, s, "i32:L");
 	d->D = ksig_arg(T, s, "i32:D");
-	d->ch = iadd(I, imul(I, ctaid(I, 0), ci32(I, 64)), d->c);
+	d->ch = iadd(I, imul(I, ctaid(I, 0), ci32(I, K)), d->c);
 	d->x = ksig_arg(T, s, "x");
 	d->y = ksig_arg(T, s, "y");
 	d->tok = T->ntokval > 0 ? ksig_arg(T, s, "ws:tok") : NULL;
 	d->h0 = ksig_arg(T, s, "state:h0");
 	d->hT = ksig_arg(T, s, "state:hT");
+	for (int j = 0; j < T->nbdproj; j++)
+		d->w[j] = gep_f32(I, sig_param(T, s, mx->proj[T->bdproj[j]].weight),
+		                  imul(I, sext64(I, ctaid(I, 0)), ci64(I, (int64_t)K * K)));
 	LLVMValueRef index = ksig_arg(T, s, "state:index");
 	d->first0 = b2f(I, LLVMBuildNot(I->b, given(I, d->h0), ""));
 	LLVMValueRef has_index = given(I, index);
-	LLVMValueRef b0 = imul(I, ctaid(I, 1), ci32(I, DEC_ROWS));
+	LLVMValueRef b0 = imul(I, ctaid(I, 1), ci32(I, d->g.rows));
 	for (int k = 0; k < DEC_RPT; k++) {
-		LLVMValueRef b = iadd(I, b0, iadd(I, d->rl, ci32(I, DEC_LANES * k)));
+		LLVMValueRef b = iadd(I, b0, iadd(I, d->rl, ci32(I, d->g.lanes * k)));
 		LLVMValueRef in = ilt(I, b, d->B);
 		/* the slot: index[b] where given (read for live rows only), else b */
 		Var slot = var_init(I, b, "slot");
@@ -149,18 +182,22 @@ static void dec_init(Tmpl *T, Dec *d, const KSig *s, LLVMValueRef tid)
 		d->bias[j] = d->pv[mx->proj[T->bdproj[j]].bias];
 }
 
-/* token t's x rows of the block into shared memory as fp32 [row][64]: one
- * 16-byte load per thread (32 rows x 8 blocks of 8 channels); rows past
- * B read nothing and hold 0 */
+/* token t's x rows of the block into shared memory as fp32 [row][K]:
+ * 16-byte loads of 8 channels, striding over the block; rows past B read
+ * nothing and hold 0 */
 static void dec_stage_x(Tmpl *T, const Dec *d, LLVMValueRef tid, LLVMValueRef t)
 {
 	Irb *I = &T->I;
+	int K = d->g.K;
 	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4), v4f = LLVMVectorType(I->f32, 4);
-	LLVMValueRef r = LLVMBuildLShr(I->b, tid, ci32(I, 3), ""), blk = LLVMBuildAnd(I->b, tid, ci32(I, 7), "");
-	LLVMValueRef b = iadd(I, imul(I, ctaid(I, 1), ci32(I, DEC_ROWS)), r);
+	Loop Lu;
+	loop_begin(I, &Lu, tid, ci32(I, d->g.rows * K / 8), ci32(I, d->g.threads), "x8");
+	LLVMValueRef u = loop_i(I, &Lu);
+	LLVMValueRef r = LLVMBuildUDiv(I->b, u, ci32(I, K / 8), ""), blk = LLVMBuildURem(I->b, u, ci32(I, K / 8), "");
+	LLVMValueRef b = iadd(I, imul(I, ctaid(I, 1), ci32(I, d->g.rows)), r);
 	LLVMValueRef in = ilt(I, b, d->B);
 	LLVMValueRef rowi = iadd(I, imul(I, LLVMBuildSelect(I->b, in, b, ci32(I, 0), ""), d->L), t);
-	LLVMValueRef col = iadd(I, imul(I, ctaid(I, 0), ci32(I, 64)), imul(I, blk, ci32(I, 8)));
+	LLVMValueRef col = iadd(I, imul(I, ctaid(I, 0), ci32(I, K)), imul(I, blk, ci32(I, 8)));
 	Var v = var_init(I, LLVMConstNull(v4i), "xv");
 	IfBlk f;
 	if_begin(I, &f, in, "x_in");
@@ -168,23 +205,34 @@ static void dec_stage_x(Tmpl *T, const Dec *d, LLVMValueRef tid, LLVMValueRef t)
 	if_end(I, &f);
 	LLVMValueRef e[8];
 	tok_unpack8(I, var_get(I, v), e);
-	LLVMValueRef off = imul(I, iadd(I, imul(I, r, ci32(I, 64)), imul(I, blk, ci32(I, 8))), ci32(I, 4));
-	off = iadd(I, off, ci32(I, T->nbdproj * DEC_W_BYTES));
+	LLVMValueRef off = imul(I, iadd(I, imul(I, r, ci32(I, K)), imul(I, blk, ci32(I, 8))), ci32(I, 4));
+	off = iadd(I, off, ci32(I, d->g.xs_off));
 	for (int h = 0; h < 2; h++) {
 		LLVMValueRef q = LLVMGetUndef(v4f);
 		for (int k = 0; k < 4; k++)
 			q = LLVMBuildInsertElement(I->b, q, e[4 * h + k], ci32(I, k), "");
 		st(I, q, smem_ptr(I, iadd(I, off, ci32(I, 16 * h))), 16);
 	}
+	loop_end(I, &Lu);
 }
 
-/* x of row lane rl's k-th row, channel i, from the staged token */
+/* x of the thread's k-th row, channel i, from the staged token */
 static LLVMValueRef dec_xs(Tmpl *T, const Dec *d, int k, LLVMValueRef i)
 {
 	Irb *I = &T->I;
-	LLVMValueRef r = iadd(I, d->rl, ci32(I, DEC_LANES * k));
-	LLVMValueRef off = imul(I, iadd(I, imul(I, r, ci32(I, 64)), i), ci32(I, 4));
-	return ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, T->nbdproj * DEC_W_BYTES))), 4);
+	LLVMValueRef r = iadd(I, d->rl, ci32(I, d->g.lanes * k));
+	LLVMValueRef off = imul(I, iadd(I, imul(I, r, ci32(I, d->g.K)), i), ci32(I, 4));
+	return ld(I, I->f32, smem_ptr(I, iadd(I, off, ci32(I, d->g.xs_off))), 4);
+}
+
+/* W_j[i][c] of the head: from shared memory where staged, else from memory */
+static LLVMValueRef dec_w(Tmpl *T, const Dec *d, int j, LLVMValueRef i)
+{
+	Irb *I = &T->I;
+	LLVMValueRef e = iadd(I, imul(I, i, ci32(I, d->g.K)), d->c);
+	if (d->g.w_smem)
+		return ld(I, I->f32, smem_ptr(I, iadd(I, ci32(I, j * d->g.w_bytes), imul(I, e, ci32(I, 4)))), 4);
+	return ld(I, I->f32, gep_f32(I, d->w[j], sext64(I, e)), 4);
 }
 
 /* the block-diagonal projections of the thread's rows at its channel:
@@ -196,13 +244,12 @@ static void dec_project(Tmpl *T, const Dec *d, Var acc[MX_MAXPROJ][DEC_RPT])
 		for (int k = 0; k < DEC_RPT; k++)
 			acc[j][k] = var_init(I, cf32(I, 0.0), "acc");
 	Loop L;
-	loop_begin(I, &L, ci32(I, 0), ci32(I, 64), ci32(I, 1), "i");
+	loop_begin(I, &L, ci32(I, 0), ci32(I, d->g.K), ci32(I, 1), "i");
 	L.unroll = 4;
 	LLVMValueRef i = loop_i(I, &L);
 	LLVMValueRef w[MX_MAXPROJ];
 	for (int j = 0; j < T->nbdproj; j++)
-		w[j] = ld(I, I->f32, smem_ptr(I, iadd(I, ci32(I, j * DEC_W_BYTES),
-		                                      imul(I, iadd(I, imul(I, i, ci32(I, 64)), d->c), ci32(I, 4)))), 4);
+		w[j] = dec_w(T, d, j, i);
 	for (int k = 0; k < DEC_RPT; k++) {
 		LLVMValueRef xv = dec_xs(T, d, k, i);
 		for (int j = 0; j < T->nbdproj; j++)
@@ -248,9 +295,10 @@ static void dec_element(Tmpl *T, Dec *d, int k, LLVMValueRef t, Var acc[MX_MAXPR
 void tmpl_decode(Tmpl *T)
 {
 	Irb *I = &T->I;
+	Dec d = { .g = dec_geo(T) };
 	char smem[16];
-	snprintf(smem, sizeof smem, "%d", dec_smem(T));
-	Launch *l = tmpl_launch(T, 1, "decode", "H", "NDB", "1", 256, smem);
+	snprintf(smem, sizeof smem, "%d", d.g.smem);
+	Launch *l = tmpl_launch(T, 1, "decode", "H", "NDB", "1", d.g.threads, smem);
 	KSig *s = &l->sig;
 	ksig_add(T, s, "x", I->gptr);
 	ksig_add(T, s, "y", I->gptr);
@@ -268,9 +316,9 @@ void tmpl_decode(Tmpl *T)
 	irb_may_alias(I, ksig_find(s, "state:h0"));
 	irb_may_alias(I, ksig_find(s, "state:hT"));
 	LLVMValueRef tid = tid_x(I);
-	Dec d;
-	dec_stage_weights(T, s, tid);
 	dec_init(T, &d, s, tid);
+	if (d.g.w_smem)
+		dec_stage_weights(T, &d, tid);
 	/* lane-invariant nodes (parameters and constants only) once per thread, before the tokens */
 	size_t n = (size_t)T->mx->g.len;
 	LLVMValueRef *inv = calloc(2 * n, sizeof *inv);

@@ -53,7 +53,12 @@ static int bwd_apply_smem(const Tmpl *T)
 int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen)
 {
 	const Mixer *mx = T->mx;
-	if (mx->k != 64) {
+	if (T->v->decode && (mx->k % 16 != 0 || mx->k < 16 || mx->k > 256)) {
+		snprintf(err, errlen, "%s:%d: variant %s: mixer %s has heads of %d channels; the decode step takes a "
+		         "multiple of 16 from 16 to 256", T->v->file, T->v->line, T->v->name, mx->name, mx->k);
+		return -1;
+	}
+	if (!T->v->decode && mx->k != 64) {
 		snprintf(err, errlen, "%s:%d: variant %s: mixer %s has heads of %d channels; the templates need 64",
 		         T->v->file, T->v->line, T->v->name, mx->name, mx->k);
 		return -1;
@@ -75,7 +80,7 @@ int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen)
 		         TM_MAXZ + T->tok_over, T->v->shared_sfu ? " with shared_sfu (token-only subexpressions)" : "", TM_MAXZ);
 		return -1;
 	}
-	if (derived && bwd_apply_smem(T) > SMEM_BLK_MAX) {
+	if (derived && !T->v->decode && bwd_apply_smem(T) > SMEM_BLK_MAX) {
 		snprintf(err, errlen, "%s:%d: variant %s: bwd_apply of mixer %s needs %d bytes of shared memory, more than a block "
 		         "may take (%d): each of its %d block-diagonal projections takes 32 KB (weights, adjoints, weight-gradient "
 		         "accumulators)", T->v->file, T->v->line, T->v->name, mx->name, bwd_apply_smem(T), SMEM_BLK_MAX, T->nbdproj);

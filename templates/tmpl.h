@@ -154,6 +154,7 @@ typedef struct {
 	int nvar;
 	ShapeRule rule[TM_MAXRULE];
 	int nrule;
+	char rule_text[2][128];   /* a rule's expression and message where they depend on the mixer */
 	char kname[64];           /* kernel name prefix: the mixer's name */
 	Kern k;                   /* the kernel being built */
 } Tmpl;

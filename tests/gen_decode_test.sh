@@ -6,7 +6,9 @@
 # through coherent loads (h0 and hT may be one buffer: an update in place)
 # and compiles without spills for sm_90 and sm_80. Every shipped mixer's
 # script gets one with no line of its own; a wrong option is refused at
-# the script's line.
+# the script's line. Heads of any multiple of 16 up to 256 channels
+# (RecurrentGemma's 256, Griffin 7B's 176) make a decode step; the scans
+# still take 64 only.
 #   usage: gen_decode_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
 set -u
 recur=$1 src=$2 work=$3
@@ -14,6 +16,7 @@ rm -rf "$work"; mkdir -p "$work"
 pass=0 fail=0
 check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
 mixers="rglru samu hgrn mingru mamba2"
+py=$(command -v /usr/bin/python3 || command -v python3)
 cat > "$work/decode.lua" <<'LUA'
 local R = require "recur"
 local out = { R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true } } }
@@ -24,10 +27,52 @@ return out
 LUA
 "$recur" gen "$work/decode.lua" --lua "$src/lua" -o "$work/out" -q; check $? "gen of a decode step for each of the five mixers, beside a scan variant"
 "$recur" gen "$src/lua/variants/decode.lua" --lua "$src/lua" --sm sm_80 -o "$work/out80" -q; check $? "gen of lua/variants/decode.lua for sm_80"
+# RG-LRU's lines with heads of K channels: RecurrentGemma's 256, Griffin 7B's 176
+cat > "$work/heads.lua" <<'LUA'
+local R = require "recur"
+local function rglru(k)
+  local m = R.mixer("rglru" .. k, { k = k })
+  local Wa, ba = m:param("Wa", "blockdiag", R.normal_rsqrt_k()), m:param("ba", "channel", R.zeros())
+  local Wx, bx = m:param("Wx", "blockdiag", R.normal_rsqrt_k()), m:param("bx", "channel", R.zeros())
+  local lam = m:param("lam", "channel", R.decay(0.9^2, 0.999^2))
+  local log_a = -8 * R.sigmoid(m:project("pa", Wa, ba)) * R.softplus(lam)
+  m:recurrence { log_a = log_a,
+                 b = R.where(m.first, 1, R.sqrtb(1 - R.exp(2 * log_a))) * R.sigmoid(m:project("px", Wx, bx)) * m.x }
+  m:output(m.h)
+  return m
+end
+local K = tonumber(os.getenv("HEADS_K") or "0")
+if K > 0 then return R.variants { mixer = rglru(K), chunk = { 8 }, prefix = { 32 }, fused = { true } } end
+local out = {}
+for _, k in ipairs { 16, 128, 176, 256 } do out[#out + 1] = R.decode { mixer = rglru(k) } end
+return out
+LUA
+"$recur" gen "$work/heads.lua" --lua "$src/lua" -o "$work/heads" -q; check $? "gen of decode steps with heads of 16, 128, 176 and 256 channels"
+"$py" - "$work/heads/manifest.json" <<'PY'
+import json, sys
+bad = []
+for v in json.load(open(sys.argv[1]))["variants"]:
+    k = int(v["mixer"][5:])
+    rows = 8 * max(1, 256 // k)
+    want = [["K", str(k)], ["H", "D/K"], ["NDB", "cdiv(B,%d)" % rows]]
+    if v["vars"] != want: bad.append("%s: vars %r, expected %r" % (v["mixer"], v["vars"], want))
+    if v["rules"][0]["expr"] != "D%%%d==0" % k: bad.append("%s: rule %r" % (v["mixer"], v["rules"][0]["expr"]))
+    if v["forward"][-1]["block"][0] != (k if k > 128 else 256): bad.append("%s: block %r" % (v["mixer"], v["forward"][-1]["block"]))
+if bad: print("\n".join("     " + b for b in bad))
+sys.exit(1 if bad else 0)
+PY
+check $? "each head size's plan: K, blocks of 8 rows per row lane, the width rule, K or 256 threads"
+out=$(HEADS_K=128 "$recur" gen "$work/heads.lua" --lua "$src/lua" -o "$work/heads128" -q 2>&1)
+[ $? != 0 ] && echo "$out" | grep -q 'heads.lua:1[0-9]:.*heads of 128 channels; the templates need 64'
+check $? "a scan variant with heads of 128 is still refused at its line"
+sed 's/{ 16, 128, 176, 256 }/{ 24 }/' "$work/heads.lua" > "$work/heads24.lua"
+out=$("$recur" gen "$work/heads24.lua" --lua "$src/lua" -o "$work/heads24" -q 2>&1)
+[ $? != 0 ] && echo "$out" | grep -q 'heads24.lua:1[0-9]:.*heads of 24 channels; the decode step takes a multiple of 16'
+check $? "a decode step with heads of 24 is refused at its line"
+
 n=$(ls "$work/out" | grep -c '\.decode\.ptx$')
 [ "$n" = 5 ]; check $? "five modules named MIXER.decode.ptx ($n)"
 
-py=$(command -v /usr/bin/python3 || command -v python3)
 "$py" - "$work/out/manifest.json" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))
@@ -68,14 +113,14 @@ done
 ptxas=${PTXAS:-$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)}
 if [ -n "$ptxas" ]; then
 	bad=""
-	for f in "$work/out"/*.decode.ptx "$work/out80"/*.decode.ptx; do
+	for f in "$work/out"/*.decode.ptx "$work/out80"/*.decode.ptx "$work/heads"/*.decode.ptx; do
 		sm=$(grep -m1 -o 'sm_[0-9]*' "$f")
 		for _ in 1; do
 			log=$("$ptxas" -arch=$sm -v "$f" -o /dev/null 2>&1) || { bad="$bad $(basename "$f"):$sm:refused"; continue; }
 			echo "$log" | grep -q '[1-9][0-9]* bytes spill stores' && bad="$bad $(basename "$f"):$sm:spills"
 		done
 	done
-	[ -z "$bad" ]; check $? "ptxas accepts every decode module without spills: five for sm_90, two for sm_80 (${bad:-all clean})"
+	[ -z "$bad" ]; check $? "ptxas accepts every decode module without spills: nine for sm_90, two for sm_80 (${bad:-all clean})"
 else
 	echo "     (no ptxas: the modules were not compiled)"
 fi
