@@ -91,7 +91,7 @@ FILE:LINE, and the generator then writes nothing.
     sweep over x and dy; the same bits on every run).
   Decode step
     return R.decode { mixer = m, controller = "name", rules = {...} }
-    One variant, named "decode" (scan "decode"): a forward only, which
+    One variant, named <mixer>_decode (scan "decode"): a forward only, which
     advances a pool of states fp32 [S][D] by the call's L tokens (1 to a
     few dozen: it walks them in order) and writes their y, for sampling.
     Row b reads the state of slot index(b) of h0 (no index: slot b; a
@@ -726,7 +726,7 @@ function R.variants(o)
   return make_set(st, vars, rules, ntoken, nblock)
 end
 
--- The decode step: one variant, named "decode", whose forward advances a
+-- The decode step: one variant, named MIXER_decode, whose forward advances a
 -- pool of states in place by the call's tokens (see the header).
 function R.decode(o)
   if not plain(o) then fail("R.decode takes a table { mixer = m }, got %s", describe(o)) end
@@ -745,7 +745,7 @@ function R.decode(o)
   -- stage runs in a pass of its own with its shared functions once per
   -- token, as in the scans.
   local vars = { {
-    name = "decode", chunk = CHUNKS[1], prefix = PREFIXES[1], fused = ntoken == 0, shared_sfu = ntoken > 0,
+    name = st.name .. "_decode", chunk = CHUNKS[1], prefix = PREFIXES[1], fused = ntoken == 0, shared_sfu = ntoken > 0,
     fused_output = true, fused_write = true, resets = false, states = false, materialized = false,
     scan = "decode", controller = ctl or st.controller, file = file, line = line,
   } }

@@ -292,10 +292,10 @@ static void rd_mixer(const Rd *rd, int t, Mixer *mx, const ExGraph **src)
 /* ---- variants and rules ------------------------------------------------ */
 
 /* The name R.variants gives a variant with these flags. */
-static void rd_canonical(const Variant *v, char *buf, size_t n)
+static void rd_canonical(const Variant *v, const char *mixer, char *buf, size_t n)
 {
-	if (v->decode) {   /* R.decode's one variant */
-		snprintf(buf, n, "decode");
+	if (v->decode) {   /* R.decode's one variant: named by its mixer, as a manifest names each variant once */
+		snprintf(buf, n, "%s_decode", mixer);
 		return;
 	}
 	snprintf(buf, n, "%s%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->resets ? "resets_" : "",
@@ -311,7 +311,7 @@ static int rd_one_of(int x, const int *set, int n)
 	return 0;
 }
 
-static void rd_variant(const Rd *rd, int e, int ntoken, Variant *v, const char *of)
+static void rd_variant(const Rd *rd, int e, const char *mixer, int ntoken, Variant *v, const char *of)
 {
 	static const char *const scans[] = { "hierarchical", "lookback", "onepass", "decode", NULL };
 	static const int chunks[] = { 8, 16, 32, 64 }, prefixes[] = { 32, 64, 128 };
@@ -335,7 +335,7 @@ static void rd_variant(const Rd *rd, int e, int ntoken, Variant *v, const char *
 	rd_path(rd, e, "file", of, v->file, sizeof v->file);
 	v->line = rd_int(rd, e, "line", of, 0, 1 << 30);
 	char want[sizeof v->name];
-	rd_canonical(v, want, sizeof want);
+	rd_canonical(v, mixer, want, sizeof want);
 	if (strcmp(v->name, want) != 0) rd_fail(rd, "%s: named %s, but its flags make it %s", of, v->name, want);
 	if (v->materialized != (!v->fused && ntoken == 0))
 		rd_fail(rd, "%s: materialized must be %s (unfused, and no token projection)", of,
@@ -355,7 +355,7 @@ static void rd_variants(const Rd *rd, int t, VariantSet *vs)
 	vs->nvar = rd_list(rd, t, "variants", "the set", 1, MX_MAXVAR);
 	for (int i = 0; i < vs->nvar; i++) {
 		snprintf(of, sizeof of, "variant %d of the set", i + 1);
-		rd_variant(rd, rd_entry(rd, i + 1, "variant"), ntoken, &vs->var[i], of);
+		rd_variant(rd, rd_entry(rd, i + 1, "variant"), vs->mixer.name, ntoken, &vs->var[i], of);
 		lua_pop(rd->L, 1);
 		for (int j = 0; j < i; j++)
 			if (!strcmp(vs->var[i].name, vs->var[j].name)) rd_fail(rd, "variant %s is in the set twice", vs->var[i].name);

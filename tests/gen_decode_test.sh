@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The decode step (R.decode, lua/recur.lua): one variant per mixer, named
-# "decode", whose manifest entry says scan "decode", takes the states as
+# MIXER_decode, whose manifest entry says scan "decode", takes the states as
 # h0, hT and index, has a forward only (the token stage where the mixer has
 # one, then the step kernel) and no backward; its kernel reads the states
 # through coherent loads (h0 and hT may be one buffer: an update in place)
@@ -70,15 +70,15 @@ out=$("$recur" gen "$work/heads24.lua" --lua "$src/lua" -o "$work/heads24" -q 2>
 [ $? != 0 ] && echo "$out" | grep -q 'heads24.lua:1[0-9]:.*heads of 24 channels; the decode step takes a multiple of 16'
 check $? "a decode step with heads of 24 is refused at its line"
 
-n=$(ls "$work/out" | grep -c '\.decode\.ptx$')
-[ "$n" = 5 ]; check $? "five modules named MIXER.decode.ptx ($n)"
+n=$(ls "$work/out" | grep -cE '^([a-z0-9]+)\.\1_decode\.ptx$')
+[ "$n" = 5 ]; check $? "five modules named MIXER.MIXER_decode.ptx ($n)"
 
 "$py" - "$work/out/manifest.json" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))
 bad, seen = [], 0
 for v in m["variants"]:
-    if v["name"] != "decode":
+    if v["name"] != v["mixer"] + "_decode":
         if v["scan"] == "decode" or not v["backward"]:
             bad.append("%s: a scan variant reads as a decode step" % v["name"])
         continue
@@ -105,7 +105,7 @@ check $? "the manifest: scan decode, state h0 hT index, no backward, the token s
 # non-coherent path or move a load past the store of the same slot
 plain=""
 for m in $mixers; do
-	k=$(awk "/\.entry ${m}_decode/,/^}/" "$work/out/$m.decode.ptx" | grep -c 'ld\.global\.f32')
+	k=$(awk "/\.entry ${m}_decode/,/^}/" "$work/out/$m.${m}_decode.ptx" | grep -c 'ld\.global\.f32')
 	[ "$k" -ge 8 ] || plain="$plain $m:$k"
 done
 [ -z "$plain" ]; check $? "each step kernel reads its 8 rows' states with coherent loads (short:${plain:- none})"
@@ -113,7 +113,7 @@ done
 ptxas=${PTXAS:-$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)}
 if [ -n "$ptxas" ]; then
 	bad=""
-	for f in "$work/out"/*.decode.ptx "$work/out80"/*.decode.ptx "$work/heads"/*.decode.ptx; do
+	for f in "$work/out"/*_decode.ptx "$work/out80"/*_decode.ptx "$work/heads"/*_decode.ptx; do
 		sm=$(grep -m1 -o 'sm_[0-9]*' "$f")
 		for _ in 1; do
 			log=$("$ptxas" -arch=$sm -v "$f" -o /dev/null 2>&1) || { bad="$bad $(basename "$f"):$sm:refused"; continue; }

@@ -571,13 +571,13 @@ class DecodeStep(_StateFolder):
     raise before any call."""
 
     def test_the_decode_variant_apart(self):
-        self.assertNotIn("decode", self.k.variants("rglru"))
-        self.assertEqual(self.k.decode_variant("rglru"), "decode")
+        self.assertNotIn("rglru_decode", self.k.variants("rglru"))
+        self.assertEqual(self.k.decode_variant("rglru"), "rglru_decode")
         with self.assertRaises(ValueError) as e:
             kernels().decode_variant("rglru")
         self.assertIn("decode.lua", str(e.exception))
         recur.RGLRU(self.k, 128)(torch.randn(1, 20, 128).bfloat16())
-        self.assertNotEqual(self.calls[0][1], "decode")
+        self.assertNotEqual(self.calls[0][1], "rglru_decode")
 
     def test_in_place_with_an_index(self):
         m = recur.RGLRU(self.k, 128)
@@ -587,7 +587,7 @@ class DecodeStep(_StateFolder):
         y = m.step(x, state, index=idx)
         m.step(x, state, start=True)
         (_, name, _, _, _, st), (_, _, _, _, _, st2) = self.calls
-        self.assertEqual(name, "decode")
+        self.assertEqual(name, "rglru_decode")
         self.assertEqual(st[:2], (state.data_ptr(), state.data_ptr()))   # h0 = hT: in place
         self.assertEqual(st2[:2], (0, state.data_ptr()))                  # start: no h0
         self.assertEqual(self.indexes, [idx.data_ptr(), 0])                 # int32 goes as it is
