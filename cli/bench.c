@@ -14,6 +14,7 @@
  * start, gives every row its floor. The file is written atomically; a
  * table is printed last.
  */
+#include "bench_step.h"
 #include "calfile.h"
 #include "cli.h"
 #include "harness.h"
@@ -43,6 +44,8 @@ typedef struct {
 	int nonly;
 	double resets;                  /* --resets: reset marks at this rate in every call */
 	int states;                     /* --h0: h0 and dhT given, hT and dh0 taken in every call */
+	int step;                       /* --step T: the decode steps, T tokens per call (bench_step.h); 0: none */
+	int shapes_given;               /* --shapes on the command line, not its default */
 } BenchOpts;
 
 typedef struct {
@@ -74,11 +77,12 @@ typedef struct {
 #define BENCH_DEFAULT_OUT "out/results.json"
 
 enum { B_DIR, B_SHAPES, B_ROUNDS, B_SAMPLES, B_WARMUP, B_CAL, B_VARIANT, B_MIXER, B_OUT, B_PROFILE, B_SEED,
-       B_RESETS, B_H0 };
+       B_RESETS, B_H0, B_STEP };
 
 static const CliOpt OPTS[] = {
 	[B_DIR] = CLI_OPT_DIR,
-	[B_SHAPES] = { "--shapes", "BxLxD,...", H_DEFAULT_SHAPES, "the shapes to run", 0 },
+	[B_SHAPES] = { "--shapes", "BxLxD,...", H_DEFAULT_SHAPES, "the shapes to run (with --step: B rows of width D "
+	               "advancing L tokens per timed region; default then " BENCH_STEP_SHAPES ")", 0 },
 	[B_ROUNDS] = { "--rounds", "N", "2", "rounds, the mixers' order alternating, 1.." STR(RES_MAXROUNDS), 0 },
 	[B_SAMPLES] = { "--samples", "N", "5", "timed samples per mixer and round, 1.." STR(RES_MAXSAMPLES), 0 },
 	[B_WARMUP] = { "--warmup", "N", "2", "untimed runs before a mixer's first sample, 0..1000", 0 },
@@ -93,6 +97,8 @@ static const CliOpt OPTS[] = {
 	[B_RESETS] = { "--resets", "P", NULL, "every call gives reset marks at rate P (packed documents: 64 in 131072 "
 	               "tokens is 0.00049); the variants must take them", 0 },
 	[B_H0] = { "--h0", NULL, NULL, "every call gives h0 and dhT and takes hT and dh0; the variants must take them", 0 },
+	[B_STEP] = { "--step", "T", NULL, "time the decode steps (scan decode), T tokens per call, 1..4096: GPU time per "
+	             "call, host time per replay of its CUDA graph, the memory floor", 0 },
 };
 
 const CliCmd cli_bench_cmd = {
@@ -114,8 +120,15 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 	case B_SAMPLES: return cli_parse_int(v, 1, RES_MAXSAMPLES, &o->samples, err, n);
 	case B_WARMUP: return cli_parse_int(v, 0, 1000, &o->warmup, err, n);
 	case B_SHAPES:
+		/* cli_parse hands an absent option's default over as the table's own string */
+		o->shapes_given = v != OPTS[B_SHAPES].def;
 		o->nsh = harness_parse_shapes(v, o->sh, H_MAXSHAPES, err, n);
 		return o->nsh < 0 ? -1 : 0;
+	case B_STEP:
+		if (cli_parse_int(v, 1, BENCH_STEP_MAX, &o->step, err, n) == 0)
+			return 0;
+		snprintf(err, n, "want a number of tokens per call in 1..%d", BENCH_STEP_MAX);
+		return -1;
 	case B_SEED:
 		return cli_parse_seed(v, &o->seed, err, n);
 	case B_RESETS:
@@ -238,6 +251,10 @@ static int resolve(Bench *bn, char *err, size_t n)
 					         recur_manifest_info(bn->m, "path"), bn->o.dir, mx->mixer, shs);
 			}
 			char rule[512];
+			if (!why[0] && mf_decode(bn->m, mx->vi[s]))
+				snprintf(why, sizeof why, "variant %s of %s is a decode step (scan decode), forward only: recur bench "
+				         "--step T --variant %s times it", recur_manifest_variant_name(bn->m, mx->vi[s]), mx->mixer,
+				         recur_manifest_variant_name(bn->m, mx->vi[s]));
 			if (!why[0])
 				state_refusal(bn, mx->vi[s], why, sizeof why);
 			if (!why[0] && recur_check_shape(bn->m, mx->vi[s], bn->o.sh[s], rule, sizeof rule))
@@ -543,13 +560,66 @@ static void policy(const Bench *bn, const char *mixer, const char *label, char *
 	         bn->o.calpath);
 }
 
+/* Whether this is a run of decode steps (bench_step.h): --step, or every
+ * --variant a decode step (then one token per call). 1, 0, or -1 with a
+ * refusal: decode steps and forward+backward variants in one run. */
+static int step_mode(Bench *bn, char *err, size_t n)
+{
+	BenchOpts *o = &bn->o;
+	int ndec = 0, plain = -1;
+	for (int i = 0; i < o->nover; i++) {
+		int vi = recur_manifest_find(bn->m, o->over[i]);
+		if (vi < 0)
+			continue; /* named as missing later */
+		if (mf_decode(bn->m, vi))
+			ndec++;
+		else if (plain < 0)
+			plain = i;
+	}
+	if (o->step > 0)
+		return 1; /* bench_step refuses a --variant that is no decode step */
+	if (ndec == 0)
+		return 0;
+	if (plain >= 0) {
+		snprintf(err, n, "--variant %s is a forward+backward variant and the other --variant a decode step (scan "
+		         "decode): bench them apart (decode steps with --step T)", o->over[plain]);
+		return -1;
+	}
+	o->step = 1;
+	fprintf(stderr, "bench: every --variant is a decode step: timing them as decode steps of 1 token per call "
+	        "(--step 1)\n");
+	return 1;
+}
+
+/* The decode steps of the chosen mixers, left out of the forward+backward run: said, not silent. */
+static void skipped_decode(const Bench *bn)
+{
+	for (int vi = 0; vi < recur_manifest_nvariants(bn->m); vi++)
+		if (mf_decode(bn->m, vi) && wanted(&bn->o, recur_manifest_variant_mixer(bn->m, vi)))
+			fprintf(stderr, "bench: leaving out %s (%s): a decode step (scan decode), forward only; recur bench "
+			        "--step T times it\n", recur_manifest_variant_name(bn->m, vi),
+			        recur_manifest_variant_mixer(bn->m, vi));
+}
+
 static int bench_main(Bench *bn, char *err, size_t n)
 {
 	const BenchOpts *o = &bn->o;
 	/* a folder that cannot hold the results fails now, not after the rounds */
-	if (recur_manifest_load(o->dir, &bn->m, err, n) || mf_for_device(bn->m, err, n) || mf_open(&bn->mi, bn->m, err, n) ||
-	    pick_mixers(bn, err, n))
+	if (recur_manifest_load(o->dir, &bn->m, err, n) || mf_for_device(bn->m, err, n) || mf_open(&bn->mi, bn->m, err, n))
 		return -1;
+	int sm = step_mode(bn, err, n);
+	if (sm < 0)
+		return -1;
+	if (sm > 0) {
+		BenchStepOpts so = { .dir = o->dir, .out = o->out, .sh = o->sh, .nsh = o->shapes_given ? o->nsh : 0,
+		                     .rounds = o->rounds, .samples = o->samples, .warmup = o->warmup, .profile = o->profile,
+		                     .step = o->step, .seed = o->seed, .variants = o->over, .nvariants = o->nover,
+		                     .mixers = o->only, .nmixers = o->nonly, .resets = o->resets };
+		return bench_step_run(&so, bn->m, &bn->mi, err, n);
+	}
+	if (pick_mixers(bn, err, n))
+		return -1;
+	skipped_decode(bn);
 	const char *inputs[2] = { o->calpath, recur_manifest_info(bn->m, "path") };
 	if (cli_out_not_input(o->out, "results file (--out)", inputs, 2, err, n) ||
 	    results_out_folder(o->out, "results file", err, n))

@@ -205,7 +205,10 @@ static int calibrate_one(Cal *c, const char *mixer, recur_shape s, int si, char 
 		int mat = mf_materialized(&c->mi, vname, err, n);
 		if (mat < 0)
 			goto fail;
-		if (mat)
+		if (mf_decode(c->m, vi))
+			snprintf(why, sizeof why, "decode step (scan decode): forward only, no forward+backward to time; "
+			         "recur bench --step T times it");
+		else if (mat)
 			snprintf(why, sizeof why, "materialized: writes a state-sized transition tensor");
 		else if (skipped_by_user(&c->o, vname))
 			snprintf(why, sizeof why, "--skip");
@@ -286,6 +289,11 @@ static int cal_main(Cal *c, char *err, size_t n)
 		return -1;
 	const char *mixers[C_MAXMIX];
 	int nm = mf_mixers(c->m, mixers, C_MAXMIX);
+	/* the decode steps are no candidates: said once, here, and in each entry's "skipped" */
+	for (int vi = 0; vi < recur_manifest_nvariants(c->m); vi++)
+		if (mf_decode(c->m, vi) && cli_mixer_wanted(o->only, o->nonly, recur_manifest_variant_mixer(c->m, vi)))
+			fprintf(stderr, "calibrate: skipping %s (%s): a decode step (scan decode), forward only; recur bench "
+			        "--step T times it\n", recur_manifest_variant_name(c->m, vi), recur_manifest_variant_mixer(c->m, vi));
 	for (int i = 0; i < o->nonly; i++) {
 		int found = 0;
 		for (int k = 0; k < nm; k++)

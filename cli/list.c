@@ -3,6 +3,7 @@
  * the manifest alone: no GPU needed. */
 #include "cli.h"
 #include "harness.h"
+#include "mfinfo.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -65,7 +66,7 @@ static int print_plan(recur_manifest *m, int v, recur_shape s)
 }
 
 /* One variant's line, then its plans: 1 when a plan failed. */
-static int list_variant(const ListArgs *l, recur_manifest *m, int v)
+static int list_variant(const ListArgs *l, recur_manifest *m, const MfInfo *mi, int v)
 {
 	int ok[L_MAXSHAPES], bad = 0;
 	printf("%-8s %s", recur_manifest_variant_mixer(m, v), recur_manifest_variant_name(m, v));
@@ -76,6 +77,9 @@ static int list_variant(const ListArgs *l, recur_manifest *m, int v)
 		multi |= strcmp(recur_manifest_variant_target(m, k), t0 ? t0 : "") != 0;
 	if (multi)
 		printf("  target %s", t);
+	/* a decode step: forward only, on a pool of states (mfinfo.h) */
+	if (mf_decode(m, v))
+		printf("  scan decode");
 	/* the sequence state its kernels take, where any */
 	const char *st = recur_manifest_variant_state(m, v);
 	if (*st)
@@ -106,9 +110,16 @@ int cli_list(int argc, char **argv)
 		fprintf(stderr, "recur list: %s\n", err);
 		return 1;
 	}
+	MfInfo mi = { 0 };
+	if (mf_open(&mi, m, err, sizeof err) != 0) {
+		fprintf(stderr, "recur list: %s\n", err);
+		recur_manifest_free(m);
+		return 1;
+	}
 	int bad = 0;
 	for (int v = 0; v < recur_manifest_nvariants(m); v++)
-		bad |= list_variant(&l, m, v);
+		bad |= list_variant(&l, m, &mi, v);
+	mf_close(&mi);
 	recur_manifest_free(m);
 	return bad;
 }

@@ -68,6 +68,13 @@ const char *mf_controller(const MfInfo *mi, const char *variant)
 	return json_string_value(json_object_get(mx, "controller"));
 }
 
+int mf_mixer_k(const MfInfo *mi, const char *mixer)
+{
+	const json_t *mx = json_object_get(json_object_get(mi->root, "mixers"), mixer);
+	json_int_t k = json_integer_value(json_object_get(mx, "k"));
+	return k > 0 && k <= 1 << 20 ? (int)k : 64;
+}
+
 int mf_dyn_per_token(const MfInfo *mi, const char *mixer, recur_shape s, long long *out,
                      char *err, size_t errlen)
 {
@@ -121,7 +128,8 @@ int mf_for_device(recur_manifest *m, char *err, size_t errlen)
 	int n = recur_manifest_nvariants(m), twins = 0;
 	for (int i = 0; i < n && !twins; i++)
 		for (int k = i + 1; k < n && !twins; k++)
-			twins = !strcmp(recur_manifest_variant_name(m, i), recur_manifest_variant_name(m, k));
+			twins = !strcmp(recur_manifest_variant_name(m, i), recur_manifest_variant_name(m, k)) &&
+			        !strcmp(recur_manifest_variant_mixer(m, i), recur_manifest_variant_mixer(m, k));
 	if (!twins)
 		return 0;
 	recur_rt *rt;
@@ -141,4 +149,10 @@ int mf_takes(const recur_manifest *m, int v, const char *f)
 		if ((p == st || p[-1] == ' ') && (p[k] == 0 || p[k] == ' '))
 			return 1;
 	return 0;
+}
+
+int mf_decode(const recur_manifest *m, int v)
+{
+	const char *scan = recur_manifest_variant_scan(m, v);
+	return scan && !strcmp(scan, "decode");
 }

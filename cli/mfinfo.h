@@ -38,4 +38,13 @@ int  mf_mixers(const recur_manifest *m, const char **names, int max);
  * "h0", ...: a word of recur_manifest_variant_state). */
 int mf_takes(const recur_manifest *m, int v, const char *f);
 
+/* Whether variant v of m is a decode step (its manifest entry's "scan" is
+ * "decode", recur_manifest_variant_scan): a forward
+ * only, advancing a pool of states h0 / hT [S][D] at the slots of "index"
+ * by the call's tokens. The forward+backward commands leave such a
+ * variant out (verify checks it by steps, bench --step times it). 1 or 0. */
+int mf_decode(const recur_manifest *m, int v);
+/* The channels per head of a mixer (its "k"; 64 where the manifest says none). */
+int mf_mixer_k(const MfInfo *mi, const char *mixer);
+
 #endif

@@ -19,6 +19,11 @@
  * script/reference.h), so a mixer a script adds is verified with no C.
  * Golden cases are judged by their files ("golden").
  *
+ * A decode step ("scan": "decode": a forward only, on a pool of states) is
+ * checked by steps instead, by verify_step.c (its note in verify_step.h,
+ * which also holds the types both halves share); --step T checks only
+ * those, T tokens per call.
+ *
  * What the command line asks for is settled before the driver opens: every
  * --mixer and --variant must exist, every buffer size is computed in
  * checked arithmetic, and a run in which nothing would be checked (every
@@ -35,6 +40,7 @@
 #include "ref.h"
 #include "reference.h"
 #include "rng.h"
+#include "verify_step.h"
 #include "vmath.h"
 #include <math.h>
 #include <pthread.h>
@@ -42,52 +48,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-#define TOL 1e-2
-#define LOCAL_TOL 1e-1 /* bf16 rounding: about 4e-3 per row */
-#define MAXP 16
-
-/* The float64 reference of one mixer (see the note at the top). */
-typedef struct {
-	const RefMixer *hand; /* ref/: written by hand from the spec */
-	RfMixer *graph;       /* else: derived from the manifest's graph of the mixer */
-	const char *label;    /* "spec" | "graph": the column that says which judged a row */
-	/* graph: the parameters that are block-diagonal projection weights,
-	 * which the kernels multiply as bf16 tensor-core operands (the spec's
-	 * "projections of x use bf16 operands"): the reference takes them
-	 * rounded so, or a sum over every token that cancels to a small value
-	 * (a scalar bias's gradient) differs by that rounding times its
-	 * cancellation: dbC of the Mamba-2 example at 1x64x64 by 3.3e-2, all of
-	 * it the bf16 weights (bench/experiments/2026-12-05-mamba2-bias) */
-	unsigned char bf16w[MAXP];
-} Judge;
-
-typedef struct {
-	recur_shape s;
-	const char *ref; /* which reference: "spec", "graph" or "golden" */
-	int np;
-	long pn[MAXP];
-	double *x, *dy, *p[MAXP];  /* inputs (bf16 / fp32 values) */
-	double *y, *dx, *dp[MAXP]; /* reference outputs */
-	uint16_t *xb, *dyb;        /* x and dy as the device holds them (bf16), made once */
-	unsigned char *reset;      /* reset marks [B][L] (--resets), or NULL */
-	double *h0, *dhT;          /* initial states and hT's adjoint [B][D] (--h0), or NULL */
-	double *hT, *dh0;          /* their reference outputs */
-	const char *pname[MAXP];
-} Case;
-
-typedef struct {
-	recur_rt *rt;
-	recur_manifest *m;
-	MfInfo mi; /* the manifest as JSON: the mixers' graphs */
-	const char *dump;
-	int fails, passes;
-	int time_reps; /* > 0: time forward and backward after a pass */
-	int graph;     /* the checked forward+backward through a graph */
-	double xscale; /* x ~ N(0, xscale^2): large activations reach the kernels' overflow guards */
-	double resets; /* > 0: reset marks at this rate, and at the edges (case_marks); only variants taking them */
-	int states;    /* random h0 and dhT, hT and dh0 checked (case_states); only variants taking them */
-} Ctx;
 
 static int cmp_float(const void *a, const void *b)
 {
@@ -209,12 +169,13 @@ static const char *judge_pname(const Judge *j, int i)
 }
 
 /* The judge of variant v's mixer: its parameters must be the manifest's, in order. */
-static int judge_open(Ctx *cx, int v, Judge *j, char *err, size_t n)
+int judge_open(Ctx *cx, int v, Judge *j, char *err, size_t n)
 {
 	const char *mn = recur_manifest_variant_mixer(cx->m, v);
 	memset(j, 0, sizeof *j);
 	j->hand = ref_find(mn);
 	j->label = j->hand ? "spec" : "graph";
+	j->k = mf_mixer_k(&cx->mi, mn);   /* ref/'s heads are as wide as the mixer's */
 	if (!j->hand) {
 		Mixer mx;
 		if (graph_text(&cx->mi, mn, &mx, err, n) != 0)
@@ -241,25 +202,26 @@ static int judge_open(Ctx *cx, int v, Judge *j, char *err, size_t n)
 	return 0;
 }
 
-static void judge_close(Judge *j)
+void judge_close(Judge *j)
 {
 	rf_close(j->graph);
 	memset(j, 0, sizeof *j);
 }
 
-/* The reference's own condition on a shape (ref/'s heads are 64 wide). */
+/* The reference's own condition on a shape (ref/'s heads are the mixer's k wide). */
 static int judge_shape(const Judge *j, recur_shape s, char *err, size_t n)
 {
 	if (j->graph)
 		return rf_check_shape(j->graph, (RfShape){s.B, s.L, s.D}, err, n);
-	if (s.D % 64 == 0)
+	if (s.D % j->k == 0)
 		return 0;
-	snprintf(err, n, "shape %dx%dx%d: the %s reference has heads of 64 channels", s.B, s.L, s.D, j->hand->name);
+	snprintf(err, n, "shape %dx%dx%d: the %s reference has heads of %d channels", s.B, s.L, s.D, j->hand->name,
+	         j->k);
 	return -1;
 }
 
 /* The reference's forward and backward on c's inputs. */
-static int judge_run(const Judge *j, Case *c, char *err, size_t n)
+int judge_run(const Judge *j, Case *c, char *err, size_t n)
 {
 	const double *const *p = (const double *const *)c->p;
 	recur_shape s = c->s;
@@ -291,7 +253,7 @@ static int judge_run(const Judge *j, Case *c, char *err, size_t n)
 			free(w[k]);
 		return rc;
 	}
-	RefShape rs = {s.B, s.L, s.D, s.D / 64};
+	RefShape rs = {s.B, s.L, s.D, s.D / j->k};
 	SeqState st = {.reset = c->reset, .h0 = c->h0, .hT = c->hT, .dhT = c->dhT, .dh0 = c->dh0};
 	return j->hand->forward_state(&rs, p, c->x, c->y, &st, err, n) ||
 	               j->hand->backward_state(&rs, p, c->x, c->dy, c->dx, c->dp, &st, err, n)
@@ -301,7 +263,7 @@ static int judge_run(const Judge *j, Case *c, char *err, size_t n)
 
 /* ---- the cases ----------------------------------------------------------------- */
 
-static void case_free(Case *c)
+void case_free(Case *c)
 {
 	free(c->x);
 	free(c->dy);
@@ -399,7 +361,7 @@ static int case_states(Case *c, Rng *r, char *err, size_t n)
 	return 0;
 }
 
-static int case_random(Ctx *cx, int v, const Judge *jd, recur_shape s, uint64_t seed, Case *c, char *err, size_t n)
+int case_random(Ctx *cx, int v, const Judge *jd, recur_shape s, uint64_t seed, Case *c, char *err, size_t n)
 {
 	memset(c, 0, sizeof *c);
 	c->s = s;
@@ -800,6 +762,15 @@ static void print_times(Ctx *cx, const Case *c, Run *R)
 	recur_set_profiling(R->rv, 0);
 }
 
+/* which code ran: the cubin, or the PTX through the driver's JIT */
+void verify_print_code(recur_variant *rv)
+{
+	const char *code = recur_variant_module(rv);
+	int cubin = strncmp(code, "cubin ", 6) == 0;
+	const char *tg = cubin ? code + 6 : strncmp(code, "PTX for ", 8) == 0 ? code + 8 : "";
+	printf(" code %s%s%.*s", cubin ? "cubin" : "ptx", *tg ? " " : "", (int)strcspn(tg, " ,"), tg);
+}
+
 /* One table row: the verdict, which reference judged it, every error. */
 static int print_row(Ctx *cx, const char *vname, const Case *c, const Outcome *o, Run *R)
 {
@@ -821,11 +792,8 @@ static int print_row(Ctx *cx, const char *vname, const Case *c, const Outcome *o
 	for (int p = 0; p < c->np; p++)
 		printf(" d%s %.1e", c->pname[p], o->e[2 + p]);
 	printf(" local %.1e", loc);
-	/* which code ran: the cubin, or the PTX through the driver's JIT */
+	verify_print_code(R->rv);
 	const char *code = recur_variant_module(R->rv);
-	int cubin = strncmp(code, "cubin ", 6) == 0;
-	const char *tg = cubin ? code + 6 : strncmp(code, "PTX for ", 8) == 0 ? code + 8 : "";
-	printf(" code %s%s%.*s", cubin ? "cubin" : "ptx", *tg ? " " : "", (int)strcspn(tg, " ,"), tg);
 	if (!(loc <= LOCAL_TOL)) {
 		size_t L = (size_t)c->s.L;
 		if (lcol)
@@ -877,7 +845,7 @@ static void run_variant(Ctx *cx, int v, Case *c)
 #define MAXMIX 8
 #define MAXNAMES 256
 
-enum { V_DIR, V_VARIANT, V_MIXER, V_SHAPE, V_SEED, V_GOLDENS, V_DUMP, V_TIME, V_XSCALE, V_GRAPH, V_RESETS, V_H0 };
+enum { V_DIR, V_VARIANT, V_MIXER, V_SHAPE, V_SEED, V_GOLDENS, V_DUMP, V_TIME, V_XSCALE, V_GRAPH, V_RESETS, V_H0, V_STEP };
 
 static const CliOpt OPTS[] = {
         [V_DIR] = CLI_OPT_DIR,
@@ -896,6 +864,8 @@ static const CliOpt OPTS[] = {
                       "128-token edge, t = 1, 2 and L-1; checks the variants that take reset marks", 0},
         [V_H0] = {"--h0", NULL, NULL, "start each row from a random h0, join a random dhT, check hT and dh0; "
                   "checks the variants that take states", 0},
+        [V_STEP] = {"--step", "T", NULL, "check only the decode steps (scan decode), T tokens per call, 1..4096, "
+                    "against the forward's reference over the same tokens (without --step: T = 1 and T = 16)", 0},
 };
 
 const CliCmd cli_verify_cmd = {
@@ -931,6 +901,11 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 	case V_H0:
 		a->cx->states = 1;
 		return 0;
+	case V_STEP:
+		if (cli_parse_int(v, 1, VSTEP_MAX, &a->cx->step, err, n) == 0)
+			return 0;
+		snprintf(err, n, "want a number of tokens per call in 1..%d", VSTEP_MAX);
+		return -1;
 	case V_RESETS:
 		if (cli_parse_positive(v, 0.0, 1.0, &a->cx->resets, err, n) == 0)
 			return 0;
@@ -984,12 +959,39 @@ static int chosen(const VerifyArgs *a, recur_manifest *m, int v)
 	return 0;
 }
 
+/* A decode step ("scan": "decode"): checked by steps (verify_step.c), never by forward+backward. */
+static int is_decode(const VerifyArgs *a, recur_manifest *m, int v)
+{
+	return mf_decode(m, v);
+}
+
+/* checked by forward+backward: chosen, no decode step, and no --step */
+static int ordinary(const VerifyArgs *a, recur_manifest *m, int v)
+{
+	return !a->cx->step && !is_decode(a, m, v) && chosen(a, m, v);
+}
+
+/* checked by steps: a chosen decode step (not with --goldens: those cases are forward+backward) */
+static int stepped(const VerifyArgs *a, recur_manifest *m, int v)
+{
+	return !a->goldens && is_decode(a, m, v) && chosen(a, m, v);
+}
+
 /* Every --mixer must be a mixer of the manifest and every --variant exist
  * and be of a chosen mixer: a name that would match nothing is refused,
  * never silently left out. */
 static int check_names(const VerifyArgs *a, recur_manifest *m)
 {
 	int nv = recur_manifest_nvariants(m);
+	if (a->cx->step && a->goldens) {
+		fprintf(stderr, "recur verify: --step checks decode steps by random cases; the golden cases (--goldens) are "
+		        "forward+backward: give one or the other\n");
+		return -1;
+	}
+	if (a->cx->step && a->cx->resets > 0) {
+		fprintf(stderr, "recur verify: --step checks decode steps, and they take no reset marks (--resets)\n");
+		return -1;
+	}
 	for (int i = 0; i < a->nmixer; i++) {
 		int found = 0;
 		for (int v = 0; v < nv && !found; v++)
@@ -1015,6 +1017,16 @@ static int check_names(const VerifyArgs *a, recur_manifest *m)
 			        a->names[i], mn);
 			return -1;
 		}
+		if (a->cx->step && !is_decode(a, m, v)) {
+			fprintf(stderr, "recur verify: --step %d checks decode steps only (scan decode), and variant %s is not "
+			        "one: verify it without --step\n", a->cx->step, a->names[i]);
+			return -1;
+		}
+		if (a->goldens && is_decode(a, m, v)) {
+			fprintf(stderr, "recur verify: variant %s is a decode step (scan decode); the golden cases (--goldens) are "
+			        "forward+backward: verify it without --goldens (random cases, by steps)\n", a->names[i]);
+			return -1;
+		}
 		if (!takes_asked(a, m, v)) {
 			fprintf(stderr, "recur verify: variant %s takes no %s (a grid with %s makes variants that do)\n",
 			        a->names[i], a->cx->states && !mf_takes(m, v, "h0") ? "initial state (--h0)" : "reset marks (--resets)",
@@ -1022,10 +1034,21 @@ static int check_names(const VerifyArgs *a, recur_manifest *m)
 			return -1;
 		}
 	}
-	int any = 0;
-	for (int v = 0; v < nv && !any; v++)
-		any = mixer_chosen(a, recur_manifest_variant_mixer(m, v)) && takes_asked(a, m, v);
-	if (!any) {
+	int any = 0, anystep = 0;
+	for (int v = 0; v < nv; v++)
+		if (mixer_chosen(a, recur_manifest_variant_mixer(m, v)) && takes_asked(a, m, v))
+			*(is_decode(a, m, v) ? &anystep : &any) = 1;
+	if (a->cx->step && !anystep) {
+		fprintf(stderr, "recur verify: --step %d: no decode step variant (scan decode) of the chosen mixers in %s "
+		        "(R.decode in a script makes one; recur list shows them)\n", a->cx->step, a->dir);
+		return -1;
+	}
+	if (a->goldens && !any && anystep) {
+		fprintf(stderr, "recur verify: --goldens: the chosen variants are decode steps, which the golden cases "
+		        "(forward+backward) do not check: verify them without --goldens\n");
+		return -1;
+	}
+	if (!any && !anystep) {
 		fprintf(stderr, "recur verify: no variant of the chosen mixers in %s takes what --resets / --h0 give (grids "
 		        "with resets = { true } and states = { true } make variants that do)\n", a->dir);
 		return -1;
@@ -1045,7 +1068,7 @@ static int golden_variant(const VerifyArgs *a, recur_manifest *m, int k)
 	char mname[16];
 	sscanf(GOLDEN_CASES[k], "%15[a-z]", mname);
 	for (int v = 0; v < recur_manifest_nvariants(m); v++)
-		if (chosen(a, m, v) && !strcmp(recur_manifest_variant_mixer(m, v), mname))
+		if (ordinary(a, m, v) && !strcmp(recur_manifest_variant_mixer(m, v), mname))
 			return v;
 	return -1;
 }
@@ -1070,7 +1093,7 @@ static void run_goldens(const VerifyArgs *a, Ctx *cx)
 			continue;
 		}
 		for (int v = v0; v < nv; v++) {
-			if (!chosen(a, cx->m, v) || strcmp(recur_manifest_variant_mixer(cx->m, v), mname))
+			if (!ordinary(a, cx->m, v) || strcmp(recur_manifest_variant_mixer(cx->m, v), mname))
 				continue;
 			char why[512];
 			if (recur_check_shape(cx->m, v, c.s, why, sizeof why) != 0) {
@@ -1109,7 +1132,7 @@ static int any_legal(const VerifyArgs *a, recur_manifest *m, int v0, recur_shape
 	const char *mn = recur_manifest_variant_mixer(m, v0);
 	char why[512];
 	for (int v = v0; v < recur_manifest_nvariants(m); v++)
-		if (chosen(a, m, v) && !strcmp(recur_manifest_variant_mixer(m, v), mn) &&
+		if (ordinary(a, m, v) && !strcmp(recur_manifest_variant_mixer(m, v), mn) &&
 		    recur_check_shape(m, v, s, why, sizeof why) == 0)
 			return 1;
 	return 0;
@@ -1118,10 +1141,10 @@ static int any_legal(const VerifyArgs *a, recur_manifest *m, int v0, recur_shape
 /* v0 is the first chosen variant of its mixer. */
 static int first_of_mixer(const VerifyArgs *a, recur_manifest *m, int v0)
 {
-	if (!chosen(a, m, v0))
+	if (!ordinary(a, m, v0))
 		return 0;
 	for (int v = 0; v < v0; v++)
-		if (chosen(a, m, v) && !strcmp(recur_manifest_variant_mixer(m, v), recur_manifest_variant_mixer(m, v0)))
+		if (ordinary(a, m, v) && !strcmp(recur_manifest_variant_mixer(m, v), recur_manifest_variant_mixer(m, v0)))
 			return 0;
 	return 1;
 }
@@ -1186,7 +1209,7 @@ static void run_random(const VerifyArgs *a, Ctx *cx, Job *jobs, int nj)
 			continue;
 		}
 		for (int v = jb->v0; v < nv; v++) {
-			if (!chosen(a, cx->m, v) || strcmp(recur_manifest_variant_mixer(cx->m, v), mn))
+			if (!ordinary(a, cx->m, v) || strcmp(recur_manifest_variant_mixer(cx->m, v), mn))
 				continue;
 			char why[512];
 			if (recur_check_shape(cx->m, v, jb->s, why, sizeof why) != 0) {
@@ -1203,11 +1226,18 @@ static void run_random(const VerifyArgs *a, Ctx *cx, Job *jobs, int nj)
 /* What will run, settled before the driver: the jobs of a random run (in
  * *jobs, malloc'd), or the golden cases of the chosen mixers. 0, or -1
  * after saying why nothing would be checked. */
-static int plan(const VerifyArgs *a, Ctx *cx, Job **jobs, int *nj)
+static int plan(const VerifyArgs *a, Ctx *cx, Job **jobs, int *nj, VStep **vs)
 {
+	int nv = recur_manifest_nvariants(cx->m);
 	*jobs = NULL;
 	*nj = 0;
+	*vs = NULL;
 	if (a->goldens) {
+		for (int v = 0; v < nv; v++)
+			if (chosen(a, cx->m, v) && is_decode(a, cx->m, v))
+				printf("%s.%-42s skip: a decode step (scan decode); the golden cases are forward+backward "
+				       "(verify without --goldens checks it by steps)\n", recur_manifest_variant_mixer(cx->m, v),
+				       recur_manifest_variant_name(cx->m, v));
 		for (int k = 0; k < NGOLDEN; k++)
 			if (golden_variant(a, cx->m, k) >= 0)
 				return 0;
@@ -1222,7 +1252,23 @@ static int plan(const VerifyArgs *a, Ctx *cx, Job **jobs, int *nj)
 		return -1;
 	}
 	*nj = plan_jobs(a, cx, *jobs);
-	if (*nj > 0)
+	/* the decode steps, by steps (verify_step.c) */
+	unsigned char *want = calloc((size_t)nv + 1, 1);
+	int ns = -1;
+	if (want) {
+		for (int v = 0; v < nv; v++)
+			want[v] = (unsigned char)stepped(a, cx->m, v);
+		ns = vstep_plan(cx, want, a->sh, a->nsh, a->seed, vs);
+		free(want);
+	} else
+		fprintf(stderr, "recur verify: out of host memory planning the run\n");
+	if (ns < 0) {
+		free(*jobs);
+		*jobs = NULL;
+		*nj = 0;
+		return -1;
+	}
+	if (*nj > 0 || ns > 0)
 		return 0;
 	fprintf(stderr, "recur verify: no chosen variant is legal at any shape given: nothing to check\n");
 	free(*jobs);
@@ -1252,7 +1298,7 @@ static int open_manifest(VerifyArgs *a, Ctx *cx)
 	return check_names(a, cx->m);
 }
 
-static int verify_run(VerifyArgs *a, Ctx *cx, Job *jobs, int nj)
+static int verify_run(VerifyArgs *a, Ctx *cx, Job *jobs, int nj, VStep *vs)
 {
 	char err[8192];
 	if (recur_rt_open(&cx->rt, 0, err, sizeof err) != 0) {
@@ -1265,10 +1311,18 @@ static int verify_run(VerifyArgs *a, Ctx *cx, Job *jobs, int nj)
 	       "%.0e (local)%s; ref spec: ref/'s, written from the spec; ref graph: derived from the mixer's graph, its "
 	       "block-diagonal weights rounded to bf16 as the kernels' tensor-core operands are\n",
 	       gpu, TOL, LOCAL_TOL, cx->graph ? "; forward+backward through a CUDA graph" : "");
+	if (vs)
+		printf("decode steps: each shape's B rows in calls of T tokens plus a padding row (index -1), their states "
+		       "in a pool of B + %d slots at a random permutation; h0: from h0, updated in place; reset: no h0 in the "
+		       "first call, then h0 and hT apart; y and the final slots (hT) against the reference's forward over the "
+		       "same tokens; the padding row's y, the unused slots and guards must stay as they were\n", VSTEP_SPARE);
 	if (a->goldens)
 		run_goldens(a, cx);
-	else
-		run_random(a, cx, jobs, nj);
+	else {
+		if (nj > 0)
+			run_random(a, cx, jobs, nj);
+		vstep_run(cx, vs);
+	}
 	printf("%d passed, %d failed\n", cx->passes, cx->fails);
 	recur_rt_close(cx->rt);
 	return cx->fails || cx->passes == 0 ? 1 : 0;
@@ -1282,10 +1336,12 @@ int cli_verify(int argc, char **argv)
 	if (prc)
 		return prc > 0 ? 0 : 2;
 	Job *jobs = NULL;
+	VStep *vs = NULL;
 	int nj = 0, rc = 1;
-	if (open_manifest(&a, &cx) == 0 && plan(&a, &cx, &jobs, &nj) == 0)
-		rc = verify_run(&a, &cx, jobs, nj);
+	if (open_manifest(&a, &cx) == 0 && plan(&a, &cx, &jobs, &nj, &vs) == 0)
+		rc = verify_run(&a, &cx, jobs, nj, vs);
 	jobs_free(jobs, nj);
+	vstep_free(vs);
 	mf_close(&cx.mi);
 	if (cx.m)
 		recur_manifest_free(cx.m);

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include "seqstate.h"
 
-typedef struct { int B, L, D, H; } RefShape;   /* H = D / 64 for both mixers */
+typedef struct { int B, L, D, H; } RefShape;   /* H heads of K = D / H channels (64 in the shipped mixers) */
 
 typedef struct {
 	const char *name;            /* "rglru", "samu" */
