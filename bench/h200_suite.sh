@@ -52,6 +52,15 @@
 #                                        every variant plainly at 1x8192x1024;
 #                                        then the speed runs (STATE_PARTS=verify
 #                                        or bench, STATE_SHAPES: one call each)
+#          bench/h200_suite.sh decode    the carried sets "decode" (recur gen
+#                                        lua/variants/decode.lua) and "heads"
+#                                        (tests/grids/decode_heads.lua: K = 16,
+#                                        128, 176, 256): verify by steps (T = 1
+#                                        and 16; the 1000-step check at
+#                                        2x1000x1024), then bench --step 1 at
+#                                        1x1024x1024, 256x1024x4096 and
+#                                        RecurrentGemma's widths (DECODE_PARTS=
+#                                        verify or bench: one call each)
 #          bench/h200_suite.sh sanitize  compute-sanitizer (memcheck, racecheck,
 #                                        synccheck, initcheck; $TOOLS_LIST) over
 #                                        every variant (tests/gpu_sanitize.sh)
@@ -98,8 +107,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=c
 rc=0
 wrote=""   # the verify logs this run wrote, summarised at the end
 # every variant's PTX compiled into the driver's cache, many at once (NOWARM=1:
-# skip; modes targets and state warm their own sets)
-[ -n "${NOWARM:-}" ] || [ "$mode" = targets ] || [ "$mode" = state ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$TMPD/jit_warm.log" || rc=1
+# skip; modes targets, state and decode warm their own sets)
+[ -n "${NOWARM:-}" ] || [ "$mode" = targets ] || [ "$mode" = state ] || [ "$mode" = decode ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$TMPD/jit_warm.log" || rc=1
 if [ "$mode" = verify ] || [ "$mode" = all ]; then
 	"$BIN" verify --dir "$D" --goldens tests/goldens > "$RES/verify_h200_goldens.log" 2>&1 || rc=1
 	"$BIN" verify --dir "$D" $(echo "$SEED" | tr ',' '\n' | sed 's/^/--shape /') --shape 3x1000x1024 \
@@ -172,6 +181,32 @@ if [ "$mode" = state ]; then
 		echo "state: no carried PTX set state"; rc=1
 	fi
 fi
+if [ "$mode" = decode ]; then
+	for set in decode heads; do
+		[ -d "$PTXROOT/$set" ] || { echo "decode: no carried PTX set $set"; rc=1; continue; }
+		# a width every head size of the set divides (2816 = 11 x 256 = 16 x 176)
+		[ -n "${NOWARM:-}" ] || WARM_SHAPE=1x16x2816 bash bench/jit_warm.sh "$BIN" "$PTXROOT/$set" "" "$TMPD/jit_warm.log" || rc=1
+	done
+	Dd=$PTXROOT/decode Dh=$PTXROOT/heads
+	case " ${DECODE_PARTS:-verify bench} " in *" verify "*)
+		"$BIN" verify --dir "$Dd" --shape 3x1000x1024 --shape 1x300x2048 --shape 5x77x512 > "$EXP/verify_decode.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$Dd" --step 1 --shape 2x1000x1024 > "$EXP/verify_decode_1000.log" 2>&1 || rc=1
+		# each K at a width it divides: RecurrentGemma 2B (2560 = 10 x 256) and 9B (4096 = 16 x 256), Griffin 7B (5632 = 32 x 176)
+		"$BIN" verify --dir "$Dh" --mixer rglru256 --shape 2x100x2560 --shape 3x40x4096 > "$EXP/verify_heads.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$Dh" --mixer rglru176 --shape 2x100x5632 >> "$EXP/verify_heads.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$Dh" --mixer rglru128 --mixer rglru16 --shape 3x100x1024 >> "$EXP/verify_heads.log" 2>&1 || rc=1
+		wrote="$wrote $EXP/verify_decode.log $EXP/verify_decode_1000.log $EXP/verify_heads.log"
+	esac
+	case " ${DECODE_PARTS:-verify bench} " in *" bench "*)
+		"$BIN" bench --dir "$Dd" --step 1 --shapes 1x1024x1024,256x1024x4096 --out "$EXP/bench_decode.json" \
+			> "$EXP/bench_decode.log" 2>&1 || rc=1
+		"$BIN" bench --dir "$Dd" --step 16 --shapes 1x1024x1024,256x1024x4096 --out "$EXP/bench_decode_t16.json" \
+			>> "$EXP/bench_decode.log" 2>&1 || rc=1
+		"$BIN" bench --dir "$Dh" --mixer rglru256 --step 1 --shapes 1x1024x2560,256x1024x2560,256x1024x4096 \
+			--out "$EXP/bench_heads.json" >> "$EXP/bench_decode.log" 2>&1 || rc=1
+		grep -vE "^\[|^ *$" "$EXP/bench_decode.log" | head -60
+	esac
+fi
 if [ "$mode" = sanitize ]; then
 	for t in ${TOOLS_LIST:-memcheck racecheck synccheck initcheck}; do
 		JOBS=${JOBS:-10} RUN_TIMEOUT=${RUN_TIMEOUT:-120} TOOLS=$t bash tests/gpu_sanitize.sh "$BIN" . "$TMPD/san_$t" "$D" \
@@ -195,6 +230,11 @@ if [ "$mode" = torch ]; then
 			> "$EXP/layer.log" 2>&1 || rc=1
 		python3 examples/train_lm.py --kernels "$D" --compare --steps "${TRAIN_STEPS:-300}" --out "$EXP/train" \
 			> "$EXP/train.log" 2>&1 || rc=1
+		if [ -d "$PTXROOT/decode" ]; then   # a short run, then 400 bytes drawn through the decode step
+			python3 examples/train_lm.py --kernels "$D" --decode-kernels "$PTXROOT/decode" --steps 100 --sample 400 \
+				--out "$EXP/sample" > "$EXP/sample.log" 2>&1 || rc=1
+			tail -12 "$EXP/sample.log"
+		fi
 		if [ -d "$PTXROOT/state" ]; then   # each file a document: the variants taking reset marks
 			python3 examples/train_lm.py --kernels "$PTXROOT/state" --compare --docs --steps "${TRAIN_STEPS:-300}" \
 				--out "$EXP/train_docs" > "$EXP/train_docs.log" 2>&1 || rc=1

@@ -28,26 +28,8 @@ LUA
 "$recur" gen "$work/decode.lua" --lua "$src/lua" -o "$work/out" -q; check $? "gen of a decode step for each of the five mixers, beside a scan variant"
 "$recur" gen "$src/lua/variants/decode.lua" --lua "$src/lua" --sm sm_80 -o "$work/out80" -q; check $? "gen of lua/variants/decode.lua for sm_80"
 # RG-LRU's lines with heads of K channels: RecurrentGemma's 256, Griffin 7B's 176
-cat > "$work/heads.lua" <<'LUA'
-local R = require "recur"
-local function rglru(k)
-  local m = R.mixer("rglru" .. k, { k = k })
-  local Wa, ba = m:param("Wa", "blockdiag", R.normal_rsqrt_k()), m:param("ba", "channel", R.zeros())
-  local Wx, bx = m:param("Wx", "blockdiag", R.normal_rsqrt_k()), m:param("bx", "channel", R.zeros())
-  local lam = m:param("lam", "channel", R.decay(0.9^2, 0.999^2))
-  local log_a = -8 * R.sigmoid(m:project("pa", Wa, ba)) * R.softplus(lam)
-  m:recurrence { log_a = log_a,
-                 b = R.where(m.first, 1, R.sqrtb(1 - R.exp(2 * log_a))) * R.sigmoid(m:project("px", Wx, bx)) * m.x }
-  m:output(m.h)
-  return m
-end
-local K = tonumber(os.getenv("HEADS_K") or "0")
-if K > 0 then return R.variants { mixer = rglru(K), chunk = { 8 }, prefix = { 32 }, fused = { true } } end
-local out = {}
-for _, k in ipairs { 16, 128, 176, 256 } do out[#out + 1] = R.decode { mixer = rglru(k) } end
-return out
-LUA
-"$recur" gen "$work/heads.lua" --lua "$src/lua" -o "$work/heads" -q; check $? "gen of decode steps with heads of 16, 128, 176 and 256 channels"
+heads=$src/tests/grids/decode_heads.lua
+"$recur" gen "$heads" --lua "$src/lua" -o "$work/heads" -q; check $? "gen of decode steps with heads of 16, 128, 176 and 256 channels"
 "$py" - "$work/heads/manifest.json" <<'PY'
 import json, sys
 bad = []
@@ -62,12 +44,12 @@ if bad: print("\n".join("     " + b for b in bad))
 sys.exit(1 if bad else 0)
 PY
 check $? "each head size's plan: K, blocks of 8 rows per row lane, the width rule, K or 256 threads"
-out=$(HEADS_K=128 "$recur" gen "$work/heads.lua" --lua "$src/lua" -o "$work/heads128" -q 2>&1)
-[ $? != 0 ] && echo "$out" | grep -q 'heads.lua:1[0-9]:.*heads of 128 channels; the templates need 64'
+out=$(HEADS_K=128 "$recur" gen "$heads" --lua "$src/lua" -o "$work/heads128" -q 2>&1)
+[ $? != 0 ] && echo "$out" | grep -q 'decode_heads.lua:2[0-9]:.*heads of 128 channels; the templates need 64'
 check $? "a scan variant with heads of 128 is still refused at its line"
-sed 's/{ 16, 128, 176, 256 }/{ 24 }/' "$work/heads.lua" > "$work/heads24.lua"
+sed 's/{ 16, 128, 176, 256 }/{ 24 }/' "$heads" > "$work/heads24.lua"
 out=$("$recur" gen "$work/heads24.lua" --lua "$src/lua" -o "$work/heads24" -q 2>&1)
-[ $? != 0 ] && echo "$out" | grep -q 'heads24.lua:1[0-9]:.*heads of 24 channels; the decode step takes a multiple of 16'
+[ $? != 0 ] && echo "$out" | grep -q 'heads24.lua:2[0-9]:.*heads of 24 channels; the decode step takes a multiple of 16'
 check $? "a decode step with heads of 24 is refused at its line"
 
 n=$(ls "$work/out" | grep -cE '^([a-z0-9]+)\.\1_decode\.ptx$')
