@@ -9,6 +9,9 @@
  *    random shapes with B > 1 and L no multiple of 16, on fresh random data
  *    (the seed is printed; RECUR_TEST_SEED repeats a run). A control: the
  *    same comparison after one parameter element moved must fail.
+ *    RG-LRU's lines with heads of 128, 176 and 256 channels
+ *    (tests/grids/decode_heads.lua) agree with ref/'s RG-LRU at H = D / K
+ *    likewise: both references hold for the widths the decode step takes.
  * 2. a mixer using every function of the DSL: the reference's evaluator
  *    gives ex_eval's value at every node, and its graph, written as text and
  *    read back, gives the same forward and backward.
@@ -111,16 +114,18 @@ static double draw_param(const char *name, int K, Rng *r)
 /* One case's tensors, for both references. */
 typedef struct {
 	RfShape s;
+	int K;   /* channels per head */
 	int np;
 	long pn[MX_MAXPARAM];
 	double *p[MX_MAXPARAM], *x, *dy;
 	double *y[2], *dx[2], *dp[2][MX_MAXPARAM]; /* [0] derived, [1] hand-written */
 } Case;
 
-static void case_make(Case *c, const RfMixer *gen, RfShape s, Rng *r)
+static void case_make(Case *c, const RfMixer *gen, RfShape s, int K, Rng *r)
 {
 	memset(c, 0, sizeof *c);
 	c->s = s;
+	c->K = K;
 	c->np = rf_nparam(gen);
 	size_t n = (size_t)s.B * s.L * s.D;
 	c->x = vec(n);
@@ -137,7 +142,7 @@ static void case_make(Case *c, const RfMixer *gen, RfShape s, Rng *r)
 		c->pn[i] = rf_param_count(gen, i, s);
 		c->p[i] = vec((size_t)c->pn[i]);
 		for (long e = 0; e < c->pn[i]; e++)
-			c->p[i][e] = draw_param(rf_param_name(gen, i), 64, r);
+			c->p[i][e] = draw_param(rf_param_name(gen, i), K, r);
 		for (int k = 0; k < 2; k++)
 			c->dp[k][i] = vec((size_t)c->pn[i]);
 	}
@@ -162,7 +167,7 @@ static void case_free(Case *c)
 static double case_compare(Case *c, const RfMixer *gen, const RefMixer *hand, char *worst, size_t wn)
 {
 	char err[1024];
-	RefShape hs = {c->s.B, c->s.L, c->s.D, c->s.D / 64};
+	RefShape hs = {c->s.B, c->s.L, c->s.D, c->s.D / c->K};
 	const double *const *p = (const double *const *)c->p;
 	if (rf_forward(gen, c->s, p, c->x, c->y[0], err, sizeof err) ||
 	    rf_backward(gen, c->s, p, c->x, c->dy, c->dx[0], c->dp[0], err, sizeof err)) {
@@ -220,7 +225,7 @@ static void test_against_hand(const char *name, Rng *r)
 		      hand->param[i]);
 	for (int k = 0; k < 3; k++) {
 		Case c;
-		case_make(&c, gen, draw_shape(r, k), r);
+		case_make(&c, gen, draw_shape(r, k), 64, r);
 		double w = case_compare(&c, gen, hand, what, sizeof what);
 		check(w <= TOL, "%s at %dx%dx%d: derived = ref/ to %.0e: %s", name, c.s.B, c.s.L, c.s.D, TOL, what);
 		if (k == 0) {
@@ -228,7 +233,7 @@ static void test_against_hand(const char *name, Rng *r)
 			 * what the derived reference sees must show */
 			c.p[c.np - 1][0] += 1e-3;
 			double *keep = c.p[c.np - 1];
-			RefShape hs = {c.s.B, c.s.L, c.s.D, c.s.D / 64};
+			RefShape hs = {c.s.B, c.s.L, c.s.D, c.s.D / c.K};
 			w = case_compare(&c, gen, hand, what, sizeof what); /* both see it: still equal */
 			check(w <= TOL, "%s: a moved parameter, seen by both, still agrees: %s", name, what);
 			keep[0] -= 1e-3;
@@ -244,6 +249,44 @@ static void test_against_hand(const char *name, Rng *r)
 		case_free(&c);
 	}
 	rf_close(gen);
+}
+
+/* RG-LRU with heads of K channels (the decode step's other widths): the
+ * reference derived from its graph against ref/'s at H = D / K. */
+static void test_heads(Rng *r)
+{
+	char path[1400], env[16];
+	snprintf(path, sizeof path, "%.1100s/../tests/grids/decode_heads.lua", g_lua);
+	static const int ks[] = { 128, 176, 256 };
+	const RefMixer *hand = ref_find("rglru");
+	for (int i = 0; i < 3; i++) {
+		snprintf(env, sizeof env, "%d", ks[i]);
+		setenv("HEADS_K", env, 1);   /* the script's one grid of this K (decode_heads.lua) */
+		Mixer mx;
+		int rc = load_mixer(path, &mx);
+		unsetenv("HEADS_K");
+		if (rc)
+			return;
+		RfMixer *gen = NULL;
+		char err[1024], what[1024];
+		check(mx.k == ks[i], "decode_heads.lua with HEADS_K=%d: a mixer of heads of %d channels", ks[i], mx.k);
+		rc = rf_open(&mx, &gen, err, sizeof err);
+		ex_free(&mx.g);
+		check(rc == 0 && hand && rf_nparam(gen) == hand->nparam, "K = %d: the derived reference opens (%s)", ks[i],
+		      rc ? err : "ok");
+		if (rc || !hand || rf_nparam(gen) != hand->nparam) {
+			rf_close(gen);
+			continue;
+		}
+		RfShape s = { 2, 19 + (int)(20 * rng_uniform(r)), 2 * ks[i] };
+		Case c;
+		case_make(&c, gen, s, ks[i], r);
+		double w = case_compare(&c, gen, hand, what, sizeof what);
+		check(w <= TOL, "rglru with heads of %d at %dx%dx%d (%d heads): derived = ref/ to %.0e: %s", ks[i], s.B,
+		      s.L, s.D, s.D / ks[i], TOL, what);
+		case_free(&c);
+		rf_close(gen);
+	}
 }
 
 /* ---- 2. every function, the evaluator and the text round trip -------------- */
@@ -303,8 +346,8 @@ static void test_roundtrip(const RfMixer *gen, const Mixer *mx, Rng *r)
 	if (rc == 0) {
 		Case c, c2;
 		RfShape s = draw_shape(r, 0);
-		case_make(&c, gen, s, r);
-		case_make(&c2, gen, s, r); /* only its outputs are used */
+		case_make(&c, gen, s, 64, r);
+		case_make(&c2, gen, s, 64, r); /* only its outputs are used */
 		const double *const *p = (const double *const *)c.p;
 		rf_backward(gen, s, p, c.x, c.dy, c.dx[0], c.dp[0], err, sizeof err);
 		rf_forward(gen, s, p, c.x, c.y[0], err, sizeof err);
@@ -419,7 +462,7 @@ static void test_shapes(Rng *r)
 		check(rc != 0 && strstr(err, "would not fit"), "a shape whose buffers overflow is refused: \"%s\"",
 		      err);
 		Case c;
-		case_make(&c, gen, (RfShape){1, 3, 64}, r);
+		case_make(&c, gen, (RfShape){1, 3, 64}, 64, r);
 		rc = rf_forward(gen, (RfShape){0, 3, 64}, (const double *const *)c.p, c.x, c.y[0], err, sizeof err);
 		check(rc != 0 && strstr(err, "at least 1"), "B = 0 is refused by the forward: \"%s\"", err);
 		case_free(&c);
@@ -438,6 +481,7 @@ int main(void)
 	rng_seed(&r, seed);
 	test_against_hand("rglru", &r);
 	test_against_hand("samu", &r);
+	test_heads(&r);
 	test_allops(&r);
 	test_refusals();
 	test_shapes(&r);
