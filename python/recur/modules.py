@@ -68,12 +68,14 @@ class Mixer(nn.Module):
         for spec in self.specs:
             init_(getattr(self, spec.name), spec, generator)
 
-    def forward(self, x, resets=None, initial_state=None, output_final_state=False):
+    def forward(self, x, resets=None, initial_state=None, output_final_state=False, cu_seqlens=None):
         """y for x [B, L, width], or (y, final_state) with output_final_state;
         resets: [B, L] bool, True where a document starts; initial_state:
-        fp32 [B, width] (see recur.mix)."""
+        fp32 [B, width]; cu_seqlens: int [N + 1] document offsets in x's one
+        row (see recur.mix)."""
         return ops.mix(x, [getattr(self, s.name) for s in self.specs], self.kernels, self.mixer, self.variant,
-                       resets=resets, initial_state=initial_state, output_final_state=output_final_state)
+                       resets=resets, initial_state=initial_state, output_final_state=output_final_state,
+                       cu_seqlens=cu_seqlens)
 
     def new_state(self, slots, device=None):
         """Zeroed decode states, fp32 [slots, width], on the parameters' device unless given."""

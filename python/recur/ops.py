@@ -359,15 +359,40 @@ def _kernels_key(kernels):
 
 
 def _no_more(kwargs, what):
-    # cu_seqlens becomes a keyword argument here (None by default) when the
-    # kernels take it; the decode step is decode_step().
     if kwargs:
-        raise TypeError("%s: no keyword %s: of the sequence state the kernels take resets=, initial_state= and "
-                        "output_final_state= so far" % (what, ", ".join(sorted(kwargs))))
+        raise TypeError("%s: no keyword %s: of the sequence state the kernels take resets=, cu_seqlens=, "
+                        "initial_state= and output_final_state= (the decode step is decode_step())"
+                        % (what, ", ".join(sorted(kwargs))))
+
+
+def cu_seqlens_marks(cu_seqlens, x, mixer):
+    """Reset marks [1, L] for documents given as offsets (flash-attn's and
+    fla's cu_seqlens: int [N + 1], 0 first, L last, increasing) over x's
+    one packed row; made on the device, no synchronisation, so the offsets
+    are not checked beyond their type, shape and device."""
+    where = "recur %s: cu_seqlens" % mixer
+    if not isinstance(cu_seqlens, torch.Tensor):
+        raise TypeError("%s must be a torch.Tensor, got %s" % (where, type(cu_seqlens).__name__))
+    if cu_seqlens.dtype not in (torch.int32, torch.int64) or cu_seqlens.dim() != 1 or cu_seqlens.numel() < 2:
+        raise TypeError("%s is a %s tensor of shape %s; offsets are int32 or int64 [N + 1]"
+                        % (where, str(cu_seqlens.dtype).replace("torch.", ""), list(cu_seqlens.shape)))
+    if cu_seqlens.device != x.device:
+        raise ValueError("%s is on %s, x on %s" % (where, cu_seqlens.device, x.device))
+    if x.dim() != 3 or x.shape[0] != 1:
+        raise ValueError("%s packs documents into one row: x must be [1, L, D], got %s (for B rows of documents "
+                         "pass resets= [B, L])" % (where, list(x.shape)))
+    marks = torch.zeros(1, x.shape[1], dtype=torch.uint8, device=x.device)
+    # every document start but the first (t = 0 starts the row anyway);
+    # an offset of L (the last) is dropped by the clamp and the mask
+    starts = cu_seqlens[1:].long()
+    inside = starts < x.shape[1]
+    marks[0].index_fill_(0, torch.where(inside, starts, torch.zeros_like(starts)), 1)
+    marks[0, 0] = 0
+    return marks
 
 
 def mix(x, params, kernels, mixer, variant=None, resets=None, initial_state=None, output_final_state=False,
-        **later):
+        cu_seqlens=None, **later):
     """y = mixer(x) with autograd: x bf16 [B, L, D] on a CUDA device (a
     float32 x is cast to bf16 under torch.autocast(dtype=torch.bfloat16)),
     params the mixer's fp32 tensors in the manifest's order, kernels a
@@ -378,8 +403,20 @@ def mix(x, params, kernels, mixer, variant=None, resets=None, initial_state=None
     initial_state: fp32 [B, D], the state each row continues from (t = 0 is
     then no reset; it gets a gradient); output_final_state: also return h at
     each row's last token, fp32 [B, D], differentiable: (y, final_state).
-    Either runs a variant that takes states (a grid with states = { true })."""
+    Either runs a variant that takes states (a grid with states = { true }).
+    cu_seqlens: int [N + 1] offsets of N documents packed into x's one row
+    (x [1, L, D]): the same as resets= with a mark at each offset; a state
+    per document (initial_state / output_final_state [N, D]) is not in the
+    kernels yet."""
     _no_more(later, "recur.mix")
+    if cu_seqlens is not None:
+        if resets is not None:
+            raise ValueError("recur %s: both resets= and cu_seqlens= given: documents are one or the other" % mixer)
+        if initial_state is not None or output_final_state:
+            raise ValueError("recur %s: a state per document with cu_seqlens= (initial_state / output_final_state "
+                             "[N, D]) is not in the kernels yet: run the documents as rows of a batch, or use "
+                             "cu_seqlens= without states" % mixer)
+        resets = cu_seqlens_marks(cu_seqlens, x, mixer)
     if isinstance(x, torch.Tensor) and x.dtype == torch.float32 and _autocast_bf16():
         x = x.to(torch.bfloat16)
     y, hT = _differentiable(x, list(params), _kernels_key(kernels), mixer, variant or "", resets, initial_state,

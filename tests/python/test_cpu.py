@@ -504,6 +504,38 @@ class ResetMarks(_StateFolder):
             self.assertIn("resets", str(e.exception))
         self.assertEqual(self.calls, [])
 
+    def test_cu_seqlens_become_marks(self):
+        m = recur.RGLRU(self.k, 128)
+        x = torch.randn(1, 37, 128).bfloat16().requires_grad_(True)
+        for cu in (torch.tensor([0, 5, 6, 37], dtype=torch.int32), torch.tensor([0, 5, 6, 37])):
+            marks = recur.ops.cu_seqlens_marks(cu, x, "rglru")
+            self.assertEqual((marks.shape, marks.dtype), (torch.Size([1, 37]), torch.uint8))
+            self.assertEqual(marks[0].nonzero().flatten().tolist(), [5, 6])   # not 0, not L
+            self.calls.clear()
+            m(x, cu_seqlens=cu).sum().backward()
+            fwd, bwd = self.calls
+            self.assertIsNotNone(fwd[4])
+            self.assertEqual(fwd[4], bwd[3])     # the backward gets the forward's marks
+        report("cu_seqlens [0, 5, 6, 37] reach C as marks at 5 and 6 through", fwd[1])
+
+    def test_wrong_cu_seqlens_are_refused(self):
+        m = recur.RGLRU(self.k, 128)
+        x1, x2 = torch.randn(1, 37, 128).bfloat16(), torch.randn(2, 37, 128).bfloat16()
+        cu = torch.tensor([0, 5, 37], dtype=torch.int32)
+        for call, err, word in ((lambda: m(x2, cu_seqlens=cu), ValueError, "one row"),
+                                (lambda: m(x1, cu_seqlens=cu.float()), TypeError, "int32"),
+                                (lambda: m(x1, cu_seqlens=[0, 5, 37]), TypeError, "torch.Tensor"),
+                                (lambda: m(x1, cu_seqlens=cu, resets=torch.zeros(1, 37, dtype=torch.bool)),
+                                 ValueError, "one or the other"),
+                                (lambda: m(x1, cu_seqlens=cu, initial_state=torch.zeros(2, 128)), ValueError,
+                                 "per document"),
+                                (lambda: m(x1, cu_seqlens=cu, output_final_state=True), ValueError,
+                                 "per document")):
+            with self.assertRaises(err) as e:
+                call()
+            self.assertIn(word, str(e.exception))
+        self.assertEqual(self.calls, [])
+
     def test_a_folder_without_them_says_how(self):
         plain = kernels()
         with self.assertRaises(ValueError) as e:
