@@ -49,7 +49,8 @@
 #                                        1x8192x1024, 2x777x2048 and 4x300x512:
 #                                        with reset marks (--resets 0.01), with
 #                                        h0/hT/dhT/dh0 (--h0), with both, and
-#                                        every variant plainly at 1x8192x1024;
+#                                        every variant plainly at 1x8192x1024,
+#                                        packed documents (--docs 1000, 64);
 #                                        then the speed runs (STATE_PARTS=verify
 #                                        or bench, STATE_SHAPES: one call each)
 #          bench/h200_suite.sh decode    the carried sets "decode" (recur gen
@@ -154,7 +155,10 @@ if [ "$mode" = state ]; then
 			"$BIN" verify --dir "$R" --h0 $SH > "$EXP/verify_h0.log" 2>&1 || rc=1
 			"$BIN" verify --dir "$R" --h0 --resets "${RESET_RATE:-0.01}" $SH > "$EXP/verify_h0_resets.log" 2>&1 || rc=1
 			"$BIN" verify --dir "$R" --shape 1x8192x1024 > "$EXP/verify_state_plain.log" 2>&1 || rc=1
-			wrote="$wrote $EXP/verify_resets.log $EXP/verify_h0.log $EXP/verify_h0_resets.log $EXP/verify_state_plain.log"
+			# packed documents of random lengths, up to 1000 in a row (one token long, across tiles)
+			"$BIN" verify --dir "$R" --docs 1000 --shape 1x8192x1024 > "$EXP/verify_docs.log" 2>&1 || rc=1
+			"$BIN" verify --dir "$R" --docs 64 --h0 --shape 2x777x2048 >> "$EXP/verify_docs.log" 2>&1 || rc=1
+			wrote="$wrote $EXP/verify_resets.log $EXP/verify_h0.log $EXP/verify_h0_resets.log $EXP/verify_state_plain.log $EXP/verify_docs.log"
 		esac
 		# speed: 64 documents in 131072 tokens against one sequence (the same variant without marks, and
 		# the plain winner of the carried set ptx), and h0/hT against none at the seed's shapes

@@ -31,6 +31,7 @@
  * mixer) is an error, never "0 passed, 0 failed".
  */
 #include "cli.h"
+#include "docmarks.h"
 #include "graphtext.h"
 #include "harness.h"
 #include "mfinfo.h"
@@ -323,17 +324,25 @@ static int case_params(Ctx *cx, int v, Case *c, Rng *r, char *err, size_t n)
 	return 0;
 }
 
-/* Random inputs and the script's initial parameters, rounded to what the
- * GPU holds (bf16 tensors, fp32 parameters), then the reference. */
-/* Reset marks at rate cx->resets, and where kernels split the sequence:
- * on both sides of every multiple of 128 tokens (tile and chunk edges of
- * every variant), at t = 1 and 2 (consecutive), and at the last token. */
+/* Reset marks: --docs N documents per row (docmarks.h), else at rate
+ * cx->resets and where kernels split the sequence: on both sides of every
+ * multiple of 128 tokens (tile and chunk edges of every variant), at t = 1
+ * and 2 (consecutive), and at the last token. */
 static int case_marks(Ctx *cx, Case *c, Rng *r, char *err, size_t n)
 {
 	size_t L = (size_t)c->s.L, nt = (size_t)c->s.B * L;
-	if (!(c->reset = malloc(nt))) {
+	size_t *cand = cx->docs ? malloc(L * sizeof *cand) : NULL;
+	if (!(c->reset = malloc(nt)) || (cx->docs && !cand)) {
+		free(cand);
 		snprintf(err, n, "out of host memory for %zu reset marks", nt);
 		return -1;
+	}
+	if (cx->docs) {
+		c->docs = cx->docs < c->s.L ? cx->docs : c->s.L;
+		for (int b = 0; b < c->s.B; b++)
+			docmarks_row(c->reset + (size_t)b * L, L, c->docs, r, cand);
+		free(cand);
+		return 0;
 	}
 	for (size_t i = 0; i < nt; i++) {
 		size_t t = i % L;
@@ -361,6 +370,8 @@ static int case_states(Case *c, Rng *r, char *err, size_t n)
 	return 0;
 }
 
+/* Random inputs and the script's initial parameters, rounded to what the
+ * GPU holds (bf16 tensors, fp32 parameters), then the reference. */
 int case_random(Ctx *cx, int v, const Judge *jd, recur_shape s, uint64_t seed, Case *c, char *err, size_t n)
 {
 	memset(c, 0, sizeof *c);
@@ -375,7 +386,7 @@ int case_random(Ctx *cx, int v, const Judge *jd, recur_shape s, uint64_t seed, C
 		c->x[i] = bf16_round((float)(cx->xscale * rng_normal(&r)));
 	for (size_t i = 0; i < ne; i++)
 		c->dy[i] = bf16_round((float)rng_normal(&r));
-	if (case_params(cx, v, c, &r, err, n) || (cx->resets > 0 && case_marks(cx, c, &r, err, n)) ||
+	if (case_params(cx, v, c, &r, err, n) || ((cx->resets > 0 || cx->docs) && case_marks(cx, c, &r, err, n)) ||
 	    (cx->states && case_states(c, &r, err, n)))
 		return -1;
 	RfShape rs = {s.B, s.L, s.D};
@@ -784,7 +795,9 @@ static int print_row(Ctx *cx, const char *vname, const Case *c, const Outcome *o
 	char shp[48];
 	snprintf(shp, sizeof shp, "%dx%dx%d", c->s.B, c->s.L, c->s.D);
 	printf("%-48s %-15s %s ref %-6s", vname, shp, ok ? "PASS" : "FAIL", c->ref);
-	if (c->reset)
+	if (c->reset && c->docs)
+		printf(" docs %d", c->docs);
+	else if (c->reset)
 		printf(" resets %g", cx->resets);
 	if (c->h0)
 		printf(" h0 hT %.1e dh0 %.1e", o->e_hT, o->e_dh0);
@@ -845,7 +858,8 @@ static void run_variant(Ctx *cx, int v, Case *c)
 #define MAXMIX 8
 #define MAXNAMES 256
 
-enum { V_DIR, V_VARIANT, V_MIXER, V_SHAPE, V_SEED, V_GOLDENS, V_DUMP, V_TIME, V_XSCALE, V_GRAPH, V_RESETS, V_H0, V_STEP };
+enum { V_DIR, V_VARIANT, V_MIXER, V_SHAPE, V_SEED, V_GOLDENS, V_DUMP, V_TIME, V_XSCALE, V_GRAPH, V_RESETS, V_DOCS, V_H0,
+       V_STEP };
 
 static const CliOpt OPTS[] = {
         [V_DIR] = CLI_OPT_DIR,
@@ -862,6 +876,9 @@ static const CliOpt OPTS[] = {
         [V_GRAPH] = {"--graph", NULL, NULL, "run the checked forward+backward as one CUDA graph replayed twice", 0},
         [V_RESETS] = {"--resets", "P", NULL, "mark documents starting at random tokens at rate P, and at every "
                       "128-token edge, t = 1, 2 and L-1; checks the variants that take reset marks", 0},
+        [V_DOCS] = {"--docs", "N", NULL, "pack N documents of random lengths into each row (one of a token at the "
+                    "row's end, two of a token together, the others over tiles), their starts marked; checks the "
+                    "variants that take reset marks", 0},
         [V_H0] = {"--h0", NULL, NULL, "start each row from a random h0, join a random dhT, check hT and dh0; "
                   "checks the variants that take states", 0},
         [V_STEP] = {"--step", "T", NULL, "check only the decode steps (scan decode), T tokens per call, 1..4096, "
@@ -906,6 +923,11 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 			return 0;
 		snprintf(err, n, "want a number of tokens per call in 1..%d", VSTEP_MAX);
 		return -1;
+	case V_DOCS:
+		if (cli_parse_int(v, 1, VDOCS_MAX, &a->cx->docs, err, n) == 0)
+			return 0;
+		snprintf(err, n, "want a number of documents per row in 1..%d", VDOCS_MAX);
+		return -1;
 	case V_RESETS:
 		if (cli_parse_positive(v, 0.0, 1.0, &a->cx->resets, err, n) == 0)
 			return 0;
@@ -942,7 +964,7 @@ static int mixer_chosen(const VerifyArgs *a, const char *mixer)
 /* with --resets, --h0: only the variants whose kernels take what they give */
 static int takes_asked(const VerifyArgs *a, recur_manifest *m, int v)
 {
-	return (a->cx->resets <= 0 || mf_takes(m, v, "reset")) && (!a->cx->states || mf_takes(m, v, "h0"));
+	return ((a->cx->resets <= 0 && !a->cx->docs) || mf_takes(m, v, "reset")) && (!a->cx->states || mf_takes(m, v, "h0"));
 }
 
 static int chosen(const VerifyArgs *a, recur_manifest *m, int v)
@@ -988,8 +1010,12 @@ static int check_names(const VerifyArgs *a, recur_manifest *m)
 		        "forward+backward: give one or the other\n");
 		return -1;
 	}
-	if (a->cx->step && a->cx->resets > 0) {
-		fprintf(stderr, "recur verify: --step checks decode steps, and they take no reset marks (--resets)\n");
+	if (a->cx->step && (a->cx->resets > 0 || a->cx->docs)) {
+		fprintf(stderr, "recur verify: --step checks decode steps, and they take no reset marks (--resets, --docs)\n");
+		return -1;
+	}
+	if (a->cx->resets > 0 && a->cx->docs) {
+		fprintf(stderr, "recur verify: --resets and --docs both mark document starts: give one or the other\n");
 		return -1;
 	}
 	for (int i = 0; i < a->nmixer; i++) {
@@ -1029,7 +1055,7 @@ static int check_names(const VerifyArgs *a, recur_manifest *m)
 		}
 		if (!takes_asked(a, m, v)) {
 			fprintf(stderr, "recur verify: variant %s takes no %s (a grid with %s makes variants that do)\n",
-			        a->names[i], a->cx->states && !mf_takes(m, v, "h0") ? "initial state (--h0)" : "reset marks (--resets)",
+			        a->names[i], a->cx->states && !mf_takes(m, v, "h0") ? "initial state (--h0)" : "reset marks (--resets, --docs)",
 			        a->cx->states && !mf_takes(m, v, "h0") ? "states = { true }" : "resets = { true }");
 			return -1;
 		}
@@ -1049,7 +1075,7 @@ static int check_names(const VerifyArgs *a, recur_manifest *m)
 		return -1;
 	}
 	if (!any && !anystep) {
-		fprintf(stderr, "recur verify: no variant of the chosen mixers in %s takes what --resets / --h0 give (grids "
+		fprintf(stderr, "recur verify: no variant of the chosen mixers in %s takes what --resets / --docs / --h0 give (grids "
 		        "with resets = { true } and states = { true } make variants that do)\n", a->dir);
 		return -1;
 	}

@@ -48,6 +48,8 @@
 #define VSTEP_DEFAULT_1 1
 #define VSTEP_DEFAULT_2 16
 #define VSTEP_MAX 4096
+/* The most documents per row --docs takes. */
+#define VDOCS_MAX 1000000
 /* Slots of the pool no row uses: S = B + VSTEP_SPARE. */
 #define VSTEP_SPARE 3
 
@@ -75,7 +77,8 @@ typedef struct {
 	double *x, *dy, *p[MAXP];  /* inputs (bf16 / fp32 values) */
 	double *y, *dx, *dp[MAXP]; /* reference outputs */
 	uint16_t *xb, *dyb;        /* x and dy as the device holds them (bf16), made once */
-	unsigned char *reset;      /* reset marks [B][L] (--resets), or NULL */
+	unsigned char *reset;      /* reset marks [B][L] (--resets, --docs), or NULL */
+	int docs;                  /* documents per row (--docs, at most L), or 0 */
 	double *h0, *dhT;          /* initial states and hT's adjoint [B][D] (--h0), or NULL */
 	double *hT, *dh0;          /* their reference outputs */
 	const char *pname[MAXP];
@@ -91,6 +94,7 @@ typedef struct {
 	int graph;     /* the checked forward+backward through a graph */
 	double xscale; /* x ~ N(0, xscale^2): large activations reach the kernels' overflow guards */
 	double resets; /* > 0: reset marks at this rate, and at the edges (case_marks); only variants taking them */
+	int docs;      /* > 0: that many documents per row instead (case_marks) */
 	int states;    /* random h0 and dhT, hT and dh0 checked (case_states); only variants taking them */
 	int step;      /* --step T: only the decode variants, T tokens per call; 0: not given */
 } Ctx;

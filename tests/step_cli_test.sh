@@ -70,6 +70,13 @@ refused() {   # refused WHAT-TO-FIND ARGS...: exit 1 before the driver, the mess
 refused "variant $PLAIN is not one" verify --dir "$work/ptx" --step 1 --variant "$PLAIN"
 refused "no decode step variant" verify --dir "$work/plain" --step 1
 refused "no reset marks" verify --dir "$work/ptx" --step 1 --resets 0.1
+refused "no reset marks" verify --dir "$work/ptx" --step 1 --docs 5
+# packed documents (--docs N) mark starts as --resets P does: one or the other, and only where taken
+refused "give one or the other" verify --dir "$work/ptx" --docs 5 --resets 0.1
+refused "takes what --resets / --docs / --h0 give" verify --dir "$work/plain" --docs 5
+out=$("$recur" verify --dir "$work/ptx" --docs 0 2>&1); rc=$?
+[ $rc = 2 ] && echo "$out" | grep -q -- "--docs 0: want a number of documents per row in 1..1000000"
+check $? "recur verify --docs 0 refused, naming --docs (rc $rc)"
 refused "give one or the other" verify --dir "$work/ptx" --step 1 --goldens "$work"
 refused "variant rglru_decode is a decode step" verify --dir "$work/ptx" --variant rglru_decode --goldens "$work"
 refused "variant $PLAIN is not one" bench --dir "$work/ptx" --step 1 --variant "$PLAIN" --out "$work/r.json"

@@ -1,0 +1,36 @@
+/* Packed documents for recur verify --docs N (see docmarks.h). */
+#include "docmarks.h"
+#include <string.h>
+
+void docmarks_row(unsigned char *mark, size_t L, int N, Rng *r, size_t *cand)
+{
+	memset(mark, 0, L);
+	size_t want = N > 1 ? (size_t)N - 1 : 0, got = 0;
+	if (want > L - 1)
+		want = L - 1;
+	if (want >= 1) {
+		mark[L - 1] = 1;
+		got++;
+	}
+	if (want >= 3 && L > 4) {
+		size_t t = 1 + (size_t)(rng_uniform(r) * (double)(L - 3));   /* 1 .. L-3, so t + 1 < L - 1 */
+		if (t > L - 3)
+			t = L - 3;
+		mark[t] = mark[t + 1] = 1;
+		got += 2;
+	}
+	size_t nc = 0;
+	for (size_t t = 1; t < L; t++)
+		if (!mark[t])
+			cand[nc++] = t;
+	/* the rest: a partial Fisher-Yates draw from the unmarked tokens */
+	for (size_t k = 0; got < want && k < nc; k++, got++) {
+		size_t j = k + (size_t)(rng_uniform(r) * (double)(nc - k));
+		if (j >= nc)
+			j = nc - 1;
+		size_t t = cand[j];
+		cand[j] = cand[k];
+		cand[k] = t;
+		mark[t] = 1;
+	}
+}

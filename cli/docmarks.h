@@ -1,0 +1,16 @@
+/* Packed documents for recur verify --docs N: where each row's documents
+ * start, as reset marks (util/seqstate.h). */
+#ifndef RECUR_DOCMARKS_H
+#define RECUR_DOCMARKS_H
+#include "rng.h"
+#include <stddef.h>
+
+/* One row of L tokens as N documents (1 <= N <= L): mark[t] = 1 where a
+ * document other than the first starts, else 0. Among the N - 1 starts in
+ * 1 .. L-1: L - 1 (a document of one token at the row's end, N >= 2) and,
+ * for N >= 4 and L > 4, a pair t, t + 1 (a document of one token inside
+ * the row); the rest drawn uniformly without replacement, so that most
+ * documents cross tiles. cand: scratch of L - 1 entries. */
+void docmarks_row(unsigned char *mark, size_t L, int N, Rng *r, size_t *cand);
+
+#endif
