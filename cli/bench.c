@@ -349,21 +349,6 @@ static int mix_prepare(Bench *bn, Mix *mx, int s, char *err, size_t n)
 	return row_start(bn, mx, s, delta, err, n);
 }
 
-static void kernel_info(const recur_variant *v, const char *name, ResKernel *k)
-{
-	for (int i = 0; i < recur_variant_nkernels(v); i++) {
-		recur_kernel_info I;
-		recur_variant_kernel(v, i, &I);
-		if (!strcmp(I.name, name)) {
-			k->registers = I.registers;
-			k->local_bytes = I.local_bytes;
-			k->static_smem = I.static_smem;
-			k->max_threads = I.max_threads;
-			return;
-		}
-	}
-}
-
 /* Per-kernel times (events around each launch: outside the timed rounds). */
 static int mix_profile(Bench *bn, Mix *mx, char *err, size_t n)
 {
@@ -385,15 +370,7 @@ static int mix_profile(Bench *bn, Mix *mx, char *err, size_t n)
 		r->nprof[p] = 0;
 		for (int i = 0; i < RES_MAXPROF && recur_variant_last_launch(mx->v, i, &li) == 0; i++) {
 			ResKernel *K = &r->prof[p][r->nprof[p]++];
-			snprintf(K->kernel, sizeof K->kernel, "%s", li.kernel);
-			K->ms = li.ms;
-			kernel_info(mx->v, li.kernel, K);
-			memcpy(K->grid, li.grid, sizeof K->grid);
-			K->block = li.block;
-			K->dyn_smem = li.dyn_smem;
-			K->blocks_per_sm = li.blocks_per_sm;
-			K->cluster = li.cluster;
-			K->max_clusters = li.max_clusters;
+			harness_kernel(mx->v, &li, K);
 			K->bytes = 0;
 			if (vi >= 0 && recur_launch_bytes(bn->m, vi, p, i, r->shape, &K->bytes, err, n) != 0) {
 				recur_set_profiling(mx->v, 0);

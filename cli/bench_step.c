@@ -433,25 +433,8 @@ static int profile(BS *bs, SB *x, char *err, size_t n)
 	r->nprof[0] = r->nprof[1] = 0;
 	for (int i = 0; !rc && i < RES_MAXPROF && recur_variant_last_launch(x->v, i, &li) == 0; i++) {
 		ResKernel *K = &r->prof[0][r->nprof[0]++];
-		snprintf(K->kernel, sizeof K->kernel, "%s", li.kernel);
-		K->ms = li.ms;
-		memcpy(K->grid, li.grid, sizeof K->grid);
-		K->block = li.block;
-		K->dyn_smem = li.dyn_smem;
-		K->blocks_per_sm = li.blocks_per_sm;
-		K->cluster = li.cluster;
-		K->max_clusters = li.max_clusters;
+		harness_kernel(x->v, &li, K);
 		rc = recur_launch_bytes(bs->m, x->vi, 0, i, (recur_shape){x->s.B, x->t, x->s.D}, &K->bytes, err, n);
-		for (int k = 0; k < recur_variant_nkernels(x->v); k++) {
-			recur_kernel_info I;
-			recur_variant_kernel(x->v, k, &I);
-			if (!strcmp(I.name, li.kernel)) {
-				K->registers = I.registers;
-				K->local_bytes = I.local_bytes;
-				K->static_smem = I.static_smem;
-				K->max_threads = I.max_threads;
-			}
-		}
 		if (!rc)
 			printf("  %-32s %9.4f ms grid %ux%ux%u block %d smem %u regs %d local %d blk/SM %d %s%.3f MB\n",
 			       K->kernel, K->ms, K->grid[0], K->grid[1], K->grid[2], K->block, K->dyn_smem,

@@ -462,3 +462,26 @@ int harness_default_shapes(recur_shape *out)
 	char err[256];
 	return harness_parse_shapes(H_DEFAULT_SHAPES, out, H_MAXSHAPES, err, sizeof err);
 }
+
+void harness_kernel(const recur_variant *v, const recur_launch_info *li, ResKernel *k)
+{
+	snprintf(k->kernel, sizeof k->kernel, "%s", li->kernel);
+	k->ms = li->ms;
+	memcpy(k->grid, li->grid, sizeof k->grid);
+	k->block = li->block;
+	k->dyn_smem = li->dyn_smem;
+	k->blocks_per_sm = li->blocks_per_sm;
+	k->cluster = li->cluster;
+	k->max_clusters = li->max_clusters;
+	for (int i = 0; i < recur_variant_nkernels(v); i++) {
+		recur_kernel_info I;
+		recur_variant_kernel(v, i, &I);
+		if (!strcmp(I.name, li->kernel)) {
+			k->registers = I.registers;
+			k->local_bytes = I.local_bytes;
+			k->static_smem = I.static_smem;
+			k->max_threads = I.max_threads;
+			return;
+		}
+	}
+}

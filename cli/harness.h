@@ -92,4 +92,10 @@ int  harness_add_shapes(const char *list, recur_shape *out, int *n, int max, cha
 #define H_DEFAULT_SHAPES "1x8192x1024,1x32768x1024,1x65536x1024,1x131072x1024"
 int  harness_default_shapes(recur_shape *out);
 
+/* A profiled launch of v (recur_variant_last_launch) as a results row's
+ * kernel: its time, geometry and occupancy, and the kernel's registers,
+ * local and static shared bytes (bytes are the caller's: they need the
+ * plan). */
+void harness_kernel(const recur_variant *v, const recur_launch_info *li, ResKernel *k);
+
 #endif
