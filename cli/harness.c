@@ -2,7 +2,6 @@
 #include "harness.h"
 #include "args.h"
 #include "pinit.h"
-#include "cucopy.h"
 #include "rng.h"
 #include "stats.h"
 #include <math.h>
@@ -321,15 +320,15 @@ int harness_finite(Harness *h, HBufs *b, char *why, size_t n)
 
 #define BW_SAMPLES 5
 
-static int time_bw(Harness *h, const CuCopy *cp, CUdeviceptr dst, CUdeviceptr src, size_t n, double *ms,
-                   char *err, size_t errlen)
+/* the median time of a copy of n bytes from src to dst */
+static int time_bw(Harness *h, CUdeviceptr dst, CUdeviceptr src, size_t n, double *ms, char *err, size_t errlen)
 {
 	double t[BW_SAMPLES];
 	for (int i = -1; i < BW_SAMPLES; i++) {   /* i = -1: warm-up */
 		float f;
 		if (recur_event_record(h->rt, h->ev[0], 0, err, errlen))
 			return -1;
-		if (cp ? cucopy_run(cp, dst, src, n, 0, err, errlen) : recur_memset_u8(h->rt, dst, 0x3c, n, err, errlen))
+		if (recur_memcpy_dtod(h->rt, dst, src, n, 0, err, errlen))
 			return -1;
 		if (recur_event_record(h->rt, h->ev[1], 0, err, errlen) ||
 		    recur_event_elapsed_ms(h->rt, h->ev[0], h->ev[1], &f, err, errlen))
@@ -346,49 +345,33 @@ static int time_bw(Harness *h, const CuCopy *cp, CUdeviceptr dst, CUdeviceptr sr
 int harness_bandwidth(Harness *h, ResFloor *f, char *err, size_t errlen)
 {
 	memset(f, 0, sizeof *f);
-	CuCopy cp;
-	char why[512];
-	int have_copy = cucopy_open(&cp, why, sizeof why) == 0;
-	/* 1 GiB (2 GiB for a memset), halved while the device refuses */
-	size_t n = have_copy ? (size_t)1 << 30 : (size_t)2 << 30;
+	/* 1 GiB copied, halved while the device refuses */
+	size_t n = (size_t)1 << 30;
 	CUdeviceptr a = 0, b = 0;
 	for (; n >= ((size_t)64 << 20); n /= 2) {
 		if (recur_alloc(h->rt, n, &a, err, errlen) == 0) {
-			if (!have_copy || recur_alloc(h->rt, n, &b, err, errlen) == 0)
+			if (recur_alloc(h->rt, n, &b, err, errlen) == 0)
 				break;
 			recur_free(h->rt, a);
 			a = 0;
 		}
 	}
-	if (!a) {
-		if (have_copy)
-			cucopy_close(&cp);
+	if (!a)
 		return fail(err, errlen, "bandwidth floor", "allocating the copy buffers");
-	}
 	double ms = 0;
-	int rc = recur_memset_u8(h->rt, a, 0x3c, n, err, errlen) ||
-	         time_bw(h, have_copy ? &cp : NULL, have_copy ? b : a, a, n, &ms, err, errlen);
+	int rc = recur_memset_u8(h->rt, a, 0x3c, n, err, errlen) || time_bw(h, b, a, n, &ms, err, errlen);
 	recur_free(h->rt, a);
 	recur_free(h->rt, b);
-	if (have_copy)
-		cucopy_close(&cp);
 	if (rc)
-		return fail(err, errlen, "bandwidth floor", have_copy ? "timing cuMemcpyDtoDAsync" : "timing a memset");
+		return fail(err, errlen, "bandwidth floor", "timing a device-to-device copy");
 	if (ms <= 0) {
 		snprintf(err, errlen, "bandwidth floor: the timed region took %g ms", ms);
 		return -1;
 	}
-	if (have_copy) {
-		snprintf(f->key, sizeof f->key, "copy_bandwidth_gb_per_s");
-		snprintf(f->method, sizeof f->method, "cuMemcpyDtoDAsync of %zu MiB, median of %d (events); "
-		         "bytes counted = read + write", n >> 20, BW_SAMPLES);
-		f->gb_per_s = 2.0 * n / (ms * 1e6);
-	} else {
-		snprintf(f->key, sizeof f->key, "write_bandwidth_gb_per_s");
-		snprintf(f->method, sizeof f->method, "memset of %zu MiB as a write-only proxy, median of %d "
-		         "(no device copy: %.80s)", n >> 20, BW_SAMPLES, why);
-		f->gb_per_s = (double)n / (ms * 1e6);
-	}
+	snprintf(f->key, sizeof f->key, "copy_bandwidth_gb_per_s");
+	snprintf(f->method, sizeof f->method, "cuMemcpyDtoDAsync of %zu MiB, median of %d (events); "
+	         "bytes counted = read + write", n >> 20, BW_SAMPLES);
+	f->gb_per_s = 2.0 * n / (ms * 1e6);
 	return 0;
 }
 

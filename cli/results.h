@@ -20,8 +20,9 @@
 
 /* The device's own speed, measured in the same run, against which every
  * figure is shown. The key names the measurement honestly: a device copy
- * gives "copy_bandwidth_gb_per_s" (read + write bytes); a memset, used only
- * when no copy entry point is reachable, "write_bandwidth_gb_per_s". */
+ * (recur_memcpy_dtod) gives "copy_bandwidth_gb_per_s" (read + write bytes);
+ * results written before the runtime offered the copy may hold a memset's
+ * "write_bandwidth_gb_per_s" instead, which compare still reads. */
 typedef struct {
 	char key[40];            /* JSON key of the bandwidth */
 	char method[160];        /* how it was measured, in words */

@@ -30,6 +30,7 @@
 	X(DeviceTotalMem,          (size_t *bytes, CUdevice dev)) \
 	X(DevicePrimaryCtxRetain,  (CUcontext *ctx, CUdevice dev)) \
 	X(DevicePrimaryCtxRelease, (CUdevice dev)) \
+	X(CtxGetCurrent,           (CUcontext *ctx)) \
 	X(CtxSetCurrent,           (CUcontext ctx)) \
 	X(CtxSynchronize,          (void)) \
 	X(ModuleLoadDataEx,        (CUmodule *mod, const void *image, unsigned int nopt, CUjit_option *opt, void **val)) \
@@ -44,6 +45,7 @@
 	X(MemFree,                 (CUdeviceptr p)) \
 	X(MemcpyHtoD,              (CUdeviceptr dst, const void *src, size_t n)) \
 	X(MemcpyDtoH,              (void *dst, CUdeviceptr src, size_t n)) \
+	X(MemcpyDtoDAsync,         (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st)) \
 	X(MemsetD8Async,           (CUdeviceptr dst, unsigned char v, size_t n, CUstream st)) \
 	X(MemsetD32Async,          (CUdeviceptr dst, unsigned int v, size_t n, CUstream st)) \
 	X(MemGetInfo,              (size_t *free_bytes, size_t *total_bytes)) \

@@ -4,7 +4,9 @@
  * (captured as programmatic edges). What a capture cannot do, plan.c does
  * before it: allocate the workspaces. What a capture must not do, this
  * file undoes after it: the variant's pass state, which only a launch of
- * the graph makes true.
+ * the graph makes true. Each call makes the device's context current for
+ * its driver calls and puts the calling thread's own back after them
+ * (rt_ctx_enter; the passes captured find it current already).
  */
 #include "rt_impl.h"
 #include <stdio.h>
@@ -40,24 +42,13 @@ static int record(recur_variant *v, recur_shape s, const recur_io *io, int passe
 	return 0;
 }
 
-int recur_graph_create(recur_variant *v, recur_shape s, const recur_io *io, int passes, recur_graph **out,
-                       char *err, size_t errlen)
+/* A graph of passes the variant can run, with the device's context current */
+static int create(recur_variant *v, recur_shape s, const recur_io *io, int passes, const char *shape,
+                  recur_graph **out, char *err, size_t errlen)
 {
-	*out = NULL;
 	const char *name = rt_variant_name(v);
 	const rt_cu *cu = &rt_variant_rt(v)->cu;
-	char shape[64], e[4096];
-	snprintf(shape, sizeof shape, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
-	if (passes < 1 || passes > (RECUR_GRAPH_FORWARD | RECUR_GRAPH_BACKWARD))
-		return rt_vfail(err, errlen, "variant %s: a graph of passes %d at %s: want RECUR_GRAPH_FORWARD, "
-		                "RECUR_GRAPH_BACKWARD or both", name, passes, shape);
-	if (rt_variant_profiling(v))
-		return rt_vfail(err, errlen, "variant %s: a graph at %s with profiling on: its events would be captured, "
-		                "not timed; turn profiling off", name, shape);
-	/* a pass the variant cannot run is refused before anything is allocated */
-	if (((passes & RECUR_GRAPH_FORWARD) && rt_variant_check(v, RT_FWD, s, io, err, errlen)) ||
-	    ((passes & RECUR_GRAPH_BACKWARD) && rt_variant_check(v, RT_BWD, s, io, err, errlen)))
-		return -1;
+	char e[4096];
 	if (((passes & RECUR_GRAPH_FORWARD) && rt_variant_prepare(v, RT_FWD, s, e, sizeof e)) ||
 	    ((passes & RECUR_GRAPH_BACKWARD) && rt_variant_prepare(v, RT_BWD, s, e, sizeof e)))
 		return rt_vfail(err, errlen, "a graph of variant %s: %s", name, e);
@@ -117,21 +108,58 @@ int recur_graph_create(recur_variant *v, recur_shape s, const recur_io *io, int 
 	return 0;
 }
 
+int recur_graph_create(recur_variant *v, recur_shape s, const recur_io *io, int passes, recur_graph **out,
+                       char *err, size_t errlen)
+{
+	*out = NULL;
+	const char *name = rt_variant_name(v);
+	char shape[64];
+	snprintf(shape, sizeof shape, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
+	if (passes < 1 || passes > (RECUR_GRAPH_FORWARD | RECUR_GRAPH_BACKWARD))
+		return rt_vfail(err, errlen, "variant %s: a graph of passes %d at %s: want RECUR_GRAPH_FORWARD, "
+		                "RECUR_GRAPH_BACKWARD or both", name, passes, shape);
+	if (rt_variant_profiling(v))
+		return rt_vfail(err, errlen, "variant %s: a graph at %s with profiling on: its events would be captured, "
+		                "not timed; turn profiling off", name, shape);
+	/* a pass the variant cannot run is refused before anything is allocated */
+	if (((passes & RECUR_GRAPH_FORWARD) && rt_variant_check(v, RT_FWD, s, io, err, errlen)) ||
+	    ((passes & RECUR_GRAPH_BACKWARD) && rt_variant_check(v, RT_BWD, s, io, err, errlen)))
+		return -1;
+	recur_rt *rt = rt_variant_rt(v);
+	rt_ctx_saved c;
+	if (rt_ctx_enter(rt, &c, "recur_graph_create", name, err, errlen))
+		return -1;
+	int rc = create(v, s, io, passes, shape, out, err, errlen);
+	if (rt_ctx_leave(rt, &c, rc, err, errlen)) {
+		if (!rc) {   /* made, but the call fails: it holds nothing */
+			recur_graph_free(*out);
+			*out = NULL;
+		}
+		return -1;
+	}
+	return 0;
+}
+
 int recur_graph_launch(recur_graph *g, CUstream st, char *err, size_t errlen)
 {
 	recur_variant *v = g->v;
-	if (RT_CU(&rt_variant_rt(v)->cu, GraphLaunch, (g->exec, st), err, errlen,
-	          "launching variant %s's graph at shape B=%d L=%d D=%d", rt_variant_name(v), g->s.B, g->s.L, g->s.D))
+	recur_rt *rt = rt_variant_rt(v);
+	rt_ctx_saved c;
+	if (rt_ctx_enter(rt, &c, "recur_graph_launch", rt_variant_name(v), err, errlen))
 		return -1;
-	rt_vstate now;
-	rt_variant_state_get(v, &now);
-	if (g->passes & RECUR_GRAPH_FORWARD) {
-		now = g->after;
-	} else {
-		now.bwd_clear = 0;
+	int rc = RT_CU(&rt->cu, GraphLaunch, (g->exec, st), err, errlen,
+	               "launching variant %s's graph at shape B=%d L=%d D=%d", rt_variant_name(v), g->s.B, g->s.L, g->s.D);
+	if (!rc) {   /* launched: the passes' state is set, whatever the restore below does */
+		rt_vstate now;
+		rt_variant_state_get(v, &now);
+		if (g->passes & RECUR_GRAPH_FORWARD) {
+			now = g->after;
+		} else {
+			now.bwd_clear = 0;
+		}
+		rt_variant_state_set(v, &now);
 	}
-	rt_variant_state_set(v, &now);
-	return 0;
+	return rt_ctx_leave(rt, &c, rc, err, errlen);
 }
 
 int recur_graph_nodes(const recur_graph *g)
@@ -143,14 +171,22 @@ void recur_graph_free(recur_graph *g)
 {
 	if (!g)
 		return;
-	const rt_cu *cu = &rt_variant_rt(g->v)->cu;
+	recur_rt *rt = rt_variant_rt(g->v);
+	const rt_cu *cu = &rt->cu;
 	char e[1024];
-	if (g->exec && RT_CU(cu, GraphExecDestroy, (g->exec), e, sizeof e, "freeing variant %s's graph",
-	                     rt_variant_name(g->v)))
-		fprintf(stderr, "recur: %s\n", e);
-	if (g->graph && RT_CU(cu, GraphDestroy, (g->graph), e, sizeof e, "freeing variant %s's graph",
-	                      rt_variant_name(g->v)))
-		fprintf(stderr, "recur: %s\n", e);
+	rt_ctx_saved c;
+	if (rt_ctx_enter(rt, &c, "recur_graph_free", rt_variant_name(g->v), e, sizeof e)) {
+		fprintf(stderr, "recur: %s; the graph is left to the primary context\n", e);
+	} else {
+		if (g->exec && RT_CU(cu, GraphExecDestroy, (g->exec), e, sizeof e, "freeing variant %s's graph",
+		                     rt_variant_name(g->v)))
+			fprintf(stderr, "recur: %s\n", e);
+		if (g->graph && RT_CU(cu, GraphDestroy, (g->graph), e, sizeof e, "freeing variant %s's graph",
+		                      rt_variant_name(g->v)))
+			fprintf(stderr, "recur: %s\n", e);
+		if (rt_ctx_leave(rt, &c, 0, e, sizeof e))
+			fprintf(stderr, "recur: %s\n", e);
+	}
 	rt_variant_pin(g->v, -1);
 	free(g);
 }

@@ -302,6 +302,46 @@ int recur_rt_compute_capability(recur_rt *rt, int *major, int *minor, char *err,
 	       : 0;
 }
 
+/* The module and its kernels, with the device's context current */
+static int load_in_ctx(recur_variant *v, char *err, size_t errlen)
+{
+	const rt_vdesc *d = v->d;
+	const char *name = d->name;
+	char *ptx = read_text(d->ptx_path, err, errlen, name);
+	if (!ptx || load_code(v, ptx, err, errlen)) {
+		free(ptx);
+		return -1;
+	}
+	int off = 0;
+	for (int p = 0; p < 2; p++)
+		for (int i = 0; i < d->nlaunch[p]; i++) {
+			const rt_launch *l = &d->launch[p][i];
+			int k = load_kernel(v, l->kernel, p, i, ptx, err, errlen);
+			if (k < 0) {
+				free(ptx);
+				return -1;
+			}
+			v->kidx[p][i] = k;
+			v->argoff[p][i] = off;
+			for (int a = 0; a < l->narg; a++)
+				v->argp[off + a] = &v->val[off + a];
+			off += l->narg;
+			/* register pressure (or .maxntid) can make a block too big: say so now */
+			const recur_kernel_info *I = &v->kernel[k].info;
+			int threads = l->block[0] * l->block[1] * l->block[2];
+			if (threads > I->max_threads) {
+				rt_vfail(err, errlen, "variant %s: %s[%d] launches kernel %s with block %dx%dx%d (%d threads), "
+				         "but it can run at most %d threads per block (%d registers per thread)", name,
+				         rt_pass_name[p], i, l->kernel, l->block[0], l->block[1], l->block[2], threads,
+				         I->max_threads, I->registers);
+				free(ptx);
+				return -1;
+			}
+		}
+	free(ptx);
+	return 0;
+}
+
 int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, recur_variant **out,
                        char *err, size_t errlen)
 {
@@ -356,41 +396,19 @@ int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, 
 		recur_variant_free(v);
 		return rt_vfail(err, errlen, "variant %s: out of host memory", name);
 	}
-	char *ptx = read_text(d->ptx_path, err, errlen, name);
-	if (!ptx || load_code(v, ptx, err, errlen)) {
-		free(ptx);
+	rt_ctx_saved c;
+	if (rt_ctx_enter(rt, &c, "recur_variant_load", d->name, err, errlen)) {
 		recur_variant_free(v);
 		return -1;
 	}
-	int off = 0;
-	for (int p = 0; p < 2; p++)
-		for (int i = 0; i < d->nlaunch[p]; i++) {
-			const rt_launch *l = &d->launch[p][i];
-			int k = load_kernel(v, l->kernel, p, i, ptx, err, errlen);
-			if (k < 0) {
-				free(ptx);
-				recur_variant_free(v);
-				return -1;
-			}
-			v->kidx[p][i] = k;
-			v->argoff[p][i] = off;
-			for (int a = 0; a < l->narg; a++)
-				v->argp[off + a] = &v->val[off + a];
-			off += l->narg;
-			/* register pressure (or .maxntid) can make a block too big: say so now */
-			const recur_kernel_info *I = &v->kernel[k].info;
-			int threads = l->block[0] * l->block[1] * l->block[2];
-			if (threads > I->max_threads) {
-				rt_vfail(err, errlen, "variant %s: %s[%d] launches kernel %s with block %dx%dx%d (%d threads), "
-				         "but it can run at most %d threads per block (%d registers per thread)", name,
-				         rt_pass_name[p], i, l->kernel, l->block[0], l->block[1], l->block[2], threads,
-				         I->max_threads, I->registers);
-				free(ptx);
-				recur_variant_free(v);
-				return -1;
-			}
-		}
-	free(ptx);
+	int rc = load_in_ctx(v, err, errlen);
+	if (rc)
+		recur_variant_free(v);   /* while the context is current */
+	if (rt_ctx_leave(rt, &c, rc, err, errlen)) {
+		if (!rc)
+			recur_variant_free(v);
+		return -1;
+	}
 	*out = v;
 	return 0;
 }
@@ -413,16 +431,22 @@ void recur_variant_free(recur_variant *v)
 {
 	if (!v)
 		return;
-	char err[512];
+	char err[1024];
 	if (v->pinned)   /* a caller's bug the signature cannot refuse: say it */
 		fprintf(stderr, "recur: freeing variant %s while %d graph(s) of it live: free them first; "
 		        "launching them now is undefined\n", v->d->name, v->pinned);
+	rt_ctx_saved c;
+	int in_ctx = rt_ctx_enter(v->rt, &c, "recur_variant_free", v->d->name, err, sizeof err) == 0;
+	if (!in_ctx)
+		fprintf(stderr, "recur: %s; the variant's module and events are left to the primary context\n", err);
 	if (v->ws)
-		release_ws(v);
-	for (int i = 0; v->ev && i <= v->maxlaunch; i++)
+		release_ws(v);   /* recur_free makes the context current itself where this could not */
+	for (int i = 0; in_ctx && v->ev && i <= v->maxlaunch; i++)
 		recur_event_destroy(v->rt, v->ev[i]);
-	if (v->mod && RT_CU(&v->rt->cu, ModuleUnload, (v->mod), err, sizeof err, "unloading variant %s",
-	                    v->d->name))
+	if (in_ctx && v->mod && RT_CU(&v->rt->cu, ModuleUnload, (v->mod), err, sizeof err, "unloading variant %s",
+	                              v->d->name))
+		fprintf(stderr, "recur: %s\n", err);
+	if (in_ctx && rt_ctx_leave(v->rt, &c, 0, err, sizeof err))
 		fprintf(stderr, "recur: %s\n", err);
 	free(v->jit_log);
 	free(v->kernel);
@@ -476,11 +500,14 @@ int recur_variant_trim(recur_variant *v, char *err, size_t errlen)
 	if (v->pinned)
 		return rt_vfail(err, errlen, "variant %s: cannot free its workspaces while %d graph(s) hold their "
 		                "addresses: free them first (recur_graph_free)", v->d->name, v->pinned);
-	/* kernels in flight may still use the buffers */
-	if (recur_sync(v->rt, err, errlen))
+	rt_ctx_saved c;
+	if (rt_ctx_enter(v->rt, &c, "recur_variant_trim", v->d->name, err, errlen))
 		return -1;
-	release_ws(v);
-	return 0;
+	/* kernels in flight may still use the buffers */
+	int rc = recur_sync(v->rt, err, errlen);
+	if (!rc)
+		release_ws(v);
+	return rt_ctx_leave(v->rt, &c, rc, err, errlen);
 }
 
 int recur_set_profiling(recur_variant *v, int on)
@@ -907,37 +934,22 @@ int rt_variant_check(const recur_variant *v, int pass, recur_shape s, const recu
 	return shape_setup(v, s, &sv, shape, err, errlen) || state_check(v, io->state, shape, err, errlen) ? -1 : 0;
 }
 
-static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, const recur_ws *cw, CUstream st,
-               char *err, size_t errlen)
+/* A pass after run()'s checks, with the device's context current */
+static int run_in_ctx(recur_variant *v, int pass, recur_shape s, const ShapeVars *sv, const char *shape,
+                      const recur_io *io, const recur_ws *cw, CUstream st, char *err, size_t errlen)
 {
-	if (!v)
-		return rt_vfail(err, errlen, "recur_%s: the variant is NULL (did recur_variant_load fail?)",
-		                rt_pass_name[pass]);
 	const rt_vdesc *d = v->d;
 	rt_cu *cu = &v->rt->cu;
-	ShapeVars sv;
-	char shape[64];
-	if (pass_check(d, pass, err, errlen))
-		return -1;
-	if (!io)
-		return rt_vfail(err, errlen, "variant %s: %s without buffers (io is NULL)", d->name, rt_pass_name[pass]);
-	if (shape_setup(v, s, &sv, shape, err, errlen) || state_check(v, io->state, shape, err, errlen))
-		return -1;
-	/* a framework may call from any of its threads (PyTorch's backward runs
-	 * on one of its own): the launches need the device's context there */
-	if (RT_CU(cu, CtxSetCurrent, (v->rt->ctx), err, errlen, "making the context of variant %s's device current",
-	          d->name))
-		return -1;
 
 	/* phase 1: everything that can fail before a launch */
 	rt_bind bind = {0};
 	rt_wsbuf czero;
 	size_t zfrom = 0;
-	if (cw ? bind_caller(v, pass, &sv, cw, shape, &czero, &bind, &zfrom, err, errlen)
-	       : bind_own(v, pass, s, &sv, shape, &bind, &zfrom, err, errlen))
+	if (cw ? bind_caller(v, pass, sv, cw, shape, &czero, &bind, &zfrom, err, errlen)
+	       : bind_own(v, pass, s, sv, shape, &bind, &zfrom, err, errlen))
 		return -1;
 	for (int i = 0; i < d->nlaunch[pass]; i++)
-		if (marshal(v, pass, i, &sv, io, &bind, shape, err, errlen))
+		if (marshal(v, pass, i, sv, io, &bind, shape, err, errlen))
 			return -1;
 	if (v->profiling && !v->ev) {
 		v->ev = calloc(v->maxlaunch + 1, sizeof *v->ev);
@@ -985,6 +997,33 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, co
 		v->saved_shape = s;
 	}
 	return 0;
+}
+
+static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, const recur_ws *cw, CUstream st,
+               char *err, size_t errlen)
+{
+	static const char *const call[2][2] = { { "recur_forward", "recur_backward" },
+	                                        { "recur_forward_ws", "recur_backward_ws" } };
+	if (!v)
+		return rt_vfail(err, errlen, "recur_%s: the variant is NULL (did recur_variant_load fail?)",
+		                rt_pass_name[pass]);
+	const rt_vdesc *d = v->d;
+	ShapeVars sv;
+	char shape[64];
+	if (pass_check(d, pass, err, errlen))
+		return -1;
+	if (!io)
+		return rt_vfail(err, errlen, "variant %s: %s without buffers (io is NULL)", d->name, rt_pass_name[pass]);
+	if (shape_setup(v, s, &sv, shape, err, errlen) || state_check(v, io->state, shape, err, errlen))
+		return -1;
+	/* a framework may call from any of its threads (PyTorch's backward runs
+	 * on one of its own): the device's context is made current there for
+	 * the call, and the thread's own put back after it */
+	rt_ctx_saved c;
+	if (rt_ctx_enter(v->rt, &c, call[cw != NULL][pass], d->name, err, errlen))
+		return -1;
+	int rc = run_in_ctx(v, pass, s, &sv, shape, io, cw, st, err, errlen);
+	return rt_ctx_leave(v->rt, &c, rc, err, errlen);
 }
 
 int recur_forward(recur_variant *v, recur_shape s, const recur_io *io, CUstream st, char *err, size_t errlen)

@@ -10,6 +10,22 @@
  * Every function returns 0 on success or -1 with a message in the err buffer
  * that names the call, the variant and the kernel or shape at fault.
  *
+ * Each call leaves the calling thread's current context as it found it.
+ * The runtime works in its device's primary context (cuDevicePrimaryCtxRetain,
+ * the context PyTorch and the CUDA runtime use): a call that needs it (a
+ * load, a launch, memory, copies, events, graphs, freeing any of them)
+ * makes it current on entry and puts the thread's previous context back,
+ * whatever it was (another device's, another context, or none), before it
+ * returns, on success and on failure alike; recur_rt_open makes nothing
+ * current. Where the primary context is current already that costs one
+ * cuCtxGetCurrent. So any thread may call (autograd's backward runs on one
+ * of its own), and a caller working with another device or context after
+ * a call finds its own still current. Streams and events given to a call
+ * must belong to the device's primary context; a caller calling the driver
+ * itself on recur's buffers makes that context current itself. Should
+ * the driver refuse to put the previous context back, the call fails
+ * saying so, and the device's context stays current.
+ *
  *   recur_rt *rt; recur_manifest *m; recur_variant *v;
  *   recur_rt_open(&rt, 0, err, sizeof err);
  *   recur_manifest_load("out/ptx", &m, err, sizeof err);
@@ -110,6 +126,9 @@ size_t recur_mem_current(const recur_rt *rt);
 size_t recur_mem_peak(const recur_rt *rt);
 void recur_mem_reset_peak(recur_rt *rt);          /* peak := current */
 int  recur_memcpy_htod(recur_rt *rt, CUdeviceptr dst, const void *src, size_t n, char *err, size_t errlen);
+/* n bytes from src to dst on the device, asynchronously on stream st */
+int  recur_memcpy_dtod(recur_rt *rt, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st, char *err,
+                       size_t errlen);
 int  recur_memcpy_dtoh(recur_rt *rt, void *dst, CUdeviceptr src, size_t n, char *err, size_t errlen);
 int  recur_memset_u8(recur_rt *rt, CUdeviceptr dst, unsigned char v, size_t n, char *err, size_t errlen);
 int  recur_sync(recur_rt *rt, char *err, size_t errlen);

@@ -5,6 +5,10 @@
  * every allocation of the runtime and of its callers that want to be counted
  * goes through recur_alloc, which keeps the live blocks (so recur_free knows
  * each size) and the current and peak byte totals.
+ *
+ * The device's context is current in the calling thread only within a
+ * call (rt_ctx_enter / rt_ctx_leave, below): opening the runtime retains
+ * the primary context and makes nothing current.
  */
 #include "rt_impl.h"
 #include <stdio.h>
@@ -45,8 +49,7 @@ int rt_open_with(recur_rt **out, const rt_cu *table, int device, char *err, size
 	    RT_CU(cu, DevicePrimaryCtxRetain, (&rt->ctx, rt->dev), err, errlen,
 	          "retaining the primary context of device %d", device))
 		goto fail;
-	if (RT_CU(cu, CtxSetCurrent, (rt->ctx), err, errlen, "making device %d's context current", device) ||
-	    RT_CU(cu, DeviceGetAttribute, (&rt->smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+	if (RT_CU(cu, DeviceGetAttribute, (&rt->smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
 	          rt->dev), err, errlen, "reading the shared memory limit of device %d", device))
 		goto fail;
 	*out = rt;
@@ -56,16 +59,64 @@ fail:
 	return -1;
 }
 
+/* ---- the calling thread's current context ---- */
+
+int rt_ctx_enter(const recur_rt *rt, rt_ctx_saved *c, const char *call, const char *variant, char *err,
+                 size_t errlen)
+{
+	*c = (rt_ctx_saved){ .prev = rt->ctx, .call = call, .variant = variant };
+	CUcontext cur = NULL;
+	if (RT_CU(&rt->cu, CtxGetCurrent, (&cur), err, errlen, "reading the calling thread's current context for %s%s%s",
+	          call, variant ? " of variant " : "", variant ? variant : ""))
+		return -1;
+	if (cur == rt->ctx)
+		return 0;
+	if (RT_CU(&rt->cu, CtxSetCurrent, (rt->ctx), err, errlen, "making device %d's primary context current for %s%s%s",
+	          rt->ordinal, call, variant ? " of variant " : "", variant ? variant : ""))
+		return -1;
+	c->prev = cur;
+	return 0;
+}
+
+int rt_ctx_leave(const recur_rt *rt, const rt_ctx_saved *c, int rc, char *err, size_t errlen)
+{
+	if (c->prev == rt->ctx)
+		return rc;
+	char why[768];
+	if (!RT_CU(&rt->cu, CtxSetCurrent, (c->prev), why, sizeof why,
+	           "putting the calling thread's own context (%s) back after %s%s%s; device %d's stays current",
+	           c->prev ? "another context" : "none", c->call, c->variant ? " of variant " : "",
+	           c->variant ? c->variant : "", rt->ordinal))
+		return rc;
+	if (!err || !errlen)
+		return -1;
+	const char *end = rc ? memchr(err, 0, errlen) : NULL;
+	size_t n = end ? (size_t)(end - err) : 0;
+	if (n + 1 < errlen)
+		snprintf(err + n, errlen - n, "%s%s", n ? "; then " : "", why);
+	return -1;
+}
+
 void recur_rt_close(recur_rt *rt)
 {
 	if (!rt)
 		return;
-	char err[512];
+	char err[1024];
 	/* blocks the caller did not free go with the runtime */
-	for (int i = 0; i < rt->nblock; i++)
-		if (RT_CU(&rt->cu, MemFree, (rt->block[i].p), err, sizeof err, "freeing %zu bytes at close",
-		          rt->block[i].bytes))
-			fprintf(stderr, "recur: %s\n", err);
+	if (rt->nblock) {
+		rt_ctx_saved c;
+		if (rt_ctx_enter(rt, &c, "recur_rt_close", NULL, err, sizeof err)) {
+			fprintf(stderr, "recur: %s; the %d allocation(s) still held (%zu bytes) are left to the primary "
+			        "context's release\n", err, rt->nblock, rt->cur);
+		} else {
+			for (int i = 0; i < rt->nblock; i++)
+				if (RT_CU(&rt->cu, MemFree, (rt->block[i].p), err, sizeof err, "freeing %zu bytes at close",
+				          rt->block[i].bytes))
+					fprintf(stderr, "recur: %s\n", err);
+			if (rt_ctx_leave(rt, &c, 0, err, sizeof err))
+				fprintf(stderr, "recur: %s\n", err);
+		}
+	}
 	if (rt->ctx && RT_CU(&rt->cu, DevicePrimaryCtxRelease, (rt->dev), err, sizeof err,
 	                     "releasing the primary context of device %d", rt->ordinal))
 		fprintf(stderr, "recur: %s\n", err);
@@ -110,6 +161,9 @@ int recur_alloc(recur_rt *rt, size_t bytes, CUdeviceptr *p, char *err, size_t er
 		rt->block = b;
 		rt->capblock = cap;
 	}
+	rt_ctx_saved c;
+	if (rt_ctx_enter(rt, &c, "recur_alloc", NULL, err, errlen))
+		return -1;
 	CUresult r = rt->cu.MemAlloc(p, bytes);
 	if (r != CUDA_SUCCESS) {
 		size_t free_b = 0, total_b = 0;
@@ -119,12 +173,19 @@ int recur_alloc(recur_rt *rt, size_t bytes, CUdeviceptr *p, char *err, size_t er
 		rt_cu_check(&rt->cu, r, "cuMemAlloc", err, errlen, "allocating %zu bytes (recur holds %zu%s)",
 		            bytes, rt->cur, why);
 		*p = 0;
-		return -1;
+		return rt_ctx_leave(rt, &c, -1, err, errlen);
 	}
 	rt->block[rt->nblock++] = (rt_block){*p, bytes};
 	rt->cur += bytes;
 	if (rt->cur > rt->peak)
 		rt->peak = rt->cur;
+	if (rt_ctx_leave(rt, &c, 0, err, errlen)) {
+		/* the call fails, so it holds nothing (the runtime's context is
+		 * still current: the restore failed) */
+		recur_free(rt, *p);
+		*p = 0;
+		return -1;
+	}
 	return 0;
 }
 
@@ -140,11 +201,20 @@ void recur_free(recur_rt *rt, CUdeviceptr p)
 		        (unsigned long long)p, __FILE__, __LINE__);
 		return;
 	}
-	char err[512];
+	char err[1024];
+	rt_ctx_saved c;
+	if (rt_ctx_enter(rt, &c, "recur_free", NULL, err, sizeof err)) {
+		/* kept in the list: recur_rt_close frees it */
+		fprintf(stderr, "recur: %s; the %zu bytes at 0x%llx stay allocated until recur_rt_close\n", err, rt->block[i].bytes,
+		        (unsigned long long)p);
+		return;
+	}
 	if (RT_CU(&rt->cu, MemFree, (p), err, sizeof err, "freeing %zu bytes", rt->block[i].bytes))
 		fprintf(stderr, "recur: %s\n", err);
 	rt->cur -= rt->block[i].bytes;
 	rt->block[i] = rt->block[--rt->nblock];
+	if (rt_ctx_leave(rt, &c, 0, err, sizeof err))
+		fprintf(stderr, "recur: %s\n", err);
 }
 
 size_t recur_mem_current(const recur_rt *rt)
@@ -166,49 +236,110 @@ void recur_mem_reset_peak(recur_rt *rt)
 
 int recur_memcpy_htod(recur_rt *rt, CUdeviceptr dst, const void *src, size_t n, char *err, size_t errlen)
 {
-	return n ? RT_CU(&rt->cu, MemcpyHtoD, (dst, src, n), err, errlen, "copying %zu bytes to the device", n) : 0;
+	rt_ctx_saved c;
+	if (!n)
+		return 0;
+	if (rt_ctx_enter(rt, &c, "recur_memcpy_htod", NULL, err, errlen))
+		return -1;
+	int rc = RT_CU(&rt->cu, MemcpyHtoD, (dst, src, n), err, errlen, "copying %zu bytes to the device", n);
+	return rt_ctx_leave(rt, &c, rc, err, errlen);
+}
+
+int recur_memcpy_dtod(recur_rt *rt, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st, char *err,
+                      size_t errlen)
+{
+	rt_ctx_saved c;
+	if (!n)
+		return 0;
+	if (rt_ctx_enter(rt, &c, "recur_memcpy_dtod", NULL, err, errlen))
+		return -1;
+	int rc = RT_CU(&rt->cu, MemcpyDtoDAsync, (dst, src, n, st), err, errlen, "copying %zu bytes on the device", n);
+	return rt_ctx_leave(rt, &c, rc, err, errlen);
 }
 
 int recur_memcpy_dtoh(recur_rt *rt, void *dst, CUdeviceptr src, size_t n, char *err, size_t errlen)
 {
-	return n ? RT_CU(&rt->cu, MemcpyDtoH, (dst, src, n), err, errlen, "copying %zu bytes from the device", n) : 0;
+	rt_ctx_saved c;
+	if (!n)
+		return 0;
+	if (rt_ctx_enter(rt, &c, "recur_memcpy_dtoh", NULL, err, errlen))
+		return -1;
+	int rc = RT_CU(&rt->cu, MemcpyDtoH, (dst, src, n), err, errlen, "copying %zu bytes from the device", n);
+	return rt_ctx_leave(rt, &c, rc, err, errlen);
 }
 
 /* On the default stream, so it is ordered with the caller's default-stream work. */
 int recur_memset_u8(recur_rt *rt, CUdeviceptr dst, unsigned char v, size_t n, char *err, size_t errlen)
 {
-	return n ? RT_CU(&rt->cu, MemsetD8Async, (dst, v, n, 0), err, errlen, "setting %zu bytes to %u", n, v) : 0;
+	rt_ctx_saved c;
+	if (!n)
+		return 0;
+	if (rt_ctx_enter(rt, &c, "recur_memset_u8", NULL, err, errlen))
+		return -1;
+	int rc = RT_CU(&rt->cu, MemsetD8Async, (dst, v, n, 0), err, errlen, "setting %zu bytes to %u", n, v);
+	return rt_ctx_leave(rt, &c, rc, err, errlen);
 }
 
 int recur_sync(recur_rt *rt, char *err, size_t errlen)
 {
-	return RT_CU(&rt->cu, CtxSynchronize, (), err, errlen,
-	             "synchronising device %d (an error here usually comes from an earlier kernel)", rt->ordinal);
+	rt_ctx_saved c;
+	if (rt_ctx_enter(rt, &c, "recur_sync", NULL, err, errlen))
+		return -1;
+	int rc = RT_CU(&rt->cu, CtxSynchronize, (), err, errlen,
+	               "synchronising device %d (an error here usually comes from an earlier kernel)", rt->ordinal);
+	return rt_ctx_leave(rt, &c, rc, err, errlen);
 }
 
 /* ---- events ---- */
 
 int recur_event_create(recur_rt *rt, CUevent *e, char *err, size_t errlen)
 {
-	return RT_CU(&rt->cu, EventCreate, (e, CU_EVENT_DEFAULT), err, errlen, "creating a timing event");
+	rt_ctx_saved c;
+	if (rt_ctx_enter(rt, &c, "recur_event_create", NULL, err, errlen))
+		return -1;
+	int rc = RT_CU(&rt->cu, EventCreate, (e, CU_EVENT_DEFAULT), err, errlen, "creating a timing event");
+	if (rt_ctx_leave(rt, &c, rc, err, errlen) == 0)
+		return 0;
+	if (!rc) {   /* created, but the call fails: it holds nothing */
+		recur_event_destroy(rt, *e);
+		*e = NULL;
+	}
+	return -1;
 }
 
 int recur_event_record(recur_rt *rt, CUevent e, CUstream s, char *err, size_t errlen)
 {
-	return RT_CU(&rt->cu, EventRecord, (e, s), err, errlen, "recording an event");
+	rt_ctx_saved c;
+	if (rt_ctx_enter(rt, &c, "recur_event_record", NULL, err, errlen))
+		return -1;
+	int rc = RT_CU(&rt->cu, EventRecord, (e, s), err, errlen, "recording an event");
+	return rt_ctx_leave(rt, &c, rc, err, errlen);
 }
 
 int recur_event_elapsed_ms(recur_rt *rt, CUevent a, CUevent b, float *ms, char *err, size_t errlen)
 {
-	return RT_CU(&rt->cu, EventSynchronize, (b), err, errlen, "waiting for an event") ||
-	       RT_CU(&rt->cu, EventElapsedTime, (ms, a, b), err, errlen, "reading the time between two events")
-	       ? -1 : 0;
+	rt_ctx_saved c;
+	if (rt_ctx_enter(rt, &c, "recur_event_elapsed_ms", NULL, err, errlen))
+		return -1;
+	int rc = RT_CU(&rt->cu, EventSynchronize, (b), err, errlen, "waiting for an event") ||
+	         RT_CU(&rt->cu, EventElapsedTime, (ms, a, b), err, errlen, "reading the time between two events")
+	         ? -1 : 0;
+	return rt_ctx_leave(rt, &c, rc, err, errlen);
 }
 
 void recur_event_destroy(recur_rt *rt, CUevent e)
 {
-	char err[512];
-	if (e && RT_CU(&rt->cu, EventDestroy, (e), err, sizeof err, "destroying an event"))
+	char err[1024];
+	rt_ctx_saved c;
+	if (!e)
+		return;
+	if (rt_ctx_enter(rt, &c, "recur_event_destroy", NULL, err, sizeof err)) {
+		fprintf(stderr, "recur: %s; the event is left to the primary context\n", err);
+		return;
+	}
+	if (RT_CU(&rt->cu, EventDestroy, (e), err, sizeof err, "destroying an event"))
+		fprintf(stderr, "recur: %s\n", err);
+	if (rt_ctx_leave(rt, &c, 0, err, sizeof err))
 		fprintf(stderr, "recur: %s\n", err);
 }
 

@@ -176,12 +176,37 @@ struct recur_rt {
 	rt_cu cu;                    /* the driver; no global state anywhere */
 	int ordinal;
 	CUdevice dev;
-	CUcontext ctx;               /* the device's primary context, retained */
+	CUcontext ctx;               /* the device's primary context, retained; current only within a call */
 	int smem_optin;              /* most dynamic+static shared bytes per block */
 	size_t cur, peak;            /* bytes held through recur_alloc */
 	rt_block *block;             /* live allocations, so recur_free knows sizes */
 	int nblock, capblock;
 };
+
+/* The calling thread's current context (recur.h: each call leaves it as
+ * it found it). A public call that reaches the driver for anything that
+ * needs a current context (a module, a kernel's attributes or occupancy,
+ * a launch, memory, a stream, an event, a graph) does that between
+ *   rt_ctx_saved c;
+ *   if (rt_ctx_enter(rt, &c, "recur_forward", variant_name, err, errlen)) return -1;
+ *   int rc = ...;
+ *   return rt_ctx_leave(rt, &c, rc, err, errlen);
+ * and nowhere else. enter makes the runtime's context current and keeps
+ * what was current (NULL: none); leave puts that back. Where the
+ * runtime's is current already (the common case, and every call nested in
+ * another) that is one cuCtxGetCurrent and no cuCtxSetCurrent. A failing
+ * enter has changed nothing (no leave then); a failing leave makes the
+ * call fail with the reason (after the first failure's message, where the
+ * call had failed already). call and variant (NULL: none) are for the
+ * messages and must outlive the pair. */
+typedef struct {
+	CUcontext prev;              /* what leave puts back; the runtime's own = nothing to do */
+	const char *call, *variant;
+} rt_ctx_saved;
+int  rt_ctx_enter(const recur_rt *rt, rt_ctx_saved *c, const char *call, const char *variant, char *err,
+                  size_t errlen);
+/* rc, the call's result: returned as it is unless the restore fails (then -1) */
+int  rt_ctx_leave(const recur_rt *rt, const rt_ctx_saved *c, int rc, char *err, size_t errlen);
 
 /* recur_rt_open on a driver table already resolved: the runtime takes it
  * over (recur_rt_close closes its library, if any). Tests hand it a

@@ -15,9 +15,23 @@
  * the workspace's bytes. Allocations up to HC_BACKED bytes have host
  * memory behind them; larger ones are addresses only.
  *
+ * Contexts: each thread has a current context (hc_current, none at
+ * first), which cuCtxGetCurrent reads and cuCtxSetCurrent sets; the
+ * device's primary context is HC_CTX, and a test may make any other
+ * pointer current (hc_set_current) to stand for another device's or a
+ * framework's. Every entry point that needs a current context (a module,
+ * a kernel's attributes or occupancy, a launch, memory, a stream, an
+ * event, a graph, a synchronisation) checks that HC_CTX is current in the
+ * calling thread; where it is not, the call counts a violation
+ * (hc.ctx_violations; the first in hc.ctx_violation) and fails with
+ * CUDA_ERROR_INVALID_CONTEXT. hc.ctx_gets and hc.ctx_sets count the
+ * cuCtxGetCurrent and cuCtxSetCurrent calls.
+ *
  * Faults: with hc.fail_at = N, the Nth driver call from then on fails
  * (with hc.fail_code, or CUDA_ERROR_OUT_OF_MEMORY for an allocation):
- * a sweep over N reaches every call's failure path.
+ * a sweep over N reaches every call's failure path. With hc.fail_fn =
+ * "LaunchKernelEx" (a name of the table, without "cu"), the call of that
+ * function after hc.fail_skip of them have succeeded fails instead.
  *
  * Included by one test program each (the state is that program's).
  */
@@ -70,7 +84,28 @@ static struct {
 	 * refuse_cubin answers it as a driver with no code for the GPU would */
 	int cubins, refuse_cubin;
 	char *cubin_ptx; /* the PTX of the cubin loaded last (the runtime frees its image) */
+	const char *fail_fn; /* fails the call of this function after fail_skip of them */
+	int fail_skip;
+	long ctx_gets, ctx_sets;   /* cuCtxGetCurrent, cuCtxSetCurrent calls */
+	int ctx_violations;        /* calls that needed the device's context without it current */
+	char ctx_violation[160];   /* the first of them */
 } hc;
+
+/* The device's primary context (DevicePrimaryCtxRetain's) */
+#define HC_CTX ((CUcontext)&hc)
+/* The calling thread's current context: none in a new thread */
+static _Thread_local CUcontext hc_current;
+
+/* The calling thread's current context as a test sets it, no driver call
+ * counted (another device's, a framework's, or none) */
+__attribute__((unused)) static void hc_set_current(CUcontext c)
+{
+	hc_current = c;
+}
+__attribute__((unused)) static CUcontext hc_get_current(void)
+{
+	return hc_current;
+}
 
 static void hc_reset(void)
 {
@@ -78,6 +113,7 @@ static void hc_reset(void)
 		free(hc.blk[i].host);
 	free(hc.cubin_ptx);
 	memset(&hc, 0, sizeof hc);
+	hc_current = NULL;
 	hc.next = HC_BASE;
 	hc.mem_limit = (size_t)141 << 30; /* an H200's */
 	hc.fail_code = CUDA_ERROR_LAUNCH_FAILED;
@@ -87,6 +123,12 @@ static void hc_reset(void)
 static int hc_fault_in(const char *fn)
 {
 	hc.calls++;
+	if (hc.fail_fn && !strcmp(hc.fail_fn, fn + 3) && hc.fail_skip-- == 0) {
+		hc.fail_fn = NULL; /* once */
+		hc.fail_skip = 0;
+		hc.failed = fn + 3;
+		return 1;
+	}
 	if (hc.fail_at <= 0 || hc.calls != hc.fail_at)
 		return 0;
 	hc.failed = fn + 3; /* without "hc_" */
@@ -97,6 +139,25 @@ static int hc_fault_in(const char *fn)
 	do {                                                                                                           \
 		if (hc_fault())                                                                                        \
 			return hc.fail_code;                                                                           \
+	} while (0)
+
+/* Whether the device's context is current for function fn; a violation
+ * counted where it is not */
+static int hc_in_ctx(const char *fn)
+{
+	if (hc_current == HC_CTX)
+		return 1;
+	if (!hc.ctx_violations++)
+		snprintf(hc.ctx_violation, sizeof hc.ctx_violation, "cu%s with %s current", fn + 3,
+		         hc_current ? "another context" : "no context");
+	return 0;
+}
+/* HC_ENTER of an entry point that needs the device's context current */
+#define HC_ENTER_CTX()                                                                                                 \
+	do {                                                                                                           \
+		HC_ENTER();                                                                                            \
+		if (!hc_in_ctx(__func__))                                                                              \
+			return CUDA_ERROR_INVALID_CONTEXT;                                                             \
 	} while (0)
 
 /* The live block holding [p, p+n), or NULL. */
@@ -161,7 +222,7 @@ static CUresult hc_DeviceTotalMem(size_t *b, CUdevice d)
 static CUresult hc_DevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
 {
 	HC_ENTER();
-	*c = (CUcontext)&hc;
+	*c = HC_CTX;
 	return CUDA_SUCCESS;
 }
 static CUresult hc_DevicePrimaryCtxRelease(CUdevice d)
@@ -169,14 +230,23 @@ static CUresult hc_DevicePrimaryCtxRelease(CUdevice d)
 	HC_ENTER();
 	return CUDA_SUCCESS;
 }
+static CUresult hc_CtxGetCurrent(CUcontext *c)
+{
+	HC_ENTER();
+	hc.ctx_gets++;
+	*c = hc_current;
+	return CUDA_SUCCESS;
+}
 static CUresult hc_CtxSetCurrent(CUcontext c)
 {
 	HC_ENTER();
+	hc.ctx_sets++;
+	hc_current = c;
 	return CUDA_SUCCESS;
 }
 static CUresult hc_CtxSynchronize(void)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	return CUDA_SUCCESS;
 }
 
@@ -201,7 +271,7 @@ static int hc_ptx_params(const char *ptx, const char *name)
 
 static CUresult hc_ModuleLoadDataEx(CUmodule *m, const void *image, unsigned nopt, CUjit_option *o, void **v)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	const char *ptx = image;
 	if (memcmp(image, "\x7f" "ELF", 4) == 0) {
 		if (hc.refuse_cubin)
@@ -228,12 +298,12 @@ static CUresult hc_ModuleLoadDataEx(CUmodule *m, const void *image, unsigned nop
 }
 static CUresult hc_ModuleUnload(CUmodule m)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	return CUDA_SUCCESS;
 }
 static CUresult hc_ModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	int np = hc.ptx ? hc_ptx_params(hc.ptx, name) : -1;
 	if (np < 0)
 		return CUDA_ERROR_NOT_FOUND;
@@ -252,31 +322,31 @@ static CUresult hc_ModuleGetFunction(CUfunction *f, CUmodule m, const char *name
 }
 static CUresult hc_FuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	*v = a == CU_FUNC_ATTRIBUTE_NUM_REGS ? 64 : a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : 0;
 	return CUDA_SUCCESS;
 }
 static CUresult hc_FuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	return v > 232448 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 static CUresult hc_OccupancyMaxActiveBlocksPerMultiprocessor(int *b, CUfunction f, int block, size_t smem)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	*b = 2;
 	return CUDA_SUCCESS;
 }
 static CUresult hc_OccupancyMaxActiveClusters(int *c, CUfunction f, const CUlaunchConfig *cfg)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	*c = 66;
 	return CUDA_SUCCESS;
 }
 
 static CUresult hc_LaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	const HcFn *F = (const HcFn *)f;
 	if (!cfg->gridDimX || !cfg->gridDimY || !cfg->gridDimZ || !cfg->blockDimX)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -306,6 +376,8 @@ static CUresult hc_MemAlloc(CUdeviceptr *p, size_t n)
 {
 	if (hc_fault())
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!hc_in_ctx(__func__))
+		return CUDA_ERROR_INVALID_CONTEXT;
 	if (n == 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (n > hc.mem_limit - hc.held || hc.nblk == HC_MAXBLK)
@@ -324,7 +396,7 @@ static CUresult hc_MemAlloc(CUdeviceptr *p, size_t n)
 }
 static CUresult hc_MemFree(CUdeviceptr p)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	for (int i = 0; i < hc.nblk; i++)
 		if (hc.blk[i].p == p) {
 			free(hc.blk[i].host);
@@ -336,7 +408,7 @@ static CUresult hc_MemFree(CUdeviceptr p)
 }
 static CUresult hc_MemcpyHtoD(CUdeviceptr d, const void *s, size_t n)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	HcBlock *b = hc_block(d, n);
 	if (!b)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -344,9 +416,20 @@ static CUresult hc_MemcpyHtoD(CUdeviceptr d, const void *s, size_t n)
 		memcpy(b->host + (d - b->p), s, n);
 	return CUDA_SUCCESS;
 }
+static CUresult hc_MemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
+{
+	HC_ENTER_CTX();
+	(void)st;
+	HcBlock *bd = hc_block(d, n), *bs = hc_block(s, n);
+	if (!bd || !bs)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (bd->host && bs->host)
+		memmove(bd->host + (d - bd->p), bs->host + (s - bs->p), n);
+	return CUDA_SUCCESS;
+}
 static CUresult hc_MemcpyDtoH(void *d, CUdeviceptr s, size_t n)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	HcBlock *b = hc_block(s, n);
 	if (!b)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -358,7 +441,7 @@ static CUresult hc_MemcpyDtoH(void *d, CUdeviceptr s, size_t n)
 }
 static CUresult hc_MemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream st)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	HcBlock *b = hc_block(d, n);
 	if (!b)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -369,7 +452,7 @@ static CUresult hc_MemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstr
 }
 static CUresult hc_MemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream st)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	if (d % 4 || n > SIZE_MAX / 4)
 		return CUDA_ERROR_INVALID_VALUE;
 	HcBlock *b = hc_block(d, n * 4);
@@ -382,7 +465,7 @@ static CUresult hc_MemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream 
 }
 static CUresult hc_MemGetInfo(size_t *f, size_t *t)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	*f = hc.mem_limit - hc.held;
 	*t = hc.mem_limit;
 	return CUDA_SUCCESS;
@@ -404,52 +487,52 @@ static void hc_unhandle(void *h)
 }
 static CUresult hc_EventCreate(CUevent *e, unsigned f)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	*e = hc_handle();
 	return CUDA_SUCCESS;
 }
 static CUresult hc_EventRecord(CUevent e, CUstream s)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	return CUDA_SUCCESS;
 }
 static CUresult hc_EventSynchronize(CUevent e)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	return CUDA_SUCCESS;
 }
 static CUresult hc_EventElapsedTime(float *ms, CUevent a, CUevent b)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	*ms = 0.001f;
 	return CUDA_SUCCESS;
 }
 static CUresult hc_EventDestroy(CUevent e)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	hc_unhandle(e);
 	return CUDA_SUCCESS;
 }
 static CUresult hc_StreamSynchronize(CUstream s)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	return CUDA_SUCCESS;
 }
 static CUresult hc_StreamCreate(CUstream *s, unsigned f)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	*s = hc_handle();
 	return CUDA_SUCCESS;
 }
 static CUresult hc_StreamDestroy(CUstream s)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	hc_unhandle(s);
 	return CUDA_SUCCESS;
 }
 static CUresult hc_StreamBeginCapture(CUstream s, CUstreamCaptureMode m)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	hc.capturing = 1;
 	hc.captured = 0;
 	return CUDA_SUCCESS;
@@ -457,36 +540,36 @@ static CUresult hc_StreamBeginCapture(CUstream s, CUstreamCaptureMode m)
 static CUresult hc_StreamEndCapture(CUstream s, CUgraph *g)
 {
 	hc.capturing = 0;
-	HC_ENTER();
+	HC_ENTER_CTX();
 	*g = hc_handle();
 	return CUDA_SUCCESS;
 }
 static CUresult hc_GraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	*n = (size_t)hc.captured;
 	return CUDA_SUCCESS;
 }
 static CUresult hc_GraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long f)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	*e = hc_handle();
 	return CUDA_SUCCESS;
 }
 static CUresult hc_GraphLaunch(CUgraphExec e, CUstream s)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	return CUDA_SUCCESS;
 }
 static CUresult hc_GraphExecDestroy(CUgraphExec e)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	hc_unhandle(e);
 	return CUDA_SUCCESS;
 }
 static CUresult hc_GraphDestroy(CUgraph g)
 {
-	HC_ENTER();
+	HC_ENTER_CTX();
 	hc_unhandle(g);
 	return CUDA_SUCCESS;
 }
@@ -502,6 +585,7 @@ static CUresult hc_GetErrorName(CUresult r, const char **s)
 	        : r == CUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE"
 	        : r == CUDA_ERROR_NOT_FOUND     ? "CUDA_ERROR_NOT_FOUND"
 	        : r == CUDA_ERROR_INVALID_PTX   ? "CUDA_ERROR_INVALID_PTX"
+	        : r == CUDA_ERROR_INVALID_CONTEXT ? "CUDA_ERROR_INVALID_CONTEXT"
 	                                        : NULL;
 	return *s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }

@@ -14,7 +14,11 @@
  * - Faults: every driver call of a whole session (open, load, allocate,
  *   forward, backward, graph, trim, free, close) made to fail in turn, and
  *   the device's memory exhausted in the middle of a plan: each a message
- *   naming what failed, nothing left allocated on the device, no crash.
+ *   naming what failed, nothing left allocated on the device, no crash;
+ *   and after each, the thread's current context as it was (none), but
+ *   where the failing call was the one putting it back, and no driver call
+ *   made without the device's context current (test_runtime_ctx.c has the
+ *   context's cases one by one).
  */
 #include "hostsession.h"
 #include "check.h"
@@ -230,8 +234,8 @@ static void faults(void)
 	long calls = hc.calls;
 	check(rc == 0 && hc.nblk == 0, "a whole session on the stand-in", "%ld driver calls, %d blocks left %s", calls,
 	      hc.nblk, rc ? err : "");
-	int bad = 0, silent = 0, leaked = 0;
-	char first[4200] = "";
+	int bad = 0, silent = 0, leaked = 0, ctx = 0;
+	char first[4200] = "", ctx_first[512] = "";
 	for (long k = 1; k <= calls; k++) {
 		hc_reset();
 		hc.fail_at = k;
@@ -248,6 +252,12 @@ static void faults(void)
 			if (!first[0])
 				snprintf(first, sizeof first, "call %ld: %s", k, err);
 		}
+		/* only a restore the driver refused leaves the device's context current */
+		if (hc.ctx_violations || (hc_get_current() && (!hc.failed || strcmp(hc.failed, "CtxSetCurrent")))) {
+			if (!ctx++)
+				snprintf(ctx_first, sizeof ctx_first, "call %ld (%s): %s current after, %d violation(s) %s", k,
+				         hc.failed, hc_get_current() ? "a context" : "none", hc.ctx_violations, hc.ctx_violation);
+		}
 		/* a free the driver refused leaves its block; nothing else may */
 		if (hc.nblk > 0 && rc == 0 && (!hc.failed || strcmp(hc.failed, "MemFree"))) {
 			leaked++;
@@ -257,6 +267,8 @@ static void faults(void)
 	check(silent == 0 && bad == 0, "every driver call made to fail in turn: a message naming the call, no crash",
 	      "%ld calls; %d without a message, %d without the driver's error %s", calls, silent, bad, first);
 	check(leaked == 0, "and nothing left on the device but what a refused free held", "%d %s", leaked, first);
+	check(ctx == 0, "and the thread's context as it was, but where its restore was the call failing; no call "
+	      "without the device's context", "%d: %s", ctx, ctx_first);
 	hc_reset();
 }
 

@@ -10,12 +10,12 @@ The runtime is librecur.so ($RECUR_LIB, else the repository's
 build/librecur.so, else the system loader's), reached through ctypes.
 Layout of the package:
   _lib.py         librecur's C API as ctypes declarations, RecurError
-  _driver.py      the device's primary context, current in the calling thread
   manifest.py     a generated folder's manifest (variants, parameters, sizes)
   calibration.py  the winners of a `recur calibrate` file
   choice.py       which variant runs a shape (pinned, calibrated, default rule)
   kernels.py      recur.load(): a folder, its choice and its devices
-  device.py       the runtime and loaded variants on one device
+  device.py       the runtime and loaded variants on one device (librecur keeps the
+                  thread's current context as it finds it)
   checks.py       what the operators accept
   ops.py          the torch operators, autograd, fake implementations
   modules.py      nn.Modules: Mixer, RGLRU, SAMU

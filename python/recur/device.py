@@ -10,11 +10,17 @@ Handles, runtimes and the manifests they point into live as long as the
 process: freeing them at interpreter exit would race the driver's own
 teardown, and the memory they hold is host memory (every device byte of
 a call belongs to torch's allocator).
+
+The current context of the calling thread (torch's current device) is
+librecur's business: each of its calls makes the device's primary
+context current for itself and puts the thread's own back before it
+returns (runtime/recur.h), so any thread may call, autograd's backward
+worker included, and nothing here touches the driver.
 """
 import ctypes
 import threading
 
-from . import _driver, _lib
+from . import _lib
 from ._lib import RecurError
 
 _runtimes = {}
@@ -29,9 +35,8 @@ class Runtime:
         self.ordinal = ordinal
         self.handle = ctypes.c_void_p()
         err = _lib.errbuf()
-        with _driver.preserved():
-            rc = lib.recur_rt_open(ctypes.byref(self.handle), ordinal, err, _lib.ERRLEN)
-        if rc != 0:
+        rc = lib.recur_rt_open(ctypes.byref(self.handle), ordinal, err, _lib.ERRLEN)
+        if rc != 0:   # no driver: librecur's message names libcuda and what it tried
             raise RecurError("cannot open CUDA device %d: %s" % (ordinal, _lib.text(err.value)))
         name = ctypes.create_string_buffer(256)
         lib.recur_rt_device_name(self.handle, name, 256)
@@ -63,9 +68,8 @@ class LoadedVariant:
         self.handle = ctypes.c_void_p()
         self.lock = threading.Lock()
         err = _lib.errbuf()
-        with _driver.current(rt.ordinal):
-            rc = lib.recur_variant_load(rt.handle, manifest.handle, name.encode(), ctypes.byref(self.handle), err,
-                                        _lib.ERRLEN)
+        rc = lib.recur_variant_load(rt.handle, manifest.handle, name.encode(), ctypes.byref(self.handle), err,
+                                    _lib.ERRLEN)
         _lib.check(rc, err, "loading variant %s on device %d" % (name, rt.ordinal))
         self.module = _lib.text(lib.recur_variant_module(self.handle))
         self._fwd = lib.fn("recur_forward_ws")
@@ -84,7 +88,7 @@ class LoadedVariant:
 
     def _call(self, fn, what, s, io, ws, stream):
         err = _lib.errbuf()
-        with self.lock, _driver.current(self.ordinal):
+        with self.lock:
             rc = fn(self.handle, s, ctypes.byref(io), ctypes.byref(ws), ctypes.c_void_p(stream), err, _lib.ERRLEN)
         _lib.check(rc, err, "recur %s of %s at %dx%dx%d on cuda:%d" % (what, self.name, s.B, s.L, s.D, self.ordinal))
 
