@@ -11,8 +11,8 @@
  * the last one L - (ceil(L/T) - 1) T tokens when T does not divide L:
  *   - each call is of shape {B + 1, T_k, D}: the B rows' tokens of that
  *     call, plus ONE padding row (index -1) at a random place, whose y must
- *     stay as it was poisoned (NaN bits) and of which nothing may be read
- *     or written;
+ *     stay as it was poisoned (NaN bits); a state written through its
+ *     slot -1 would land in the guard before the pool;
  *   - x and y of every call are their own contiguous [B + 1][T_k][D]
  *     blocks of one device buffer (uploaded once; y poisoned once), so the
  *     calls are back-to-back forwards, no copy or synchronisation between

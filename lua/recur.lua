@@ -97,6 +97,9 @@ FILE:LINE, and the generator then writes nothing.
     Row b reads the state of slot index(b) of h0 (no index: slot b; a
     negative slot skips the row) and writes hT at the same slot, which may be h0 itself
     (in place); the mixer's projections and token stage run inside it.
+    mma = true (heads of 64, block-diagonal projections): the projections
+    on tensor cores, 64 rows per block (<mixer>_decode_mma), where the
+    plain step runs them as fp32 multiply-adds, 32 rows per block.
     A script may return it beside R.variants sets, or alone.
     A script returns one R.variants{...} or a list of them. A manifest
     holds one mixer per name and each variant once: a set listed twice,
@@ -709,7 +712,7 @@ function R.variants(o)
                              string.format("grouped_prefix%d_%s_chunk%d", p, sc, c)
                 vars[#vars + 1] = {
                   name = name, chunk = c, prefix = p, fused = fu, shared_sfu = sf,
-                  fused_output = fo, fused_write = fw, resets = rs, states = hs,
+                  fused_output = fo, fused_write = fw, resets = rs, states = hs, mma = false,
                   materialized = (not fu) and ntoken == 0,
                   scan = sc, controller = ctl, file = file, line = line,
                 }
@@ -730,14 +733,22 @@ end
 -- pool of states in place by the call's tokens (see the header).
 function R.decode(o)
   if not plain(o) then fail("R.decode takes a table { mixer = m }, got %s", describe(o)) end
-  check_keys(o, { mixer = true, controller = true, rules = true }, "R.decode")
+  check_keys(o, { mixer = true, controller = true, rules = true, mma = true }, "R.decode")
   local st = set_mixer(o, "R.decode")
+  local mma = o.mma
+  if mma ~= nil and type(mma) ~= "boolean" then fail("R.decode: mma must be true or false, got %s", describe(mma)) end
   local ctl = o.controller
   if ctl ~= nil and (not text(ctl) or ctl == "" or #ctl > MAXNAME) then
     fail("controller must be a non-empty line of text of at most %d characters, got %s", MAXNAME, describe(ctl))
   end
   local rules = rule_list(o.rules)
   local ntoken, nblock = proj_counts(st)
+  if mma and nblock == 0 then
+    fail("R.decode: mma = true runs the block-diagonal projections on tensor cores, and mixer %s has none", st.name)
+  end
+  if mma and st.k ~= 64 then
+    fail("R.decode: mma = true takes heads of 64 channels; mixer %s has %d", st.name, st.k)
+  end
   local file, line = site()
   st.used_at = st.used_at or line
   -- chunk and prefix mean nothing to the step kernel; they hold the
@@ -745,7 +756,7 @@ function R.decode(o)
   -- stage runs in a pass of its own with its shared functions once per
   -- token, as in the scans.
   local vars = { {
-    name = st.name .. "_decode", chunk = CHUNKS[1], prefix = PREFIXES[1], fused = ntoken == 0, shared_sfu = ntoken > 0,
+    name = st.name .. "_decode" .. (mma and "_mma" or ""), mma = mma or false, chunk = CHUNKS[1], prefix = PREFIXES[1], fused = ntoken == 0, shared_sfu = ntoken > 0,
     fused_output = true, fused_write = true, resets = false, states = false, materialized = false,
     scan = "decode", controller = ctl or st.controller, file = file, line = line,
   } }

@@ -83,7 +83,7 @@ int  recur_tensor_bytes(recur_shape s, size_t elem_bytes, size_t *bytes, char *e
  *   util/seqstate.h; no kernel takes them yet.)
  *   index   int32 [B], decode variants only: the slot of h0 / hT row b
  *           reads and writes (h0[index[b]], hT[index[b]]); negative: row b
- *           is padding, nothing of it read or written; absent: slot b.
+ *           is padding: no state read or written, y not written; absent: slot b.
  * index is appended last so that the layout of the fields before it is
  * kept (recur_abi_size("recur_seqstate") gives the size). */
 typedef struct {

@@ -86,6 +86,7 @@ typedef struct {
 	bool onepass;          /* and the backward across groups in bwd_apply alone (scan "onepass") */
 	bool decode;           /* a decode step (scan "decode", R.decode): a forward only, which advances
 	                        * states in place by the call's tokens (state:h0, hT, index) */
+	bool mma;              /* a decode step whose projections run on tensor cores (R.decode's mma) */
 	char controller[MX_NAME];
 	char file[MX_PATH];    /* script file and line of the grid declaration */
 	int line;

@@ -295,7 +295,7 @@ static void rd_mixer(const Rd *rd, int t, Mixer *mx, const ExGraph **src)
 static void rd_canonical(const Variant *v, const char *mixer, char *buf, size_t n)
 {
 	if (v->decode) {   /* R.decode's one variant: named by its mixer, as a manifest names each variant once */
-		snprintf(buf, n, "%s_decode", mixer);
+		snprintf(buf, n, "%s_decode%s", mixer, v->mma ? "_mma" : "");
 		return;
 	}
 	snprintf(buf, n, "%s%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->resets ? "resets_" : "",
@@ -326,6 +326,7 @@ static void rd_variant(const Rd *rd, int e, const char *mixer, int ntoken, Varia
 	v->fused_write = rd_bool(rd, e, "fused_write", of);
 	v->resets = rd_bool(rd, e, "resets", of);
 	v->states = rd_bool(rd, e, "states", of);
+	v->mma = rd_bool(rd, e, "mma", of);
 	v->materialized = rd_bool(rd, e, "materialized", of);
 	int scan = rd_enum(rd, e, "scan", of, scans);
 	v->decode = scan == 3;
@@ -342,6 +343,8 @@ static void rd_variant(const Rd *rd, int e, const char *mixer, int ntoken, Varia
 		        !v->fused && ntoken == 0 ? "true" : "false");
 	if (v->shared_sfu && ntoken == 0)
 		rd_fail(rd, "%s: shared_sfu needs per-token shared expressions; the mixer has none", of);
+	if (v->mma && !v->decode)
+		rd_fail(rd, "%s: mma is an option of decode steps (R.decode)", of);
 	if (v->decode && (v->resets || v->states || v->fused != (ntoken == 0)))
 		rd_fail(rd, "%s: a decode step takes its states as h0, hT and index (resets and states false) and is "
 		        "fused unless the mixer has a token stage", of);

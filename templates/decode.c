@@ -18,7 +18,8 @@
  * over the whole width) is the scans' tok_fwd pass ahead of this kernel.
  *
  * States: row b's slot is index[b] (no index: b); a negative slot makes the
- * row padding, of which nothing is read or written. The state comes from
+ * row padding: its state is neither read nor written, nor its y
+ * (its x is read with its block's rows). The state comes from
  * h0[slot] (no h0: zero, and the row's first token is a reset as at t = 0
  * of a forward) and goes to hT[slot] after the last token (no hT: nowhere).
  * Each thread reads its states before it writes any, and no two threads

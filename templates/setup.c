@@ -58,6 +58,12 @@ int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen)
 		         "multiple of 16 from 16 to 256", T->v->file, T->v->line, T->v->name, mx->name, mx->k);
 		return -1;
 	}
+	if (T->v->mma && (mx->k != 64 || T->nbdproj == 0)) {
+		snprintf(err, errlen, "%s:%d: variant %s: the decode step on tensor cores (mma) takes heads of 64 channels "
+		         "and block-diagonal projections; mixer %s has heads of %d and %d such projections", T->v->file,
+		         T->v->line, T->v->name, mx->name, mx->k, T->nbdproj);
+		return -1;
+	}
 	if (!T->v->decode && mx->k != 64) {
 		snprintf(err, errlen, "%s:%d: variant %s: mixer %s has heads of %d channels; the templates need 64",
 		         T->v->file, T->v->line, T->v->name, mx->name, mx->k);
@@ -316,7 +322,10 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		tmpl_decode_plan(T);
 		if (T->ntokval > 0)
 			tmpl_tok_fwd(T);
-		tmpl_decode(T);
+		if (T->v->mma)
+			tmpl_decode_mma(T);
+		else
+			tmpl_decode(T);
 		irb_dispose(&T->I);
 		return;
 	}

@@ -473,6 +473,7 @@ void tmpl_param_reduce(Tmpl *T);
 void tmpl_tok_fwd(Tmpl *T);        /* controller pass: token projections and the token values */
 void tmpl_decode_plan(Tmpl *T);    /* a decode variant's plan (decode.c), in place of tmpl_plan */
 void tmpl_decode(Tmpl *T);         /* its step kernel */
+void tmpl_decode_mma(Tmpl *T);     /* or the same on tensor cores (R.decode's mma, decode_mma.c) */
 void tmpl_tok_bwd(Tmpl *T);        /* z adjoints summed over channels -> projection adjoints */
 void tmpl_tok_dx(Tmpl *T);         /* dx += w * dproj, weight-gradient partials */
 /* 1/sqrt(D) or 1, per token projection j */

@@ -8,7 +8,8 @@
 # script gets one with no line of its own; a wrong option is refused at
 # the script's line. Heads of any multiple of 16 up to 256 channels
 # (RecurrentGemma's 256, Griffin 7B's 176) make a decode step; the scans
-# still take 64 only.
+# still take 64 only. mma = true puts the projections on tensor cores
+# (heads of 64, block-diagonal projections only).
 #   usage: gen_decode_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
 set -u
 recur=$1 src=$2 work=$3
@@ -51,6 +52,40 @@ sed 's/{ 16, 128, 176, 256 }/{ 24 }/' "$heads" > "$work/heads24.lua"
 out=$("$recur" gen "$work/heads24.lua" --lua "$src/lua" -o "$work/heads24" -q 2>&1)
 [ $? != 0 ] && echo "$out" | grep -q 'heads24.lua:2[0-9]:.*heads of 24 channels; the decode step takes a multiple of 16'
 check $? "a decode step with heads of 24 is refused at its line"
+
+# on tensor cores (mma = true): the mixers with block-diagonal projections
+cat > "$work/mma.lua" <<'LUA'
+local R = require "recur"
+local out = {}
+for _, m in ipairs { "rglru", "hgrn", "mingru", "mamba2" } do
+  out[#out + 1] = R.decode { mixer = require("arch." .. m), mma = true }
+end
+return out
+LUA
+"$recur" gen "$work/mma.lua" --lua "$src/lua" -o "$work/mma" -q; check $? "gen of the decode step on tensor cores for the four mixers with block-diagonal projections"
+"$py" - "$work/mma/manifest.json" <<'PY'
+import json, sys
+bad = []
+for v in json.load(open(sys.argv[1]))["variants"]:
+    mx, last = v["mixer"], v["forward"][-1]
+    if v["name"] != mx + "_decode_mma" or v["scan"] != "decode" or v["backward"] != []:
+        bad.append("%s: %s, scan %s" % (mx, v["name"], v["scan"]))
+    if last["kernel"] != mx + "_decode_mma" or last["grid"] != ["1", "H", "cdiv(B,64)"] or last["block"][0] != 128:
+        bad.append("%s: %s grid %r block %r" % (mx, last["kernel"], last["grid"], last["block"]))
+if bad: print("\n".join("     " + b for b in bad))
+sys.exit(1 if bad else 0)
+PY
+check $? "the tensor-core step: MIXER_decode_mma, one quad per head and 64 rows, grid (1, H, cdiv(B, 64))"
+n=$(cat "$work"/mma/*.ptx | grep -c 'mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32')
+[ "$n" -ge 4 ]; check $? "its PTX multiplies on tensor cores ($n mma instructions)"
+printf 'local R = require "recur"\nreturn R.decode { mixer = require "arch.samu", mma = true }\n' > "$work/mma_samu.lua"
+out=$("$recur" gen "$work/mma_samu.lua" --lua "$src/lua" -o "$work/mma_samu" -q 2>&1)
+[ $? != 0 ] && echo "$out" | grep -q 'mma_samu.lua:2:.*mma = true runs the block-diagonal projections on tensor cores, and mixer samu has none'
+check $? "mma = true for a mixer without block-diagonal projections is refused at its line"
+sed 's/out\[#out + 1\] = R.decode { mixer = rglru(k) }/out[#out + 1] = R.decode { mixer = rglru(k), mma = true }/' "$heads" > "$work/mma_heads.lua"
+out=$("$recur" gen "$work/mma_heads.lua" --lua "$src/lua" -o "$work/mma_heads" -q 2>&1)
+[ $? != 0 ] && echo "$out" | grep -q 'mma_heads.lua:2[0-9]:.*mma = true takes heads of 64 channels; mixer rglru16 has 16'
+check $? "mma = true with heads of 16 is refused at its line"
 
 n=$(ls "$work/out" | grep -cE '^([a-z0-9]+)\.\1_decode\.ptx$')
 [ "$n" = 5 ]; check $? "five modules named MIXER.MIXER_decode.ptx ($n)"
@@ -95,14 +130,14 @@ done
 ptxas=${PTXAS:-$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)}
 if [ -n "$ptxas" ]; then
 	bad=""
-	for f in "$work/out"/*_decode.ptx "$work/out80"/*_decode.ptx "$work/heads"/*_decode.ptx; do
+	for f in "$work/out"/*_decode.ptx "$work/out80"/*_decode*.ptx "$work/heads"/*_decode.ptx "$work/mma"/*.ptx; do
 		sm=$(grep -m1 -o 'sm_[0-9]*' "$f")
 		for _ in 1; do
 			log=$("$ptxas" -arch=$sm -v "$f" -o /dev/null 2>&1) || { bad="$bad $(basename "$f"):$sm:refused"; continue; }
 			echo "$log" | grep -q '[1-9][0-9]* bytes spill stores' && bad="$bad $(basename "$f"):$sm:spills"
 		done
 	done
-	[ -z "$bad" ]; check $? "ptxas accepts every decode module without spills: nine for sm_90, two for sm_80 (${bad:-all clean})"
+	[ -z "$bad" ]; check $? "ptxas accepts every decode module without spills: thirteen for sm_90, three for sm_80 (${bad:-all clean})"
 else
 	echo "     (no ptxas: the modules were not compiled)"
 fi

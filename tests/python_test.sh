@@ -32,6 +32,7 @@ return {
     fused_output = { true }, fused_write = { true }, scan = { "onepass" }, resets = { true } },
   R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true }, states = { true } },
   R.decode { mixer = require "arch.rglru" },
+  R.decode { mixer = require "arch.rglru", mma = true },
 }
 LUA
 "$recur" gen "$work/resets.lua" --lua "$src/lua" -o "$work/resets" -q || exit 1

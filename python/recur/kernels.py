@@ -78,9 +78,10 @@ class Kernels:
             return list(self.manifest.variants)
         return self.manifest.variants_of(mixer)
 
-    def decode_variant(self, mixer):
-        """The name of the mixer's decode step in this folder (ValueError when it has none)."""
-        return self.manifest.decode_variant(mixer)
+    def decode_variant(self, mixer, pin=None):
+        """The name of the mixer's decode step in this folder: pin where it
+        is one, else the first (ValueError when it has none)."""
+        return self.manifest.decode_variant(mixer, pin)
 
     def check_variant(self, mixer, variant):
         """Raises ValueError unless variant is one of the mixer's in this folder."""

@@ -103,14 +103,19 @@ class Manifest:
                              "`recur gen lua/variants/all.lua -o FOLDER`" % (self.path, mixer))
         return names
 
-    def decode_variant(self, mixer):
-        """The mixer's decode step (R.decode), or ValueError saying how to make one."""
+    def decode_variant(self, mixer, pin=None):
+        """The mixer's decode step (R.decode): pin where given (it must be
+        one), else the first the folder lists; ValueError saying how to make
+        one where it has none."""
         names = [n for n in self.all_of(mixer) if self.variants[n].scan == "decode"]
         if not names:
             raise ValueError("%s holds no decode step of mixer %r: generate one, e.g. "
                              "`recur gen lua/variants/decode.lua -o FOLDER` (R.decode { mixer = ... })"
                              % (self.path, mixer))
-        return names[0]
+        if pin and pin not in names:
+            raise ValueError("%r is not a decode step of mixer %r in %s (it has: %s)"
+                             % (pin, mixer, self.path, ", ".join(names)))
+        return pin or names[0]
 
     def _read_attributes(self):
         with open(self.path, "rb") as f:

@@ -82,14 +82,14 @@ class Mixer(nn.Module):
         dev = device if device is not None else next(self.parameters()).device
         return torch.zeros(slots, self.width, dtype=torch.float32, device=dev)
 
-    def step(self, x, state, index=None, start=False, kernels=None):
+    def step(self, x, state, index=None, start=False, kernels=None, variant=None):
         """The decode step: y for the next tokens x [B, T, width], advancing
         state (fp32 [S, width], new_state()) in place (see recur.decode_step).
         kernels: the folder holding the mixer's decode step, when it is not
-        the module's own."""
+        the module's own; variant: which of its decode steps."""
         k = self.kernels if kernels is None else (kernels if hasattr(kernels, "key") else load(kernels))
         return ops.decode_step(x, [getattr(self, s.name) for s in self.specs], state, k, self.mixer, index=index,
-                               start=start)
+                               start=start, variant=variant)
 
     def extra_repr(self):
         return "%s, width=%d, variant=%s, kernels=%s" % (self.mixer, self.width, self.variant or "auto",

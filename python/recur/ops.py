@@ -286,7 +286,7 @@ else:
 # train. On torch >= 2.4 a custom_op that says it mutates the states, so
 # torch.compile and CUDA graphs order it right.
 
-def decode_impl(x, params, state, index, key, mixer, start):
+def decode_impl(x, params, state, index, key, mixer, start, variant=""):
     k = lookup(key)
     B, T, D = checks.x_shape(x, mixer)
     checks.params(params, k.params(mixer, D), x, mixer)
@@ -295,7 +295,7 @@ def decode_impl(x, params, state, index, key, mixer, start):
     if idx is None and S < B:
         raise ValueError("recur %s decode step: %d rows but %d states: without index row b uses slot b, so the "
                          "state has at least B rows" % (mixer, B, S))
-    name = k.decode_variant(mixer)
+    name = k.decode_variant(mixer, variant or None)
     why = k.manifest.check_shape(name, _lib.shape(B, T, D))
     if why:
         raise ValueError("recur %s decode step %s refuses %s: %s" % (mixer, name, _shape_text((B, T, D)), why))
@@ -320,30 +320,32 @@ def decode_impl(x, params, state, index, key, mixer, start):
 if HAS_CUSTOM_OP:
     @torch.library.custom_op("recur::decode_step", mutates_args=("state",))
     def _decode_op(x: torch.Tensor, params: List[torch.Tensor], state: torch.Tensor, index: Optional[torch.Tensor],
-                   kernels: str, mixer: str, start: bool) -> torch.Tensor:
-        return decode_impl(x, params, state, index, kernels, mixer, start)
+                   kernels: str, mixer: str, start: bool, variant: str) -> torch.Tensor:
+        return decode_impl(x, params, state, index, kernels, mixer, start, variant)
 
     @_decode_op.register_fake
-    def _decode_fake(x, params, state, index, kernels, mixer, start):
+    def _decode_fake(x, params, state, index, kernels, mixer, start, variant):
         return torch.empty_like(x)
 else:
-    def _decode_op(x, params, state, index, kernels, mixer, start):
-        return decode_impl(x, params, state, index, kernels, mixer, start)
+    def _decode_op(x, params, state, index, kernels, mixer, start, variant):
+        return decode_impl(x, params, state, index, kernels, mixer, start, variant)
 
 
-def decode_step(x, params, state, kernels, mixer, index=None, start=False):
+def decode_step(x, params, state, kernels, mixer, index=None, start=False, variant=None):
     """y for the next tokens x (bf16 [B, T, D], T = 1 for one token per
     row), advancing fp32 states [S, D] in place: row b continues from
     state[index[b]] (index None: state[b]) and leaves its state after its
     T tokens there; index: int32/int64 [B], a negative slot marks a padding
-    row, of which nothing is read or written (its y is 0). start=True: the
+    row, whose state is neither read nor written (its y is 0). start=True: the
     states are not read, each row starts anew (a reset at its first
     token). Runs the folder's decode step (recur gen of R.decode { mixer =
-    ... }, e.g. lua/variants/decode.lua); no autograd."""
+    ... }, e.g. lua/variants/decode.lua): variant, where the folder has
+    several (rglru_decode, rglru_decode_mma), else the first; no
+    autograd."""
     if isinstance(x, torch.Tensor) and x.dtype == torch.float32 and _autocast_bf16():
         x = x.to(torch.bfloat16)
     with torch.no_grad():
-        return _decode_op(x, list(params), state, index, _kernels_key(kernels), mixer, bool(start))
+        return _decode_op(x, list(params), state, index, _kernels_key(kernels), mixer, bool(start), variant or "")
 
 
 # ---- the public functions ----

@@ -626,6 +626,17 @@ class DecodeStep(_StateFolder):
         self.assertTrue(torch.equal(y, x))
         report("decode step in place through", "custom_op" if recur.HAS_CUSTOM_OP else "a plain call")
 
+    def test_a_decode_step_pinned(self):
+        m = recur.RGLRU(self.k, 128)
+        x, state = torch.randn(2, 1, 128).bfloat16(), m.new_state(2)
+        m.step(x, state, variant="rglru_decode_mma")
+        self.assertEqual(self.calls[-1][1], "rglru_decode_mma")
+        for pin in ("rglru_nope", "fused_grouped_prefix32_hierarchical_chunk8"):
+            with self.assertRaises(ValueError) as e:
+                m.step(x, state, variant=pin)
+            self.assertIn("rglru_decode, rglru_decode_mma", str(e.exception))
+        self.assertEqual(len(self.calls), 1)
+
     def test_wrong_pools_and_indexes_are_refused(self):
         m = recur.RGLRU(self.k, 128)
         x = torch.randn(3, 1, 128).bfloat16()
