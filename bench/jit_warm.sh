@@ -22,7 +22,7 @@ n=$(echo "$list" | wc -l)
 [ "$n" -gt 0 ] || { echo "jit warm: no variants in $dir"; exit 1; }
 # each line "mixer variant" becomes one verify; a failed one prints its name and last lines
 fails=$(echo "$list" |
-	xargs -P "$jobs" -L 1 sh -c 'out=$("$0" verify --dir "$1" --shape "$2" --mixer "$3" --variant "$4" 2>&1) ||
+	xargs -P "$jobs" -L 1 sh -c 'out=$("$0" verify --dir "$1" --mixer "$3" --variant "$4" --shape "$2" 2>&1) ||
 		{ echo "failed: $3 $4"; echo "$out" | tail -3 | sed "s/^/    /"; }' "$recur" "$dir" "${WARM_SHAPE:-1x64x64}")
 nf=$(echo "$fails" | grep -c '^failed: ' || true)
 { echo "jit warm: $n variants, $jobs at once, $(( $(date +%s) - t0 )) s, $nf failed"; [ -z "$fails" ] || echo "$fails"; } | tee -a "$log" | head -8

@@ -2,7 +2,8 @@
 # bench/jit_warm.sh against a stand-in recur (no GPU needed): every variant
 # the list names is verified once, several at the same time, a failed one
 # is named with its last lines, the exit status says whether any failed,
-# and a PTX folder without a manifest is an error.
+# a PTX folder without a manifest is an error, and decode steps are warmed
+# at WARM_SHAPE.
 #   usage: jit_warm_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
 set -u
 src=$2 work=$3
@@ -13,8 +14,10 @@ cat > "$stub" <<EOF
 if [ "\$1" = list ]; then
 	[ -d "\$3" ] || { echo "recur list: \$3/manifest.json: cannot read the manifest"; exit 1; }
 	printf 'rglru    good_a\nrglru    bad_b\nsamu     good_c\nsamu     good_d\n'
+	[ -z "\${STUB_DECODE:-}" ] || printf 'rglru    rglru_decode  scan decode  state h0 hT index\n'
 	exit 0
 fi
+echo "\$7 shape \$9" >> "$work/shapes"
 # verify --dir D --mixer M --variant V --shape S: record when it ran
 echo "\$7 start \$(date +%s.%N)" >> "$work/runs"
 sleep 1
@@ -45,6 +48,12 @@ check "all passing: exit status 0, 0 failed" '[ $rc -eq 0 ] && grep -q "4 varian
 
 bash "$src/bench/jit_warm.sh" "$stub" "$work/nothere" 2 > "$work/out3" 2>&1; rc=$?
 check "a folder without a manifest: an error naming it" '[ $rc -ne 0 ] && grep -q "recur list failed: .*nothere/manifest.json" "$work/out3"'
+
+# decode steps ("scan decode" in the list) are warmed too, at WARM_SHAPE where given
+rm -f "$work/runs" "$work/shapes"
+STUB_DECODE=1 WARM_SHAPE=1x16x2816 bash "$src/bench/jit_warm.sh" "$stub" "$work/ptx" 2 > "$work/out4" 2>&1; rc=$?
+check "a decode step is warmed too, every variant at WARM_SHAPE" '[ $rc -eq 0 ] && grep -q "5 variants" "$work/out4" &&
+	grep -q "^rglru_decode shape 1x16x2816$" "$work/shapes" && [ "$(grep -vc " shape 1x16x2816$" "$work/shapes")" = 0 ]'
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
