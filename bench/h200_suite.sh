@@ -208,6 +208,14 @@ if [ "$mode" = decode ]; then
 			>> "$EXP/bench_decode.log" 2>&1 || rc=1
 		"$BIN" bench --dir "$Dh" --mixer rglru256 --step 1 --shapes 1x1024x2560,256x1024x2560,256x1024x4096 \
 			--out "$EXP/bench_heads.json" >> "$EXP/bench_decode.log" 2>&1 || rc=1
+		# the C example: a graph replayed per token, in place with an index and a padding row
+		if [ -x .carry/decode_loop ]; then
+			for v in rglru_decode rglru_decode_mma; do
+				for bd in "1 1024" "256 4096"; do
+					.carry/decode_loop "$Dd" $v $bd 1000 >> "$EXP/bench_decode.log" 2>&1 || rc=1
+				done
+			done
+		fi
 		grep -vE "^\[|^ *$" "$EXP/bench_decode.log" | head -60
 	esac
 fi
