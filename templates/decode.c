@@ -293,13 +293,11 @@ static void dec_element(Tmpl *T, Dec *d, int k, LLVMValueRef t, Var acc[MX_MAXPR
 	if_end(I, &f);
 }
 
-void tmpl_decode(Tmpl *T)
+Launch *tmpl_decode_open(Tmpl *T, const char *kname, const char *g0, const char *g1, const char *g2, int block,
+                         const char *smem)
 {
 	Irb *I = &T->I;
-	Dec d = { .g = dec_geo(T) };
-	char smem[16];
-	snprintf(smem, sizeof smem, "%d", d.g.smem);
-	Launch *l = tmpl_launch(T, 1, "decode", "H", "NDB", "1", d.g.threads, smem);
+	Launch *l = tmpl_launch(T, 1, kname, g0, g1, g2, block, smem);
 	KSig *s = &l->sig;
 	ksig_add(T, s, "x", I->gptr);
 	ksig_add(T, s, "y", I->gptr);
@@ -311,11 +309,21 @@ void tmpl_decode(Tmpl *T)
 	ksig_add(T, s, "i32:B", I->i32);
 	ksig_add(T, s, "i32:L", I->i32);
 	ksig_add(T, s, "i32:D", I->i32);
-	/* the bytes: x, y and the token values once, the states read and written, the parameters */
+	/* the bytes: x, y and the token values once, the states read and written (the parameters aside) */
 	snprintf(l->bytes_extra, sizeof l->bytes_extra, "B*D*8");
 	tmpl_open(T, l);
 	irb_may_alias(I, ksig_find(s, "state:h0"));
 	irb_may_alias(I, ksig_find(s, "state:hT"));
+	return l;
+}
+
+void tmpl_decode(Tmpl *T)
+{
+	Irb *I = &T->I;
+	Dec d = { .g = dec_geo(T) };
+	char smem[16];
+	snprintf(smem, sizeof smem, "%d", d.g.smem);
+	const KSig *s = &tmpl_decode_open(T, "decode", "H", "NDB", "1", d.g.threads, smem)->sig;
 	LLVMValueRef tid = tid_x(I);
 	dec_init(T, &d, s, tid);
 	if (d.g.w_smem)

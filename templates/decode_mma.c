@@ -158,23 +158,8 @@ void tmpl_decode_mma(Tmpl *T)
 	CHECK(T->mx->k == 64 && T->nbdproj > 0);
 	char rows[32];
 	snprintf(rows, sizeof rows, "cdiv(B,%d)", 16 * DM_GROUPS);
-	Launch *l = tmpl_launch(T, 1, "decode_mma", "1", "H", rows, 128, "0");
-	KSig *s = &l->sig;
-	ksig_add(T, s, "x", I->gptr);
-	ksig_add(T, s, "y", I->gptr);
-	ksig_params(T, s);
-	ksig_tok(T, s);
-	ksig_add(T, s, "state:h0", I->gptr);
-	ksig_add(T, s, "state:hT", I->gptr);
-	ksig_add(T, s, "state:index", I->gptr);
-	ksig_add(T, s, "i32:B", I->i32);
-	ksig_add(T, s, "i32:L", I->i32);
-	ksig_add(T, s, "i32:D", I->i32);
-	snprintf(l->bytes_extra, sizeof l->bytes_extra, "B*D*8");
-	tmpl_open(T, l);
+	const KSig *s = &tmpl_decode_open(T, "decode_mma", "1", "H", rows, 128, "0")->sig;
 	T->k.slots_adjacent = 0;   /* the slots in the mma's column order: lanes_init's ch, wcol */
-	irb_may_alias(I, ksig_find(s, "state:h0"));
-	irb_may_alias(I, ksig_find(s, "state:hT"));
 	Lanes ln;
 	lanes_init(T, &ln, s, 1);   /* head ctaid.y, row block ctaid.z, weight fragments, channel parameters */
 	LLVMValueRef hT = ksig_arg(T, s, "state:hT");

@@ -474,6 +474,10 @@ void tmpl_tok_fwd(Tmpl *T);        /* controller pass: token projections and the
 void tmpl_decode_plan(Tmpl *T);    /* a decode variant's plan (decode.c), in place of tmpl_plan */
 void tmpl_decode(Tmpl *T);         /* its step kernel */
 void tmpl_decode_mma(Tmpl *T);     /* or the same on tensor cores (R.decode's mma, decode_mma.c) */
+/* a decode step's launch: its signature (x, y, parameters, token values,
+ * h0, hT, index, B, L, D), opened for building, h0 and hT free to alias */
+Launch *tmpl_decode_open(Tmpl *T, const char *kname, const char *g0, const char *g1, const char *g2, int block,
+                         const char *smem);
 void tmpl_tok_bwd(Tmpl *T);        /* z adjoints summed over channels -> projection adjoints */
 void tmpl_tok_dx(Tmpl *T);         /* dx += w * dproj, weight-gradient partials */
 /* 1/sqrt(D) or 1, per token projection j */

@@ -6,6 +6,15 @@
 #define RECUR_TEST_HOSTSESSION_H
 #include "hostcu.h"
 
+/* The test mixer's module: fwd(y, x, p, ws, ws, i32, i64) and
+ * bwd(dx, dy, grad p, ws, ws), bodies empty (the stand-in runs nothing) */
+static const char toy_ptx[] =
+        ".version 8.0\n.target sm_90\n.address_size 64\n"
+        ".visible .entry fwd(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u64 a3, .param .u64 a4,\n"
+        "  .param .u32 a5, .param .u64 a6)\n{\n\tret;\n}\n"
+        ".visible .entry bwd(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u64 a3, .param .u64 a4)\n"
+        "{\n\tret;\n}\n";
+
 typedef struct {
 	recur_rt *rt;
 	recur_manifest *m;

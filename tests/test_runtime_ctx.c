@@ -34,13 +34,6 @@
 
 static char dir[256];
 
-/* fwd(y, x, w, ws a, ws b, i32 N, i64 B*L*D) and bwd(dx, dy, grad w, ws c, ws d) */
-static const char *ptx =
-        ".version 8.0\n.target sm_90\n.address_size 64\n"
-        ".visible .entry fwd(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u64 a3, .param .u64 a4,\n"
-        "  .param .u32 a5, .param .u64 a6)\n{\n\tret;\n}\n"
-        ".visible .entry bwd(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u64 a3, .param .u64 a4)\n"
-        "{\n\tret;\n}\n";
 static const char *bad_ptx = ".target sm_90\n.visible .entry fwd()\n{\n\tret;\n}\n"; /* no .version */
 
 #define VARIANT(name, file, ws)                                                                                        \
@@ -578,7 +571,7 @@ int main(void)
 {
 	if (make_test_dir(dir, sizeof dir, "test_runtime_ctx"))
 		return 1;
-	write_in(dir, "k.ptx", ptx);
+	write_in(dir, "k.ptx", toy_ptx);
 	write_in(dir, "bad.ptx", bad_ptx);
 	write_in(dir, "manifest.json", manifest);
 	hc_reset();

@@ -30,13 +30,6 @@
 
 static char dir[256];
 
-/* two kernels: fwd(y, x, p, ws, ws, i32, i64, zbase?) as the manifest gives them */
-static const char *ptx =
-        ".version 8.0\n.target sm_90\n.address_size 64\n"
-        ".visible .entry fwd(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u64 a3, .param .u64 a4,\n"
-        "  .param .u32 a5, .param .u64 a6)\n{\n\tret;\n}\n"
-        ".visible .entry bwd(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u64 a3, .param .u64 a4)\n"
-        "{\n\tret;\n}\n";
 
 #define WS4(bytes)                                                                                                     \
 	"{\"name\": \"a\", \"bytes\": \"" bytes "\", \"life\": \"forward\", \"zero\": true},"                          \
@@ -307,7 +300,7 @@ static int load_with(recur_rt *rt, char *out, size_t n)
 static void cubins(void)
 {
 	char text[4096];
-	snprintf(text, sizeof text, "\x7f" "ELF%s", ptx);
+	snprintf(text, sizeof text, "\x7f" "ELF%s", toy_ptx);
 	write_in(dir, "k.sm_90.cubin", text);
 	hc_reset();
 	recur_rt *rt = NULL;
@@ -430,7 +423,7 @@ int main(void)
 {
 	if (make_test_dir(dir, sizeof dir, "test_runtime_host"))
 		return 1;
-	write_in(dir, "k.ptx", ptx);
+	write_in(dir, "k.ptx", toy_ptx);
 	write_in(dir, "manifest.json", manifest);
 	hc_reset();
 	Session S = {0};

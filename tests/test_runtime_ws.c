@@ -25,12 +25,6 @@
 
 static char dir[256];
 
-static const char *ptx =
-        ".version 8.0\n.target sm_90\n.address_size 64\n"
-        ".visible .entry fwd(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u64 a3, .param .u64 a4,\n"
-        "  .param .u32 a5, .param .u64 a6)\n{\n\tret;\n}\n"
-        ".visible .entry bwd(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u64 a3, .param .u64 a4)\n"
-        "{\n\tret;\n}\n";
 
 #define WS(n, bytes, life, zero) "{\"name\": \"" n "\", \"bytes\": \"" bytes "\", \"life\": \"" life "\", \"zero\": " zero "}"
 #define VARIANT(name, ws)                                                                                              \
@@ -210,7 +204,7 @@ int main(void)
 {
 	if (make_test_dir(dir, sizeof dir, "test_runtime_ws"))
 		return 1;
-	write_in(dir, "k.ptx", ptx);
+	write_in(dir, "k.ptx", toy_ptx);
 	write_in(dir, "manifest.json", manifest);
 	hc_reset();
 	Session S = {0};
