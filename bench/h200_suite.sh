@@ -193,7 +193,10 @@ if [ "$mode" = decode ]; then
 	done
 	Dd=$PTXROOT/decode Dh=$PTXROOT/heads
 	case " ${DECODE_PARTS:-verify bench} " in *" verify "*)
-		"$BIN" verify --dir "$Dd" --shape 3x1000x1024 --shape 1x300x2048 --shape 5x77x512 > "$EXP/verify_decode.log" 2>&1 || rc=1
+		# with verify's padding row: 4 and 2 rows (one row per thread), 6 (eight per thread), 34 (a block of
+		# each: 32 rows, then 2) and 66 (the mma step's two blocks of 64 and 2)
+		"$BIN" verify --dir "$Dd" --shape 3x1000x1024 --shape 1x300x2048 --shape 5x77x512 --shape 33x40x1024 \
+			--shape 65x20x512 > "$EXP/verify_decode.log" 2>&1 || rc=1
 		"$BIN" verify --dir "$Dd" --step 1 --shape 2x1000x1024 > "$EXP/verify_decode_1000.log" 2>&1 || rc=1
 		# each K at a width it divides: RecurrentGemma 2B (2560 = 10 x 256) and 9B (4096 = 16 x 256), Griffin 7B (5632 = 32 x 176)
 		"$BIN" verify --dir "$Dh" --mixer rglru256 --shape 2x100x2560 --shape 3x40x4096 > "$EXP/verify_heads.log" 2>&1 || rc=1

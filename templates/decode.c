@@ -238,11 +238,11 @@ static LLVMValueRef dec_w(Tmpl *T, const Dec *d, int j, LLVMValueRef i)
 
 /* the block-diagonal projections of the thread's rows at its channel:
  * acc[j][k] = sum_i x[k][i] W_j[i][c], in order of i */
-static void dec_project(Tmpl *T, const Dec *d, Var acc[MX_MAXPROJ][DEC_RPT])
+static void dec_project(Tmpl *T, const Dec *d, Var acc[MX_MAXPROJ][DEC_RPT], int nk)
 {
 	Irb *I = &T->I;
 	for (int j = 0; j < T->nbdproj; j++)
-		for (int k = 0; k < DEC_RPT; k++)
+		for (int k = 0; k < nk; k++)
 			acc[j][k] = var_init(I, cf32(I, 0.0), "acc");
 	Loop L;
 	loop_begin(I, &L, ci32(I, 0), ci32(I, d->g.K), ci32(I, 1), "i");
@@ -251,7 +251,7 @@ static void dec_project(Tmpl *T, const Dec *d, Var acc[MX_MAXPROJ][DEC_RPT])
 	LLVMValueRef w[MX_MAXPROJ];
 	for (int j = 0; j < T->nbdproj; j++)
 		w[j] = dec_w(T, d, j, i);
-	for (int k = 0; k < DEC_RPT; k++) {
+	for (int k = 0; k < nk; k++) {
 		LLVMValueRef xv = dec_xs(T, d, k, i);
 		for (int j = 0; j < T->nbdproj; j++)
 			var_set(I, acc[j][k], fadd(I, var_get(I, acc[j][k]), fmul(I, xv, w[j])));
@@ -291,6 +291,23 @@ static void dec_element(Tmpl *T, Dec *d, int k, LLVMValueRef t, Var acc[MX_MAXPR
 	LLVMValueRef yi = iadd(I, imul(I, tokrow, sext64(I, d->D)), sext64(I, d->ch));
 	st(I, f32_to_bf16(I, yv), gep_bf16(I, d->y, yi), 2);
 	if_end(I, &f);
+}
+
+/* the call's tokens in order, on the thread's first nk rows */
+static void dec_tokens(Tmpl *T, Dec *d, LLVMValueRef tid, EmitEnv base, int nk)
+{
+	Irb *I = &T->I;
+	Loop Lt;
+	loop_begin(I, &Lt, ci32(I, 0), d->L, ci32(I, 1), "t");
+	LLVMValueRef t = loop_i(I, &Lt);
+	bar_sync(I);   /* the weights staged; the last token's x read by every thread */
+	dec_stage_x(T, d, tid, t);
+	bar_sync(I);
+	Var acc[MX_MAXPROJ][DEC_RPT];
+	dec_project(T, d, acc, nk);
+	for (int k = 0; k < nk; k++)
+		dec_element(T, d, k, t, acc, base);
+	loop_end(I, &Lt);
 }
 
 Launch *tmpl_decode_open(Tmpl *T, const char *kname, const char *g0, const char *g1, const char *g2, int block,
@@ -334,17 +351,19 @@ void tmpl_decode(Tmpl *T)
 	CHECK(inv);
 	EmitEnv base = { .param = d.pv, .inv_node = T->inv_node, .inv = inv, .inv_l2e = inv + n };
 	base.hoist = irb_hoist_block(I);
-	Loop Lt;
-	loop_begin(I, &Lt, ci32(I, 0), d.L, ci32(I, 1), "t");
-	LLVMValueRef t = loop_i(I, &Lt);
-	bar_sync(I);   /* the weights staged; the last token's x read by every thread */
-	dec_stage_x(T, &d, tid, t);
-	bar_sync(I);
-	Var acc[MX_MAXPROJ][DEC_RPT];
-	dec_project(T, &d, acc);
-	for (int k = 0; k < DEC_RPT; k++)
-		dec_element(T, &d, k, t, acc, base);
-	loop_end(I, &Lt);
+	/* a block whose live rows fit one per thread (B - b0 <= lanes: the
+	 * single request of B = 1, say) runs the tokens on its first row alone,
+	 * a fraction of the multiply-adds; the test is the same in the whole
+	 * block, so both copies meet the barriers alike */
+	LLVMValueRef left = isub(I, d.B, imul(I, ctaid(I, 1), ci32(I, d.g.rows)));
+	LLVMValueRef few = LLVMBuildICmp(I->b, LLVMIntSLE, left, ci32(I, d.g.lanes), "few");
+	IfBlk f1, f8;
+	if_begin(I, &f1, few, "one_row");
+	dec_tokens(T, &d, tid, base, 1);
+	if_end(I, &f1);
+	if_begin(I, &f8, LLVMBuildNot(I->b, few, ""), "rows");
+	dec_tokens(T, &d, tid, base, DEC_RPT);
+	if_end(I, &f8);
 	for (int k = 0; k < DEC_RPT; k++)
 		state_store(I, d.hT, d.sidx[k], d.ok[k], var_get(I, d.h[k]));
 	free(inv);
