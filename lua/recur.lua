@@ -98,8 +98,10 @@ FILE:LINE, and the generator then writes nothing.
     negative slot skips the row) and writes hT at the same slot, which may be h0 itself
     (in place); the mixer's projections and token stage run inside it.
     mma = true (heads of 64, block-diagonal projections): the projections
-    on tensor cores, 64 rows per block (<mixer>_decode_mma), where the
-    plain step runs them as fp32 multiply-adds, 32 rows per block.
+    on tensor cores, 64 rows per block (<mixer>_decode_mma), with the
+    weights rounded to bf16 as the scans round them, where the plain step
+    runs them as fp32 multiply-adds with fp32 weights, 8 * max(1, 256 / K)
+    rows per block.
     A script may return it beside R.variants sets, or alone.
     A script returns one R.variants{...} or a list of them. A manifest
     holds one mixer per name and each variant once: a set listed twice,

@@ -33,7 +33,9 @@
 
 #define DEC_RPT 8                /* rows per thread */
 #define DEC_THREADS 256          /* threads per block, at most */
-#define DEC_W_SMEM (96 * 1024)   /* the most shared memory the staged weights may take */
+/* the most shared memory the staged weights may take: with the staged x
+ * (8 KB at K = 64) a block stays within sm_86's and sm_89's 99 KB */
+#define DEC_W_SMEM (88 * 1024)
 
 /* A head of K channels: DEC_THREADS / K row lanes (at least one), each of
  * DEC_RPT rows; the weights staged where they fit (K = 64: 16 KB per
@@ -197,12 +199,13 @@ static void dec_stage_x(Tmpl *T, const Dec *d, LLVMValueRef tid, LLVMValueRef t)
 	LLVMValueRef r = LLVMBuildUDiv(I->b, u, ci32(I, K / 8), ""), blk = LLVMBuildURem(I->b, u, ci32(I, K / 8), "");
 	LLVMValueRef b = iadd(I, imul(I, ctaid(I, 1), ci32(I, d->g.rows)), r);
 	LLVMValueRef in = ilt(I, b, d->B);
-	LLVMValueRef rowi = iadd(I, imul(I, LLVMBuildSelect(I->b, in, b, ci32(I, 0), ""), d->L), t);
+	LLVMValueRef rowi = iadd(I, imul(I, sext64(I, LLVMBuildSelect(I->b, in, b, ci32(I, 0), "")), sext64(I, d->L)),
+	                         sext64(I, t));   /* b * L + t in 64 bits */
 	LLVMValueRef col = iadd(I, imul(I, ctaid(I, 0), ci32(I, K)), imul(I, blk, ci32(I, 8)));
 	Var v = var_init(I, LLVMConstNull(v4i), "xv");
 	IfBlk f;
 	if_begin(I, &f, in, "x_in");
-	var_set(I, v, ld(I, v4i, gep_bf16(I, d->x, iadd(I, imul(I, sext64(I, rowi), sext64(I, d->D)), sext64(I, col))), 16));
+	var_set(I, v, ld(I, v4i, gep_bf16(I, d->x, iadd(I, imul(I, rowi, sext64(I, d->D)), sext64(I, col))), 16));
 	if_end(I, &f);
 	LLVMValueRef e[8];
 	tok_unpack8(I, var_get(I, v), e);
@@ -266,7 +269,7 @@ static void dec_element(Tmpl *T, Dec *d, int k, LLVMValueRef t, Var acc[MX_MAXPR
 	Mixer *mx = T->mx;
 	IfBlk f;
 	if_begin(I, &f, d->ok[k], "row");
-	LLVMValueRef tokrow = sext64(I, iadd(I, imul(I, d->row[k], d->L), t));
+	LLVMValueRef tokrow = iadd(I, imul(I, sext64(I, d->row[k]), sext64(I, d->L)), sext64(I, t));
 	LLVMValueRef proj[MX_MAXPROJ] = { 0 }, tok[TM_MAXZ] = { 0 };
 	for (int j = 0; j < T->nbdproj; j++)
 		proj[T->bdproj[j]] = fadd(I, var_get(I, acc[j][k]), d->bias[j]);

@@ -26,6 +26,7 @@
 
 /* A group's rows and states: row r of the group is g + 8r. */
 typedef struct {
+	LLVMValueRef live;                   /* the group's first row is below B: the same in the whole block */
 	LLVMValueRef row[2], ok[2], in[2];   /* b, live (in and slot >= 0), b < B */
 	LLVMValueRef sidx[2];                /* slot * D + head * 64, i64 */
 	Var h[TM_SLOTS];
@@ -40,8 +41,8 @@ static LLVMValueRef dm_given(Irb *I, LLVMValueRef p)
 static LLVMValueRef dm_xidx(Tmpl *T, const Lanes *ln, LLVMValueRef b, LLVMValueRef t, LLVMValueRef col)
 {
 	Irb *I = &T->I;
-	LLVMValueRef rowi = iadd(I, imul(I, b, ln->L), t);
-	return iadd(I, imul(I, sext64(I, rowi), sext64(I, ln->D)),
+	LLVMValueRef rowi = iadd(I, imul(I, sext64(I, b), sext64(I, ln->L)), sext64(I, t));   /* in 64 bits */
+	return iadd(I, imul(I, rowi, sext64(I, ln->D)),
 	            sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), col)));
 }
 
@@ -52,6 +53,7 @@ static void dm_group_init(Tmpl *T, Lanes *ln, const KSig *s, int gi, DmGroup *G)
 	LLVMValueRef B = ksig_arg(T, s, "i32:B"), index = ksig_arg(T, s, "state:index");
 	LLVMValueRef has_index = dm_given(I, index);
 	LLVMValueRef b0 = iadd(I, imul(I, ln->b, ci32(I, 16 * DM_GROUPS)), ci32(I, 16 * gi));
+	G->live = ilt(I, b0, B);
 	for (int r = 0; r < 2; r++) {
 		LLVMValueRef b = iadd(I, b0, iadd(I, ln->g, ci32(I, 8 * r)));
 		LLVMValueRef in = ilt(I, b, B);
@@ -115,7 +117,7 @@ static void dm_elements(Tmpl *T, Lanes *ln, const KSig *s, DmGroup *G, LLVMValue
 	for (int r = 0; r < 2; r++) {
 		IfBlk f;
 		if_begin(I, &f, G->ok[r], "row");
-		LLVMValueRef tokrow = sext64(I, iadd(I, imul(I, G->row[r], ln->L), t));
+		LLVMValueRef tokrow = iadd(I, imul(I, sext64(I, G->row[r]), sext64(I, ln->L)), sext64(I, t));
 		LLVMValueRef tv[TM_MAXZ] = { 0 };
 		for (int z = 0; z < T->ntokval; z++)
 			tv[z] = ld(I, I->f32, gep_f32(I, tok, iadd(I, imul(I, tokrow, ci64(I, T->ntokval)), ci64(I, z))), 4);
@@ -171,9 +173,14 @@ void tmpl_decode_mma(Tmpl *T)
 	loop_begin(I, &Lt, ci32(I, 0), ln.L, ci32(I, 1), "t");
 	LLVMValueRef t = loop_i(I, &Lt);
 	for (int gi = 0; gi < DM_GROUPS; gi++) {
+		/* a group wholly past B does nothing: a test the same in the whole block, so every lane of a
+		 * warp meets the mma.sync of a live group (and the kernel has no barrier) */
+		IfBlk f;
+		if_begin(I, &f, G[gi].live, "group");
 		LLVMValueRef acc[MX_MAXPROJ][2][4];
 		dm_project(T, &ln, &G[gi], t, acc);
 		dm_elements(T, &ln, s, &G[gi], t, acc, first0);
+		if_end(I, &f);
 	}
 	loop_end(I, &Lt);
 	for (int gi = 0; gi < DM_GROUPS; gi++)
