@@ -7,7 +7,7 @@
  *
  * Rows are requests: row b continues from slot index[b] of a pool of
  * S = 2B states (the other slots could hold waiting requests); row 0 is
- * padding (index -1), as when a batch has a free seat. The token each row
+ * padding (index -1; with B > 1), as when a batch has a free seat. The token each row
  * reads is written into x before every step; here it stays the same. The
  * step's launches are captured once and replayed per token, which is what
  * keeps the host's share of a step small. */
@@ -89,8 +89,8 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < n; i++)
 		h[i] = 0x3f80 ^ (uint16_t)(i & 0x7f);   /* bf16 values near 1, not all equal */
-	for (int b = 0; b < B; b++)
-		slots[b] = b == 0 ? -1 : 2 * b;          /* row 0 a free seat; the others every other slot */
+	for (int b = 0; b < B; b++)   /* row 0 a free seat where there are others; the rows every other slot */
+		slots[b] = b == 0 && B > 1 ? -1 : 2 * b;
 	memset(state, 0, S * (size_t)D * sizeof *state);
 	TRY(recur_alloc(rt, n * 2, &x, err, sizeof err));
 	TRY(recur_alloc(rt, n * 2, &y, err, sizeof err));
@@ -126,7 +126,7 @@ int main(int argc, char **argv)
 	int moved = 0, untouched = 1;
 	for (size_t i = 0; i < S; i++)
 		for (size_t c = 0; c < (size_t)D; c++) {
-			int used = i % 2 == 0 && i / 2 >= 1 && i / 2 < (size_t)B;   /* a row's slot */
+			int used = i % 2 == 0 && i / 2 < (size_t)B && (i > 0 || B == 1);   /* a row's slot */
 			float f = state[i * (size_t)D + c];
 			moved |= used && f != 0.0f;
 			untouched &= used || f == 0.0f;
