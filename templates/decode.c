@@ -112,10 +112,14 @@ static LLVMValueRef sig_param(Tmpl *T, const KSig *s, int p)
 	return ksig_arg(T, s, a);
 }
 
-/* pointer p is given (not null) */
-static LLVMValueRef given(Irb *I, LLVMValueRef p)
+LLVMValueRef decode_slot(Irb *I, LLVMValueRef index, LLVMValueRef has_index, LLVMValueRef b, LLVMValueRef in)
 {
-	return LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildPtrToInt(I->b, p, I->i64, ""), ci64(I, 0), "");
+	Var slot = var_init(I, b, "slot");
+	IfBlk f;
+	if_begin(I, &f, land(I, in, has_index), "slot_in");
+	var_set(I, slot, ld(I, I->i32, LLVMBuildGEP2(I->b, I->i32, index, (LLVMValueRef[]){ sext64(I, b) }, 1, ""), 4));
+	if_end(I, &f);
+	return var_get(I, slot);
 }
 
 /* the head's weights of every block-diagonal projection into shared
@@ -156,19 +160,13 @@ static void dec_init(Tmpl *T, Dec *d, const KSig *s, LLVMValueRef tid)
 		d->w[j] = gep_f32(I, sig_param(T, s, mx->proj[T->bdproj[j]].weight),
 		                  imul(I, sext64(I, ctaid(I, 0)), ci64(I, (int64_t)K * K)));
 	LLVMValueRef index = ksig_arg(T, s, "state:index");
-	d->first0 = b2f(I, LLVMBuildNot(I->b, given(I, d->h0), ""));
-	LLVMValueRef has_index = given(I, index);
+	d->first0 = b2f(I, LLVMBuildNot(I->b, state_given(I, d->h0), ""));
+	LLVMValueRef has_index = state_given(I, index);
 	LLVMValueRef b0 = imul(I, ctaid(I, 1), ci32(I, d->g.rows));
 	for (int k = 0; k < DEC_RPT; k++) {
 		LLVMValueRef b = iadd(I, b0, iadd(I, d->rl, ci32(I, d->g.lanes * k)));
 		LLVMValueRef in = ilt(I, b, d->B);
-		/* the slot: index[b] where given (read for live rows only), else b */
-		Var slot = var_init(I, b, "slot");
-		IfBlk f;
-		if_begin(I, &f, land(I, in, has_index), "slot_in");
-		var_set(I, slot, ld(I, I->i32, LLVMBuildGEP2(I->b, I->i32, index, (LLVMValueRef[]){ sext64(I, b) }, 1, ""), 4));
-		if_end(I, &f);
-		LLVMValueRef sl = var_get(I, slot);
+		LLVMValueRef sl = decode_slot(I, index, has_index, b, in);
 		d->row[k] = b;
 		d->ok[k] = land(I, in, ige(I, sl, ci32(I, 0)));
 		d->sidx[k] = iadd(I, imul(I, sext64(I, sl), sext64(I, d->D)), sext64(I, d->ch));

@@ -32,11 +32,6 @@ typedef struct {
 	Var h[TM_SLOTS];
 } DmGroup;
 
-static LLVMValueRef dm_given(Irb *I, LLVMValueRef p)
-{
-	return LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildPtrToInt(I->b, p, I->i64, ""), ci64(I, 0), "");
-}
-
 /* element index of row b's token t, column col of the head, in [B][L][D] (i64) */
 static LLVMValueRef dm_xidx(Tmpl *T, const Lanes *ln, LLVMValueRef b, LLVMValueRef t, LLVMValueRef col)
 {
@@ -51,18 +46,13 @@ static void dm_group_init(Tmpl *T, Lanes *ln, const KSig *s, int gi, DmGroup *G)
 {
 	Irb *I = &T->I;
 	LLVMValueRef B = ksig_arg(T, s, "i32:B"), index = ksig_arg(T, s, "state:index");
-	LLVMValueRef has_index = dm_given(I, index);
+	LLVMValueRef has_index = state_given(I, index);
 	LLVMValueRef b0 = iadd(I, imul(I, ln->b, ci32(I, 16 * DM_GROUPS)), ci32(I, 16 * gi));
 	G->live = ilt(I, b0, B);
 	for (int r = 0; r < 2; r++) {
 		LLVMValueRef b = iadd(I, b0, iadd(I, ln->g, ci32(I, 8 * r)));
 		LLVMValueRef in = ilt(I, b, B);
-		Var slot = var_init(I, b, "slot");
-		IfBlk f;
-		if_begin(I, &f, land(I, in, has_index), "slot_in");
-		var_set(I, slot, ld(I, I->i32, LLVMBuildGEP2(I->b, I->i32, index, (LLVMValueRef[]){ sext64(I, b) }, 1, ""), 4));
-		if_end(I, &f);
-		LLVMValueRef sl = var_get(I, slot);
+		LLVMValueRef sl = decode_slot(I, index, has_index, b, in);
 		G->row[r] = b;
 		G->in[r] = in;
 		G->ok[r] = land(I, in, ige(I, sl, ci32(I, 0)));
@@ -165,7 +155,7 @@ void tmpl_decode_mma(Tmpl *T)
 	Lanes ln;
 	lanes_init(T, &ln, s, 1);   /* head ctaid.y, row block ctaid.z, weight fragments, channel parameters */
 	LLVMValueRef hT = ksig_arg(T, s, "state:hT");
-	LLVMValueRef first0 = b2f(I, LLVMBuildNot(I->b, dm_given(I, ln.h0), ""));
+	LLVMValueRef first0 = b2f(I, LLVMBuildNot(I->b, state_given(I, ln.h0), ""));
 	DmGroup G[DM_GROUPS];
 	for (int gi = 0; gi < DM_GROUPS; gi++)
 		dm_group_init(T, &ln, s, gi, &G[gi]);

@@ -130,10 +130,15 @@ void ksig_shape(Tmpl *T, KSig *s)
 	ksig_add(T, s, "i32:D", T->I.i32);
 }
 
+LLVMValueRef state_given(Irb *I, LLVMValueRef p)
+{
+	return LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildPtrToInt(I->b, p, I->i64, ""), ci64(I, 0), "");
+}
+
 /* p[idx] where p is not null and ok; else 0 (a caller's optional state) */
 LLVMValueRef state_load(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef ok)
 {
-	LLVMValueRef given = LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildPtrToInt(I->b, p, I->i64, ""), ci64(I, 0), "");
+	LLVMValueRef given = state_given(I, p);
 	Var v = var_init(I, cf32(I, 0.0), "state");
 	IfBlk f;
 	if_begin(I, &f, land(I, given, ok), "state_in");
@@ -145,7 +150,7 @@ LLVMValueRef state_load(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef o
 /* p[idx] = v where p is not null and ok */
 void state_store(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef ok, LLVMValueRef v)
 {
-	LLVMValueRef given = LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildPtrToInt(I->b, p, I->i64, ""), ci64(I, 0), "");
+	LLVMValueRef given = state_given(I, p);
 	IfBlk f;
 	if_begin(I, &f, land(I, given, ok), "state_out");
 	st(I, v, gep_f32(I, p, idx), 4);

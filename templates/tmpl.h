@@ -327,6 +327,7 @@ void step_marks(Tmpl *T, Lanes *ln, Step *st);
 /* a caller's optional state (state:h0, hT, ...): p[idx] where p is not
  * null and ok, else 0; and p[idx] = v where p is not null and ok */
 LLVMValueRef state_load(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef ok);
+LLVMValueRef state_given(Irb *I, LLVMValueRef p);   /* i1: the optional pointer p is not null */
 void state_store(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef ok, LLVMValueRef v);
 /* reset[b][t] as i32 0 / 1 where ok (a row inside the sequence), else 0: one predicated load */
 LLVMValueRef reset_mark_at(Tmpl *T, Lanes *ln, LLVMValueRef t, LLVMValueRef ok);
@@ -476,6 +477,10 @@ void tmpl_decode(Tmpl *T);         /* its step kernel */
 void tmpl_decode_mma(Tmpl *T);     /* or the same on tensor cores (R.decode's mma, decode_mma.c) */
 /* a decode step's launch: its signature (x, y, parameters, token values,
  * h0, hT, index, B, L, D), opened for building, h0 and hT free to alias */
+/* row b's state slot in a decode step: index[b] where index is given
+ * (has_index: state_given(index)) and read only where `in`, a row below
+ * B; else b. Negative: a padding row */
+LLVMValueRef decode_slot(Irb *I, LLVMValueRef index, LLVMValueRef has_index, LLVMValueRef b, LLVMValueRef in);
 Launch *tmpl_decode_open(Tmpl *T, const char *kname, const char *g0, const char *g1, const char *g2, int block,
                          const char *smem);
 void tmpl_tok_bwd(Tmpl *T);        /* z adjoints summed over channels -> projection adjoints */
