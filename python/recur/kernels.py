@@ -58,6 +58,7 @@ class Kernels:
         self._lock = threading.RLock()   # on() holds it while the device's manifest_for() takes it
         self._param_cache = {}
         self._size_cache = {}
+        self._decode_cache = {}
 
     def __reduce__(self):
         # copies and pickles of a module holding Kernels name the folder and
@@ -82,6 +83,20 @@ class Kernels:
         """The name of the mixer's decode step in this folder: pin where it
         is one, else the first (ValueError when it has none)."""
         return self.manifest.decode_variant(mixer, pin)
+
+    def decode_for(self, mixer, B, T, D, pin=None):
+        """The decode step that runs a call of B x T x D, checked against
+        its shape rules once per shape (a sampling loop asks every token);
+        ValueError with the reason where it refuses."""
+        key = (mixer, B, T, D, pin)
+        name = self._decode_cache.get(key)
+        if name is None:
+            name = self.decode_variant(mixer, pin)
+            why = self.manifest.check_shape(name, _lib.shape(B, T, D))
+            if why:
+                raise ValueError("recur %s decode step %s refuses %dx%dx%d: %s" % (mixer, name, B, T, D, why))
+            self._decode_cache[key] = name
+        return name
 
     def check_variant(self, mixer, variant):
         """Raises ValueError unless variant is one of the mixer's in this folder."""

@@ -295,10 +295,7 @@ def decode_impl(x, params, state, index, key, mixer, start, variant=""):
     if idx is None and S < B:
         raise ValueError("recur %s decode step: %d rows but %d states: without index row b uses slot b, so the "
                          "state has at least B rows" % (mixer, B, S))
-    name = k.decode_variant(mixer, variant or None)
-    why = k.manifest.check_shape(name, _lib.shape(B, T, D))
-    if why:
-        raise ValueError("recur %s decode step %s refuses %s: %s" % (mixer, name, _shape_text((B, T, D)), why))
+    name = k.decode_for(mixer, B, T, D, variant or None)
     checks.aligned([("x", x), ("state", state)] + [(p.name, t) for p, t in zip(k.params(mixer, D), params)], name,
                    _shape_text((B, T, D)))
     dev = device_info(x.device.index)
