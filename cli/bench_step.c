@@ -156,14 +156,6 @@ static int select_variants(BS *bs, char *err, size_t n)
 	return 0;
 }
 
-/* The calls of shape s at step T: a call's tokens, the last call's, how many. */
-static void calls_of(recur_shape s, int T, int *t, int *tlast, int *ncalls)
-{
-	*t = T < s.L ? T : s.L;
-	*ncalls = (int)(((long long)s.L + *t - 1) / *t);
-	*tlast = s.L - (*ncalls - 1) * *t;
-}
-
 /* Every (variant, shape) must be legal at its calls: all refusals at once. */
 static int check_shapes(BS *bs, char *err, size_t n)
 {
@@ -173,8 +165,7 @@ static int check_shapes(BS *bs, char *err, size_t n)
 	for (int k = 0; k < bs->nsh; k++)
 		for (int i = 0; i < bs->nsel; i++) {
 			recur_shape s = bs->sh[k];
-			int t, tl, nc;
-			calls_of(s, bs->o->step, &t, &tl, &nc);
+			int tl, nc, t = mf_step_calls(s, bs->o->step, &nc, &tl);
 			char why[512];
 			recur_shape c = {s.B, t, s.D};
 			int rc = recur_check_shape(bs->m, bs->sel[i], c, why, sizeof why);
@@ -613,7 +604,7 @@ static int main_step(BS *bs, char *err, size_t n)
 			x->row = &bs->rows[bs->nrows++];
 			x->vi = bs->sel[i];
 			x->s = bs->sh[s];
-			calls_of(x->s, o->step, &x->t, &x->tlast, &x->ncalls);
+			x->t = mf_step_calls(x->s, o->step, &x->ncalls, &x->tlast);
 			if (run_one(bs, x, s, err, n))
 				return -1;
 		}

@@ -44,6 +44,15 @@ int mf_takes(const recur_manifest *m, int v, const char *f);
  * by the call's tokens. The forward+backward commands leave such a
  * variant out (verify checks it by steps, bench --step times it). 1 or 0. */
 int mf_decode(const recur_manifest *m, int v);
+/* A decode step's L tokens in calls of T (T above L: one call of L): the
+ * tokens per call, *ncalls calls, the last of *tlast tokens */
+static inline int mf_step_calls(recur_shape s, int T, int *ncalls, int *tlast)
+{
+	int t = T < s.L ? T : s.L;
+	*ncalls = (int)(((long long)s.L + t - 1) / t);
+	*tlast = s.L - (*ncalls - 1) * t;
+	return t;
+}
 /* The channels per head of a mixer (its "k"; 64 where the manifest says none). */
 int mf_mixer_k(const MfInfo *mi, const char *mixer);
 

@@ -41,19 +41,10 @@ struct VStep {
 
 /* ---- the plan ------------------------------------------------------------------ */
 
-/* T_k of the calls at shape s: the call shape, and the last call's when shorter. */
-static int calls_of(recur_shape s, int T, int *ncalls, int *tlast)
-{
-	int t = T < s.L ? T : s.L;
-	*ncalls = (int)(((long long)s.L + t - 1) / t);
-	*tlast = s.L - (*ncalls - 1) * t;
-	return t;
-}
-
 /* 0 when variant v runs every call of the check at s with step T; else -1 and why. */
 static int step_legal(const recur_manifest *m, int v, recur_shape s, int T, char *why, size_t n)
 {
-	int nc, tl, t = calls_of(s, T, &nc, &tl);
+	int nc, tl, t = mf_step_calls(s, T, &nc, &tl);
 	if (s.B > INT_MAX - VSTEP_SPARE) {
 		snprintf(why, n, "B + %d slots of the pool do not fit an int", VSTEP_SPARE);
 		return -1;
@@ -282,7 +273,7 @@ static int srun_layout(const Case *c, int T, uint64_t seed, SRun *R, char *err, 
 	recur_shape s = c->s;
 	R->s = s;
 	R->T = T;
-	R->t = calls_of(s, T, &R->ncalls, &R->tlast);
+	R->t = mf_step_calls(s, T, &R->ncalls, &R->tlast);
 	R->S = s.B + VSTEP_SPARE;
 	rng_seed(&R->r, seed ^ 0x73746570ull ^ ((uint64_t)T << 32));
 	R->pad = (int)(rng_next(&R->r) % (uint64_t)(s.B + 1));
