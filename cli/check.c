@@ -56,7 +56,8 @@ static int cli_check(int argc, char **argv);
 enum { C_SHAPE, C_MIXER, C_SEED, C_ELEMENTS, C_LUA };
 
 static const CliOpt OPTS[] = {
-        [C_SHAPE] = {"--shape", "BxLxD", "2x37x64,1x19x128", "check at this shape; BxLxD,... gives several", 1},
+        [C_SHAPE] = {"--shape", "BxLxD", NULL, "check at this shape; BxLxD,... gives several (default: 2x37xK,1x19x2K "
+                     "for heads of K channels: 2x37x64,1x19x128 at 64)", 1},
         [C_MIXER] = {"--mixer", "NAME", NULL, "check this mixer (default: every mixer of SCRIPT)", 1},
         [C_SEED] = CLI_OPT_SEED,
         [C_ELEMENTS] = {"--elements", "N", "24", "elements of each tensor checked one by one, 1..4096", 0},
@@ -448,9 +449,12 @@ static int ck_all(const CheckArgs *a, const VariantSet *sets, int nsets, int *ch
 			fails++;
 			continue;
 		}
-		for (int k = 0; k < a->nsh; k++)
+		/* without --shape: one and two heads, whatever their width */
+		recur_shape dflt[2] = { { 2, 37, mx->k }, { 1, 19, 2 * mx->k } };
+		const recur_shape *sh = a->nsh ? a->sh : dflt;
+		for (int k = 0; k < (a->nsh ? a->nsh : 2); k++)
 			for (int state = 0; state < 2; state++) {
-				int bad = ck_case(r, mx, (RfShape){a->sh[k].B, a->sh[k].L, a->sh[k].D},
+				int bad = ck_case(r, mx, (RfShape){sh[k].B, sh[k].L, sh[k].D},
 				                  a->seed + 7919u * k, a->elements, state);
 				fails += bad < 0 ? 1 : bad;
 				putchar('\n');
@@ -506,7 +510,8 @@ static int cli_check(int argc, char **argv)
 	ck_explain(a.elements);
 	int checked, fails = ck_all(&a, sets, nsets, &checked);
 	script_free(sets, nsets);
-	printf("%d mixer%s at %d shape%s: %s (%d failed)\n", checked, checked == 1 ? "" : "s", a.nsh,
-	       a.nsh == 1 ? "" : "s", fails ? "FAIL" : "PASS", fails);
+	int nsh = a.nsh ? a.nsh : 2;
+	printf("%d mixer%s at %d shape%s: %s (%d failed)\n", checked, checked == 1 ? "" : "s", nsh, nsh == 1 ? "" : "s",
+	       fails ? "FAIL" : "PASS", fails);
 	return fails ? 1 : 0;
 }
