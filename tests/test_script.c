@@ -117,7 +117,7 @@ static void test_rglru(void)
 
 	check(strcmp(mx->name, "rglru") == 0 && mx->k == 64 && mx->controller[0] == 0 &&
 	      strcmp(mx->dyn_per_token, "2*D") == 0, "rglru mixer: name, k 64, no controller, 2*D per token");
-	check(ends_with(mx->script, "arch/rglru.lua"), "rglru declared in %s", mx->script);
+	check(ends_with(mx->script, "arch/rglru_heads.lua"), "rglru declared in %s", mx->script);
 	check(mx->nparam == 5, "rglru: 5 parameters");
 	check_param(mx, 0, "Wa", PK_BLOCKDIAG, INIT_NORMAL);
 	check_param(mx, 1, "ba", PK_CHANNEL, INIT_ZEROS);
