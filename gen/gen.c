@@ -122,6 +122,8 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	json_object_set_new(o, "fused_output", json_boolean(v->fused_output));
 	json_object_set_new(o, "fused_write", json_boolean(v->fused_write));
 	json_object_set_new(o, "materialized", json_boolean(v->materialized));
+	if (v->apart)   /* only where set: every other manifest stays as it was */
+		json_object_set_new(o, "apart", json_true());
 	json_object_set_new(o, "scan", json_string(v->decode    ? "decode"
 	                                            : v->onepass ? "onepass"
 	                                            : v->lookback ? "lookback"

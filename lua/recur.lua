@@ -64,18 +64,23 @@ FILE:LINE, and the generator then writes nothing.
       mixer = m,                           required
       chunk = { 8, 16, 32, 64 },           required, subset of 8 16 32 64
       prefix = { 32, 64, 128 },            required, subset of 32 64 128
-      fused = { true, false },             lists of booleans, default { false }
+      fused = { true, false },             lists of booleans, default { false } ({ true } for K ~= 64)
       scan = { "hierarchical", "lookback", "onepass" },   default { "hierarchical" }
       shared_sfu = { false }, fused_output = { false }, fused_write = { false },
       resets = { false },                  { true }: the kernels also take per-token
                                            reset marks (packed documents, util/seqstate.h)
       states = { false },                  { true }: and initial and final states (h0, hT,
                                            dhT, dh0)
+      apart = { K ~= 64 },                 { true }: the block-diagonal projections run in
+                                           kernels of their own (tensor cores, heads of any
+                                           K = 16..256 in steps of 16), stored fp32 for the
+                                           scans; the only form for heads other than 64;
+                                           fused = true, no token projection
       controller = "name",                 default: the mixer's controller
       rules = { { "D % 64 == 0", "message" }, ... },   shape rules (util/shapex.h)
     }
     The grid is the cartesian product (at most 64 variants); each variant is
-    named [resets_][states_][fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_{SCAN}_chunk{C}
+    named [apart_][resets_][states_][fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_{SCAN}_chunk{C}
     and is "materialized" (gates written to memory) when not fused. For a
     mixer with token projections, fused = false means the controller runs in
     a separate pass and the gates stay inside the scan kernels (the only
@@ -662,7 +667,7 @@ end
 
 local OPTIONS = { mixer = true, chunk = true, prefix = true, fused = true, shared_sfu = true, scan = true,
                   fused_output = true, fused_write = true, resets = true, states = true, controller = true,
-                  rules = true }
+                  rules = true, apart = true }
 
 function R.variants(o)
   if not plain(o) then fail("R.variants takes a table { mixer = m, chunk = {...}, prefix = {...}, ... }, got %s", describe(o)) end
@@ -670,12 +675,16 @@ function R.variants(o)
   local st = set_mixer(o, "R.variants")
   local chunks = int_list(o.chunk, "chunk", CHUNKS)
   local prefixes = int_list(o.prefix, "prefix", PREFIXES)
-  local fused = bool_list(o.fused, "fused")
+  -- (heads of other than 64: the projections apart, and the gates in the scans)
+  local fused = (o.fused == nil and st.k ~= 64) and { true } or bool_list(o.fused, "fused")
   local sfu = bool_list(o.shared_sfu, "shared_sfu")
   local fout = bool_list(o.fused_output, "fused_output")
   local fwrite = bool_list(o.fused_write, "fused_write")
   local resets = bool_list(o.resets, "resets")
   local states = bool_list(o.states, "states")
+  -- heads of other than 64 channels take the projections apart: the scan
+  -- kernels hold 64 channels of a head, which sees its whole input row
+  local apart = o.apart == nil and { st.k ~= 64 } or bool_list(o.apart, "apart")
   local scans = o.scan == nil and { "hierarchical" } or int_list(o.scan, "scan", SCANS)
   local ctl = o.controller
   if ctl ~= nil and (not text(ctl) or ctl == "" or #ctl > MAXNAME) then
@@ -685,20 +694,40 @@ function R.variants(o)
   local rules = rule_list(o.rules)
 
   local ntoken, nblock = proj_counts(st)
+  for _, ap in ipairs(apart) do
+    if not ap and st.k ~= 64 then
+      fail("mixer %s has heads of %d channels: its block-diagonal projections run apart from the scan kernels, "
+           .. "which hold 64 channels (apart = { true }, the default for it)", st.name, st.k)
+    end
+    if ap and nblock == 0 then fail("apart = true: mixer %s has no block-diagonal projection to run apart", st.name) end
+    if ap and ntoken > 0 then
+      fail("apart = true: mixer %s has a per-token projection; the templates run block-diagonal projections apart "
+           .. "only for mixers without a token stage", st.name)
+    end
+    if ap then
+      for _, fu in ipairs(fused) do
+        if not fu then
+          fail("apart = true stores the projections, and the scan kernels compute the gates from them: "
+               .. "fused = false would store the gates as well; use fused = { true }")
+        end
+      end
+    end
+  end
   for _, s in ipairs(sfu) do
     if s and ntoken == 0 then
       fail("shared_sfu needs per-token shared expressions; mixer %s has none", st.name)
     end
   end
-  local total = #chunks * #prefixes * #fused * #sfu * #fout * #fwrite * #scans * #resets * #states
+  local total = #chunks * #prefixes * #fused * #sfu * #fout * #fwrite * #scans * #resets * #states * #apart
   if total > MAXVAR then
-    fail("the grid has %d variants (chunk %d x prefix %d x fused %d x shared_sfu %d x fused_output %d x fused_write %d x scan %d x resets %d x states %d); at most %d per R.variants",
-         total, #chunks, #prefixes, #fused, #sfu, #fout, #fwrite, #scans, #resets, #states, MAXVAR)
+    fail("the grid has %d variants (chunk %d x prefix %d x fused %d x shared_sfu %d x fused_output %d x fused_write %d x scan %d x resets %d x states %d x apart %d); at most %d per R.variants",
+         total, #chunks, #prefixes, #fused, #sfu, #fout, #fwrite, #scans, #resets, #states, #apart, MAXVAR)
   end
 
   local file, line = site()
   st.used_at = st.used_at or line
   local vars = {}
+  for _, ap in ipairs(apart) do
   for _, rs in ipairs(resets) do
   for _, hs in ipairs(states) do
   for _, fo in ipairs(fout) do
@@ -708,13 +737,13 @@ function R.variants(o)
           for _, sc in ipairs(scans) do
             for _, p in ipairs(prefixes) do
               for _, c in ipairs(chunks) do
-                local name = (rs and "resets_" or "") .. (hs and "states_" or "") .. (fo and "fused_output_" or "") ..
+                local name = (ap and "apart_" or "") .. (rs and "resets_" or "") .. (hs and "states_" or "") .. (fo and "fused_output_" or "") ..
                              (fw and "fused_write_" or "") ..
                              (sf and "shared_sfu_" or "") .. (fu and "fused_" or "") ..
                              string.format("grouped_prefix%d_%s_chunk%d", p, sc, c)
                 vars[#vars + 1] = {
                   name = name, chunk = c, prefix = p, fused = fu, shared_sfu = sf,
-                  fused_output = fo, fused_write = fw, resets = rs, states = hs, mma = false,
+                  fused_output = fo, fused_write = fw, resets = rs, states = hs, mma = false, apart = ap,
                   materialized = (not fu) and ntoken == 0,
                   scan = sc, controller = ctl, file = file, line = line,
                 }
@@ -724,6 +753,7 @@ function R.variants(o)
         end
       end
     end
+  end
   end
   end
   end
@@ -759,7 +789,7 @@ function R.decode(o)
   -- token, as in the scans.
   local vars = { {
     name = st.name .. "_decode" .. (mma and "_mma" or ""), mma = mma or false, chunk = CHUNKS[1], prefix = PREFIXES[1], fused = ntoken == 0, shared_sfu = ntoken > 0,
-    fused_output = true, fused_write = true, resets = false, states = false, materialized = false,
+    fused_output = true, fused_write = true, resets = false, states = false, materialized = false, apart = false,
     scan = "decode", controller = ctl or st.controller, file = file, line = line,
   } }
   return make_set(st, vars, rules, ntoken, nblock)

@@ -87,6 +87,8 @@ typedef struct {
 	bool decode;           /* a decode step (scan "decode", R.decode): a forward only, which advances
 	                        * states in place by the call's tokens (state:h0, hT, index) */
 	bool mma;              /* a decode step whose projections run on tensor cores (R.decode's mma) */
+	bool apart;            /* the block-diagonal projections run in kernels of their own, stored for the
+	                        * scans (templates/proj.c): heads of K != 64 channels, or asked for */
 	char controller[MX_NAME];
 	char file[MX_PATH];    /* script file and line of the grid declaration */
 	int line;

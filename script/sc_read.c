@@ -298,7 +298,7 @@ static void rd_canonical(const Variant *v, const char *mixer, char *buf, size_t 
 		snprintf(buf, n, "%s_decode%s", mixer, v->mma ? "_mma" : "");
 		return;
 	}
-	snprintf(buf, n, "%s%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->resets ? "resets_" : "",
+	snprintf(buf, n, "%s%s%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->apart ? "apart_" : "", v->resets ? "resets_" : "",
 	         v->states ? "states_" : "", v->fused_output ? "fused_output_" : "",
 	         v->fused_write ? "fused_write_" : "", v->shared_sfu ? "shared_sfu_" : "", v->fused ? "fused_" : "",
 	         v->prefix, v->onepass ? "onepass" : v->lookback ? "lookback" : "hierarchical", v->chunk);
@@ -328,6 +328,7 @@ static void rd_variant(const Rd *rd, int e, const char *mixer, int ntoken, Varia
 	v->states = rd_bool(rd, e, "states", of);
 	v->mma = rd_bool(rd, e, "mma", of);
 	v->materialized = rd_bool(rd, e, "materialized", of);
+	v->apart = rd_bool(rd, e, "apart", of);
 	int scan = rd_enum(rd, e, "scan", of, scans);
 	v->decode = scan == 3;
 	v->onepass = scan == 2;
@@ -343,6 +344,8 @@ static void rd_variant(const Rd *rd, int e, const char *mixer, int ntoken, Varia
 		        !v->fused && ntoken == 0 ? "true" : "false");
 	if (v->shared_sfu && ntoken == 0)
 		rd_fail(rd, "%s: shared_sfu needs per-token shared expressions; the mixer has none", of);
+	if (v->apart && (v->decode || !v->fused || ntoken > 0))
+		rd_fail(rd, "%s: apart takes a scan variant, fused, of a mixer without token projections", of);
 	if (v->mma && !v->decode)
 		rd_fail(rd, "%s: mma is an option of decode steps (R.decode)", of);
 	if (v->decode && (v->resets || v->states || v->fused != (ntoken == 0)))

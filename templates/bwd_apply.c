@@ -25,6 +25,37 @@
  */
 #include "bwd.h"
 
+/* Projections apart: dx's own term (fp32) and each projection's adjoint
+ * (bf16, as the mma takes it), a row's four adjacent channels per store;
+ * proj_dx and proj_dw take them from there */
+static void apart_store(Bwd *bw, Step *stp, LLVMValueRef gx[TM_SLOTS], LLVMValueRef gp[TM_SLOTS][MX_MAXPROJ])
+{
+	Tmpl *T = bw->T;
+	Irb *I = &T->I;
+	Lanes *ln = bw->ln;
+	CHECK(T->k.slots_adjacent);
+	LLVMValueRef dxd = ksig_arg(T, bw->sig, "ws:dxd");
+	for (int r = 0; r < 2; r++) {
+		IfBlk f;
+		if_begin(I, &f, stp->valid[r], "apart_st");
+		LLVMValueRef at = slot_index(T, ln, stp, r * 4);
+		LLVMValueRef v = LLVMGetUndef(LLVMVectorType(I->f32, 4));
+		for (int c = 0; c < 4; c++)
+			v = LLVMBuildInsertElement(I->b, v, gx[r * 4 + c], ci32(I, c), "");
+		st(I, v, gep_f32(I, dxd, at), 16);
+		char a[64];
+		for (int j = 0; j < T->napj; j++) {
+			snprintf(a, sizeof a, "ws:dproj_%s", T->mx->param[T->mx->proj[T->apj[j]].weight].name);
+			LLVMValueRef w = LLVMGetUndef(I->v2i32);
+			for (int e = 0; e < 2; e++)
+				w = LLVMBuildInsertElement(I->b, w, pack_bf16x2(I, gp[r * 4 + 2 * e][j], gp[r * 4 + 2 * e + 1][j]),
+				                           ci32(I, e), "");
+			st(I, w, gep_bf16(I, ksig_arg(T, bw->sig, a), at), 8);
+		}
+		if_end(I, &f);
+	}
+}
+
 /* one backward step at row offset i of the group: gradients of the 8 slots,
  * dx through the transposed projection, dW accumulation */
 static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
@@ -69,6 +100,8 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 			gz[s][k] = fsel(I, valid, emit_expr(I, &mx->g, T->g_tok[k], &env, memo), zero);
 		for (int j = 0; j < T->nbdproj; j++)
 			gp[s][j] = fsel(I, valid, emit_expr(I, &mx->g, T->g_proj[T->bdproj[j]], &env, memo), zero);
+		for (int j = 0; j < T->napj; j++)   /* projections apart: their adjoints go to memory */
+			gp[s][j] = fsel(I, valid, emit_expr(I, &mx->g, T->g_proj[T->apj[j]], &env, memo), zero);
 		for (int p = 0; p < mx->nparam; p++) {
 			LLVMValueRef v = NULL;
 			/* a gradient the element stage never produces keeps no accumulator
@@ -77,8 +110,8 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 			int nil = gn->op == EX_CONST && gn->k == 0.0;
 			if ((bw->pm->cidx[p] >= 0 || bw->pm->sidx[p] >= 0) && !nil)
 				v = fsel(I, valid, emit_expr(I, &mx->g, T->g_param[p], &env, memo), zero);
-			for (int j = 0; j < T->nbdproj; j++)   /* a projection's bias collects its adjoint */
-				if (mx->proj[T->bdproj[j]].bias == p)
+			for (int j = 0; j < T->nbdproj + T->napj; j++)   /* a projection's bias collects its adjoint */
+				if (mx->proj[T->napj ? T->apj[j] : T->bdproj[j]].bias == p)
 					v = v ? fadd(I, v, gp[s][j]) : gp[s][j];
 			if (!v)
 				continue;
@@ -91,6 +124,10 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 	}
 	if (T->ntokval > 0)
 		tok_partials(bw, &stp, si, gz);
+	if (T->napj) {
+		apart_store(bw, &stp, gx, gp);
+		return;
+	}
 	if (T->nbdproj == 0) {
 		/* no projection: dx here is the direct term; a token stage adds its
 		 * term in tok_dx once the adjoints are summed over every channel */
@@ -455,14 +492,15 @@ static Launch *bwd_apply_launch(Tmpl *T, int smem)
 	int onepass = T->v->onepass;
 	char sm[32];
 	snprintf(sm, sizeof sm, "%d", smem);
-	Launch *l = tmpl_launch(T, 0, "bwd_apply", "G", "H", "B", 128, sm);
+	Launch *l = tmpl_launch(T, 0, "bwd_apply", "G", scan_h(T), "B", 128, sm);
 	l->minblocks = 1;
 	l->resident = onepass;
 	if (T->nbdproj > 0 && !T->portable)
 		snprintf(l->cluster, sizeof l->cluster, "CS");
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_add(T, &l->sig, "dy", I->gptr);
-	ksig_add(T, &l->sig, "dx", I->gptr);
+	if (!T->napj)
+		ksig_add(T, &l->sig, "dx", I->gptr);
 	ksig_params(T, &l->sig);
 	ksig_tok(T, &l->sig);
 	if (T->ntokval > 0)
@@ -489,6 +527,12 @@ static Launch *bwd_apply_launch(Tmpl *T, int smem)
 	}
 	if (T->nbdproj > 0 && !T->portable)
 		ksig_add(T, &l->sig, "ws:dwsync", I->gptr);
+	for (int j = 0; j < T->napj; j++) {   /* projections apart: their adjoints, and dx's own term */
+		snprintf(a, sizeof a, "ws:dproj_%s", mx->param[mx->proj[T->apj[j]].weight].name);
+		ksig_add(T, &l->sig, a, I->gptr);
+	}
+	if (T->napj)
+		ksig_add(T, &l->sig, "ws:dxd", I->gptr);
 	ksig_add(T, &l->sig, "ws:part_chan", I->gptr);
 	ksig_add(T, &l->sig, "ws:part_scal", I->gptr);
 	ksig_shape(T, &l->sig);

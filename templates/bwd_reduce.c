@@ -15,7 +15,7 @@ void tmpl_bwd_reduce(Tmpl *T)
 		segf |= SEG_X;
 	int proj = kern_proj(T, T->g_h);   /* dy/dh of an unfused output gated by a projection runs it here */
 	snprintf(sm, sizeof sm, "%d", quad_smem(T, segf, proj));
-	Launch *l = tmpl_launch(T, 0, "bwd_reduce", "NT", "H", "B", 128 * T->quads, sm);
+	Launch *l = tmpl_launch(T, 0, "bwd_reduce", "NT", scan_h(T), "B", 128 * T->quads, sm);
 	l->minblocks = reduce_minblocks(T);
 	if (!(segf & SEG_X))
 		snprintf(l->bytes_unread, sizeof l->bytes_unread, "x");

@@ -124,7 +124,7 @@ void tmpl_fwd_reduce(Tmpl *T)
 {
 	Irb *I = &T->I;
 	char sm[32];
-	Launch *l = tmpl_launch(T, 1, "fwd_reduce", "NT", "H", "B", 128 * T->quads, smem_quads(T, sm, sizeof sm));
+	Launch *l = tmpl_launch(T, 1, "fwd_reduce", "NT", scan_h(T), "B", 128 * T->quads, smem_quads(T, sm, sizeof sm));
 	l->minblocks = reduce_minblocks(T);
 	sig_inputs(T, &l->sig);
 	ksig_add(T, &l->sig, "ws:aggA", I->gptr);
@@ -333,7 +333,7 @@ void tmpl_fwd_apply(Tmpl *T)
 	int keep = fwd_keep(T, lbo);
 	char sm[32];
 	snprintf(sm, sizeof sm, "%d", keep >= 0 ? keep + keep_bytes(T) : lbo + (lb ? LB_SMEM : 0));
-	Launch *l = tmpl_launch(T, 1, lb ? "fwd_scan" : "fwd_apply", "NT", "H", "B", 128 * T->quads, sm);
+	Launch *l = tmpl_launch(T, 1, lb ? "fwd_scan" : "fwd_apply", "NT", scan_h(T), "B", 128 * T->quads, sm);
 	l->minblocks = T->quad_groups == 1 ? 2 : 1;   /* more groups keep more chunk maps live: 128 registers spill */
 	sig_inputs(T, &l->sig);
 	ksig_add(T, &l->sig, "y", I->gptr);
@@ -374,7 +374,7 @@ void tmpl_fwd_gates(Tmpl *T)
 	Irb *I = &T->I;
 	char sm[32];
 	snprintf(sm, sizeof sm, "%d", T->quads * seg_bytes(T, seg_len(T), SEG_X));
-	Launch *l = tmpl_launch(T, 1, "fwd_gates", "NT", "H", "B", 128 * T->quads, sm);
+	Launch *l = tmpl_launch(T, 1, "fwd_gates", "NT", scan_h(T), "B", 128 * T->quads, sm);
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_params(T, &l->sig);
 	ksig_tok(T, &l->sig);

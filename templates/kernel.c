@@ -111,6 +111,13 @@ void ksig_params(Tmpl *T, KSig *s)
 	}
 }
 
+LLVMValueRef ksig_param(Tmpl *T, const KSig *s, int p)
+{
+	char a[64];
+	snprintf(a, sizeof a, "param:%s", T->mx->param[p].name);
+	return ksig_arg(T, s, a);
+}
+
 void ksig_tok(Tmpl *T, KSig *s)
 {
 	if (T->ntokval > 0)
@@ -126,6 +133,13 @@ void ksig_shape(Tmpl *T, KSig *s)
 	/* and h0, whose presence makes t = 0 no reset (util/seqstate.h) */
 	if (T->v->states)
 		ksig_add(T, s, "state:h0", T->I.gptr);
+	/* and the projections, where they run apart (the gates are computed
+	 * from them in every scan kernel: apart variants are fused) */
+	char a[64];
+	for (int j = 0; j < T->napj; j++) {
+		snprintf(a, sizeof a, "ws:proj_%s", T->mx->param[T->mx->proj[T->apj[j]].weight].name);
+		ksig_add(T, s, a, T->I.gptr);
+	}
 	ksig_add(T, s, "i32:L", T->I.i32);
 	ksig_add(T, s, "i32:D", T->I.i32);
 }

@@ -48,6 +48,11 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	ln->la_ws = argv_of(T, s, "ws:log_a");
 	ln->b_ws = argv_of(T, s, "ws:b");
 	ln->tok = argv_of(T, s, "ws:tok");
+	for (int j = 0; j < T->napj; j++) {
+		char a[64];
+		snprintf(a, sizeof a, "ws:proj_%s", mx->param[mx->proj[T->apj[j]].weight].name);
+		ln->pws[j] = argv_of(T, s, a);
+	}
 	ln->reset = argv_of(T, s, "state:reset");
 	ln->h0 = argv_of(T, s, "state:h0");
 	if (ln->reset) {   /* the row's marks: a null pointer stays unread (reset_mark) */

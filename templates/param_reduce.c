@@ -73,7 +73,17 @@ static int pr_kind(const Tmpl *T, int p)
 	for (int k = 0; k < T->nbdproj; k++)
 		if (mx->proj[T->bdproj[k]].weight == p)
 			return PR_WEIGHT;
+	for (int k = 0; k < T->napj; k++)
+		if (mx->proj[T->apj[k]].weight == p)
+			return PR_WEIGHT;
 	return PR_ZERO;
+}
+
+/* a weight's values: H blocks of 64 x 64, or D K where the projections run apart */
+static LLVMValueRef weight_values(Tmpl *T, LLVMValueRef H, LLVMValueRef D)
+{
+	Irb *I = &T->I;
+	return T->napj ? imul(I, D, ci32(I, T->mx->k)) : imul(I, H, ci32(I, 4096));
 }
 
 void tmpl_param_reduce(Tmpl *T)
@@ -90,8 +100,10 @@ void tmpl_param_reduce(Tmpl *T)
 		cnt[pr_kind(T, p)]++;
 	if (mx->nparam == 0)
 		return;   /* no gradient to sum: a launch of no blocks could not run */
+	/* a weight is [D/K][K][K]: D K values (K = 64 but where the projections run apart) */
+	int kw = T->napj ? mx->k : 64;
 	char g0[64];
-	snprintf(g0, sizeof g0, "%d*cdiv(D*64,256)+%d*cdiv(D,256)+%d", cnt[PR_WEIGHT] + cnt[PR_ZERO], cnt[PR_CHANNEL],
+	snprintf(g0, sizeof g0, "%d*cdiv(D*%d,256)+%d*cdiv(D,256)+%d", cnt[PR_WEIGHT] + cnt[PR_ZERO], kw, cnt[PR_CHANNEL],
 	         cnt[PR_SCALAR]);
 	Launch *l = tmpl_launch(T, 0, "param_reduce", g0, "1", "1", 256, "1024");
 	char a[64];
@@ -99,8 +111,9 @@ void tmpl_param_reduce(Tmpl *T)
 		snprintf(a, sizeof a, "grad:%s", mx->param[p].name);
 		ksig_add(T, &l->sig, a, I->gptr);
 	}
-	for (int j = 0; j < T->nbdproj; j++) {
-		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[T->bdproj[j]].weight].name);
+	for (int j = 0; j < T->nbdproj + T->napj; j++) {
+		int pj = T->napj ? T->apj[j] : T->bdproj[j];
+		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[pj].weight].name);
 		ksig_add(T, &l->sig, a, I->gptr);
 	}
 	ksig_add(T, &l->sig, "ws:part_chan", I->gptr);
@@ -115,6 +128,8 @@ void tmpl_param_reduce(Tmpl *T)
 	ksig_add(T, &l->sig, "i32:G", I->i32);
 	if (T->nbdproj > 0)
 		ksig_add(T, &l->sig, "i32:GP", I->i32);   /* weight partials: one slot per pair of bwd_apply clusters */
+	if (T->napj > 0)
+		ksig_add(T, &l->sig, "i32:GW", I->i32);   /* or one per slab of proj_dw's rows */
 	ksig_add(T, &l->sig, "i32:B", I->i32);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
 	tmpl_open(T, l);
@@ -124,7 +139,7 @@ void tmpl_param_reduce(Tmpl *T)
 	LLVMValueRef H = idiv(I, D, ci32(I, 64));
 	LLVMValueRef nslot = imul(I, G, Bn);
 	LLVMValueRef nbc = idiv(I, iadd(I, D, ci32(I, 255)), ci32(I, 256));
-	LLVMValueRef nbw = idiv(I, iadd(I, imul(I, D, ci32(I, 64)), ci32(I, 255)), ci32(I, 256));
+	LLVMValueRef nbw = idiv(I, iadd(I, imul(I, D, ci32(I, kw)), ci32(I, 255)), ci32(I, 256));
 	LLVMValueRef nb[4] = { nbw, ci32(I, 1), nbc, nbw };   /* by kind: PR_ZERO's is a weight's */
 	LLVMValueRef first = ci32(I, 0);   /* the range's first block */
 	for (int p = 0; p < mx->nparam; p++) {
@@ -136,7 +151,7 @@ void tmpl_param_reduce(Tmpl *T)
 		LLVMValueRef out = ksig_arg(T, &l->sig, (snprintf(a, sizeof a, "grad:%s", mx->param[p].name), a));
 		if (kind == PR_ZERO) {
 			IfBlk z;
-			if_begin(I, &z, land(I, mine, ilt(I, e, imul(I, H, ci32(I, 4096)))), "zero");
+			if_begin(I, &z, land(I, mine, ilt(I, e, weight_values(T, H, D))), "zero");
 			st(I, cf32(I, 0.0), gep_f32(I, out, sext64(I, e)), 4);
 			if_end(I, &z);
 			continue;
@@ -149,10 +164,10 @@ void tmpl_param_reduce(Tmpl *T)
 		if (kind == PR_WEIGHT) {
 			snprintf(a, sizeof a, "ws:part_%s", mx->param[p].name);
 			src = ksig_arg(T, &l->sig, a);
-			n = imul(I, H, ci32(I, 4096));
+			n = weight_values(T, H, D);
 			stride = n;
 			off = ci32(I, 0);
-			ns = imul(I, ksig_arg(T, &l->sig, "i32:GP"), Bn);
+			ns = T->napj ? ksig_arg(T, &l->sig, "i32:GW") : imul(I, ksig_arg(T, &l->sig, "i32:GP"), Bn);
 		} else {
 			src = ksig_arg(T, &l->sig, "ws:part_chan");
 			n = D;

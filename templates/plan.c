@@ -45,8 +45,10 @@ static void plan_vars(Tmpl *T)
 		ncp += T->mx->param[p].kind == PK_CHANNEL;
 		nsp += T->mx->param[p].kind == PK_SCALAR;
 	}
-	add_var(T, "K", "64");
+	add_var(T, "K", "%d", T->napj ? T->mx->k : 64);
 	add_var(T, "H", "D/K");
+	if (T->napj)   /* the scans' heads of 64 channels, beside the projections' of K */
+		add_var(T, "HS", "D/64");
 	add_var(T, "T", "%d", T->chunk * T->prefix);
 	add_var(T, "NT", "cdiv(L,T)");
 	add_var(T, "NG", "cdiv(L,%d)", 16 * T->chunk);
@@ -64,7 +66,7 @@ static void plan_vars(Tmpl *T)
 	 * the H200 (264); the runtime refuses a device that holds fewer. */
 	char g0[96];
 	if (T->v->onepass)
-		snprintf(g0, sizeof g0, "min(NG,min(%d,max(1,256/(H*B))))", ONEPASS_MAXG);
+		snprintf(g0, sizeof g0, "min(NG,min(%d,max(1,256/(%s*B))))", ONEPASS_MAXG, scan_h(T));
 	else
 		snprintf(g0, sizeof g0, "min(NT,cdiv(%d,B))", T->nbdproj ? 32 : 128);
 	if (T->nbdproj && T->portable) {
@@ -85,6 +87,8 @@ static void plan_vars(Tmpl *T)
 	 * fixed by the shape, so their partial sums have a fixed order */
 	add_var(T, "NTB", "min(cdiv(B*L,8),1024)");
 	add_var(T, "NXB", "min(cdiv(B*L,32),64)");
+	if (T->napj)   /* proj_dw's slabs of rows: about two blocks per SM of a 132-SM GPU, fixed by the shape */
+		add_var(T, "GW", "max(1,min(cdiv(B*L,%d),cdiv(264,H*%d)))", PROJ_ROWS, proj_dw_tiles(T));
 }
 
 static void plan_workspaces(Tmpl *T)
@@ -123,8 +127,20 @@ static void plan_workspaces(Tmpl *T)
 		snprintf(buf, sizeof buf, "GP*B*H*%d", 8 * BWD_CLUSTER);
 		add_ws(T, "dwsync", buf, "backward", 1);
 	}
+	for (int j = 0; j < T->napj; j++) {
+		const char *w = T->mx->param[T->mx->proj[T->apj[j]].weight].name;
+		snprintf(buf, sizeof buf, "proj_%s", w);
+		add_ws(T, buf, "B*L*D*4", "saved", 0);       /* the projection, bias added, for every scan kernel */
+		snprintf(buf, sizeof buf, "dproj_%s", w);
+		add_ws(T, buf, "B*L*D*2", "backward", 0);    /* its adjoint in bf16, as the mma takes it */
+		snprintf(buf, sizeof buf, "part_%s", w);
+		add_ws(T, buf, "GW*D*K*4", "backward", 0);   /* dW per slab of rows */
+	}
+	if (T->napj)   /* dx's own term (x in the element expressions), fp32 until proj_dx adds the projections' */
+		add_ws(T, "dxd", "B*L*D*4", "backward", 0);
 	add_ws(T, "part_chan", "G*B*NCP*D*4", "backward", 0);
-	add_ws(T, "part_scal", "G*B*H*NSP*4", "backward", 0);
+	snprintf(buf, sizeof buf, "G*B*%s*NSP*4", scan_h(T));
+	add_ws(T, "part_scal", buf, "backward", 0);
 	if (T->ntokval > 0) {
 		snprintf(buf, sizeof buf, "B*L*%d", 4 * T->ntokval);
 		add_ws(T, "tok", buf, "saved", 0);
@@ -132,7 +148,7 @@ static void plan_workspaces(Tmpl *T)
 		add_ws(T, "tproj", buf, "saved", 0);
 		if (tok_fused(T)) {
 			/* look-back words of every group's tokens, [B][NG][nz][H][16 C] */
-			snprintf(buf, sizeof buf, "B*NG*H*%d", 16 * T->chunk * 4 * T->ntokval);
+			snprintf(buf, sizeof buf, "B*NG*%s*%d", scan_h(T), 16 * T->chunk * 4 * T->ntokval);
 			add_ws(T, "dtokp", buf, "backward", 1);
 			snprintf(buf, sizeof buf, "G*B*D*%d", 4 * T->ntokproj);
 			add_ws(T, "part_tchan", buf, "backward", 0);
@@ -154,6 +170,12 @@ void tmpl_plan(Tmpl *T)
 	plan_vars(T);
 	T->rule[0] = (ShapeRule){ "D%64==0", "the width must be a multiple of 64: the kernels work on heads of 64 channels" };
 	T->nrule = 1;
+	if (T->napj) {   /* and the projections on heads of K */
+		snprintf(T->rule_text[0], sizeof T->rule_text[0], "D%%%d==0", T->mx->k);
+		snprintf(T->rule_text[1], sizeof T->rule_text[1], "the width must be a multiple of %d: the projections "
+		         "work on heads of %d channels", T->mx->k, T->mx->k);
+		T->rule[T->nrule++] = (ShapeRule){ T->rule_text[0], T->rule_text[1] };
+	}
 	plan_workspaces(T);
 }
 

@@ -25,7 +25,9 @@ void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v)
 	T->quad_groups = T->prefix / (16 * T->quads);
 	CHECK(T->prefix == 16 * T->quads * T->quad_groups);
 	for (int j = 0; j < mx->nproj; j++)
-		if (mx->proj[j].kind == PJ_BLOCKDIAG)
+		if (mx->proj[j].kind == PJ_BLOCKDIAG && v->apart)
+			T->apj[T->napj++] = j;
+		else if (mx->proj[j].kind == PJ_BLOCKDIAG)
 			T->bdproj[T->nbdproj++] = j;
 		else
 			T->tokproj[T->ntokproj++] = j;
@@ -64,9 +66,15 @@ int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen)
 		         T->v->line, T->v->name, mx->name, mx->k, T->nbdproj);
 		return -1;
 	}
-	if (!T->v->decode && mx->k != 64) {
-		snprintf(err, errlen, "%s:%d: variant %s: mixer %s has heads of %d channels; the templates need 64",
-		         T->v->file, T->v->line, T->v->name, mx->name, mx->k);
+	if (!T->v->decode && !T->v->apart && mx->k != 64) {
+		snprintf(err, errlen, "%s:%d: variant %s: mixer %s has heads of %d channels; the scan kernels run the "
+		         "projections of heads of 64, others apart (apart = true)", T->v->file, T->v->line, T->v->name,
+		         mx->name, mx->k);
+		return -1;
+	}
+	if (T->v->apart && (mx->k % 16 != 0 || mx->k < 16 || mx->k > 256)) {
+		snprintf(err, errlen, "%s:%d: variant %s: mixer %s has heads of %d channels; projections apart take a "
+		         "multiple of 16 from 16 to 256", T->v->file, T->v->line, T->v->name, mx->name, mx->k);
 		return -1;
 	}
 	if (!derived && T->ntokproj > 0 && T->v->fused) {
@@ -333,6 +341,8 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 
 	if (T->ntokval > 0)
 		tmpl_tok_fwd(T);   /* it clears the arena */
+	if (T->napj > 0)
+		tmpl_proj_fwd(T);
 
 	if (!gates_inline(T))
 		tmpl_fwd_gates(T);
@@ -346,6 +356,10 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		tmpl_carry(T, 1);
 	}
 	tmpl_bwd_apply(T);
+	if (T->napj > 0) {
+		tmpl_proj_dx(T);
+		tmpl_proj_dw(T);
+	}
 	if (T->ntokval > 0 && !tok_fused(T)) {
 		tmpl_tok_bwd(T);
 		tmpl_tok_dx(T);

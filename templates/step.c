@@ -188,6 +188,25 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 				st->tok[r][k] = ld(I, I->f32, gep_f32(I, ln->tok, iadd(I, base, ci64(I, k))), 4);
 		}
 	}
+	/* projections run apart: their fp32 values, a row's four adjacent
+	 * channels in one 16-byte load (row 0 stands in past L: its values
+	 * are never used, as x's zeros are not) */
+	for (int j = 0; j < T->napj; j++) {
+		CHECK(ln->pws[j]);
+		for (int r = 0; r < 2; r++) {
+			LLVMValueRef at = LLVMBuildSelect(I->b, st->valid[r], slot_index(T, ln, st, r * 4), ci64(I, 0), "");
+			if (T->k.slots_adjacent) {
+				LLVMValueRef v = ld(I, LLVMVectorType(I->f32, 4), gep_f32(I, ln->pws[j], at), 16);
+				for (int c = 0; c < 4; c++)
+					st->proj[r * 4 + c][T->apj[j]] = LLVMBuildExtractElement(I->b, v, ci32(I, c), "");
+				continue;
+			}
+			for (int c = 0; c < 4; c++) {
+				LLVMValueRef ac = LLVMBuildSelect(I->b, st->valid[r], slot_index(T, ln, st, r * 4 + c), ci64(I, 0), "");
+				st->proj[r * 4 + c][T->apj[j]] = ld(I, I->f32, gep_f32(I, ln->pws[j], ac), 4);
+			}
+		}
+	}
 	/* the slot's own x: pairs (c, c+1) are adjacent channels */
 	for (int r = 0; r < 2; r++) {
 		LLVMValueRef pr[2];

@@ -121,8 +121,15 @@ typedef struct {
 	 * blocks each write their own weight-gradient slot, and no kernel is
 	 * launched early. Set by the caller after tmpl_setup. */
 	int portable;
-	int nbdproj;                /* block-diagonal projections */
+	int nbdproj;                /* block-diagonal projections the scan kernels run (none where apart) */
 	int bdproj[MX_MAXPROJ];     /* their projection indices */
+	/* Projections apart (Variant.apart, proj.c): the block-diagonal
+	 * projections, run by kernels of their own into fp32 workspaces the
+	 * scans read, their adjoints stored by bwd_apply and taken back to dx
+	 * and dW by kernels of their own. The scans then see them as inputs,
+	 * as a mixer without projections sees x: nbdproj is 0. */
+	int napj;
+	int apj[MX_MAXPROJ];        /* their projection indices */
 	/* Token stage (mixers with per-token projections): the values tokval[k]
 	 * of the token stage (nodes over token projections and scalar
 	 * parameters) are computed once per token by the controller pass; the
@@ -171,6 +178,7 @@ typedef struct {
 	LLVMValueRef bias[MX_MAXPROJ][4];          /* bias per lane channel */
 	LLVMValueRef ch[4];                        /* channel within the head for c = 0..3 */
 	LLVMValueRef la_ws, b_ws;                  /* materialised log_a / b (unfused) */
+	LLVMValueRef pws[MX_MAXPROJ];              /* the projections apart, fp32 [B][L][D] (T->apj order) */
 	LLVMValueRef tok;                          /* per-token values [B*L][nz] */
 	LLVMValueRef reset, reset_row;             /* reset marks u8 [B][L] (state:reset) and row b's, or NULL */
 	LLVMValueRef h0;                           /* initial states fp32 [B][D] (state:h0), or NULL */
@@ -256,6 +264,7 @@ void ksig_params(Tmpl *T, KSig *s);          /* every parameter, in mixer order 
 void ksig_shape(Tmpl *T, KSig *s);           /* i32:L i32:D */
 int ksig_find(const KSig *s, const char *arg);
 LLVMValueRef ksig_arg(Tmpl *T, const KSig *s, const char *arg);   /* the kernel's argument; it must be there */
+LLVMValueRef ksig_param(Tmpl *T, const KSig *s, int p);           /* parameter p's (ksig_params) */
 
 /* The shared memory one block may take and still let a second share its
  * SM (228 KB per SM, 1 KB of it reserved per block) */
@@ -442,6 +451,10 @@ LLVMValueRef lb_dec(Irb *I, LLVMValueRef w);
  * blocks of head 0; tok_tail_flush writes the weight partials, slot
  * (ctaid.x, b) of ws:part_tchan [G*B][ntp][D]. */
 static inline int tok_fused(const Tmpl *T) { return T->ntokval > 0 && T->v->onepass; }
+
+/* The scans' head count in shape expressions: "H" (D/64), or where the
+ * projections run apart, "HS" (D/64) beside the projections' H = D/K */
+static inline const char *scan_h(const Tmpl *T) { return T->napj ? "HS" : "H"; }
 int tok_tail_bytes(const Tmpl *T);
 void tok_tail_init(Tmpl *T, Lanes *ln, int off);
 /* element index (i64) of head h's partial k of token gb + tl, group gi */
@@ -468,6 +481,14 @@ void tmpl_fwd_gates(Tmpl *T);      /* unfused: log_a, b to memory */
 void tmpl_fwd_reduce(Tmpl *T);
 void tmpl_fwd_apply(Tmpl *T);
 void tmpl_carry(Tmpl *T, int backward);
+/* projections apart (proj.c): x W + bias of every block-diagonal
+ * projection into its workspace (forward), then dx = dx's own term + the
+ * adjoints times W^T, and dW per slab of rows (backward) */
+#define PROJ_ROWS 64
+int proj_dw_tiles(const Tmpl *T);   /* proj_dw's blocks per head and slab */
+void tmpl_proj_fwd(Tmpl *T);
+void tmpl_proj_dx(Tmpl *T);
+void tmpl_proj_dw(Tmpl *T);
 void tmpl_bwd_reduce(Tmpl *T);
 void tmpl_bwd_apply(Tmpl *T);
 void tmpl_param_reduce(Tmpl *T);

@@ -32,13 +32,6 @@ LLVMValueRef tok_proj_scale(Tmpl *T, int j, LLVMValueRef D)
 	return fdiv(I, cf32(I, 1.0), f_sqrt(I, LLVMBuildSIToFP(I->b, D, I->f32, "")));
 }
 
-static LLVMValueRef param_arg(Tmpl *T, const KSig *s, int p)
-{
-	char a[64];
-	snprintf(a, sizeof a, "param:%s", T->mx->param[p].name);
-	return ksig_arg(T, s, a);
-}
-
 /* the token count and width close every token kernel's arguments */
 static void open_tok(Tmpl *T, Launch *l, LLVMValueRef *BL, LLVMValueRef *D)
 {
@@ -108,7 +101,7 @@ void tmpl_tok_fwd(Tmpl *T)
 		tok_unpack8(I, LLVMBuildSelect(I->b, valid[k], v, LLVMConstNull(v4i), ""), xv[k]);
 	}
 	for (int j = 0; j < T->ntokproj; j++) {
-		LLVMValueRef w = param_arg(T, &l->sig, mx->proj[T->tokproj[j]].weight);
+		LLVMValueRef w = ksig_param(T, &l->sig, mx->proj[T->tokproj[j]].weight);
 		LLVMValueRef wv[8];
 		for (int h = 0; h < 2; h++) {
 			LLVMValueRef v = ld(I, v4f, gep_f32(I, w, sext64(I, iadd(I, c, ci32(I, 4 * h)))), 16);
@@ -126,7 +119,7 @@ void tmpl_tok_fwd(Tmpl *T)
 	LLVMValueRef scal[MX_MAXPARAM] = { 0 };
 	for (int p = 0; p < mx->nparam; p++)
 		if (mx->param[p].kind == PK_SCALAR)
-			scal[p] = ld(I, I->f32, param_arg(T, &l->sig, p), 4);
+			scal[p] = ld(I, I->f32, ksig_param(T, &l->sig, p), 4);
 	LLVMValueRef tokp = ksig_arg(T, &l->sig, "ws:tok"), tproj = ksig_arg(T, &l->sig, "ws:tproj");
 	for (int k = 0; k < TOKS_PER_WARP; k++) {
 		LLVMValueRef pv[MX_MAXPROJ] = { 0 };
@@ -173,7 +166,7 @@ void tmpl_tok_bwd(Tmpl *T)
 	for (int p = 0; p < mx->nparam; p++) {
 		sidx[p] = -1;
 		if (mx->param[p].kind == PK_SCALAR) {
-			scal[p] = ld(I, I->f32, param_arg(T, &l->sig, p), 4);
+			scal[p] = ld(I, I->f32, ksig_param(T, &l->sig, p), 4);
 			sidx[p] = nsp++;
 		}
 	}
@@ -269,7 +262,7 @@ void tmpl_tok_dx(Tmpl *T)
 	LLVMValueRef w[MX_MAXPROJ][8];
 	Var acc[MX_MAXPROJ][8];
 	for (int j = 0; j < T->ntokproj; j++) {
-		LLVMValueRef wp = param_arg(T, &l->sig, mx->proj[T->tokproj[j]].weight);
+		LLVMValueRef wp = ksig_param(T, &l->sig, mx->proj[T->tokproj[j]].weight);
 		LLVMValueRef sc = tok_proj_scale(T, j, D);
 		for (int h = 0; h < 2; h++) {
 			LLVMValueRef v = ld(I, v4f, gep_f32(I, wp, sext64(I, iadd(I, col, ci32(I, 4 * h)))), 16);

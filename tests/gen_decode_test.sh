@@ -8,7 +8,7 @@
 # script gets one with no line of its own; a wrong option is refused at
 # the script's line. Heads of any multiple of 16 up to 256 channels
 # (RecurrentGemma's 256, Griffin 7B's 176) make a decode step; the scans
-# still take 64 only. mma = true puts the projections on tensor cores
+# run such heads' projections apart (gen_apart_test.sh). mma = true puts the projections on tensor cores
 # (heads of 64, block-diagonal projections only).
 #   usage: gen_decode_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
 set -u
@@ -46,8 +46,8 @@ sys.exit(1 if bad else 0)
 PY
 check $? "each head size's plan: K, blocks of 8 rows per row lane, the width rule, K or 256 threads"
 out=$(HEADS_K=128 "$recur" gen "$heads" --lua "$src/lua" -o "$work/heads128" -q 2>&1)
-[ $? != 0 ] && echo "$out" | grep -q 'decode_heads.lua:2[0-9]:.*heads of 128 channels; the templates need 64'
-check $? "a scan variant with heads of 128 is still refused at its line"
+[ $? != 0 ] && echo "$out" | grep -q 'decode_heads.lua:2[0-9]:.*heads of 128 channels: its block-diagonal projections run apart'
+check $? "a scan variant with heads of 128 and apart = false is refused at its line"
 sed 's/{ 16, 128, 176, 256 }/{ 24 }/' "$heads" > "$work/heads24.lua"
 out=$("$recur" gen "$work/heads24.lua" --lua "$src/lua" -o "$work/heads24" -q 2>&1)
 [ $? != 0 ] && echo "$out" | grep -q 'heads24.lua:2[0-9]:.*heads of 24 channels; the decode step takes a multiple of 16'

@@ -10,7 +10,7 @@
  *    (the seed is printed; RECUR_TEST_SEED repeats a run). A control: the
  *    same comparison after one parameter element moved must fail.
  *    RG-LRU's lines with heads of 128, 176 and 256 channels
- *    (tests/grids/decode_heads.lua) agree with ref/'s RG-LRU at H = D / K
+ *    (tests/grids/apart.lua) agree with ref/'s RG-LRU at H = D / K
  *    likewise: both references hold for the widths the decode step takes.
  * 2. a mixer using every function of the DSL: the reference's evaluator
  *    gives ex_eval's value at every node, and its graph, written as text and
@@ -251,25 +251,26 @@ static void test_against_hand(const char *name, Rng *r)
 	rf_close(gen);
 }
 
-/* RG-LRU with heads of K channels (the decode step's other widths): the
- * reference derived from its graph against ref/'s at H = D / K. */
+/* RG-LRU with heads of K channels (the decode step's and the projections
+ * apart's other widths): the reference derived from its graph against
+ * ref/'s at H = D / K. */
 static void test_heads(Rng *r)
 {
 	char path[1400], env[16];
-	snprintf(path, sizeof path, "%.1100s/../tests/grids/decode_heads.lua", g_lua);
+	snprintf(path, sizeof path, "%.1100s/../tests/grids/apart.lua", g_lua);
 	static const int ks[] = { 128, 176, 256 };
 	const RefMixer *hand = ref_find("rglru");
 	for (int i = 0; i < 3; i++) {
 		snprintf(env, sizeof env, "%d", ks[i]);
-		setenv("HEADS_K", env, 1);   /* the script's one grid of this K (decode_heads.lua) */
+		setenv("APART_K", env, 1);   /* the script's grid of this K (apart.lua) */
 		Mixer mx;
 		int rc = load_mixer(path, &mx);
-		unsetenv("HEADS_K");
+		unsetenv("APART_K");
 		if (rc)
 			return;
 		RfMixer *gen = NULL;
 		char err[1024], what[1024];
-		check(mx.k == ks[i], "decode_heads.lua with HEADS_K=%d: a mixer of heads of %d channels", ks[i], mx.k);
+		check(mx.k == ks[i], "apart.lua with APART_K=%d: a mixer of heads of %d channels", ks[i], mx.k);
 		rc = rf_open(&mx, &gen, err, sizeof err);
 		ex_free(&mx.g);
 		check(rc == 0 && hand && rf_nparam(gen) == hand->nparam, "K = %d: the derived reference opens (%s)", ks[i],

@@ -1,8 +1,9 @@
 -- RG-LRU's lines (lua/arch/rglru.lua) with heads of K channels, for the
 -- decode step's other head sizes: RecurrentGemma's 256 (2B: width 2560 in
 -- 10 heads, 9B: 4096 in 16), Griffin 7B's 176, and 16 and 128. The scans
--- take heads of 64 only; HEADS_K=K in the environment asks for a scan
--- variant of one K instead, which the generator refuses at its line.
+-- run the projections of heads other than 64 apart (tests/grids/apart.lua);
+-- HEADS_K=K in the environment asks for a scan variant of one K with
+-- apart = false instead, which the generator refuses at its line.
 local R = require "recur"
 
 local function rglru(k)
@@ -18,7 +19,7 @@ local function rglru(k)
 end
 
 local K = tonumber(os.getenv("HEADS_K") or "0")
-if K > 0 then return R.variants { mixer = rglru(K), chunk = { 8 }, prefix = { 32 }, fused = { true } } end
+if K > 0 then return R.variants { mixer = rglru(K), chunk = { 8 }, prefix = { 32 }, fused = { true }, apart = { false } } end
 local out = {}
 for _, k in ipairs { 16, 128, 176, 256 } do out[#out + 1] = R.decode { mixer = rglru(k) } end
 return out

@@ -1,0 +1,413 @@
+/* Projections apart: the block-diagonal projections of heads of any K (16
+ * to 256 in steps of 16) as kernels of their own, on tensor cores, for
+ * the variants whose scans read them from memory (Variant.apart).
+ *
+ *   proj_fwd  P_j = x W_j + bias_j for every projection j, fp32 into
+ *             ws:proj_W (saved for the backward's scans)
+ *   proj_dx   dx = dx's own term (ws:dxd, fp32, from bwd_apply) + sum_j
+ *             dP_j W_j^T, dP_j the adjoints bwd_apply left in ws:dproj_W
+ *   proj_dw   dW_j = x^T dP_j per slab of rows into ws:part_W; param_reduce
+ *             sums the slabs in order, so every run gives the same bits
+ *
+ * A block is 4 warps. proj_fwd and proj_dx compute a tile of 64 rows by NC
+ * columns (NC = gcd(K, 64): a tile never straddles two heads), warp w its
+ * rows 16w..16w+15, the contraction over the head's K in K/16 mma steps;
+ * the block's slice of the weights is staged once as bf16 and the blocks
+ * stride over row tiles. The column tiles are the grid's x, so the blocks
+ * reading one row tile of x run together and share it through L2.
+ * Operands are bf16 with fp32 accumulation, as in the fused scans. */
+#include "tmpl.h"
+#include "diag.h"
+#include <stdio.h>
+
+#define PROJ_THREADS 128
+
+static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+static int proj_nc(const Tmpl *T) { return gcd(T->mx->k, 64); }
+
+/* shared row strides: 16 bytes past a multiple of 128, so the eight rows an
+ * ldmatrix matrix reads fall in eight different bank groups */
+static int a_stride(const Tmpl *T) { return T->mx->k * 2 + 16; }
+static int b_stride(const Tmpl *T) { return proj_nc(T) * 2 + 16; }
+static int a_bytes(const Tmpl *T) { return PROJ_ROWS * a_stride(T); }
+static int b_bytes(const Tmpl *T) { return T->mx->k * b_stride(T); }   /* one projection's weight slice */
+
+static const char *wname(const Tmpl *T, int j) { return T->mx->param[T->mx->proj[T->apj[j]].weight].name; }
+
+int proj_dw_tiles(const Tmpl *T) { return (T->mx->k / proj_nc(T)) * ((T->mx->k + 63) / 64); }
+
+/* the lane's ldmatrix row offset for an A fragment at k-step ks of the
+ * warp's 16 rows in a tile stored [row][k] at base: matrix m = lane / 8
+ * covers rows 8(m & 1).. and k block m >> 1, the mma's a0..a3 */
+static LLVMValueRef a_frag_at(Irb *I, int base, int stride, LLVMValueRef w, LLVMValueRef lane, int ks)
+{
+	LLVMValueRef row = iadd(I, imul(I, w, ci32(I, 16)), LLVMBuildAnd(I->b, lane, ci32(I, 15), ""));
+	LLVMValueRef col = iadd(I, ci32(I, 16 * ks), imul(I, LLVMBuildLShr(I->b, lane, ci32(I, 4), ""), ci32(I, 8)));
+	return iadd(I, ci32(I, base), iadd(I, imul(I, row, ci32(I, stride)), imul(I, col, ci32(I, 2))));
+}
+
+/* the lane's ldmatrix.trans row offset for the B fragments of n-tiles nt and
+ * nt + 1 at contraction rows k0..k0+15 of a matrix stored [k][n] at base:
+ * matrices (k0.., nt) (k0+8.., nt) (k0.., nt+1) (k0+8.., nt+1) = b0 b1 of each */
+static LLVMValueRef b_frag_at(Irb *I, int base, int stride, LLVMValueRef lane, int k0, int nt)
+{
+	LLVMValueRef row = iadd(I, ci32(I, k0), LLVMBuildAnd(I->b, lane, ci32(I, 15), ""));
+	LLVMValueRef col = iadd(I, ci32(I, 8 * nt), imul(I, LLVMBuildLShr(I->b, lane, ci32(I, 4), ""), ci32(I, 8)));
+	return iadd(I, ci32(I, base), iadd(I, imul(I, row, ci32(I, stride)), imul(I, col, ci32(I, 2))));
+}
+
+/* acc[nt] += A x B for the n-tiles of NC columns, B stored [k][n] at boff */
+static void mma_row(Irb *I, LLVMValueRef acc[][4], LLVMValueRef A[4], int boff, int bstride, LLVMValueRef lane,
+                    int ks, int nc)
+{
+	for (int nt = 0; nt < nc / 8; nt += 2) {
+		LLVMValueRef b[4];
+		ldsm_x4(I, b, b_frag_at(I, boff, bstride, lane, 16 * ks, nt), 1);
+		for (int h = 0; h < 2; h++) {
+			LLVMValueRef bf[2] = { b[2 * h], b[2 * h + 1] }, d[4];
+			mma_bf16(I, d, A, bf, acc[nt + h]);
+			for (int e = 0; e < 4; e++)
+				acc[nt + h][e] = d[e];
+		}
+	}
+}
+
+/* a tile of PROJ_ROWS rows from row0, width bf16 from column col0 of a
+ * [B*L][D] tensor, staged [row][k] at base: 16-byte loads, zeros for rows
+ * past BL and for columns from cw on (NULL: none; a k tile's end inside
+ * the head, so that no row reads past its head or the width) */
+static void stage_rows(Tmpl *T, LLVMValueRef src, LLVMValueRef row0, LLVMValueRef BL, LLVMValueRef D,
+                       LLVMValueRef col0, int base, int width, int stride, LLVMValueRef cw)
+{
+	Irb *I = &T->I;
+	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4);
+	int per = width / 8, n = PROJ_ROWS * per;   /* 16-byte chunks per row, per tile */
+	for (int it = 0; it < (n + PROJ_THREADS - 1) / PROJ_THREADS; it++) {
+		LLVMValueRef e = iadd(I, tid_x(I), ci32(I, it * PROJ_THREADS));
+		LLVMValueRef r = idiv(I, e, ci32(I, per)), c = isub(I, e, imul(I, r, ci32(I, per)));
+		LLVMValueRef row = iadd(I, row0, r);
+		LLVMValueRef ok = land(I, ilt(I, e, ci32(I, n)), ilt(I, row, BL));
+		if (cw)
+			ok = land(I, ok, ilt(I, imul(I, c, ci32(I, 8)), cw));
+		Var v = var_init(I, LLVMConstNull(v4i), "rows");
+		IfBlk f;
+		if_begin(I, &f, ok, "rows_in");
+		LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, iadd(I, col0, imul(I, c, ci32(I, 8)))));
+		var_set(I, v, ld(I, v4i, gep_bf16(I, src, idx), 16));
+		if_end(I, &f);
+		IfBlk g;
+		if_begin(I, &g, ilt(I, e, ci32(I, n)), "rows_st");
+		st(I, var_get(I, v), smem_ptr(I, iadd(I, ci32(I, base), iadd(I, imul(I, r, ci32(I, stride)), imul(I, c, ci32(I, 16))))), 16);
+		if_end(I, &g);
+	}
+}
+
+/* The block's weight slice of projection j as bf16 [k][n] at base: rows k
+ * over the head's K inputs and columns n over the tile's NC outputs
+ * (transpose = 0: W[hp][k][n0 + n], the forward's B), or rows over the K
+ * outputs and columns over NC inputs (transpose = 1: W[hp][n0 + n][k], dx's) */
+static void stage_weights(Tmpl *T, LLVMValueRef W, LLVMValueRef hp, LLVMValueRef n0, int base, int transpose)
+{
+	Irb *I = &T->I;
+	int K = T->mx->k, nc = proj_nc(T), stride = b_stride(T);
+	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4);
+	int n = K * nc / 4;   /* float4 loads */
+	LLVMValueRef hbase = imul(I, hp, ci32(I, K * K));
+	for (int it = 0; it < (n + PROJ_THREADS - 1) / PROJ_THREADS; it++) {
+		LLVMValueRef e = iadd(I, tid_x(I), ci32(I, it * PROJ_THREADS));
+		IfBlk f;
+		if_begin(I, &f, ilt(I, e, ci32(I, n)), "w_in");
+		if (!transpose) {   /* 4 adjacent columns of row k */
+			LLVMValueRef k = idiv(I, e, ci32(I, nc / 4)), c4 = imul(I, isub(I, e, imul(I, k, ci32(I, nc / 4))), ci32(I, 4));
+			LLVMValueRef g = iadd(I, hbase, iadd(I, imul(I, k, ci32(I, K)), iadd(I, n0, c4)));
+			LLVMValueRef v = ld(I, v4f, gep_f32(I, W, sext64(I, g)), 16);
+			LLVMValueRef w = LLVMGetUndef(I->v2i32);
+			for (int p = 0; p < 2; p++)
+				w = LLVMBuildInsertElement(I->b, w, pack_bf16x2(I, LLVMBuildExtractElement(I->b, v, ci32(I, 2 * p), ""),
+				                                                 LLVMBuildExtractElement(I->b, v, ci32(I, 2 * p + 1), "")),
+				                           ci32(I, p), "");
+			st(I, w, smem_ptr(I, iadd(I, ci32(I, base), iadd(I, imul(I, k, ci32(I, stride)), imul(I, c4, ci32(I, 2))))), 8);
+		} else {            /* W row n0 + c: 4 adjacent outputs k, one column of 4 rows here */
+			LLVMValueRef c = idiv(I, e, ci32(I, K / 4)), k4 = imul(I, isub(I, e, imul(I, c, ci32(I, K / 4))), ci32(I, 4));
+			LLVMValueRef g = iadd(I, hbase, iadd(I, imul(I, iadd(I, n0, c), ci32(I, K)), k4));
+			LLVMValueRef v = ld(I, v4f, gep_f32(I, W, sext64(I, g)), 16);
+			for (int p = 0; p < 4; p++) {
+				LLVMValueRef h = f32_to_bf16(I, LLVMBuildExtractElement(I->b, v, ci32(I, p), ""));
+				LLVMValueRef at = iadd(I, ci32(I, base), iadd(I, imul(I, iadd(I, k4, ci32(I, p)), ci32(I, stride)),
+				                                             imul(I, c, ci32(I, 2))));
+				st(I, h, smem_ptr(I, at), 2);
+			}
+		}
+		if_end(I, &f);
+	}
+}
+
+/* the launch of proj_fwd or proj_dx: the column tiles by blocks striding
+ * over row tiles, about four blocks per SM of a 132-SM GPU in all */
+static Launch *proj_launch(Tmpl *T, int fwd, const char *name, int smem)
+{
+	char g0[32], g1[64], sm[16];
+	snprintf(g0, sizeof g0, "D/%d", proj_nc(T));
+	snprintf(g1, sizeof g1, "min(cdiv(B*L,%d),max(1,cdiv(528,D/%d)))", PROJ_ROWS, proj_nc(T));
+	snprintf(sm, sizeof sm, "%d", smem);
+	return tmpl_launch(T, fwd, name, g0, g1, "1", PROJ_THREADS, sm);
+}
+
+/* the block's column tile: head hp, first column n0 inside it, first
+ * column c0 of the width */
+static void proj_tile(Tmpl *T, LLVMValueRef *c0, LLVMValueRef *hp, LLVMValueRef *n0)
+{
+	Irb *I = &T->I;
+	*c0 = imul(I, ctaid(I, 0), ci32(I, proj_nc(T)));
+	*hp = idiv(I, *c0, ci32(I, T->mx->k));
+	*n0 = isub(I, *c0, imul(I, *hp, ci32(I, T->mx->k)));
+}
+
+void tmpl_proj_fwd(Tmpl *T)
+{
+	Irb *I = &T->I;
+	const Mixer *mx = T->mx;
+	int K = mx->k, nc = proj_nc(T), na = T->napj;
+	int boff = a_bytes(T);
+	Launch *l = proj_launch(T, 1, "proj_fwd", boff + na * b_bytes(T));
+	ksig_add(T, &l->sig, "x", I->gptr);
+	ksig_params(T, &l->sig);
+	char a[64];
+	for (int j = 0; j < na; j++) {
+		snprintf(a, sizeof a, "ws:proj_%s", wname(T, j));
+		ksig_add(T, &l->sig, a, I->gptr);
+	}
+	ksig_add(T, &l->sig, "i32:B*L", I->i32);
+	ksig_add(T, &l->sig, "i32:D", I->i32);
+	tmpl_open(T, l);
+	LLVMValueRef x = ksig_arg(T, &l->sig, "x"), BL = ksig_arg(T, &l->sig, "i32:B*L"), D = ksig_arg(T, &l->sig, "i32:D");
+	LLVMValueRef lane = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 31), ""), w = LLVMBuildLShr(I->b, tid_x(I), ci32(I, 5), "");
+	LLVMValueRef g = LLVMBuildLShr(I->b, lane, ci32(I, 2), ""), q = LLVMBuildAnd(I->b, lane, ci32(I, 3), "");
+	LLVMValueRef c0, hp, n0;
+	proj_tile(T, &c0, &hp, &n0);
+	LLVMValueRef out[MX_MAXPROJ], bias[MX_MAXPROJ][8][2];
+	for (int j = 0; j < na; j++) {
+		const MxProj *pj = &mx->proj[T->apj[j]];
+		stage_weights(T, ksig_param(T, &l->sig, pj->weight), hp, n0, boff + j * b_bytes(T), 0);
+		snprintf(a, sizeof a, "ws:proj_%s", wname(T, j));
+		out[j] = ksig_arg(T, &l->sig, a);
+		LLVMValueRef bp = ksig_param(T, &l->sig, pj->bias);
+		for (int nt = 0; nt < nc / 8; nt++)
+			for (int e = 0; e < 2; e++)
+				bias[j][nt][e] = ld(I, I->f32, gep_f32(I, bp, sext64(I, iadd(I, c0, iadd(I, imul(I, q, ci32(I, 2)),
+				                                                                      ci32(I, 8 * nt + e))))), 4);
+	}
+	LLVMValueRef ntile = idiv(I, iadd(I, BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
+	Loop L;
+	loop_begin(I, &L, ctaid(I, 1), ntile, nctaid(I, 1), "rt");
+	LLVMValueRef row0 = imul(I, loop_i(I, &L), ci32(I, PROJ_ROWS));
+	bar_sync(I);   /* the weights staged, or the last tile's rows read */
+	stage_rows(T, x, row0, BL, D, imul(I, hp, ci32(I, K)), 0, K, a_stride(T), NULL);
+	bar_sync(I);
+	LLVMValueRef acc[MX_MAXPROJ][8][4];
+	for (int j = 0; j < na; j++)
+		for (int nt = 0; nt < nc / 8; nt++)
+			for (int e = 0; e < 4; e++)
+				acc[j][nt][e] = bias[j][nt][e & 1];
+	for (int ks = 0; ks < K / 16; ks++) {
+		LLVMValueRef A[4];
+		ldsm_x4(I, A, a_frag_at(I, 0, a_stride(T), w, lane, ks), 0);
+		for (int j = 0; j < na; j++)
+			mma_row(I, acc[j], A, boff + j * b_bytes(T), b_stride(T), lane, ks, nc);
+	}
+	/* c0 c1: row g, columns 2q, 2q+1 of the n-tile; c2 c3: row g + 8 */
+	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2);
+	for (int r = 0; r < 2; r++) {
+		LLVMValueRef row = iadd(I, row0, iadd(I, imul(I, w, ci32(I, 16)), iadd(I, g, ci32(I, 8 * r))));
+		IfBlk f;
+		if_begin(I, &f, ilt(I, row, BL), "out");
+		for (int j = 0; j < na; j++)
+			for (int nt = 0; nt < nc / 8; nt++) {
+				LLVMValueRef col = iadd(I, c0, iadd(I, ci32(I, 8 * nt), imul(I, q, ci32(I, 2))));
+				LLVMValueRef v = LLVMGetUndef(v2f);
+				for (int e = 0; e < 2; e++)
+					v = LLVMBuildInsertElement(I->b, v, acc[j][nt][2 * r + e], ci32(I, e), "");
+				st(I, v, gep_f32(I, out[j], iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, col))), 8);
+			}
+		if_end(I, &f);
+	}
+	loop_end(I, &L);
+	irb_ret(I);
+}
+
+void tmpl_proj_dx(Tmpl *T)
+{
+	Irb *I = &T->I;
+	const Mixer *mx = T->mx;
+	int K = mx->k, nc = proj_nc(T), na = T->napj;
+	int boff = a_bytes(T);
+	Launch *l = proj_launch(T, 0, "proj_dx", boff + na * b_bytes(T));
+	ksig_add(T, &l->sig, "dx", I->gptr);
+	ksig_params(T, &l->sig);
+	char a[64];
+	for (int j = 0; j < na; j++) {
+		snprintf(a, sizeof a, "ws:dproj_%s", wname(T, j));
+		ksig_add(T, &l->sig, a, I->gptr);
+	}
+	ksig_add(T, &l->sig, "ws:dxd", I->gptr);
+	ksig_add(T, &l->sig, "i32:B*L", I->i32);
+	ksig_add(T, &l->sig, "i32:D", I->i32);
+	tmpl_open(T, l);
+	LLVMValueRef dx = ksig_arg(T, &l->sig, "dx"), dxd = ksig_arg(T, &l->sig, "ws:dxd");
+	LLVMValueRef BL = ksig_arg(T, &l->sig, "i32:B*L"), D = ksig_arg(T, &l->sig, "i32:D");
+	LLVMValueRef lane = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 31), ""), w = LLVMBuildLShr(I->b, tid_x(I), ci32(I, 5), "");
+	LLVMValueRef g = LLVMBuildLShr(I->b, lane, ci32(I, 2), ""), q = LLVMBuildAnd(I->b, lane, ci32(I, 3), "");
+	LLVMValueRef c0, hp, n0;
+	proj_tile(T, &c0, &hp, &n0);
+	LLVMValueRef dp[MX_MAXPROJ];
+	for (int j = 0; j < na; j++) {
+		stage_weights(T, ksig_param(T, &l->sig, mx->proj[T->apj[j]].weight), hp, n0, boff + j * b_bytes(T), 1);
+		snprintf(a, sizeof a, "ws:dproj_%s", wname(T, j));
+		dp[j] = ksig_arg(T, &l->sig, a);
+	}
+	LLVMValueRef ntile = idiv(I, iadd(I, BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
+	Loop L;
+	loop_begin(I, &L, ctaid(I, 1), ntile, nctaid(I, 1), "rt");
+	LLVMValueRef row0 = imul(I, loop_i(I, &L), ci32(I, PROJ_ROWS));
+	LLVMValueRef acc[8][4];
+	for (int nt = 0; nt < nc / 8; nt++)
+		for (int e = 0; e < 4; e++)
+			acc[nt][e] = cf32(I, 0.0);
+	/* the projections one after another through one tile of adjoint rows */
+	for (int j = 0; j < na; j++) {
+		bar_sync(I);   /* the weights staged, or the last rows read */
+		stage_rows(T, dp[j], row0, BL, D, imul(I, hp, ci32(I, K)), 0, K, a_stride(T), NULL);
+		bar_sync(I);
+		for (int ks = 0; ks < K / 16; ks++) {
+			LLVMValueRef A[4];
+			ldsm_x4(I, A, a_frag_at(I, 0, a_stride(T), w, lane, ks), 0);
+			mma_row(I, acc, A, boff + j * b_bytes(T), b_stride(T), lane, ks, nc);
+		}
+	}
+	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2);
+	for (int r = 0; r < 2; r++) {
+		LLVMValueRef row = iadd(I, row0, iadd(I, imul(I, w, ci32(I, 16)), iadd(I, g, ci32(I, 8 * r))));
+		IfBlk f;
+		if_begin(I, &f, ilt(I, row, BL), "out");
+		for (int nt = 0; nt < nc / 8; nt++) {
+			LLVMValueRef col = iadd(I, c0, iadd(I, ci32(I, 8 * nt), imul(I, q, ci32(I, 2))));
+			LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, col));
+			LLVMValueRef own = ld(I, v2f, gep_f32(I, dxd, idx), 8);
+			LLVMValueRef v0 = fadd(I, LLVMBuildExtractElement(I->b, own, ci32(I, 0), ""), acc[nt][2 * r]);
+			LLVMValueRef v1 = fadd(I, LLVMBuildExtractElement(I->b, own, ci32(I, 1), ""), acc[nt][2 * r + 1]);
+			st(I, pack_bf16x2(I, v0, v1), gep_bf16(I, dx, idx), 4);
+		}
+		if_end(I, &f);
+	}
+	loop_end(I, &L);
+	irb_ret(I);
+}
+
+/* dW_j[hp][k][m] = sum over the slab's rows of x[row][hp K + k] dP_j[row][hp K + m]:
+ * a block per (k tile of 64, m tile of NC) of head hp and slab, warp w the
+ * rows k = 16w.. of its k tile (idle past K), x^T as the mma's A (ldmatrix
+ * .trans of the staged [row][k]), the adjoints as B ([row][m], the
+ * contraction over rows) */
+void tmpl_proj_dw(Tmpl *T)
+{
+	Irb *I = &T->I;
+	int K = T->mx->k, nc = proj_nc(T), na = T->napj, nmt = K / nc;
+	int xs = 64 * 2 + 16, ds = b_stride(T);   /* row strides: x's 64 columns, an adjoint's NC */
+	int doff = PROJ_ROWS * xs, dbytes = PROJ_ROWS * ds;
+	char g0[16], sm[16];
+	snprintf(g0, sizeof g0, "%d", proj_dw_tiles(T));
+	snprintf(sm, sizeof sm, "%d", doff + na * dbytes);
+	Launch *l = tmpl_launch(T, 0, "proj_dw", g0, "H", "GW", PROJ_THREADS, sm);
+	ksig_add(T, &l->sig, "x", I->gptr);
+	char a[64];
+	for (int j = 0; j < na; j++) {
+		snprintf(a, sizeof a, "ws:dproj_%s", wname(T, j));
+		ksig_add(T, &l->sig, a, I->gptr);
+	}
+	for (int j = 0; j < na; j++) {
+		snprintf(a, sizeof a, "ws:part_%s", wname(T, j));
+		ksig_add(T, &l->sig, a, I->gptr);
+	}
+	ksig_add(T, &l->sig, "i32:B*L", I->i32);
+	ksig_add(T, &l->sig, "i32:D", I->i32);
+	tmpl_open(T, l);
+	LLVMValueRef x = ksig_arg(T, &l->sig, "x"), BL = ksig_arg(T, &l->sig, "i32:B*L"), D = ksig_arg(T, &l->sig, "i32:D");
+	LLVMValueRef lane = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 31), ""), w = LLVMBuildLShr(I->b, tid_x(I), ci32(I, 5), "");
+	LLVMValueRef g = LLVMBuildLShr(I->b, lane, ci32(I, 2), ""), q = LLVMBuildAnd(I->b, lane, ci32(I, 3), "");
+	LLVMValueRef kt = idiv(I, ctaid(I, 0), ci32(I, nmt));
+	LLVMValueRef m0 = imul(I, isub(I, ctaid(I, 0), imul(I, kt, ci32(I, nmt))), ci32(I, nc));
+	LLVMValueRef hp = ctaid(I, 1), slab = ctaid(I, 2), GW = nctaid(I, 2);
+	LLVMValueRef k0 = imul(I, kt, ci32(I, 64));
+	/* the k tile's width: 64, or what is left of K (a multiple of 16) */
+	LLVMValueRef kw = isub(I, ci32(I, K), k0);
+	kw = LLVMBuildSelect(I->b, ilt(I, kw, ci32(I, 64)), kw, ci32(I, 64), "");
+	LLVMValueRef mine = ilt(I, imul(I, w, ci32(I, 16)), kw);
+	/* the slab's rows: whole tiles of 64, slab after slab */
+	LLVMValueRef ntile = idiv(I, iadd(I, BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
+	LLVMValueRef per = idiv(I, iadd(I, ntile, isub(I, GW, ci32(I, 1))), GW);
+	LLVMValueRef t1 = imul(I, iadd(I, slab, ci32(I, 1)), per);
+	t1 = LLVMBuildSelect(I->b, ilt(I, t1, ntile), t1, ntile, "");
+	LLVMValueRef dp[MX_MAXPROJ], part[MX_MAXPROJ];
+	for (int j = 0; j < na; j++) {
+		snprintf(a, sizeof a, "ws:dproj_%s", wname(T, j));
+		dp[j] = ksig_arg(T, &l->sig, a);
+		snprintf(a, sizeof a, "ws:part_%s", wname(T, j));
+		part[j] = ksig_arg(T, &l->sig, a);
+	}
+	Var acc[MX_MAXPROJ][8][4];
+	for (int j = 0; j < na; j++)
+		for (int nt = 0; nt < nc / 8; nt++)
+			for (int e = 0; e < 4; e++)
+				acc[j][nt][e] = var_init(I, cf32(I, 0.0), "dw");
+	Loop L;
+	loop_begin(I, &L, imul(I, slab, per), t1, ci32(I, 1), "rt");
+	LLVMValueRef row0 = imul(I, loop_i(I, &L), ci32(I, PROJ_ROWS));
+	bar_sync(I);   /* the last tile's rows read */
+	/* x's columns past the k tile's width are zeros, never read (warps past it idle) */
+	stage_rows(T, x, row0, BL, D, iadd(I, imul(I, hp, ci32(I, K)), k0), 0, K < 64 ? K : 64, xs, kw);
+	for (int j = 0; j < na; j++)
+		stage_rows(T, dp[j], row0, BL, D, iadd(I, imul(I, hp, ci32(I, K)), m0), doff + j * dbytes, nc, ds, NULL);
+	bar_sync(I);
+	IfBlk f;
+	if_begin(I, &f, mine, "dw_w");
+	for (int rs = 0; rs < PROJ_ROWS / 16; rs++) {
+		/* A = x^T: matrix m reads rows 16rs + 8(m >> 1).., k block m & 1 of the staged x */
+		LLVMValueRef m = LLVMBuildLShr(I->b, lane, ci32(I, 3), "");
+		LLVMValueRef srow = iadd(I, ci32(I, 16 * rs), iadd(I, imul(I, LLVMBuildLShr(I->b, m, ci32(I, 1), ""), ci32(I, 8)),
+		                                                  LLVMBuildAnd(I->b, lane, ci32(I, 7), "")));
+		LLVMValueRef scol = iadd(I, imul(I, w, ci32(I, 16)), imul(I, LLVMBuildAnd(I->b, m, ci32(I, 1), ""), ci32(I, 8)));
+		LLVMValueRef A[4];
+		ldsm_x4(I, A, iadd(I, imul(I, srow, ci32(I, xs)), imul(I, scol, ci32(I, 2))), 1);
+		for (int j = 0; j < na; j++) {
+			LLVMValueRef c[8][4];
+			for (int nt = 0; nt < nc / 8; nt++)
+				for (int e = 0; e < 4; e++)
+					c[nt][e] = var_get(I, acc[j][nt][e]);
+			mma_row(I, c, A, doff + j * dbytes, ds, lane, rs, nc);
+			for (int nt = 0; nt < nc / 8; nt++)
+				for (int e = 0; e < 4; e++)
+					var_set(I, acc[j][nt][e], c[nt][e]);
+		}
+	}
+	if_end(I, &f);
+	loop_end(I, &L);
+	/* slab's partial: [GW][H][K][K], c0 c1 at k = 16w + g, c2 c3 at + 8 */
+	IfBlk o;
+	if_begin(I, &o, mine, "dw_out");
+	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2);
+	for (int j = 0; j < na; j++)
+		for (int r = 0; r < 2; r++) {
+			LLVMValueRef k = iadd(I, k0, iadd(I, imul(I, w, ci32(I, 16)), iadd(I, g, ci32(I, 8 * r))));
+			LLVMValueRef rowk = iadd(I, imul(I, iadd(I, imul(I, slab, idiv(I, D, ci32(I, K))), hp), ci32(I, K)), k);
+			for (int nt = 0; nt < nc / 8; nt++) {
+				LLVMValueRef col = iadd(I, m0, iadd(I, ci32(I, 8 * nt), imul(I, q, ci32(I, 2))));
+				LLVMValueRef v = LLVMGetUndef(v2f);
+				for (int e = 0; e < 2; e++)
+					v = LLVMBuildInsertElement(I->b, v, var_get(I, acc[j][nt][2 * r + e]), ci32(I, e), "");
+				LLVMValueRef idx = iadd(I, imul(I, sext64(I, rowk), ci64(I, K)), sext64(I, col));
+				st(I, v, gep_f32(I, part[j], idx), 8);
+			}
+		}
+	if_end(I, &o);
+	irb_ret(I);
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Heads of K channels, the block-diagonal projections apart from the scans
+# (R.variants' apart, templates/proj.c): RG-LRU at RecurrentGemma's 256 and
+# Griffin 7B's 176 builds in every scan kind with no line of C; each plan
+# runs proj_fwd before the scans and proj_dx, proj_dw after bwd_apply; the
+# projections and their adjoints take workspaces of B*L*D; the weight
+# gradients have a slot per slab of rows; every kernel compiles without
+# spills; and what the design cannot take is refused at the script's line.
+#   usage: gen_apart_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
+set -u
+recur=$1 src=$2 work=$3
+rm -rf "$work"; mkdir -p "$work"
+pass=0 fail=0
+check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+py=$(command -v /usr/bin/python3 || command -v python3)
+grid=$src/tests/grids/apart.lua
+for k in 256 176; do
+	APART_K=$k "$recur" gen "$grid" --lua "$src/lua" -o "$work/k$k" -q
+	check $? "gen of RG-LRU with heads of $k in the three scan kinds, projections apart"
+done
+"$recur" gen "$src/lua/variants/recurrentgemma.lua" --lua "$src/lua" -o "$work/rg" -q
+check $? "gen of lua/variants/recurrentgemma.lua"
+
+"$py" - "$work/k256/manifest.json" "$work/k176/manifest.json" <<'PY'
+import json, sys
+bad = []
+for path, k in ((sys.argv[1], 256), (sys.argv[2], 176)):
+    m = json.load(open(path))
+    if m["mixers"]["rglru"]["k"] != k: bad.append("%s: mixer k %r" % (path, m["mixers"]["rglru"]["k"]))
+    for v in m["variants"]:
+        n = v["name"]
+        fw = [l["kernel"] for l in v["forward"]]
+        bw = [l["kernel"] for l in v["backward"]]
+        if not v.get("apart"): bad.append("%s: not marked apart" % n)
+        if fw[0] != "rglru_proj_fwd": bad.append("%s: forward %r" % (n, fw))
+        if bw[-3:] != ["rglru_proj_dx", "rglru_proj_dw", "rglru_param_reduce"]: bad.append("%s: backward %r" % (n, bw))
+        vars = dict(v["vars"])
+        if vars.get("K") != str(k) or vars.get("H") != "D/K" or vars.get("HS") != "D/64":
+            bad.append("%s: vars %r" % (n, v["vars"]))
+        # the scans' grids in heads of 64, proj_dw's in the projections' heads and slabs
+        for l in v["forward"] + v["backward"]:
+            kn = l["kernel"]
+            if kn.endswith(("_reduce", "_apply", "_scan")) and "param" not in kn and l["grid"][1] != "HS":
+                bad.append("%s: %s grid %r" % (n, kn, l["grid"]))
+            if kn.endswith("proj_dw") and l["grid"][1:] != ["H", "GW"]:
+                bad.append("%s: proj_dw grid %r" % (n, l["grid"]))
+        ws = {w["name"]: w for w in v["workspaces"]}
+        for w, life, size in (("proj_Wa", "saved", "B*L*D*4"), ("proj_Wx", "saved", "B*L*D*4"),
+                              ("dproj_Wa", "backward", "B*L*D*2"), ("dxd", "backward", "B*L*D*4"),
+                              ("part_Wx", "backward", "GW*D*K*4")):
+            if w not in ws or ws[w]["life"] != life or ws[w]["bytes"] != size:
+                bad.append("%s: workspace %s %r" % (n, w, ws.get(w)))
+        if any(r["expr"] == "D%%%d==0" % k for r in v["rules"]) is False:
+            bad.append("%s: no width rule for K = %d: %r" % (n, k, v["rules"]))
+if bad: print("\n".join("     " + b for b in bad[:12]))
+sys.exit(1 if bad else 0)
+PY
+check $? "each plan: proj_fwd first, proj_dx, proj_dw, param_reduce last; scans over D/64, the weights over D/K and slabs"
+
+out=$("$recur" list --dir "$work/k256" --plan --shape 2x1000x2560 2>&1)
+echo "$out" | grep -q "rglru_proj_dw  *grid 16x10x2 " && echo "$out" | grep -q "rglru_fwd_apply  *grid 4x40x2 "
+check $? "list --plan at 2x1000x2560: proj_dw over 16 tiles x 10 heads x 2 slabs, the scans over 40 heads of 64"
+out=$("$recur" list --dir "$work/k176" --plan --shape 2x300x640 2>&1)
+echo "$out" | grep -q "illegal (shape B=2 L=300 D=640: the width must be a multiple of 176"
+check $? "a width that heads of 176 do not divide is illegal, with the reason"
+
+# ptxas: every kernel without spills (sm_90)
+ptxas=${PTXAS:-}
+[ -x "$ptxas" ] || ptxas=$(command -v ptxas || true)
+[ -x "$ptxas" ] || [ ! -x /usr/local/cuda/bin/ptxas ] || ptxas=/usr/local/cuda/bin/ptxas
+if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
+	bad=0 n=0
+	for f in "$work"/k256/*.ptx "$work"/k176/*.ptx; do
+		log=$("$ptxas" -arch=sm_90 -v "$f" -o /dev/null 2>&1) || { echo "     $f: ptxas failed"; bad=1; continue; }
+		n=$((n + 1))
+		if echo "$log" | grep -E "[1-9][0-9]* bytes spill (stores|loads)" > /dev/null; then
+			echo "     $(basename "$f"): spills"; bad=1
+		fi
+	done
+	[ "$bad" = 0 ]; check $? "ptxas accepts all $n modules for sm_90 without spills"
+else
+	echo "skip ptxas: not found"
+fi
+n=$(cat "$work"/k256/*.ptx | grep -c 'mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32')
+[ "$n" -ge 6 ]; check $? "the projections run on tensor cores ($n mma instructions)"
+
+# refusals at the script's line
+refuse() {   # NAME EXPECTED-MESSAGE LUA
+	printf '%s\n' "$3" > "$work/$1.lua"
+	out=$("$recur" gen "$work/$1.lua" --lua "$src/lua" -o "$work/$1" -q 2>&1)
+	[ $? != 0 ] && echo "$out" | grep -q "$1.lua:[0-9]*:.*$2" && [ ! -e "$work/$1" ]
+}
+refuse bad_k "a multiple of 16 from 16 to 256" 'local R = require "recur"
+return R.variants { mixer = require "arch.rglru_heads" (200), chunk = { 8 }, prefix = { 32 } }'
+check $? "heads of 200 channels are refused at the line, and nothing is written"
+refuse bad_fused "fused = false would store the gates" 'local R = require "recur"
+return R.variants { mixer = require "arch.recurrentgemma", chunk = { 8 }, prefix = { 32 }, fused = { false } }'
+check $? "apart with fused = false is refused at the line"
+refuse bad_tok "per-token projection" 'local R = require "recur"
+local m = R.mixer("tokbd", { k = 64 })
+local W, b = m:param("W", "blockdiag", R.normal_rsqrt_k()), m:param("b", "channel", R.zeros())
+local wu, bu = m:param("wu", "channel", R.normal(1)), m:param("bu", "scalar", R.zeros())
+local u = m:token_project("u", wu, bu, { scale = "rsqrt_d" })
+m:recurrence { log_a = -R.softplus(m:project("p", W, b)) * R.sigmoid(u), b = m.x }
+m:output(m.h)
+return R.variants { mixer = m, chunk = { 8 }, prefix = { 32 }, fused = { true }, apart = { true } }'
+check $? "apart for a mixer with a token stage is refused at the line"
+refuse bad_none "no block-diagonal projection" 'local R = require "recur"
+return R.variants { mixer = require "arch.samu", chunk = { 8 }, prefix = { 32 }, fused = { true }, apart = { true } }'
+check $? "apart for a mixer without block-diagonal projections is refused at the line"
+# any mixer with block-diagonal projections takes them apart: HGRN's two
+printf '%s\n' 'local R = require "recur"' \
+	'return R.variants { mixer = require "arch.hgrn", chunk = { 8 }, prefix = { 32 }, fused = { true }, fused_output = { true }, apart = { true } }' \
+	> "$work/hgrn.lua"
+"$recur" gen "$work/hgrn.lua" --lua "$src/lua" -o "$work/hgrn" -q
+check $? "HGRN's projections apart at heads of 64, no line of C"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
