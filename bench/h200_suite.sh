@@ -62,6 +62,15 @@
 #                                        1x1024x1024, 256x1024x4096 and
 #                                        RecurrentGemma's widths (DECODE_PARTS=
 #                                        verify or bench: one call each)
+#          bench/h200_suite.sh heads     the carried sets apartK (APART_K=K recur gen
+#                                        tests/grids/apart.lua, K in $APART_KS,
+#                                        default 64 256 128 176 16): verify at
+#                                        widths K divides; then the set rg (recur
+#                                        gen lua/variants/recurrentgemma.lua)
+#                                        calibrated and timed at RecurrentGemma
+#                                        2B's and 9B's layers, beside the same
+#                                        math in PyTorch (HEADS_PARTS=verify or
+#                                        bench)
 #          bench/h200_suite.sh sanitize  compute-sanitizer (memcheck, racecheck,
 #                                        synccheck, initcheck; $TOOLS_LIST) over
 #                                        every variant (tests/gpu_sanitize.sh)
@@ -109,7 +118,7 @@ rc=0
 wrote=""   # the verify logs this run wrote, summarised at the end
 # every variant's PTX compiled into the driver's cache, many at once (NOWARM=1:
 # skip; modes targets, state and decode warm their own sets)
-[ -n "${NOWARM:-}" ] || [ "$mode" = targets ] || [ "$mode" = state ] || [ "$mode" = decode ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$TMPD/jit_warm.log" || rc=1
+[ -n "${NOWARM:-}" ] || [ "$mode" = targets ] || [ "$mode" = state ] || [ "$mode" = decode ] || [ "$mode" = heads ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$TMPD/jit_warm.log" || rc=1
 if [ "$mode" = verify ] || [ "$mode" = all ]; then
 	"$BIN" verify --dir "$D" --goldens tests/goldens > "$RES/verify_h200_goldens.log" 2>&1 || rc=1
 	"$BIN" verify --dir "$D" $(echo "$SEED" | tr ',' '\n' | sed 's/^/--shape /') --shape 3x1000x1024 \
@@ -220,6 +229,48 @@ if [ "$mode" = decode ]; then
 			done
 		fi
 		grep -vE "^\[|^ *$" "$EXP/bench_decode.log" | head -60
+	esac
+fi
+if [ "$mode" = heads ]; then
+	# heads of K channels, the projections apart (tests/grids/apart.lua, APART_K=K into set apartK):
+	# every variant verified at widths K divides, L no multiple of a tile, B > 1; then
+	# RecurrentGemma's layers (2B: 2560 = 10 x 256, 9B: 4096 = 16 x 256) calibrated and timed
+	for k in ${APART_KS:-64 256 128 176 16} rg; do
+		set=apart$k
+		[ $k = rg ] && set=rg   # lua/variants/recurrentgemma.lua: warmed for the bench
+		[ -d "$PTXROOT/$set" ] || { echo "heads: no carried PTX set $set"; rc=1; continue; }
+		[ -n "${NOWARM:-}" ] || WARM_SHAPE=1x64x2816 bash bench/jit_warm.sh "$BIN" "$PTXROOT/$set" "" "$TMPD/jit_warm.log" || rc=1
+		case " ${HEADS_PARTS:-verify bench} " in *" verify "*)
+			case $k in
+				rg) continue ;;
+				64) shapes="3x1000x1024 1x8192x1024 2x333x128" ;;   # beside the fused kernels' shapes
+				256) shapes="2x1000x2560 1x4096x4096 3x77x512" ;;
+				128) shapes="3x1000x1024 2x333x256" ;;
+				176) shapes="2x300x704 1x1000x5632" ;;        # 704: the least width both 64 and 176 divide
+				*) shapes="3x300x1024 2x100x64" ;;
+			esac
+			"$BIN" verify --dir "$PTXROOT/$set" $(printf -- "--shape %s " $shapes) > "$EXP/verify_$set.log" 2>&1 || rc=1
+			wrote="$wrote $EXP/verify_$set.log"
+		esac
+	done
+	case " ${HEADS_PARTS:-verify bench} " in *" bench "*)
+		RG="${HEADS_SHAPES:-1x8192x2560,1x32768x2560,1x131072x2560,1x8192x4096,1x32768x4096,1x131072x4096}"
+		"$BIN" calibrate --dir "$PTXROOT/rg" --shapes "$RG" --out "$EXP/calibration_heads.json" \
+			> "$EXP/bench_heads.log" 2>&1 || rc=1
+		"$BIN" bench --dir "$PTXROOT/rg" --shapes "$RG" --calibration "$EXP/calibration_heads.json" \
+			--rounds 1 --samples 5 --profile --out "$EXP/bench_heads.json" >> "$EXP/bench_heads.log" 2>&1 || rc=1
+		# the same math in PyTorch (cuBLAS batched projections, the chunked matrix scan of
+		# examples/train_lm.py, and through torch.compile), one layer forward+backward
+		lib=${RECUR_LIB:-$PWD/.carry/lib/librecur.so}
+		if [ -f "$lib" ] && [ -d "$PTXROOT/rg" ]; then
+			for sh in ${HEADS_TORCH:-1x8192x2560 1x32768x2560}; do
+				RECUR_LIB=$lib LD_LIBRARY_PATH=$(dirname "$lib") PYTHONDONTWRITEBYTECODE=1 \
+					python3 examples/train_lm.py --kernels "$PTXROOT/rg" --calibration "$EXP/calibration_heads.json" \
+					--compare --bench-layer "$sh" --head 256 --out "$EXP/layer_heads" >> "$EXP/layer_heads.log" 2>&1 || rc=1
+			done
+			grep "^layer" "$EXP/layer_heads.log"
+		fi
+		grep -vE "^\[|^ *$" "$EXP/bench_heads.log" | tail -60
 	esac
 fi
 if [ "$mode" = sanitize ]; then

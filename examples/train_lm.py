@@ -526,7 +526,7 @@ def bench_layers(args):
             import recur
             layer = recur.RGLRU(recur.load(args.kernels, args.calibration), D).to(dev)
         else:
-            layer = TorchRGLRU(D).to(dev)
+            layer = TorchRGLRU(D, head=args.head).to(dev)
         run = torch.compile(layer) if mixer == "torch-compile" else layer
         x = torch.randn(B, L, D, device=dev).to(torch.bfloat16).requires_grad_()
         dy = torch.randn(B, L, D, device=dev).to(torch.bfloat16)
@@ -625,6 +625,9 @@ def main():
     p.add_argument("--out", default=os.path.join(REPO, "out", "train_lm"))
     p.add_argument("--bench-layer", metavar="BxLxD", help="time one mixer layer alone at this shape "
                    "(the issue's: 1x8192x1024) instead of training")
+    p.add_argument("--head", type=int, default=64, help="--bench-layer: the plain-PyTorch layer's head width "
+                   "(256: RecurrentGemma's; the recur layer's comes from --kernels, e.g. recur gen "
+                   "lua/variants/recurrentgemma.lua)")
     p.add_argument("--bench-reps", type=int, default=20)
     p.add_argument("--bench-warmup", type=int, default=5)
     p.add_argument("--self-test", action="store_true", help="check the plain-PyTorch layer on the CPU, and exit")
