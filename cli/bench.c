@@ -371,8 +371,9 @@ static int mix_profile(Bench *bn, Mix *mx, char *err, size_t n)
 		for (int i = 0; i < RES_MAXPROF && recur_variant_last_launch(mx->v, i, &li) == 0; i++) {
 			ResKernel *K = &r->prof[p][r->nprof[p]++];
 			harness_kernel(mx->v, &li, K);
-			K->bytes = 0;
-			if (vi >= 0 && recur_launch_bytes(bn->m, vi, p, i, r->shape, &K->bytes, err, n) != 0) {
+			K->bytes = K->flops = 0;
+			if (vi >= 0 && (recur_launch_bytes(bn->m, vi, p, i, r->shape, &K->bytes, err, n) != 0 ||
+			                recur_launch_flops(bn->m, vi, p, i, r->shape, &K->flops, err, n) != 0)) {
 				recur_set_profiling(mx->v, 0);
 				return -1;
 			}
@@ -380,15 +381,18 @@ static int mix_profile(Bench *bn, Mix *mx, char *err, size_t n)
 	}
 	recur_set_profiling(mx->v, 0);
 	r->has_profile = 1;
-	printf("profile %s %s %dx%dx%d\n  %-9s %-32s %9s %5s %6s %7s %6s %6s %9s %7s\n", r->architecture, r->backend,
+	printf("profile %s %s %dx%dx%d\n  %-9s %-32s %9s %5s %6s %7s %6s %6s %9s %7s %7s\n", r->architecture, r->backend,
 	       r->shape.B, r->shape.L, r->shape.D, "pass", "kernel", "ms", "regs", "local", "smem KB", "thr", "blk/SM",
-	       "MB", "GB/s");
+	       "MB", "GB/s", "TFLOP/s");
 	for (int p = 0; p < 2; p++)
 		for (int i = 0; i < r->nprof[p]; i++) {
 			const ResKernel *K = &r->prof[p][i];
-			printf("  %-9s %-32s %9.4f %5d %6d %7.1f %6d %6d %9.1f %7.0f\n", p ? "backward" : "forward", K->kernel,
+			char tf[16] = "-";
+			if (K->flops > 0 && K->ms > 0)
+				snprintf(tf, sizeof tf, "%.0f", K->flops / K->ms * 1e-9);
+			printf("  %-9s %-32s %9.4f %5d %6d %7.1f %6d %6d %9.1f %7.0f %7s\n", p ? "backward" : "forward", K->kernel,
 			       K->ms, K->registers, K->local_bytes, (K->static_smem + K->dyn_smem) / 1024.0, K->block,
-			       K->blocks_per_sm, K->bytes * 1e-6, K->ms > 0 ? K->bytes / K->ms * 1e-6 : 0.0);
+			       K->blocks_per_sm, K->bytes * 1e-6, K->ms > 0 ? K->bytes / K->ms * 1e-6 : 0.0, tf);
 		}
 	for (int p = 0; p < 2; p++)
 		for (int i = 0; i < r->nprof[p]; i++) {
@@ -399,7 +403,8 @@ static int mix_profile(Bench *bn, Mix *mx, char *err, size_t n)
 				       K->grid[0] * K->grid[1] * K->grid[2]);
 		}
 	printf("  (smem: static + dynamic per block; blk/SM: blocks that fit an SM; MB: what each kernel must move,\n"
-	       "   every tensor and workspace it touches once; GB/s: that over its time)\n");
+	       "   every tensor and workspace it touches once; GB/s: that over its time; TFLOP/s: the tensor-core\n"
+	       "   FLOP of its projections, each product once, over its time)\n");
 	return 0;
 }
 

@@ -425,12 +425,17 @@ static int profile(BS *bs, SB *x, char *err, size_t n)
 	for (int i = 0; !rc && i < RES_MAXPROF && recur_variant_last_launch(x->v, i, &li) == 0; i++) {
 		ResKernel *K = &r->prof[0][r->nprof[0]++];
 		harness_kernel(x->v, &li, K);
-		rc = recur_launch_bytes(bs->m, x->vi, 0, i, (recur_shape){x->s.B, x->t, x->s.D}, &K->bytes, err, n);
+		recur_shape s = { x->s.B, x->t, x->s.D };
+		rc = recur_launch_bytes(bs->m, x->vi, 0, i, s, &K->bytes, err, n) ||
+		     recur_launch_flops(bs->m, x->vi, 0, i, s, &K->flops, err, n);
+		char tf[32] = "";
+		if (!rc && K->flops > 0 && K->ms > 0)
+			snprintf(tf, sizeof tf, " %.1f TFLOP/s", K->flops / K->ms * 1e-9);
 		if (!rc)
-			printf("  %-32s %9.4f ms grid %ux%ux%u block %d smem %u regs %d local %d blk/SM %d %s%.3f MB\n",
+			printf("  %-32s %9.4f ms grid %ux%ux%u block %d smem %u regs %d local %d blk/SM %d %s%.3f MB%s\n",
 			       K->kernel, K->ms, K->grid[0], K->grid[1], K->grid[2], K->block, K->dyn_smem,
 			       K->registers, K->local_bytes, K->blocks_per_sm, K->bytes > 0 ? "declared " : "",
-			       K->bytes * 1e-6);
+			       K->bytes * 1e-6, tf);
 	}
 	recur_set_profiling(x->v, 0);
 	if (rc)

@@ -79,6 +79,10 @@ static json_t *profile_json(const ResRow *r)
 				json_object_set_new(e, "bytes", json_real(k->bytes));
 				json_object_set_new(e, "gb_per_s", json_real(k->ms > 0 ? k->bytes / k->ms * 1e-6 : 0.0));
 			}
+			if (k->flops > 0) {
+				json_object_set_new(e, "flops", json_real(k->flops));
+				json_object_set_new(e, "tflop_per_s", json_real(k->ms > 0 ? k->flops / k->ms * 1e-9 : 0.0));
+			}
 			json_object_set_new(e, "registers", json_integer(k->registers));
 			json_object_set_new(e, "local_bytes", json_integer(k->local_bytes));
 			json_object_set_new(e, "static_smem_bytes", json_integer(k->static_smem));

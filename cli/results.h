@@ -37,6 +37,7 @@ typedef struct {
 	char kernel[64];
 	double ms;
 	double bytes;            /* compulsory DRAM bytes declared by the generator, 0 = unknown */
+	double flops;            /* tensor-core FLOP of its math declared by the generator, 0 = none */
 	int registers, local_bytes, static_smem, max_threads;
 	unsigned grid[3], dyn_smem;
 	int block, blocks_per_sm;   /* as launched; 0 = unknown */

@@ -47,6 +47,8 @@ static json_t *launches_json(const Tmpl *T, const Launch *l, int n)
 			json_object_set_new(o, "clears", json_true());
 		tmpl_launch_bytes(T, &l[i], bytes, sizeof bytes);
 		json_object_set_new(o, "bytes", json_string(bytes));
+		if (l[i].flops[0])
+			json_object_set_new(o, "flops", json_string(l[i].flops));
 		json_t *args = json_array();
 		for (int k = 0; k < l[i].sig.n; k++)
 			json_array_append_new(args, json_string(l[i].sig.arg[k]));

@@ -516,7 +516,8 @@ static int ld_launch(Ld *L, json_t *j, const rt_mixer *mx, const rt_vdesc *d, in
 	    ld_expr(L, j, "smem", 0, "0", &l->smem) || ld_array(L, j, "args", 1, &args) ||
 	    ld_check(L, "smem", l->smem, sv) || ld_expr(L, j, "cluster", 0, "1", &l->cluster) ||
 	    ld_check(L, "cluster", l->cluster, sv) || ld_expr(L, j, "bytes", 0, "0", &l->bytes) ||
-	    ld_check(L, "bytes", l->bytes, sv) || ld_bool(L, j, "resident", &l->resident) ||
+	    ld_check(L, "bytes", l->bytes, sv) || ld_expr(L, j, "flops", 0, "0", &l->flops) ||
+	    ld_check(L, "flops", l->flops, sv) || ld_bool(L, j, "resident", &l->resident) ||
 	    ld_bool(L, j, "early", &l->early) || ld_bool(L, j, "clears", &l->clears))
 		return -1;
 	if (!*l->kernel)
@@ -1036,8 +1037,9 @@ static int in_variant(const rt_vdesc *d, char *err, size_t errlen)
 }
 
 
-int recur_launch_bytes(const recur_manifest *m, int variant, int backward, int i, recur_shape s,
-                       double *bytes, char *err, size_t errlen)
+/* an expression of launch i of a pass (bytes or flops) at shape s */
+static int launch_value(const recur_manifest *m, int variant, int backward, int i, recur_shape s, int flops,
+                        double *out, char *err, size_t errlen)
 {
 	const rt_vdesc *d = vdesc(m, variant);
 	ShapeVars sv;
@@ -1054,13 +1056,26 @@ int recur_launch_bytes(const recur_manifest *m, int variant, int backward, int i
 		return in_variant(d, err, errlen);
 	int64_t b;
 	char e[512];
-	if (shapex_eval(d->launch[pass][i].bytes, &sv, &b, e, sizeof e)) {
-		snprintf(err, errlen, "variant %s, %s launch %d (%s): bytes: %s", d->name, rt_pass_name[pass], i,
-		         d->launch[pass][i].kernel, e);
+	const rt_launch *l = &d->launch[pass][i];
+	if (shapex_eval(flops ? l->flops : l->bytes, &sv, &b, e, sizeof e)) {
+		snprintf(err, errlen, "variant %s, %s launch %d (%s): %s: %s", d->name, rt_pass_name[pass], i, l->kernel,
+		         flops ? "flops" : "bytes", e);
 		return -1;
 	}
-	*bytes = (double)b;
+	*out = (double)b;
 	return 0;
+}
+
+int recur_launch_bytes(const recur_manifest *m, int variant, int backward, int i, recur_shape s,
+                       double *bytes, char *err, size_t errlen)
+{
+	return launch_value(m, variant, backward, i, s, 0, bytes, err, errlen);
+}
+
+int recur_launch_flops(const recur_manifest *m, int variant, int backward, int i, recur_shape s,
+                       double *flops, char *err, size_t errlen)
+{
+	return launch_value(m, variant, backward, i, s, 1, flops, err, errlen);
 }
 
 int rt_launch_geom(const rt_launch *l, const ShapeVars *sv, rt_plan_geom *g, char *e, size_t n)

@@ -77,6 +77,10 @@
  *                                           the zeroed workspaces of both passes
  *                                           (args "zero:base", "zero:words"), and
  *                                           the runtime clears nothing ahead of it
+ *           "bytes": "B*L*D*2+...",         optional: the DRAM bytes it must move
+ *           "flops": "B*L*D*256",           optional: the tensor-core FLOP its math
+ *                                           needs (each product of the model's
+ *                                           projections once), for achieved rates
  *           "args": ["x", "param:Wa", "grad:dWa", "ws:agg", "i32:L", ...]}
  *   args, in the kernel's parameter order:
  *     "x" "y" "dy" "dx"   the call's tensors (device pointers)

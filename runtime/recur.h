@@ -253,6 +253,12 @@ const char *recur_variant_module(const recur_variant *v);
  * the times of recur_variant_last_times this gives achieved bandwidth. */
 int  recur_launch_bytes(const recur_manifest *m, int variant, int backward, int i, recur_shape s,
                         double *bytes, char *err, size_t errlen);
+/* The tensor-core FLOP of launch i's math at shape s, as the generator
+ * declared them ("flops": each product of the model's projections once,
+ * 2 per multiply-add); 0 for a launch without. Over its time: the
+ * achieved tensor-core rate. */
+int  recur_launch_flops(const recur_manifest *m, int variant, int backward, int i, recur_shape s,
+                        double *flops, char *err, size_t errlen);
 
 /* Launch i of the forward (backward = 0) or backward at shape s, from the
  * manifest alone (no GPU): kernel, grid, threads, dynamic shared bytes and

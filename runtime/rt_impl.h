@@ -48,6 +48,7 @@ typedef struct {
 	const char *smem;
 	const char *cluster;         /* blocks per thread-block cluster along x, "1" = a plain launch */
 	const char *bytes;           /* compulsory DRAM bytes, "0" when not declared */
+	const char *flops;           /* tensor-core FLOP of its math, "0" when none */
 	int resident;                /* blocks wait on each other: all resident at once where grid x > 1 */
 	int early;                   /* waits for the grid ahead (griddepcontrol.wait) before touching memory */
 	int clears;                  /* clears the arena of zeroed workspaces (zero:base, zero:words): no memset */

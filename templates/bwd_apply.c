@@ -493,6 +493,8 @@ static Launch *bwd_apply_launch(Tmpl *T, int smem)
 	char sm[32];
 	snprintf(sm, sizeof sm, "%d", smem);
 	Launch *l = tmpl_launch(T, 0, "bwd_apply", "G", scan_h(T), "B", 128, sm);
+	if (T->nbdproj)   /* the gates, dx through W^T, dW = x^T dproj */
+		launch_flops(l, 3 * proj_flops(T));
 	l->minblocks = 1;
 	l->resident = onepass;
 	if (T->nbdproj > 0 && !T->portable)

@@ -17,6 +17,8 @@ void tmpl_bwd_reduce(Tmpl *T)
 	snprintf(sm, sizeof sm, "%d", quad_smem(T, segf, proj));
 	Launch *l = tmpl_launch(T, 0, "bwd_reduce", "NT", scan_h(T), "B", 128 * T->quads, sm);
 	l->minblocks = reduce_minblocks(T);
+	if (proj && T->nbdproj)
+		launch_flops(l, proj_flops(T));
 	if (!(segf & SEG_X))
 		snprintf(l->bytes_unread, sizeof l->bytes_unread, "x");
 	ksig_add(T, &l->sig, "x", I->gptr);

@@ -150,7 +150,9 @@ void tmpl_decode_mma(Tmpl *T)
 	CHECK(T->mx->k == 64 && T->nbdproj > 0);
 	char rows[32];
 	snprintf(rows, sizeof rows, "cdiv(B,%d)", 16 * DM_GROUPS);
-	const KSig *s = &tmpl_decode_open(T, "decode_mma", "1", "H", rows, 128, "0")->sig;
+	Launch *l = tmpl_decode_open(T, "decode_mma", "1", "H", rows, 128, "0");
+	launch_flops(l, proj_flops(T));
+	const KSig *s = &l->sig;
 	T->k.slots_adjacent = 0;   /* the slots in the mma's column order: lanes_init's ch, wcol */
 	Lanes ln;
 	lanes_init(T, &ln, s, 1);   /* head ctaid.y, row block ctaid.z, weight fragments, channel parameters */

@@ -126,6 +126,8 @@ void tmpl_fwd_reduce(Tmpl *T)
 	char sm[32];
 	Launch *l = tmpl_launch(T, 1, "fwd_reduce", "NT", scan_h(T), "B", 128 * T->quads, smem_quads(T, sm, sizeof sm));
 	l->minblocks = reduce_minblocks(T);
+	if (gates_inline(T) && T->nbdproj)
+		launch_flops(l, proj_flops(T));   /* the gates */
 	sig_inputs(T, &l->sig);
 	ksig_add(T, &l->sig, "ws:aggA", I->gptr);
 	ksig_add(T, &l->sig, "ws:aggB", I->gptr);
@@ -335,6 +337,8 @@ void tmpl_fwd_apply(Tmpl *T)
 	snprintf(sm, sizeof sm, "%d", keep >= 0 ? keep + keep_bytes(T) : lbo + (lb ? LB_SMEM : 0));
 	Launch *l = tmpl_launch(T, 1, lb ? "fwd_scan" : "fwd_apply", "NT", scan_h(T), "B", 128 * T->quads, sm);
 	l->minblocks = T->quad_groups == 1 ? 2 : 1;   /* more groups keep more chunk maps live: 128 registers spill */
+	if (proj && T->nbdproj)
+		launch_flops(l, proj_flops(T));   /* the gates (the look-back's second sweep may compute them again) */
 	sig_inputs(T, &l->sig);
 	ksig_add(T, &l->sig, "y", I->gptr);
 	if (lb) {
@@ -375,6 +379,8 @@ void tmpl_fwd_gates(Tmpl *T)
 	char sm[32];
 	snprintf(sm, sizeof sm, "%d", T->quads * seg_bytes(T, seg_len(T), SEG_X));
 	Launch *l = tmpl_launch(T, 1, "fwd_gates", "NT", scan_h(T), "B", 128 * T->quads, sm);
+	if (T->nbdproj)
+		launch_flops(l, proj_flops(T));
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_params(T, &l->sig);
 	ksig_tok(T, &l->sig);

@@ -20,6 +20,12 @@ Launch *tmpl_launch(Tmpl *T, int fwd, const char *kname, const char *g0, const c
 	return l;
 }
 
+void launch_flops(Launch *l, int per_elem)
+{
+	if (per_elem > 0)
+		snprintf(l->flops, sizeof l->flops, "B*L*D*%d", per_elem);
+}
+
 void tmpl_open(Tmpl *T, Launch *l)
 {
 	irb_kernel(&T->I, l->kernel, l->sig.ty, l->sig.n, l->block, l->minblocks);

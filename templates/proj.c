@@ -150,7 +150,9 @@ static Launch *proj_launch(Tmpl *T, int fwd, const char *name, int smem)
 	snprintf(g0, sizeof g0, "D/%d", proj_nc(T));
 	snprintf(g1, sizeof g1, "min(cdiv(B*L,%d),max(1,cdiv(528,D/%d)))", PROJ_ROWS, proj_nc(T));
 	snprintf(sm, sizeof sm, "%d", smem);
-	return tmpl_launch(T, fwd, name, g0, g1, "1", PROJ_THREADS, sm);
+	Launch *l = tmpl_launch(T, fwd, name, g0, g1, "1", PROJ_THREADS, sm);
+	launch_flops(l, proj_flops(T));
+	return l;
 }
 
 /* the block's column tile: head hp, first column n0 inside it, first
@@ -318,6 +320,7 @@ void tmpl_proj_dw(Tmpl *T)
 	snprintf(g0, sizeof g0, "%d", proj_dw_tiles(T));
 	snprintf(sm, sizeof sm, "%d", doff + na * dbytes);
 	Launch *l = tmpl_launch(T, 0, "proj_dw", g0, "H", "GW", PROJ_THREADS, sm);
+	launch_flops(l, proj_flops(T));
 	ksig_add(T, &l->sig, "x", I->gptr);
 	char a[64];
 	for (int j = 0; j < na; j++) {

@@ -58,6 +58,7 @@ typedef struct {
 	char cluster[16];     /* blocks per thread-block cluster along x, a shape expression ("" = none) */
 	char bytes_extra[64]; /* bytes beyond one touch of each tensor and workspace argument ("" = none) */
 	char bytes_unread[16];/* an argument of the signature the kernel never touches ("" = none) */
+	char flops[48];       /* tensor-core FLOP of its math ("" = none): launch_flops */
 	int resident;         /* its blocks wait on each other: all must be resident at once where grid x > 1 */
 	int clears;           /* it clears the arena of zeroed workspaces (tmpl_clear_args): the forward's first */
 	int early;            /* it waits for the kernel ahead of it itself (tmpl_open's grid_dep_wait), so
@@ -256,6 +257,12 @@ typedef struct { Var A[TM_SLOTS], B[TM_SLOTS]; } Maps;
 Launch *tmpl_launch(Tmpl *T, int fwd, const char *kname, const char *g0, const char *g1,
                     const char *g2, int block, const char *smem);
 void tmpl_open(Tmpl *T, Launch *l);
+/* the launch's tensor-core FLOP: per_elem per element of [B][L][D] (each
+ * product of the model's projections the kernel computes, once; 2 per
+ * multiply-add; sweeps that compute them again are not counted) */
+void launch_flops(Launch *l, int per_elem);
+/* the FLOP per element of the block-diagonal projections once: 2 K each */
+static inline int proj_flops(const Tmpl *T) { return 2 * T->mx->k * (T->nbdproj + T->napj); }
 void tmpl_clear_args(Tmpl *T, Launch *l);
 void tmpl_clear_emit(Tmpl *T, const Launch *l);
 void ksig_add(Tmpl *T, KSig *s, const char *arg, LLVMTypeRef ty);

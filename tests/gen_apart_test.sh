@@ -50,12 +50,17 @@ for path, k in ((sys.argv[1], 256), (sys.argv[2], 176)):
                               ("part_Wx", "backward", "GW*D*K*4")):
             if w not in ws or ws[w]["life"] != life or ws[w]["bytes"] != size:
                 bad.append("%s: workspace %s %r" % (n, w, ws.get(w)))
+        # the tensor-core FLOP each kernel declares: two projections of 2K per element,
+        # in the projection kernels alone (the scans run none)
+        for l in v["forward"] + v["backward"]:
+            want = "B*L*D*%d" % (4 * k) if "_proj_" in l["kernel"] else None
+            if l.get("flops") != want: bad.append("%s: %s flops %r, expected %r" % (n, l["kernel"], l.get("flops"), want))
         if any(r["expr"] == "D%%%d==0" % k for r in v["rules"]) is False:
             bad.append("%s: no width rule for K = %d: %r" % (n, k, v["rules"]))
 if bad: print("\n".join("     " + b for b in bad[:12]))
 sys.exit(1 if bad else 0)
 PY
-check $? "each plan: proj_fwd first, proj_dx, proj_dw, param_reduce last; scans over D/64, the weights over D/K and slabs"
+check $? "each plan: proj_fwd first, proj_dx, proj_dw, param_reduce last; scans over D/64, the weights over D/K and slabs; 4K tensor FLOP per element in each projection kernel"
 
 out=$("$recur" list --dir "$work/k256" --plan --shape 2x1000x2560 2>&1)
 echo "$out" | grep -q "rglru_proj_dw  *grid 16x10x2 " && echo "$out" | grep -q "rglru_fwd_apply  *grid 4x40x2 "

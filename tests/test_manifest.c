@@ -49,6 +49,7 @@ static const char *good =
 	"     \"forward\": [\n"
 	"       {\"kernel\": \"fwd_tiles\", \"grid\": [\"NT\", \"H\", \"B\"], \"block\": [256, 1, 1], \"smem\": \"0\",\n"
 	"        \"bytes\": \"(B*L*D*2)+(B*NT*D*8)\",\n"
+	"        \"flops\": \"B*L*D*256\",\n"
 	"        \"args\": [\"x\", \"param:w\", \"ws:agg\", \"ws:ckpt\", \"i32:L\", \"i32:D\"]},\n"
 	"       {\"kernel\": \"fwd_out\", \"grid\": [\"NT\", \"H\", 2], \"block\": [128, 2, 1], \"smem\": \"T*4\",\n"
 	"        \"args\": [\"x\", \"y\", \"param:W\", \"ws:agg\", \"i64:B*L*D\"]}],\n"
@@ -193,6 +194,15 @@ int main(void)
 	verdict(rc == 0 && by == 0, "a launch that declares no bytes: 0", err);
 	rc = recur_launch_bytes(m, 0, 1, 5, s, &by, err, sizeof err);
 	verdict(rc == -1 && strstr(err, "no backward launch 5"), "a launch that does not exist is named", err);
+	/* and its tensor-core FLOP (achieved rates in profiles) */
+	double fl = -1;
+	rc = recur_launch_flops(m, 0, 0, 0, s, &fl, err, sizeof err);
+	verdict(rc == 0 && fl == 1.0 * 37 * 128 * 256, "flops of fwd_tiles at 1x37x128: B*L*D*256", err);
+	fl = -1;
+	rc = recur_launch_flops(m, 0, 0, 1, s, &fl, err, sizeof err);
+	verdict(rc == 0 && fl == 0, "a launch that declares no flops: 0", err);
+	rc = recur_launch_flops(m, 0, 1, 5, s, &fl, err, sizeof err);
+	verdict(rc == -1 && strstr(err, "no backward launch 5"), "flops of a launch that does not exist: named", err);
 	/* a launch's plan from the manifest alone: fwd_out at 1x37x128 (T = 512: one tile, two heads) */
 	recur_plan_info pi = {0};
 	err[0] = 0;
@@ -232,6 +242,7 @@ int main(void)
 	must_fail("missing key forward in v2", "\"forward\": [{\"kernel\": \"fwd_tiles\", \"grid\": [1",
 	          "\"fwd\": [{\"kernel\": \"fwd_tiles\", \"grid\": [1", "missing key \"forward\"", "variants[1] (v2)");
 	must_fail("bad bytes expression", "\"bytes\": \"(B*L*D*2)+(B*NT*D*8)\"", "\"bytes\": \"B*Q\"", "bytes", "forward[0]");
+	must_fail("bad flops expression", "\"flops\": \"B*L*D*256\"", "\"flops\": \"B*Z\"", "flops", "forward[0]");
 	must_fail("bad arg kind", "\"i64:B*L*D\"", "\"f32:1\"", "unknown arg kind \"f32:1\"", "forward[1]");
 	must_fail("unknown parameter", "\"grad:W\"", "\"grad:V\"", "grad:V", "backward[0]");
 	must_fail("unknown workspace", "\"ws:part\"", "\"ws:nope\"", "ws:nope", "backward[0]");
