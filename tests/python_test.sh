@@ -36,7 +36,9 @@ return {
 }
 LUA
 "$recur" gen "$work/resets.lua" --lua "$src/lua" -o "$work/resets" -q || exit 1
+# and heads of 256 channels, their projections apart
+APART_K=256 "$recur" gen "$src/tests/grids/apart.lua" --lua "$src/lua" -o "$work/heads" -q || exit 1
 echo "python: $py"
 # no __pycache__ in the source tree
-PYTHONDONTWRITEBYTECODE=1 RECUR_LIB=$lib RECUR_TEST_KERNELS=$ptx RECUR_TEST_RESETS_KERNELS=$work/resets RECUR_GOLDENS=${RECUR_GOLDENS:-$src/tests/goldens} \
+PYTHONDONTWRITEBYTECODE=1 RECUR_LIB=$lib RECUR_TEST_KERNELS=$ptx RECUR_TEST_RESETS_KERNELS=$work/resets RECUR_TEST_HEADS_KERNELS=$work/heads RECUR_GOLDENS=${RECUR_GOLDENS:-$src/tests/goldens} \
 	exec "$py" "$src/tests/python/test_cpu.py"

@@ -35,6 +35,7 @@ from recur.kernels import DeviceInfo  # noqa: E402
 
 KERNELS = os.environ.get("RECUR_TEST_KERNELS", "")
 RESETS_KERNELS = os.environ.get("RECUR_TEST_RESETS_KERNELS", "")
+HEADS_KERNELS = os.environ.get("RECUR_TEST_HEADS_KERNELS", "")
 GOLDENS = os.environ.get("RECUR_GOLDENS") or os.path.join(REPO, "tests", "goldens")
 H200 = DeviceInfo(0, "NVIDIA H200", 132)
 
@@ -458,6 +459,42 @@ class ReferenceStates(unittest.TestCase):
                         [ref_torch.rel_l2(a + b, c) for a, b, c in zip(first[2], second[2], gp)])
             self.assertLess(worst, 1e-12, mixer)
             report("reference in two calls = one row:", mixer, "worst %.1e" % worst)
+
+
+class Heads256(unittest.TestCase):
+    """RG-LRU with RecurrentGemma's heads of 256 channels (projections apart,
+    tests/grids/apart.lua): the layer takes its parameters' shapes from the
+    manifest, refuses a width the heads do not divide, and sizes the
+    projections' saved workspace."""
+
+    def setUp(self):
+        if not HEADS_KERNELS:
+            self.skipTest("RECUR_TEST_HEADS_KERNELS is not set (python_test.sh makes one)")
+        self.k = recur.load(HEADS_KERNELS)
+
+    def test_parameters_of_heads_of_256(self):
+        m = recur.RGLRU(self.k, 2560, generator=torch.Generator().manual_seed(1))
+        self.assertEqual(tuple(m.Wa.shape), (10, 256, 256))
+        self.assertEqual(tuple(m.Wx.shape), (10, 256, 256))
+        self.assertEqual(tuple(m.ba.shape), (2560,))
+        self.assertAlmostEqual(m.Wa.std().item(), 1 / 16, delta=0.001)
+        report(m)
+
+    def test_a_width_the_heads_do_not_divide(self):
+        with self.assertRaises(ValueError) as e:
+            recur.RGLRU(self.k, 2112)   # 33 x 64, no multiple of 256
+        report(str(e.exception))
+        self.assertIn("multiple of 256", str(e.exception))
+
+    def test_the_projections_are_saved(self):
+        if not _lib.library().has("recur_workspace_sizes"):
+            self.skipTest("librecur has no recur_workspace_sizes")
+        B, L, D = 1, 1000, 2560
+        for v in self.k.variants():
+            saved, scratch = self.k.workspace_sizes(v, B, L, D)
+            report("%-48s saved %10d scratch %10d" % (v, saved, scratch))
+            self.assertGreaterEqual(saved, 2 * B * L * D * 4)       # both projections, fp32
+            self.assertGreaterEqual(scratch, 2 * B * L * D * 2 + B * L * D * 4)   # their adjoints, dx's own term
 
 
 class _StateFolder(unittest.TestCase):
