@@ -155,14 +155,58 @@ static Launch *proj_launch(Tmpl *T, int fwd, const char *name, int smem)
 	return l;
 }
 
-/* the block's column tile: head hp, first column n0 inside it, first
- * column c0 of the width */
-static void proj_tile(Tmpl *T, LLVMValueRef *c0, LLVMValueRef *hp, LLVMValueRef *n0)
+/* one argument per projection apart: "ws:PREFIX" and the weight's name */
+static void ksig_each(Tmpl *T, KSig *s, const char *prefix)
+{
+	char a[64];
+	for (int j = 0; j < T->napj; j++) {
+		snprintf(a, sizeof a, "ws:%s%s", prefix, wname(T, j));
+		ksig_add(T, s, a, T->I.gptr);
+	}
+}
+
+static LLVMValueRef ksig_each_arg(Tmpl *T, const KSig *s, const char *prefix, int j)
+{
+	char a[64];
+	snprintf(a, sizeof a, "ws:%s%s", prefix, wname(T, j));
+	return ksig_arg(T, s, a);
+}
+
+/* A thread's place in a projection kernel: lane (g, q) of warp w, the
+ * rows B*L and width D, and (proj_fwd, proj_dx: proj_tile) the block's
+ * column tile: head hp, its first column n0 inside the head, c0 in the width */
+typedef struct { LLVMValueRef lane, w, g, q, BL, D, c0, hp, n0; } ProjLanes;
+
+static void proj_tile(Tmpl *T, ProjLanes *p)
 {
 	Irb *I = &T->I;
-	*c0 = imul(I, ctaid(I, 0), ci32(I, proj_nc(T)));
-	*hp = idiv(I, *c0, ci32(I, T->mx->k));
-	*n0 = isub(I, *c0, imul(I, *hp, ci32(I, T->mx->k)));
+	p->c0 = imul(I, ctaid(I, 0), ci32(I, proj_nc(T)));
+	p->hp = idiv(I, p->c0, ci32(I, T->mx->k));
+	p->n0 = isub(I, p->c0, imul(I, p->hp, ci32(I, T->mx->k)));
+}
+
+static void proj_lanes(Tmpl *T, const KSig *s, ProjLanes *p)
+{
+	Irb *I = &T->I;
+	p->BL = ksig_arg(T, s, "i32:B*L");
+	p->D = ksig_arg(T, s, "i32:D");
+	p->lane = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 31), "");
+	p->w = LLVMBuildLShr(I->b, tid_x(I), ci32(I, 5), "");
+	p->g = LLVMBuildLShr(I->b, p->lane, ci32(I, 2), "");
+	p->q = LLVMBuildAnd(I->b, p->lane, ci32(I, 3), "");
+	p->c0 = p->hp = p->n0 = NULL;
+}
+
+/* the output row of accumulator row r (g, or g + 8) of the warp's 16 in the tile at row0 */
+static LLVMValueRef out_row(Irb *I, const ProjLanes *p, LLVMValueRef row0, int r)
+{
+	return iadd(I, row0, iadd(I, imul(I, p->w, ci32(I, 16)), iadd(I, p->g, ci32(I, 8 * r))));
+}
+
+/* column 2q of n-tile nt from column base */
+static LLVMValueRef out_col(Irb *I, const ProjLanes *p, LLVMValueRef base, int nt)
+{
+	return iadd(I, base, iadd(I, ci32(I, 8 * nt), imul(I, p->q, ci32(I, 2))));
 }
 
 void tmpl_proj_fwd(Tmpl *T)
@@ -174,30 +218,23 @@ void tmpl_proj_fwd(Tmpl *T)
 	Launch *l = proj_launch(T, 1, "proj_fwd", boff + na * b_bytes(T));
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_params(T, &l->sig);
-	char a[64];
-	for (int j = 0; j < na; j++) {
-		snprintf(a, sizeof a, "ws:proj_%s", wname(T, j));
-		ksig_add(T, &l->sig, a, I->gptr);
-	}
+	ksig_each(T, &l->sig, "proj_");
 	ksig_add(T, &l->sig, "i32:B*L", I->i32);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
 	tmpl_open(T, l);
-	LLVMValueRef x = ksig_arg(T, &l->sig, "x"), BL = ksig_arg(T, &l->sig, "i32:B*L"), D = ksig_arg(T, &l->sig, "i32:D");
-	LLVMValueRef lane = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 31), ""), w = LLVMBuildLShr(I->b, tid_x(I), ci32(I, 5), "");
-	LLVMValueRef g = LLVMBuildLShr(I->b, lane, ci32(I, 2), ""), q = LLVMBuildAnd(I->b, lane, ci32(I, 3), "");
-	LLVMValueRef c0, hp, n0;
-	proj_tile(T, &c0, &hp, &n0);
+	ProjLanes p;
+	proj_lanes(T, &l->sig, &p);
+	proj_tile(T, &p);
+	LLVMValueRef x = ksig_arg(T, &l->sig, "x"), BL = p.BL, D = p.D, lane = p.lane, w = p.w, hp = p.hp;
 	LLVMValueRef out[MX_MAXPROJ], bias[MX_MAXPROJ][8][2];
 	for (int j = 0; j < na; j++) {
 		const MxProj *pj = &mx->proj[T->apj[j]];
-		stage_weights(T, ksig_param(T, &l->sig, pj->weight), hp, n0, boff + j * b_bytes(T), 0);
-		snprintf(a, sizeof a, "ws:proj_%s", wname(T, j));
-		out[j] = ksig_arg(T, &l->sig, a);
+		stage_weights(T, ksig_param(T, &l->sig, pj->weight), hp, p.n0, boff + j * b_bytes(T), 0);
+		out[j] = ksig_each_arg(T, &l->sig, "proj_", j);
 		LLVMValueRef bp = ksig_param(T, &l->sig, pj->bias);
 		for (int nt = 0; nt < nc / 8; nt++)
 			for (int e = 0; e < 2; e++)
-				bias[j][nt][e] = ld(I, I->f32, gep_f32(I, bp, sext64(I, iadd(I, c0, iadd(I, imul(I, q, ci32(I, 2)),
-				                                                                      ci32(I, 8 * nt + e))))), 4);
+				bias[j][nt][e] = ld(I, I->f32, gep_f32(I, bp, sext64(I, iadd(I, out_col(I, &p, p.c0, nt), ci32(I, e)))), 4);
 	}
 	LLVMValueRef ntile = idiv(I, iadd(I, BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
 	Loop L;
@@ -220,12 +257,12 @@ void tmpl_proj_fwd(Tmpl *T)
 	/* c0 c1: row g, columns 2q, 2q+1 of the n-tile; c2 c3: row g + 8 */
 	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2);
 	for (int r = 0; r < 2; r++) {
-		LLVMValueRef row = iadd(I, row0, iadd(I, imul(I, w, ci32(I, 16)), iadd(I, g, ci32(I, 8 * r))));
+		LLVMValueRef row = out_row(I, &p, row0, r);
 		IfBlk f;
 		if_begin(I, &f, ilt(I, row, BL), "out");
 		for (int j = 0; j < na; j++)
 			for (int nt = 0; nt < nc / 8; nt++) {
-				LLVMValueRef col = iadd(I, c0, iadd(I, ci32(I, 8 * nt), imul(I, q, ci32(I, 2))));
+				LLVMValueRef col = out_col(I, &p, p.c0, nt);
 				LLVMValueRef v = LLVMGetUndef(v2f);
 				for (int e = 0; e < 2; e++)
 					v = LLVMBuildInsertElement(I->b, v, acc[j][nt][2 * r + e], ci32(I, e), "");
@@ -246,26 +283,20 @@ void tmpl_proj_dx(Tmpl *T)
 	Launch *l = proj_launch(T, 0, "proj_dx", boff + na * b_bytes(T));
 	ksig_add(T, &l->sig, "dx", I->gptr);
 	ksig_params(T, &l->sig);
-	char a[64];
-	for (int j = 0; j < na; j++) {
-		snprintf(a, sizeof a, "ws:dproj_%s", wname(T, j));
-		ksig_add(T, &l->sig, a, I->gptr);
-	}
+	ksig_each(T, &l->sig, "dproj_");
 	ksig_add(T, &l->sig, "ws:dxd", I->gptr);
 	ksig_add(T, &l->sig, "i32:B*L", I->i32);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
 	tmpl_open(T, l);
 	LLVMValueRef dx = ksig_arg(T, &l->sig, "dx"), dxd = ksig_arg(T, &l->sig, "ws:dxd");
-	LLVMValueRef BL = ksig_arg(T, &l->sig, "i32:B*L"), D = ksig_arg(T, &l->sig, "i32:D");
-	LLVMValueRef lane = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 31), ""), w = LLVMBuildLShr(I->b, tid_x(I), ci32(I, 5), "");
-	LLVMValueRef g = LLVMBuildLShr(I->b, lane, ci32(I, 2), ""), q = LLVMBuildAnd(I->b, lane, ci32(I, 3), "");
-	LLVMValueRef c0, hp, n0;
-	proj_tile(T, &c0, &hp, &n0);
+	ProjLanes p;
+	proj_lanes(T, &l->sig, &p);
+	proj_tile(T, &p);
+	LLVMValueRef BL = p.BL, D = p.D, lane = p.lane, w = p.w, hp = p.hp;
 	LLVMValueRef dp[MX_MAXPROJ];
 	for (int j = 0; j < na; j++) {
-		stage_weights(T, ksig_param(T, &l->sig, mx->proj[T->apj[j]].weight), hp, n0, boff + j * b_bytes(T), 1);
-		snprintf(a, sizeof a, "ws:dproj_%s", wname(T, j));
-		dp[j] = ksig_arg(T, &l->sig, a);
+		stage_weights(T, ksig_param(T, &l->sig, mx->proj[T->apj[j]].weight), hp, p.n0, boff + j * b_bytes(T), 1);
+		dp[j] = ksig_each_arg(T, &l->sig, "dproj_", j);
 	}
 	LLVMValueRef ntile = idiv(I, iadd(I, BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
 	Loop L;
@@ -288,11 +319,11 @@ void tmpl_proj_dx(Tmpl *T)
 	}
 	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2);
 	for (int r = 0; r < 2; r++) {
-		LLVMValueRef row = iadd(I, row0, iadd(I, imul(I, w, ci32(I, 16)), iadd(I, g, ci32(I, 8 * r))));
+		LLVMValueRef row = out_row(I, &p, row0, r);
 		IfBlk f;
 		if_begin(I, &f, ilt(I, row, BL), "out");
 		for (int nt = 0; nt < nc / 8; nt++) {
-			LLVMValueRef col = iadd(I, c0, iadd(I, ci32(I, 8 * nt), imul(I, q, ci32(I, 2))));
+			LLVMValueRef col = out_col(I, &p, p.c0, nt);
 			LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, col));
 			LLVMValueRef own = ld(I, v2f, gep_f32(I, dxd, idx), 8);
 			LLVMValueRef v0 = fadd(I, LLVMBuildExtractElement(I->b, own, ci32(I, 0), ""), acc[nt][2 * r]);
@@ -322,21 +353,14 @@ void tmpl_proj_dw(Tmpl *T)
 	Launch *l = tmpl_launch(T, 0, "proj_dw", g0, "H", "GW", PROJ_THREADS, sm);
 	launch_flops(l, proj_flops(T));
 	ksig_add(T, &l->sig, "x", I->gptr);
-	char a[64];
-	for (int j = 0; j < na; j++) {
-		snprintf(a, sizeof a, "ws:dproj_%s", wname(T, j));
-		ksig_add(T, &l->sig, a, I->gptr);
-	}
-	for (int j = 0; j < na; j++) {
-		snprintf(a, sizeof a, "ws:part_%s", wname(T, j));
-		ksig_add(T, &l->sig, a, I->gptr);
-	}
+	ksig_each(T, &l->sig, "dproj_");
+	ksig_each(T, &l->sig, "part_");
 	ksig_add(T, &l->sig, "i32:B*L", I->i32);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
 	tmpl_open(T, l);
-	LLVMValueRef x = ksig_arg(T, &l->sig, "x"), BL = ksig_arg(T, &l->sig, "i32:B*L"), D = ksig_arg(T, &l->sig, "i32:D");
-	LLVMValueRef lane = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 31), ""), w = LLVMBuildLShr(I->b, tid_x(I), ci32(I, 5), "");
-	LLVMValueRef g = LLVMBuildLShr(I->b, lane, ci32(I, 2), ""), q = LLVMBuildAnd(I->b, lane, ci32(I, 3), "");
+	ProjLanes p;
+	proj_lanes(T, &l->sig, &p);   /* its tile: kt and m0 below */
+	LLVMValueRef x = ksig_arg(T, &l->sig, "x"), BL = p.BL, D = p.D, lane = p.lane, w = p.w;
 	LLVMValueRef kt = idiv(I, ctaid(I, 0), ci32(I, nmt));
 	LLVMValueRef m0 = imul(I, isub(I, ctaid(I, 0), imul(I, kt, ci32(I, nmt))), ci32(I, nc));
 	LLVMValueRef hp = ctaid(I, 1), slab = ctaid(I, 2), GW = nctaid(I, 2);
@@ -352,10 +376,8 @@ void tmpl_proj_dw(Tmpl *T)
 	t1 = LLVMBuildSelect(I->b, ilt(I, t1, ntile), t1, ntile, "");
 	LLVMValueRef dp[MX_MAXPROJ], part[MX_MAXPROJ];
 	for (int j = 0; j < na; j++) {
-		snprintf(a, sizeof a, "ws:dproj_%s", wname(T, j));
-		dp[j] = ksig_arg(T, &l->sig, a);
-		snprintf(a, sizeof a, "ws:part_%s", wname(T, j));
-		part[j] = ksig_arg(T, &l->sig, a);
+		dp[j] = ksig_each_arg(T, &l->sig, "dproj_", j);
+		part[j] = ksig_each_arg(T, &l->sig, "part_", j);
 	}
 	Var acc[MX_MAXPROJ][8][4];
 	for (int j = 0; j < na; j++)
@@ -400,10 +422,10 @@ void tmpl_proj_dw(Tmpl *T)
 	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2);
 	for (int j = 0; j < na; j++)
 		for (int r = 0; r < 2; r++) {
-			LLVMValueRef k = iadd(I, k0, iadd(I, imul(I, w, ci32(I, 16)), iadd(I, g, ci32(I, 8 * r))));
+			LLVMValueRef k = out_row(I, &p, k0, r);
 			LLVMValueRef rowk = iadd(I, imul(I, iadd(I, imul(I, slab, idiv(I, D, ci32(I, K))), hp), ci32(I, K)), k);
 			for (int nt = 0; nt < nc / 8; nt++) {
-				LLVMValueRef col = iadd(I, m0, iadd(I, ci32(I, 8 * nt), imul(I, q, ci32(I, 2))));
+				LLVMValueRef col = out_col(I, &p, m0, nt);
 				LLVMValueRef v = LLVMGetUndef(v2f);
 				for (int e = 0; e < 2; e++)
 					v = LLVMBuildInsertElement(I->b, v, var_get(I, acc[j][nt][2 * r + e]), ci32(I, e), "");
