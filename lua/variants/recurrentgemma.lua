@@ -3,12 +3,17 @@
 -- (templates/proj.c), and the scans read them; every scan kind, chunks 8 and
 -- 16, prefix 32 (the fused K = 64 winners' neighbourhood). Its mixer is named
 -- rglru, as lua/variants/rglru.lua's: generate each into a folder of its own.
+-- Its decode step (rglru_decode) samples from the same folder.
 local R = require "recur"
+local rg = require "arch.recurrentgemma"
 
-return R.variants {
-  mixer  = require "arch.recurrentgemma",
-  chunk  = { 8, 16 },
-  prefix = { 32, 64 },
-  fused  = { true },
-  scan   = { "hierarchical", "lookback", "onepass" },
+return {
+  R.variants {
+    mixer  = rg,
+    chunk  = { 8, 16 },
+    prefix = { 32, 64 },
+    fused  = { true },
+    scan   = { "hierarchical", "lookback", "onepass" },
+  },
+  R.decode { mixer = rg },
 }
