@@ -259,6 +259,16 @@ if [ "$mode" = heads ]; then
 			> "$EXP/bench_heads.log" 2>&1 || rc=1
 		"$BIN" bench --dir "$PTXROOT/rg" --shapes "$RG" --calibration "$EXP/calibration_heads.json" \
 			--rounds 1 --samples 5 --profile --out "$EXP/bench_heads.json" >> "$EXP/bench_heads.log" 2>&1 || rc=1
+		# what running the projections apart costs: heads of 64 apart against the fused kernels
+		# (all.lua's), the same scan, chunk and prefix, per kernel
+		if [ -d "$PTXROOT/apart64" ] && [ -d "$D" ]; then
+			for sv in "$PTXROOT/apart64 apart_fused_grouped_prefix32_onepass_chunk8" "$D fused_grouped_prefix32_onepass_chunk8"; do
+				dir=${sv% *} v=${sv#* }
+				"$BIN" bench --dir "$dir" --mixer rglru --variant "$v" --shapes 1x32768x1024 --rounds 1 --samples 5 \
+					--profile --out "$EXP/bench_k64_$v.json" >> "$EXP/bench_k64.log" 2>&1 || rc=1
+			done
+			grep -E "^rglru +1x" "$EXP/bench_k64.log"
+		fi
 		# the same math in PyTorch (cuBLAS batched projections, the chunked matrix scan of
 		# examples/train_lm.py, and through torch.compile), one layer forward+backward
 		lib=${RECUR_LIB:-$PWD/.carry/lib/librecur.so}
