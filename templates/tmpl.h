@@ -1,6 +1,7 @@
 /* Kernel templates: shared geometry and building blocks.
  *
- * Every variant's kernels work on a head (64 channels of one sequence) and a
+ * Every variant's scan kernels work on a head (64 channels of one sequence;
+ * with the projections apart, proj.c, 64 channels of a wider head) and a
  * time tile of T = chunk * prefix steps. A block holds TW "quads" of 4 warps;
  * warp w of a quad owns channels 16w..16w+15 of the head. Projections run on
  * tensor cores with time as the M dimension: at step i a warp multiplies 16
