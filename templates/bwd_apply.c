@@ -45,7 +45,7 @@ static void apart_store(Bwd *bw, Step *stp, LLVMValueRef gx[TM_SLOTS], LLVMValue
 		st(I, v, gep_f32(I, dxd, at), 16);
 		char a[64];
 		for (int j = 0; j < T->napj; j++) {
-			snprintf(a, sizeof a, "ws:dproj_%s", T->mx->param[T->mx->proj[T->apj[j]].weight].name);
+			snprintf(a, sizeof a, "ws:dproj_%s", apj_weight(T, j));
 			LLVMValueRef w = LLVMGetUndef(I->v2i32);
 			for (int e = 0; e < 2; e++)
 				w = LLVMBuildInsertElement(I->b, w, pack_bf16x2(I, gp[r * 4 + 2 * e][j], gp[r * 4 + 2 * e + 1][j]),
@@ -530,7 +530,7 @@ static Launch *bwd_apply_launch(Tmpl *T, int smem)
 	if (T->nbdproj > 0 && !T->portable)
 		ksig_add(T, &l->sig, "ws:dwsync", I->gptr);
 	for (int j = 0; j < T->napj; j++) {   /* projections apart: their adjoints, and dx's own term */
-		snprintf(a, sizeof a, "ws:dproj_%s", mx->param[mx->proj[T->apj[j]].weight].name);
+		snprintf(a, sizeof a, "ws:dproj_%s", apj_weight(T, j));
 		ksig_add(T, &l->sig, a, I->gptr);
 	}
 	if (T->napj)

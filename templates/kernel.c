@@ -143,7 +143,7 @@ void ksig_shape(Tmpl *T, KSig *s)
 	 * from them in every scan kernel: apart variants are fused) */
 	char a[64];
 	for (int j = 0; j < T->napj; j++) {
-		snprintf(a, sizeof a, "ws:proj_%s", T->mx->param[T->mx->proj[T->apj[j]].weight].name);
+		snprintf(a, sizeof a, "ws:proj_%s", apj_weight(T, j));
 		ksig_add(T, s, a, T->I.gptr);
 	}
 	ksig_add(T, s, "i32:L", T->I.i32);

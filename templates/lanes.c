@@ -50,7 +50,7 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 	ln->tok = argv_of(T, s, "ws:tok");
 	for (int j = 0; j < T->napj; j++) {
 		char a[64];
-		snprintf(a, sizeof a, "ws:proj_%s", mx->param[mx->proj[T->apj[j]].weight].name);
+		snprintf(a, sizeof a, "ws:proj_%s", apj_weight(T, j));
 		ln->pws[j] = argv_of(T, s, a);
 	}
 	ln->reset = argv_of(T, s, "state:reset");

@@ -128,7 +128,7 @@ static void plan_workspaces(Tmpl *T)
 		add_ws(T, "dwsync", buf, "backward", 1);
 	}
 	for (int j = 0; j < T->napj; j++) {
-		const char *w = T->mx->param[T->mx->proj[T->apj[j]].weight].name;
+		const char *w = apj_weight(T, j);
 		snprintf(buf, sizeof buf, "proj_%s", w);
 		add_ws(T, buf, "B*L*D*4", "saved", 0);       /* the projection, bias added, for every scan kernel */
 		snprintf(buf, sizeof buf, "dproj_%s", w);

@@ -32,8 +32,6 @@ static int b_stride(const Tmpl *T) { return proj_nc(T) * 2 + 16; }
 static int a_bytes(const Tmpl *T) { return PROJ_ROWS * a_stride(T); }
 static int b_bytes(const Tmpl *T) { return T->mx->k * b_stride(T); }   /* one projection's weight slice */
 
-static const char *wname(const Tmpl *T, int j) { return T->mx->param[T->mx->proj[T->apj[j]].weight].name; }
-
 int proj_dw_tiles(const Tmpl *T) { return (T->mx->k / proj_nc(T)) * ((T->mx->k + 63) / 64); }
 
 /* the lane's ldmatrix row offset for an A fragment at k-step ks of the
@@ -160,7 +158,7 @@ static void ksig_each(Tmpl *T, KSig *s, const char *prefix)
 {
 	char a[64];
 	for (int j = 0; j < T->napj; j++) {
-		snprintf(a, sizeof a, "ws:%s%s", prefix, wname(T, j));
+		snprintf(a, sizeof a, "ws:%s%s", prefix, apj_weight(T, j));
 		ksig_add(T, s, a, T->I.gptr);
 	}
 }
@@ -168,7 +166,7 @@ static void ksig_each(Tmpl *T, KSig *s, const char *prefix)
 static LLVMValueRef ksig_each_arg(Tmpl *T, const KSig *s, const char *prefix, int j)
 {
 	char a[64];
-	snprintf(a, sizeof a, "ws:%s%s", prefix, wname(T, j));
+	snprintf(a, sizeof a, "ws:%s%s", prefix, apj_weight(T, j));
 	return ksig_arg(T, s, a);
 }
 

@@ -463,6 +463,9 @@ static inline int tok_fused(const Tmpl *T) { return T->ntokval > 0 && T->v->onep
 /* The scans' head count in shape expressions: "H" (D/64), or where the
  * projections run apart, "HS" (D/64) beside the projections' H = D/K */
 static inline const char *scan_h(const Tmpl *T) { return T->napj ? "HS" : "H"; }
+/* the weight's name of projection apart j: its workspaces are ws:proj_NAME,
+ * ws:dproj_NAME and ws:part_NAME */
+static inline const char *apj_weight(const Tmpl *T, int j) { return T->mx->param[T->mx->proj[T->apj[j]].weight].name; }
 int tok_tail_bytes(const Tmpl *T);
 void tok_tail_init(Tmpl *T, Lanes *ln, int off);
 /* element index (i64) of head h's partial k of token gb + tl, group gi */
