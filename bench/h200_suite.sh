@@ -237,7 +237,9 @@ if [ "$mode" = heads ]; then
 	# RecurrentGemma's layers (2B: 2560 = 10 x 256, 9B: 4096 = 16 x 256) calibrated and timed
 	for k in ${APART_KS:-64 256 128 176 16} rg; do
 		set=apart$k
-		[ $k = rg ] && set=rg   # lua/variants/recurrentgemma.lua: warmed for the bench
+		if [ $k = rg ]; then   # lua/variants/recurrentgemma.lua: warmed for the bench only
+			case " ${HEADS_PARTS:-verify bench} " in *" bench "*) set=rg ;; *) continue ;; esac
+		fi
 		[ -d "$PTXROOT/$set" ] || { echo "heads: no carried PTX set $set"; rc=1; continue; }
 		[ -n "${NOWARM:-}" ] || WARM_SHAPE=1x64x2816 bash bench/jit_warm.sh "$BIN" "$PTXROOT/$set" "" "$TMPD/jit_warm.log" || rc=1
 		case " ${HEADS_PARTS:-verify bench} " in *" verify "*)
