@@ -84,6 +84,11 @@ if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
 		echo "$log" | grep -qE "[1-9][0-9]* bytes spill (stores|loads)" && echo "     $(basename "$1"): spills"; exit 0' "$ptxas" {})
 	[ -n "$bad" ] && echo "$bad"
 	[ -z "$bad" ]; check $? "ptxas accepts $n modules for sm_90 without spills"
+	# Ampere's (the portable path: no clusters; A100 users own most GPUs): the one-pass winner
+	APART_K=256 "$recur" gen "$grid" --lua "$src/lua" --sm sm_80 -o "$work/k256_80" -q &&
+		f=$work/k256_80/rglru.apart_fused_grouped_prefix32_onepass_chunk8.ptx &&
+		log=$("$ptxas" -arch=sm_80 -v "$f" -o /dev/null 2>&1) && ! echo "$log" | grep -qE "[1-9][0-9]* bytes spill"
+	check $? "heads of 256 for sm_80: ptxas accepts the one-pass module without spills"
 else
 	echo "skip ptxas: not found"
 fi
