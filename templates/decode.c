@@ -105,13 +105,6 @@ typedef struct {
 	Var h[DEC_RPT];
 } Dec;
 
-static LLVMValueRef sig_param(Tmpl *T, const KSig *s, int p)
-{
-	char a[64];
-	snprintf(a, sizeof a, "param:%s", T->mx->param[p].name);
-	return ksig_arg(T, s, a);
-}
-
 LLVMValueRef decode_slot(Irb *I, LLVMValueRef index, LLVMValueRef has_index, LLVMValueRef b, LLVMValueRef in)
 {
 	Var slot = var_init(I, b, "slot");
@@ -157,7 +150,7 @@ static void dec_init(Tmpl *T, Dec *d, const KSig *s, LLVMValueRef tid)
 	d->h0 = ksig_arg(T, s, "state:h0");
 	d->hT = ksig_arg(T, s, "state:hT");
 	for (int j = 0; j < T->nbdproj; j++)
-		d->w[j] = gep_f32(I, sig_param(T, s, mx->proj[T->bdproj[j]].weight),
+		d->w[j] = gep_f32(I, ksig_param(T, s, mx->proj[T->bdproj[j]].weight),
 		                  imul(I, sext64(I, ctaid(I, 0)), ci64(I, (int64_t)K * K)));
 	LLVMValueRef index = ksig_arg(T, s, "state:index");
 	d->first0 = b2f(I, LLVMBuildNot(I->b, state_given(I, d->h0), ""));
@@ -175,9 +168,9 @@ static void dec_init(Tmpl *T, Dec *d, const KSig *s, LLVMValueRef tid)
 	for (int p = 0; p < mx->nparam; p++) {
 		d->pv[p] = NULL;
 		if (mx->param[p].kind == PK_CHANNEL)
-			d->pv[p] = ld(I, I->f32, gep_f32(I, sig_param(T, s, p), sext64(I, d->ch)), 4);
+			d->pv[p] = ld(I, I->f32, gep_f32(I, ksig_param(T, s, p), sext64(I, d->ch)), 4);
 		else if (mx->param[p].kind == PK_SCALAR)
-			d->pv[p] = ld(I, I->f32, sig_param(T, s, p), 4);
+			d->pv[p] = ld(I, I->f32, ksig_param(T, s, p), 4);
 	}
 	for (int j = 0; j < T->nbdproj; j++)
 		d->bias[j] = d->pv[mx->proj[T->bdproj[j]].bias];
@@ -260,11 +253,27 @@ static void dec_project(Tmpl *T, const Dec *d, Var acc[MX_MAXPROJ][DEC_RPT], int
 	loop_end(I, &L);
 }
 
+LLVMValueRef decode_advance(Tmpl *T, EmitEnv *env, Var h)
+{
+	Irb *I = &T->I;
+	Mixer *mx = T->mx;
+	LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
+	CHECK(memo);
+	LLVMValueRef a = emit_exp(I, &mx->g, T->e_log_a, env, memo);
+	LLVMValueRef bb = emit_expr(I, &mx->g, T->e_b, env, memo);
+	/* at a reset the state before is dropped, as in the scans */
+	LLVMValueRef hn = fsel(I, fgt(I, env->first, cf32(I, 0.0)), bb, fadd(I, fmul(I, a, var_get(I, h)), bb));
+	var_set(I, h, hn);
+	env->h = hn;
+	LLVMValueRef y = emit_expr(I, &mx->g, T->e_y, env, memo);
+	free(memo);
+	return y;
+}
+
 /* token t of row k: the element stage, the state's step, y */
 static void dec_element(Tmpl *T, Dec *d, int k, LLVMValueRef t, Var acc[MX_MAXPROJ][DEC_RPT], EmitEnv base)
 {
 	Irb *I = &T->I;
-	Mixer *mx = T->mx;
 	IfBlk f;
 	if_begin(I, &f, d->ok[k], "row");
 	LLVMValueRef tokrow = iadd(I, imul(I, sext64(I, d->row[k]), sext64(I, d->L)), sext64(I, t));
@@ -279,16 +288,7 @@ static void dec_element(Tmpl *T, Dec *d, int k, LLVMValueRef t, Var acc[MX_MAXPR
 	env.first = first;
 	env.proj = proj;
 	env.tok = tok;
-	LLVMValueRef *memo = calloc((size_t)mx->g.len, sizeof *memo);
-	CHECK(memo);
-	LLVMValueRef a = emit_exp(I, &mx->g, T->e_log_a, &env, memo);
-	LLVMValueRef bb = emit_expr(I, &mx->g, T->e_b, &env, memo);
-	/* at a reset the state before is dropped, as in the scans */
-	LLVMValueRef hn = fsel(I, fgt(I, first, cf32(I, 0.0)), bb, fadd(I, fmul(I, a, var_get(I, d->h[k])), bb));
-	var_set(I, d->h[k], hn);
-	env.h = hn;
-	LLVMValueRef yv = emit_expr(I, &mx->g, T->e_y, &env, memo);
-	free(memo);
+	LLVMValueRef yv = decode_advance(T, &env, d->h[k]);
 	LLVMValueRef yi = iadd(I, imul(I, tokrow, sext64(I, d->D)), sext64(I, d->ch));
 	st(I, f32_to_bf16(I, yv), gep_bf16(I, d->y, yi), 2);
 	if_end(I, &f);

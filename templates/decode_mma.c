@@ -125,16 +125,7 @@ static void dm_elements(Tmpl *T, Lanes *ln, const KSig *s, DmGroup *G, LLVMValue
 				                .param = pv, .proj = proj, .tok = tv, .inv_node = T->inv_node,
 				                .inv = T->k.inv_memo + (size_t)c * n, .inv_l2e = T->k.inv_memo + (size_t)(4 + c) * n,
 				                .hoist = ln->hoist };
-				LLVMValueRef *memo = calloc(n, sizeof *memo);
-				CHECK(memo);
-				LLVMValueRef a = emit_exp(I, &mx->g, T->e_log_a, &env, memo);
-				LLVMValueRef bb = emit_expr(I, &mx->g, T->e_b, &env, memo);
-				/* at a reset the state before is dropped, as in the scans */
-				LLVMValueRef hn = fsel(I, fgt(I, first, cf32(I, 0.0)), bb, fadd(I, fmul(I, a, var_get(I, G->h[sl])), bb));
-				var_set(I, G->h[sl], hn);
-				env.h = hn;
-				yv[c] = emit_expr(I, &mx->g, T->e_y, &env, memo);
-				free(memo);
+				yv[c] = decode_advance(T, &env, G->h[sl]);
 			}
 		}
 		for (int pr = 0; pr < 2; pr++)

@@ -513,6 +513,10 @@ void tmpl_decode_mma(Tmpl *T);     /* or the same on tensor cores (R.decode's mm
  * (has_index: state_given(index)) and read only where `in`, a row below
  * B; else b. Negative: a padding row */
 LLVMValueRef decode_slot(Irb *I, LLVMValueRef index, LLVMValueRef has_index, LLVMValueRef b, LLVMValueRef in);
+/* one token of one state in a decode step: a and b from the mixer's
+ * expressions in env, h = a h + b (b alone at a reset: env->first > 0),
+ * env->h set to it; returns y */
+LLVMValueRef decode_advance(Tmpl *T, EmitEnv *env, Var h);
 Launch *tmpl_decode_open(Tmpl *T, const char *kname, const char *g0, const char *g1, const char *g2, int block,
                          const char *smem);
 void tmpl_tok_bwd(Tmpl *T);        /* z adjoints summed over channels -> projection adjoints */
