@@ -98,10 +98,8 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 		gx[s] = fsel(I, valid, emit_expr(I, &mx->g, T->g_x, &env, memo), zero);
 		for (int k = 0; k < T->ntokval; k++)
 			gz[s][k] = fsel(I, valid, emit_expr(I, &mx->g, T->g_tok[k], &env, memo), zero);
-		for (int j = 0; j < T->nbdproj; j++)
-			gp[s][j] = fsel(I, valid, emit_expr(I, &mx->g, T->g_proj[T->bdproj[j]], &env, memo), zero);
-		for (int j = 0; j < T->napj; j++)   /* projections apart: their adjoints go to memory */
-			gp[s][j] = fsel(I, valid, emit_expr(I, &mx->g, T->g_proj[T->apj[j]], &env, memo), zero);
+		for (int j = 0; j < bd_count(T); j++)   /* apart: the adjoints go to memory (apart_store) */
+			gp[s][j] = fsel(I, valid, emit_expr(I, &mx->g, T->g_proj[bd_proj(T, j)], &env, memo), zero);
 		for (int p = 0; p < mx->nparam; p++) {
 			LLVMValueRef v = NULL;
 			/* a gradient the element stage never produces keeps no accumulator
@@ -110,8 +108,8 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 			int nil = gn->op == EX_CONST && gn->k == 0.0;
 			if ((bw->pm->cidx[p] >= 0 || bw->pm->sidx[p] >= 0) && !nil)
 				v = fsel(I, valid, emit_expr(I, &mx->g, T->g_param[p], &env, memo), zero);
-			for (int j = 0; j < T->nbdproj + T->napj; j++)   /* a projection's bias collects its adjoint */
-				if (mx->proj[T->napj ? T->apj[j] : T->bdproj[j]].bias == p)
+			for (int j = 0; j < bd_count(T); j++)   /* a projection's bias collects its adjoint */
+				if (mx->proj[bd_proj(T, j)].bias == p)
 					v = v ? fadd(I, v, gp[s][j]) : gp[s][j];
 			if (!v)
 				continue;

@@ -70,11 +70,8 @@ static int pr_kind(const Tmpl *T, int p)
 		return PR_SCALAR;
 	if (mx->param[p].kind != PK_BLOCKDIAG)
 		return PR_CHANNEL;
-	for (int k = 0; k < T->nbdproj; k++)
-		if (mx->proj[T->bdproj[k]].weight == p)
-			return PR_WEIGHT;
-	for (int k = 0; k < T->napj; k++)
-		if (mx->proj[T->apj[k]].weight == p)
+	for (int k = 0; k < bd_count(T); k++)
+		if (mx->proj[bd_proj(T, k)].weight == p)
 			return PR_WEIGHT;
 	return PR_ZERO;
 }
@@ -111,9 +108,8 @@ void tmpl_param_reduce(Tmpl *T)
 		snprintf(a, sizeof a, "grad:%s", mx->param[p].name);
 		ksig_add(T, &l->sig, a, I->gptr);
 	}
-	for (int j = 0; j < T->nbdproj + T->napj; j++) {
-		int pj = T->napj ? T->apj[j] : T->bdproj[j];
-		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[pj].weight].name);
+	for (int j = 0; j < bd_count(T); j++) {
+		snprintf(a, sizeof a, "ws:part_%s", mx->param[mx->proj[bd_proj(T, j)].weight].name);
 		ksig_add(T, &l->sig, a, I->gptr);
 	}
 	ksig_add(T, &l->sig, "ws:part_chan", I->gptr);

@@ -262,8 +262,7 @@ void tmpl_open(Tmpl *T, Launch *l);
  * product of the model's projections the kernel computes, once; 2 per
  * multiply-add; sweeps that compute them again are not counted) */
 void launch_flops(Launch *l, int per_elem);
-/* the FLOP per element of the block-diagonal projections once: 2 K each */
-static inline int proj_flops(const Tmpl *T) { return 2 * T->mx->k * (T->nbdproj + T->napj); }
+
 void tmpl_clear_args(Tmpl *T, Launch *l);
 void tmpl_clear_emit(Tmpl *T, const Launch *l);
 void ksig_add(Tmpl *T, KSig *s, const char *arg, LLVMTypeRef ty);
@@ -463,6 +462,12 @@ static inline int tok_fused(const Tmpl *T) { return T->ntokval > 0 && T->v->onep
 /* The scans' head count in shape expressions: "H" (D/64), or where the
  * projections run apart, "HS" (D/64) beside the projections' H = D/K */
 static inline const char *scan_h(const Tmpl *T) { return T->napj ? "HS" : "H"; }
+/* the block-diagonal projections, in the scans or apart (one of the two
+ * lists is empty): how many, and the projection index of the j-th */
+static inline int bd_count(const Tmpl *T) { return T->nbdproj + T->napj; }
+static inline int bd_proj(const Tmpl *T, int j) { return T->napj ? T->apj[j] : T->bdproj[j]; }
+/* the FLOP per element of the block-diagonal projections once: 2 K each */
+static inline int proj_flops(const Tmpl *T) { return 2 * T->mx->k * bd_count(T); }
 /* the weight's name of projection apart j: its workspaces are ws:proj_NAME,
  * ws:dproj_NAME and ws:part_NAME */
 static inline const char *apj_weight(const Tmpl *T, int j) { return T->mx->param[T->mx->proj[T->apj[j]].weight].name; }
