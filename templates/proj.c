@@ -2,8 +2,10 @@
  * to 256 in steps of 16) as kernels of their own, on tensor cores, for
  * the variants whose scans read them from memory (Variant.apart).
  *
- *   proj_fwd  P_j = x W_j + bias_j for every projection j, fp32 into
- *             ws:proj_W (saved for the backward's scans)
+ *   proj_fwd  P_j = x W_j + bias_j for every projection j, rounded to
+ *             bf16 into ws:proj_W (saved for the backward's scans: half
+ *             the bytes of fp32 written once and read twice; the added
+ *             error is bench/proj_rounding.py's)
  *   proj_dx   dx = dx's own term (ws:dxd, fp32, from bwd_apply) + sum_j
  *             dP_j W_j^T, dP_j the adjoints bwd_apply left in ws:dproj_W
  *   proj_dw   dW_j = x^T dP_j per slab of rows into ws:part_W; param_reduce
@@ -252,8 +254,7 @@ void tmpl_proj_fwd(Tmpl *T)
 		for (int j = 0; j < na; j++)
 			mma_row(I, acc[j], A, boff + j * b_bytes(T), b_stride(T), lane, ks, nc);
 	}
-	/* c0 c1: row g, columns 2q, 2q+1 of the n-tile; c2 c3: row g + 8 */
-	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2);
+	/* c0 c1: row g, columns 2q, 2q+1 of the n-tile (one bf16 pair); c2 c3: row g + 8 */
 	for (int r = 0; r < 2; r++) {
 		LLVMValueRef row = out_row(I, &p, row0, r);
 		IfBlk f;
@@ -261,10 +262,8 @@ void tmpl_proj_fwd(Tmpl *T)
 		for (int j = 0; j < na; j++)
 			for (int nt = 0; nt < nc / 8; nt++) {
 				LLVMValueRef col = out_col(I, &p, p.c0, nt);
-				LLVMValueRef v = LLVMGetUndef(v2f);
-				for (int e = 0; e < 2; e++)
-					v = LLVMBuildInsertElement(I->b, v, acc[j][nt][2 * r + e], ci32(I, e), "");
-				st(I, v, gep_f32(I, out[j], iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, col))), 8);
+				LLVMValueRef v = pack_bf16x2(I, acc[j][nt][2 * r], acc[j][nt][2 * r + 1]);
+				st(I, v, gep_bf16(I, out[j], iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, col))), 4);
 			}
 		if_end(I, &f);
 	}

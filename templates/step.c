@@ -188,22 +188,26 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 				st->tok[r][k] = ld(I, I->f32, gep_f32(I, ln->tok, iadd(I, base, ci64(I, k))), 4);
 		}
 	}
-	/* projections run apart: their fp32 values, a row's four adjacent
-	 * channels in one 16-byte load (row 0 stands in past L: its values
-	 * are never used, as x's zeros are not) */
+	/* projections run apart: their values, rounded to bf16 by proj_fwd
+	 * (half the bytes of fp32 in every scan kernel that reads them), a
+	 * row's four adjacent channels in one 8-byte load (row 0 stands in
+	 * past L: its values are never used, as x's zeros are not) */
 	for (int j = 0; j < T->napj; j++) {
 		CHECK(ln->pws[j]);
 		for (int r = 0; r < 2; r++) {
-			LLVMValueRef at = LLVMBuildSelect(I->b, st->valid[r], slot_index(T, ln, st, r * 4), ci64(I, 0), "");
+			LLVMValueRef pr[2];
 			if (T->k.slots_adjacent) {
-				LLVMValueRef v = ld(I, LLVMVectorType(I->f32, 4), gep_f32(I, ln->pws[j], at), 16);
-				for (int c = 0; c < 4; c++)
-					st->proj[r * 4 + c][T->apj[j]] = LLVMBuildExtractElement(I->b, v, ci32(I, c), "");
-				continue;
+				LLVMValueRef at = LLVMBuildSelect(I->b, st->valid[r], slot_index(T, ln, st, r * 4), ci64(I, 0), "");
+				LLVMValueRef v = ld(I, I->v2i32, gep_bf16(I, ln->pws[j], at), 8);
+				for (int e = 0; e < 2; e++)
+					pr[e] = LLVMBuildExtractElement(I->b, v, ci32(I, e), "");
+			} else {   /* pairs (c, c+1) for even c are adjacent either way */
+				for (int e = 0; e < 2; e++)
+					pr[e] = load_pair(T, ln->pws[j], slot_index(T, ln, st, r * 4 + 2 * e), st->valid[r]);
 			}
-			for (int c = 0; c < 4; c++) {
-				LLVMValueRef ac = LLVMBuildSelect(I->b, st->valid[r], slot_index(T, ln, st, r * 4 + c), ci64(I, 0), "");
-				st->proj[r * 4 + c][T->apj[j]] = ld(I, I->f32, gep_f32(I, ln->pws[j], ac), 4);
+			for (int e = 0; e < 2; e++) {
+				st->proj[r * 4 + 2 * e][T->apj[j]] = unpack_bf16_lo(I, pr[e]);
+				st->proj[r * 4 + 2 * e + 1][T->apj[j]] = unpack_bf16_hi(I, pr[e]);
 			}
 		}
 	}

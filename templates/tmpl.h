@@ -180,7 +180,7 @@ typedef struct {
 	LLVMValueRef bias[MX_MAXPROJ][4];          /* bias per lane channel */
 	LLVMValueRef ch[4];                        /* channel within the head for c = 0..3 */
 	LLVMValueRef la_ws, b_ws;                  /* materialised log_a / b (unfused) */
-	LLVMValueRef pws[MX_MAXPROJ];              /* the projections apart, fp32 [B][L][D] (T->apj order) */
+	LLVMValueRef pws[MX_MAXPROJ];              /* the projections apart, bf16 [B][L][D] (T->apj order) */
 	LLVMValueRef tok;                          /* per-token values [B*L][nz] */
 	LLVMValueRef reset, reset_row;             /* reset marks u8 [B][L] (state:reset) and row b's, or NULL */
 	LLVMValueRef h0;                           /* initial states fp32 [B][D] (state:h0), or NULL */

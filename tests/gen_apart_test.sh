@@ -47,7 +47,7 @@ for path, k in ((sys.argv[1], 256), (sys.argv[2], 176)):
             if kn.endswith("proj_dw") and l["grid"][1:] != ["H", "GW"]:
                 bad.append("%s: proj_dw grid %r" % (n, l["grid"]))
         ws = {w["name"]: w for w in v["workspaces"]}
-        for w, life, size in (("proj_Wa", "saved", "B*L*D*4"), ("proj_Wx", "saved", "B*L*D*4"),
+        for w, life, size in (("proj_Wa", "saved", "B*L*D*2"), ("proj_Wx", "saved", "B*L*D*2"),
                               ("dproj_Wa", "backward", "B*L*D*2"), ("dxd", "backward", "B*L*D*4"),
                               ("part_Wx", "backward", "GW*D*K*4")):
             if w not in ws or ws[w]["life"] != life or ws[w]["bytes"] != size:
