@@ -271,6 +271,9 @@ if [ "$mode" = heads ]; then
 			done
 			grep -E "^rglru +1x" "$EXP/bench_k64.log"
 		fi
+		# the tensor-core floor's rate: cuBLAS bf16 GEMMs measured on this card (bench/gemm_rate.py)
+		python3 bench/gemm_rate.py > "$EXP/gemm_rate.log" 2>&1 || rc=1
+		tail -1 "$EXP/gemm_rate.log"
 		# the same math in PyTorch (cuBLAS batched projections, the chunked matrix scan of
 		# examples/train_lm.py, and through torch.compile), one layer forward+backward
 		lib=${RECUR_LIB:-$PWD/.carry/lib/librecur.so}
