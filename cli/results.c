@@ -1,10 +1,8 @@
 /* Results files in the seed's schema, and the CLI's output files (see results.h). */
-#define _XOPEN_SOURCE 700   /* realpath */
 #include "results.h"
 #include "fsutil.h"
 #include "stats.h"
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <limits.h>
 #include <stdio.h>
@@ -303,122 +301,40 @@ static void out_unguard(void)
 	out_active = 0;
 }
 
-/* The file a target names: a symbolic link's target, so the link stays. */
-static void out_target(const char *path, char *out, size_t n)
-{
-	struct stat st;
-	char *real = NULL;
-	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-		real = realpath(path, NULL);   /* NULL for a dangling link: then the link is replaced */
-	snprintf(out, n, "%s", real ? real : path);
-	free(real);
-}
-
-/* A new temporary file beside o->path: its descriptor, or -1 with errno. */
-static int out_create(CliOut *o)
-{
-	for (int k = 0; k < 100; k++) {
-		snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%d", o->path, (long)getpid(), k);
-		int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-		if (fd >= 0 || errno != EEXIST)
-			return fd;
-	}
-	return -1;
-}
-
-/* A target that is a device or a pipe (/dev/null, /dev/stdout) is written
- * in place: there is nothing to replace atomically, and a rename would put
- * a regular file where the device was. */
-static int out_open_device(CliOut *o, char *err, size_t errlen)
-{
-	o->direct = 1;
-	if (!(o->f = fopen(o->path, "w"))) {
-		snprintf(err, errlen, "cannot write %s: %s", o->path, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
 int cli_out_open(CliOut *o, const char *path, char *err, size_t errlen)
 {
-	memset(o, 0, sizeof *o);
 	if (out_active) {
+		memset(o, 0, sizeof *o);
 		snprintf(err, errlen, "cannot write %s while %s is being written (one output at a time)", path, out_pending);
 		return -1;
 	}
-	if (strlen(path) >= sizeof o->path - 1) {
-		snprintf(err, errlen, "cannot write %.200s...: the path is longer than %zu characters", path,
-		         sizeof o->path - 2);
-		return -1;
-	}
-	out_target(path, o->path, sizeof o->path);
-	struct stat st;
-	if (stat(o->path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "cannot write %s: it is a folder", path);
-		return -1;
-	}
-	if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode))
-		return out_open_device(o, err, errlen);
-	out_guard("");
-	int fd = out_create(o);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot write %s: creating %s: %s", path, o->tmp, strerror(errno));
+	out_guard("");   /* before the temporary file exists: a signal then removes nothing of anyone's */
+	if (fs_out_open(o, path, err, errlen) != 0) {
 		out_unguard();
 		return -1;
 	}
-	snprintf(out_pending, sizeof out_pending, "%s", o->tmp);
-	if (stat(o->path, &st) == 0 && S_ISREG(st.st_mode))
-		(void)fchmod(fd, st.st_mode & 07777);   /* best effort: the data matters, the mode is a courtesy */
-	if (!(o->f = fdopen(fd, "w"))) {
-		snprintf(err, errlen, "cannot write %s: fdopen: %s", o->tmp, strerror(errno));
-		close(fd);
-		cli_out_abort(o);
-		return -1;
-	}
+	if (o->direct)
+		out_unguard();   /* written in place: nothing to remove */
+	else
+		snprintf(out_pending, sizeof out_pending, "%s", o->tmp);
 	return 0;
 }
 
 void cli_out_abort(CliOut *o)
 {
-	if (o->f)
-		fclose(o->f);
-	o->f = NULL;
-	if (o->direct)
-		return;
-	if (o->tmp[0])
-		unlink(o->tmp);
-	o->tmp[0] = 0;
-	out_unguard();
+	int guarded = !o->direct && o->tmp[0];
+	fs_out_abort(o);
+	if (guarded)
+		out_unguard();
 }
 
 int cli_out_commit(CliOut *o, char *err, size_t errlen)
 {
-	if (o->direct) {
-		int bad = fflush(o->f) != 0, e = errno;
-		bad |= fclose(o->f) != 0;
-		o->f = NULL;
-		if (bad)
-			snprintf(err, errlen, "cannot write %s: %s", o->path, strerror(e ? e : errno));
-		return bad ? -1 : 0;
-	}
-	/* the data must be on disk before the rename makes it the file */
-	int bad = fflush(o->f) != 0 || fsync(fileno(o->f)) != 0;
-	int e = errno;
-	bad |= fclose(o->f) != 0;
-	o->f = NULL;
-	if (bad) {
-		snprintf(err, errlen, "cannot write %s: %s", o->tmp, strerror(e ? e : errno));
-		cli_out_abort(o);
-		return -1;
-	}
-	if (rename(o->tmp, o->path) != 0) {
-		snprintf(err, errlen, "cannot rename %s to %s: %s", o->tmp, o->path, strerror(errno));
-		cli_out_abort(o);
-		return -1;
-	}
-	o->tmp[0] = 0;
-	out_unguard();
-	return 0;
+	int guarded = !o->direct;
+	int rc = fs_out_commit(o, err, errlen);
+	if (guarded)
+		out_unguard();
+	return rc;
 }
 
 /* Whether a and b name one file: the same text, or the same device and inode. */

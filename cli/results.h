@@ -12,6 +12,7 @@
 
 #include "recur.h"
 #include <jansson.h>
+#include "fsutil.h"
 
 #define RES_MAXROUNDS 8
 #define RES_MAXSAMPLES 64    /* per round */
@@ -105,21 +106,11 @@ int results_out_folder(const char *path, const char *what, char *err, size_t err
 
 
 /* ---- every file the CLI writes (results, calibration, charts) ----
- * Written whole or not at all: the data goes to a new file beside the
- * target (PATH.tmp.PID.N, created exclusively, in the same folder so that
- * the rename cannot cross file systems), which replaces the target only
- * once complete and on disk. Until then the target is untouched; a failure,
- * cli_out_abort, SIGINT, SIGTERM or SIGHUP removes the temporary file (the
- * signal's earlier disposition then runs). A target that is a symbolic
- * link stays one: the file it names is replaced. An existing target's
- * permissions are kept. A device or a pipe (/dev/null) is written in
- * place; a folder is refused. One CliOut is open at a time. */
-typedef struct {
-	FILE *f;
-	int direct;                  /* a device or a pipe: written in place */
-	char path[4096];             /* the target (a link resolved) */
-	char tmp[4160];
-} CliOut;
+ * An FsOut (util/fsutil.h: written whole or not at all, beside the target,
+ * links and permissions kept, devices written in place, folders refused)
+ * whose temporary file SIGINT, SIGTERM or SIGHUP also removes (the
+ * signal's earlier disposition then runs). One CliOut is open at a time. */
+typedef FsOut CliOut;
 int  cli_out_open(CliOut *o, const char *path, char *err, size_t errlen);
 /* flush, fsync, close, rename over the target: 0, or -1 (tmp removed) */
 int  cli_out_commit(CliOut *o, char *err, size_t errlen);

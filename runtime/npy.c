@@ -11,6 +11,7 @@
  * not matter.
  */
 #include "npy.h"
+#include "fsutil.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -18,9 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #define NPY_MAX_HEADER 65536   /* numpy's own reader refuses more than 10000 by default */
 #define NPY_MAX_ELEMS ((long)1 << 40)
@@ -36,6 +35,14 @@ static int fail(char *err, size_t errlen, const char *path, const char *fmt, ...
 			va_end(ap);
 		}
 	}
+	return -1;
+}
+
+/* a message that names the path itself (util/fsutil.h's) */
+static int fail_as(char *err, size_t errlen, const char *msg)
+{
+	if (err && errlen)
+		snprintf(err, errlen, "%s", msg);
 	return -1;
 }
 
@@ -354,23 +361,13 @@ static int write_any(const char *path, const void *data, int size, const long *s
 	unsigned char pre[10] = { 0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
 	                          (unsigned char)(hlen & 0xff), (unsigned char)(hlen >> 8) };
 
-	size_t tlen = strlen(path) + 32;
-	char *tmp = malloc(tlen);
-	if (!tmp)
-		return fail(err, errlen, path, "out of memory");
-	snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-	/* a new file of its own: never through a link or over another's file */
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-	FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-	if (!f) {
-		if (fd >= 0) {
-			close(fd);
-			remove(tmp);
-		}
-		int rc = fail(err, errlen, path, "cannot create %s: %s", tmp, strerror(errno));
-		free(tmp);
-		return rc;
-	}
+	/* whole or not at all: a reader never sees half a file, and a failed
+	 * write leaves the old one (util/fsutil.h) */
+	FsOut o;
+	char why[4400];
+	if (fs_out_open(&o, path, why, sizeof why) != 0)
+		return fail_as(err, errlen, why);
+	FILE *f = o.f;
 	int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, k, f) == (size_t)k;
 	for (int i = k; ok && i < hlen - 1; i++)
 		ok = fputc(' ', f) != EOF;
@@ -389,24 +386,13 @@ static int write_any(const char *path, const void *data, int size, const long *s
 			b[j] = (unsigned char)(u >> (8 * j));
 		ok = fwrite(b, 1, size, f) == (size_t)size;
 	}
-	int saved = errno;
-	ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-	if (!ok)
-		saved = errno;
-	if (fclose(f) != 0 && ok) {
-		ok = 0;
-		saved = errno;
-	}
-	if (ok && rename(tmp, path) != 0) {
-		ok = 0;
-		saved = errno;
-	}
 	if (!ok) {
-		remove(tmp);
-		free(tmp);
+		int saved = errno;
+		fs_out_abort(&o);
 		return fail(err, errlen, path, "write failed: %s", strerror(saved));
 	}
-	free(tmp);
+	if (fs_out_commit(&o, why, sizeof why) != 0)
+		return fail_as(err, errlen, why);
 	return 0;
 }
 

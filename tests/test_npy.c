@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <sys/stat.h>
 
 static int passed, failed;
 static char dir[256];
@@ -106,6 +108,73 @@ static void must_fail(const char *what, const char *path, const char *hint)
 	remove(path);
 }
 
+/* the number of entries of dir whose name holds ".tmp." (a writer's leftovers) */
+static int leftovers(void)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	for (struct dirent *e; d && (e = readdir(d));)
+		n += strstr(e->d_name, ".tmp.") != NULL;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static int read_first(const char *path, double *v)
+{
+	double *d = NULL;
+	long shape[NPY_MAXDIM];
+	int ndim = 0;
+	char err[512];
+	int ok = npy_read(path, &d, shape, &ndim, err, sizeof err) == 0 && ndim == 1 && shape[0] >= 1;
+	if (ok)
+		*v = d[0];
+	free(d);
+	return ok;
+}
+
+/* A written file replaces its target whole (util/fsutil.h's FsOut): a link
+ * stays a link to the rewritten file, the target's permissions stay, no
+ * temporary file is left, and a failed write leaves the old file and
+ * names the path. */
+static void replace_whole(void)
+{
+	char file[512], link[512], err[512];
+	long s1[] = { 1 };
+	double one = 1.0, two = 2.0, v = 0;
+	snprintf(file, sizeof file, "%s/target.npy", dir);
+	snprintf(link, sizeof link, "%s/link.npy", dir);
+	int ok = npy_write_f64(file, &one, s1, 1, err, sizeof err) == 0 && chmod(file, 0640) == 0 &&
+	         symlink("target.npy", link) == 0 && npy_write_f64(link, &two, s1, 1, err, sizeof err) == 0;
+	struct stat st, sl;
+	ok = ok && lstat(link, &sl) == 0 && S_ISLNK(sl.st_mode) && stat(file, &st) == 0 && (st.st_mode & 0777) == 0640 &&
+	     read_first(file, &v) && v == 2.0;
+	verdict(ok, "a write through a link rewrites the file it names, the link and the mode kept", ok ? "" : err);
+	verdict(leftovers() == 0, "no temporary file is left beside the written files", NULL);
+	/* a folder in the way of the temporary file: the write fails before the target is touched */
+	char blocker[600];
+	snprintf(blocker, sizeof blocker, "%s.tmp.%ld.0", file, (long)getpid());
+	int rc = mkdir(blocker, 0755) == 0 ? 0 : -1;
+	for (int k = 1; rc == 0 && k < 100; k++) {
+		snprintf(blocker, sizeof blocker, "%s.tmp.%ld.%d", file, (long)getpid(), k);
+		rc = mkdir(blocker, 0755);
+	}
+	rc = rc == 0 ? npy_write_f64(file, &one, s1, 1, err, sizeof err) : 0;
+	ok = rc != 0 && strstr(err, file) && read_first(file, &v) && v == 2.0;
+	verdict(ok, "a write that cannot start leaves the old file and names it", err);
+	for (int k = 0; k < 100; k++) {
+		snprintf(blocker, sizeof blocker, "%s.tmp.%ld.%d", file, (long)getpid(), k);
+		rmdir(blocker);
+	}
+	/* a device is written in place; one that fills up is an error naming it */
+	if (access("/dev/full", W_OK) == 0) {
+		rc = npy_write_f64("/dev/full", &one, s1, 1, err, sizeof err);
+		verdict(rc != 0 && strstr(err, "/dev/full"), "a write to a full device fails and names it", err);
+	}
+	remove(link);
+	remove(file);
+}
+
 int main(void)
 {
 	const char *base = getenv("TMPDIR");
@@ -168,6 +237,8 @@ int main(void)
 	snprintf(path, sizeof path, "%s/toomany.npy", dir);
 	int rc = npy_write_f64(path, NULL, big, NPY_MAXDIM + 1, err, sizeof err);
 	verdict(rc != 0 && strstr(err, path), "write refuses too many dimensions", err);
+
+	replace_whole();
 
 	rmdir(dir);
 	printf("%d passed, %d failed\n", passed, failed);

@@ -1,6 +1,8 @@
 /* Small file-system helpers (see fsutil.h). */
+#define _XOPEN_SOURCE 700   /* realpath */
 #include "fsutil.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,110 @@ int fs_write_file(const char *path, const char *data, size_t n, char *err, size_
 		snprintf(err, errlen, "cannot write %s: %s", path, strerror(werr));
 		return -1;
 	}
+	return 0;
+}
+
+/* The file a target names: a symbolic link's target, so the link stays. */
+static void out_target(const char *path, char *out, size_t n)
+{
+	struct stat st;
+	char *real = NULL;
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+		real = realpath(path, NULL);   /* NULL for a dangling link: then the link is replaced */
+	snprintf(out, n, "%s", real ? real : path);
+	free(real);
+}
+
+/* A new temporary file beside o->path: its descriptor, or -1 with errno. */
+static int out_create(FsOut *o)
+{
+	for (int k = 0; k < 100; k++) {
+		snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%d", o->path, (long)getpid(), k);
+		int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	return -1;
+}
+
+int fs_out_open(FsOut *o, const char *path, char *err, size_t errlen)
+{
+	memset(o, 0, sizeof *o);
+	if (strlen(path) >= sizeof o->path - 1) {
+		snprintf(err, errlen, "cannot write %.200s...: the path is longer than %zu characters", path,
+		         sizeof o->path - 2);
+		return -1;
+	}
+	out_target(path, o->path, sizeof o->path);
+	struct stat st;
+	int had = stat(o->path, &st) == 0;
+	if (had && S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "cannot write %s: it is a folder", path);
+		return -1;
+	}
+	if (had && !S_ISREG(st.st_mode)) {
+		/* a device or a pipe (/dev/null, /dev/stdout): nothing to replace
+		 * atomically, and a rename would put a regular file where it was */
+		o->direct = 1;
+		if (!(o->f = fopen(o->path, "w"))) {
+			snprintf(err, errlen, "cannot write %s: %s", o->path, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	int fd = out_create(o);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot write %s: creating %s: %s", path, o->tmp, strerror(errno));
+		o->tmp[0] = 0;
+		return -1;
+	}
+	if (had)
+		(void)fchmod(fd, st.st_mode & 07777);   /* best effort: the data matters, the mode is a courtesy */
+	if (!(o->f = fdopen(fd, "w"))) {
+		snprintf(err, errlen, "cannot write %s: fdopen: %s", o->tmp, strerror(errno));
+		close(fd);
+		fs_out_abort(o);
+		return -1;
+	}
+	return 0;
+}
+
+void fs_out_abort(FsOut *o)
+{
+	if (o->f)
+		fclose(o->f);
+	o->f = NULL;
+	if (!o->direct && o->tmp[0])
+		unlink(o->tmp);
+	o->tmp[0] = 0;
+}
+
+int fs_out_commit(FsOut *o, char *err, size_t errlen)
+{
+	if (o->direct) {
+		int bad = fflush(o->f) != 0, e = errno;
+		bad |= fclose(o->f) != 0;
+		o->f = NULL;
+		if (bad)
+			snprintf(err, errlen, "cannot write %s: %s", o->path, strerror(e ? e : errno));
+		return bad ? -1 : 0;
+	}
+	/* the data must be on disk before the rename makes it the file */
+	int bad = fflush(o->f) != 0 || fsync(fileno(o->f)) != 0;
+	int e = errno;
+	bad |= fclose(o->f) != 0;
+	o->f = NULL;
+	if (bad) {
+		snprintf(err, errlen, "cannot write %s: %s", o->tmp, strerror(e ? e : errno));
+		fs_out_abort(o);
+		return -1;
+	}
+	if (rename(o->tmp, o->path) != 0) {
+		snprintf(err, errlen, "cannot rename %s to %s: %s", o->tmp, o->path, strerror(errno));
+		fs_out_abort(o);
+		return -1;
+	}
+	o->tmp[0] = 0;
 	return 0;
 }
 

@@ -2,13 +2,39 @@
 #ifndef RECUR_FSUTIL_H
 #define RECUR_FSUTIL_H
 #include <stddef.h>
+#include <stdio.h>
 
 /* mkdir -p of the directory that holds path (path itself is not created).
  * Returns 0, or -1 with the folder that could not be made in err. */
 int fs_mkdirs_for(const char *path, char *err, size_t errlen);
 
-/* path's whole content from data; -1 with the path and the reason in err */
+/* path's whole content from data, written in place: for files inside a
+ * folder of the writer's own that is itself replaced whole once complete
+ * (gen's temporary folder, fs_replace_dir), where several threads write at
+ * once. A file others may be reading is written through FsOut instead.
+ * -1 with the path and the reason in err. */
 int fs_write_file(const char *path, const char *data, size_t n, char *err, size_t errlen);
+
+/* A file written whole or not at all: the data goes to a new file beside
+ * the target (PATH.tmp.PID.N, created exclusively, in the same folder so
+ * that the rename cannot cross file systems), which replaces the target
+ * only once complete and on disk (fflush, fsync, rename). Until then the
+ * target is untouched, and a failure or fs_out_abort removes the temporary
+ * file. A target that is a symbolic link stays one: the file it names is
+ * replaced. An existing target's permissions are kept. A device or a pipe
+ * (/dev/null) is written in place; a folder is refused. No signal handling
+ * here: the command line adds it (cli/results.h, CliOut). */
+typedef struct {
+	FILE *f;
+	int direct;                  /* a device or a pipe: written in place */
+	char path[4096];             /* the target (a link resolved) */
+	char tmp[4160];
+} FsOut;
+/* opens o->f on the temporary file: 0, or -1 with the path and the reason */
+int  fs_out_open(FsOut *o, const char *path, char *err, size_t errlen);
+/* flush, fsync, close, rename over the target: 0, or -1 (tmp removed) */
+int  fs_out_commit(FsOut *o, char *err, size_t errlen);
+void fs_out_abort(FsOut *o);
 
 /* path's whole content, malloc'd with a NUL after its n bytes (text can be
  * used as a C string); NULL with the path and the reason in err */
