@@ -73,7 +73,7 @@ FILE:LINE, and the generator then writes nothing.
                                            dhT, dh0)
       apart = { K ~= 64 },                 { true }: the block-diagonal projections run in
                                            kernels of their own (tensor cores, heads of any
-                                           K = 16..256 in steps of 16), stored fp32 for the
+                                           K = 16..256 in steps of 16), stored bf16 for the
                                            scans; the only form for heads other than 64;
                                            fused = true, no token projection
       controller = "name",                 default: the mixer's controller
