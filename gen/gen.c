@@ -136,8 +136,10 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	json_t *state = json_array();
 	if (v->resets)
 		json_array_append_new(state, json_string("reset"));
+	if (v->docs)   /* packed documents, a state each: docs_prep reads the offsets */
+		json_array_append_new(state, json_string("cu_seqlens"));
 	static const char *const hstate[] = { "h0", "hT", "dhT", "dh0" };
-	for (int i = 0; v->states && i < 4; i++)
+	for (int i = 0; (v->states || v->docs) && i < 4; i++)
 		json_array_append_new(state, json_string(hstate[i]));
 	if (v->decode) {   /* a pool of states, updated in place where hT is h0, and each row's slot */
 		json_array_append_new(state, json_string("h0"));

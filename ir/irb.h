@@ -114,6 +114,8 @@ LLVMValueRef smem_ptr(Irb *I, LLVMValueRef byte_off32);              /* shared i
  * out of a spin loop. */
 /* the byte at global p (zero-extended) where ok != 0, else 0; no branch, p unread where ok = 0 */
 LLVMValueRef ld_u8_if(Irb *I, LLVMValueRef p, LLVMValueRef ok);
+LLVMValueRef ld_f32_if(Irb *I, LLVMValueRef p, LLVMValueRef ok);             /* ok: i32; 0.0 where 0 */
+void st_f32_if(Irb *I, LLVMValueRef p, LLVMValueRef v, LLVMValueRef ok);     /* ok: i32 */
 LLVMValueRef ld_volatile(Irb *I, LLVMTypeRef ty, LLVMValueRef p, int align);
 void st_volatile(Irb *I, LLVMValueRef v, LLVMValueRef p, int align);
 LLVMValueRef atom_add_u32(Irb *I, LLVMValueRef gp, LLVMValueRef v);   /* old value, relaxed */

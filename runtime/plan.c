@@ -882,17 +882,36 @@ static int bind_caller(recur_variant *v, int pass, const ShapeVars *sv, const re
 
 /* The fields of a call's sequence state the variant's kernels take; any
  * other given is refused (its kernels would silently ignore it) */
-static int state_check(const recur_variant *v, const recur_seqstate *st, const char *shape, char *err,
-                       size_t errlen)
+static int state_check(const recur_variant *v, const recur_seqstate *st, const recur_shape *s, const char *shape,
+                       char *err, size_t errlen)
 {
+	/* the grid option that makes kernels taking each field */
+	static const char *const how[RT_NSTATE] = {
+		[RT_STATE_H0] = "states = { true }", [RT_STATE_RESET] = "resets = { true }",
+		[RT_STATE_CU_SEQLENS] = "docs = { true }", [RT_STATE_HT] = "states = { true }",
+		[RT_STATE_DHT] = "states = { true }", [RT_STATE_DH0] = "states = { true }",
+		[RT_STATE_MAP_LOGA] = "none yet", [RT_STATE_MAP_H] = "none yet", [RT_STATE_INDEX] = "R.decode",
+	};
 	for (int i = 0; i < RT_NSTATE; i++)
 		if (rt_state_ptr(st, i) && !(v->d->state >> i & 1))
 			return rt_vfail(err, errlen, "variant %s at %s: the sequence state gives %s, which its kernels do "
-			                "not take (they take: %s); generate a variant with it (resets = { true } for reset)",
-			                v->d->name, shape, rt_state_name[i], v->d->state_text[0] ? v->d->state_text : "none");
+			                "not take (they take: %s); generate a variant with it (%s)", v->d->name, shape,
+			                rt_state_name[i], v->d->state_text[0] ? v->d->state_text : "none", how[i]);
 	if (st && st->ndocs && !st->cu_seqlens)
 		return rt_vfail(err, errlen, "variant %s at %s: the sequence state gives ndocs = %d without cu_seqlens",
 		                v->d->name, shape, st->ndocs);
+	/* the cu_seqlens form: documents packed into one row, a state each
+	 * (util/seqstate.h); its offsets are on the device, read by docs_prep */
+	if (st && st->cu_seqlens && (st->ndocs < 1 || st->ndocs > s->L))
+		return rt_vfail(err, errlen, "variant %s at %s: the sequence state gives cu_seqlens with ndocs = %d; "
+		                "it must be 1 to L = %d (documents of at least one token)", v->d->name, shape, st->ndocs,
+		                s->L);
+	if (st && st->cu_seqlens && s->B != 1)
+		return rt_vfail(err, errlen, "variant %s at %s: cu_seqlens packs documents into one row, so B must be "
+		                "1, not %d (flash-attn's and fla's convention)", v->d->name, shape, s->B);
+	if (st && st->cu_seqlens && st->reset)
+		return rt_vfail(err, errlen, "variant %s at %s: the sequence state gives both cu_seqlens and reset; "
+		                "the documents' starts are their marks: give one or the other", v->d->name, shape);
 	/* in place: a decode step reads each row's state before it writes it,
 	 * in one kernel; the other plans read h0 in a kernel after another
 	 * wrote hT */
@@ -931,7 +950,7 @@ int rt_variant_check(const recur_variant *v, int pass, recur_shape s, const recu
 	if (!io)
 		return rt_vfail(err, errlen, "variant %s: %s without buffers (io is NULL)", v->d->name,
 		                rt_pass_name[pass]);
-	return shape_setup(v, s, &sv, shape, err, errlen) || state_check(v, io->state, shape, err, errlen) ? -1 : 0;
+	return shape_setup(v, s, &sv, shape, err, errlen) || state_check(v, io->state, &s, shape, err, errlen) ? -1 : 0;
 }
 
 /* A pass after run()'s checks, with the device's context current */
@@ -1014,8 +1033,10 @@ static int run(recur_variant *v, int pass, recur_shape s, const recur_io *io, co
 		return -1;
 	if (!io)
 		return rt_vfail(err, errlen, "variant %s: %s without buffers (io is NULL)", d->name, rt_pass_name[pass]);
-	if (shape_setup(v, s, &sv, shape, err, errlen) || state_check(v, io->state, shape, err, errlen))
+	if (shape_setup(v, s, &sv, shape, err, errlen) || state_check(v, io->state, &s, shape, err, errlen))
 		return -1;
+	if (io->state && io->state->cu_seqlens)
+		shapex_set(&sv, "ndocs", io->state->ndocs);
 	/* a framework may call from any of its threads (PyTorch's backward runs
 	 * on one of its own): the device's context is made current there for
 	 * the call, and the thread's own put back after it */

@@ -64,9 +64,10 @@ int  recur_tensor_bytes(recur_shape s, size_t elem_bytes, size_t *bytes, char *e
  * row starts from zero with the spec's reset at t = 0. A variant takes only
  * the fields its kernels were generated for (recur_manifest_variant_state:
  * reset, h0, hT, dhT, dh0 from grids with resets / states = { true };
+ * all of those and cu_seqlens, ndocs from grids with docs = { true };
  * index from decode variants, recur_manifest_variant_scan "decode";
- * cu_seqlens, ndocs, map_loga, map_h from none yet); a call giving another
- * is refused before any launch.
+ * map_loga, map_h from none yet); a call giving another is refused before
+ * any launch.
  *   reset   u8 [B][L]: 1 where a document starts inside a row, else 0;
  *           read by the forward and the backward of the call alike.
  *   h0      fp32 [B][D]: the state before each row's first token (that
@@ -79,8 +80,12 @@ int  recur_tensor_bytes(recur_shape s, size_t elem_bytes, size_t *bytes, char *e
  *   dhT     fp32 [B][D]: read by the backward, the adjoint of hT.
  *   dh0     fp32 [B][D]: written by the backward, the adjoint of h0; never
  *           the same buffer as dhT.
- *   (cu_seqlens int32 [ndocs + 1], map_loga, map_h fp32 [B][D]: as in
- *   util/seqstate.h; no kernel takes them yet.)
+ *   cu_seqlens int32 [ndocs + 1], docs variants: documents packed into
+ *           one row (B = 1, no reset marks; 1 <= ndocs <= L), document i
+ *           the tokens cu_seqlens[i] .. cu_seqlens[i+1] - 1; h0, hT, dhT
+ *           and dh0 are then [ndocs][D], a state per document.
+ *   (map_loga, map_h fp32 [B][D]: as in util/seqstate.h; no kernel takes
+ *   them yet.)
  *   index   int32 [B], decode variants only: the slot of h0 / hT row b
  *           reads and writes (h0[index[b]], hT[index[b]]); negative: row b
  *           is padding: no state read or written, y not written; absent: slot b.

@@ -81,6 +81,9 @@ typedef struct {
 	bool shared_sfu, fused_output, fused_write;
 	bool resets;           /* the kernels take per-token reset marks (state:reset, util/seqstate.h) */
 	bool states;           /* and initial and final states (state:h0, hT, dhT, dh0) */
+	bool docs;             /* packed documents with a state each (cu_seqlens, util/seqstate.h): every
+	                        * sequence start and end handled per token (templates/docs.c); its marks
+	                        * (resets true) come from the kernel docs_prep, states false */
 	bool materialized;     /* writes a [B,L,D] tensor of a or b to memory */
 	bool lookback;         /* forward carries across tiles by look-back in one kernel (scan "lookback", "onepass") */
 	bool onepass;          /* and the backward across groups in bwd_apply alone (scan "onepass") */

@@ -298,7 +298,8 @@ static void rd_canonical(const Variant *v, const char *mixer, char *buf, size_t 
 		snprintf(buf, n, "%s_decode%s", mixer, v->mma ? "_mma" : "");
 		return;
 	}
-	snprintf(buf, n, "%s%s%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->apart ? "apart_" : "", v->resets ? "resets_" : "",
+	snprintf(buf, n, "%s%s%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->apart ? "apart_" : "",
+	         v->docs ? "docs_" : v->resets ? "resets_" : "",
 	         v->states ? "states_" : "", v->fused_output ? "fused_output_" : "",
 	         v->fused_write ? "fused_write_" : "", v->shared_sfu ? "shared_sfu_" : "", v->fused ? "fused_" : "",
 	         v->prefix, v->onepass ? "onepass" : v->lookback ? "lookback" : "hierarchical", v->chunk);
@@ -329,6 +330,7 @@ static void rd_variant(const Rd *rd, int e, const char *mixer, int ntoken, Varia
 	v->mma = rd_bool(rd, e, "mma", of);
 	v->materialized = rd_bool(rd, e, "materialized", of);
 	v->apart = rd_bool(rd, e, "apart", of);
+	v->docs = rd_bool(rd, e, "docs", of);
 	int scan = rd_enum(rd, e, "scan", of, scans);
 	v->decode = scan == 3;
 	v->onepass = scan == 2;
@@ -346,6 +348,9 @@ static void rd_variant(const Rd *rd, int e, const char *mixer, int ntoken, Varia
 		rd_fail(rd, "%s: shared_sfu needs per-token shared expressions; the mixer has none", of);
 	if (v->apart && (v->decode || !v->fused || ntoken > 0))
 		rd_fail(rd, "%s: apart takes a scan variant, fused, of a mixer without token projections", of);
+	if (v->docs && (!v->resets || v->states || v->decode))
+		rd_fail(rd, "%s: docs takes its reset marks and states itself (resets true, states false) and is a scan "
+		        "variant", of);
 	if (v->mma && !v->decode)
 		rd_fail(rd, "%s: mma is an option of decode steps (R.decode)", of);
 	if (v->decode && (v->resets || v->states || v->fused != (ntoken == 0)))

@@ -80,10 +80,15 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 		} else {
 			hp = ld(I, I->f32, smem_ptr(I, hprev_at(bw, si, s)), 4);
 		}
+		LLVMValueRef inj = T->v->docs ? docs_start(T, &stp, s) : NULL;
+		if (inj)   /* a sequence starting from h0: h before it is h0[doc] (docs.c) */
+			hp = fsel(I, inj, docs_load(T, ln, &stp, s, ln->h0, inj), hp);
 		LLVMValueRef hn = fadd(I, fmul(I, stp.a_eff[s], hp), stp.b_eff[s]);
 		LLVMValueRef gy = eval_gy(T, ln, &stp, s, hn, dy[s]);
 		LLVMValueRef dh = fadd(I, gy, var_get(I, u[s]));
 		var_set(I, u[s], fmul(I, stp.a_eff[s], dh));
+		if (inj)   /* and its adjoint leaves there: dh0 = a dh */
+			docs_store(T, ln, &stp, s, ln->dh0, inj, fmul(I, stp.a[s], dh));
 		LLVMValueRef keep = land(I, valid, LLVMBuildNot(I->b, step_isfirst(T, &stp, s), ""));
 		LLVMValueRef s0 = fsel(I, keep, fmul(I, fmul(I, dh, stp.a[s]), hp), cf32(I, 0.0));
 		LLVMValueRef s1 = fsel(I, valid, dh, cf32(I, 0.0));

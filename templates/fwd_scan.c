@@ -228,7 +228,10 @@ static void apply_kept(Tmpl *T, Lanes *ln, LLVMValueRef gb, int keep, LLVMValueR
 	for (int s = 0; s < TM_SLOTS; s++) {
 		LLVMValueRef m = ld(I, I->i32, smem_ptr(I, keep_at(T, ln, keep, k, s)), 4);
 		LLVMValueRef hs = fadd(I, fmul(I, unpack_f16(I, m, 0), h0[s]), unpack_f16(I, m, 1));
-		y[s] = emit_y(T, ln, &stp, s, fsel(I, end, hend[s], hs));
+		LLVMValueRef h = fsel(I, end, hend[s], hs);
+		y[s] = emit_y(T, ln, &stp, s, h);
+		if (T->v->docs)   /* a sequence's last token: its final state */
+			docs_store_hT(T, ln, &stp, s, h);
 	}
 	store_slots(T, ln, &stp, ln->y, y, NULL);
 	seg_loop_end(T, &Ls, &L);
@@ -301,6 +304,8 @@ static void fwd_apply_tile(Tmpl *T, Lanes *ln, Launch *l, int keep, int lbo)
 			LLVMValueRef hn = fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]);
 			var_set(I, h[s], hn);
 			ytmp[s] = emit_y(T, ln, &stp, s, hn);
+			if (T->v->docs)   /* a sequence's last token: its final state */
+				docs_store_hT(T, ln, &stp, s, hn);
 		}
 		store_slots(T, ln, &stp, ln->y, ytmp, NULL);
 		seg_loop_end(T, &Ls, &L);

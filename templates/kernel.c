@@ -134,11 +134,18 @@ void ksig_shape(Tmpl *T, KSig *s)
 {
 	/* every kernel that evaluates a step (step_inputs) takes the reset
 	 * marks where the variant has them: each sees the same first */
-	if (T->v->resets)
-		ksig_add(T, s, "state:reset", T->I.gptr);
+	if (T->v->resets)   /* a docs variant's are docs_prep's */
+		ksig_add(T, s, T->v->docs ? "ws:dmark" : "state:reset", T->I.gptr);
 	/* and h0, whose presence makes t = 0 no reset (util/seqstate.h) */
-	if (T->v->states)
+	if (T->v->states || T->v->docs)
 		ksig_add(T, s, "state:h0", T->I.gptr);
+	/* a docs variant's every start and end per token (docs.c) */
+	if (T->v->docs) {
+		ksig_add(T, s, "ws:dcode", T->I.gptr);
+		ksig_add(T, s, "state:hT", T->I.gptr);
+		ksig_add(T, s, "state:dhT", T->I.gptr);
+		ksig_add(T, s, "state:dh0", T->I.gptr);
+	}
 	/* and the projections, where they run apart (the gates are computed
 	 * from them in every scan kernel: apart variants are fused) */
 	char a[64];

@@ -53,8 +53,12 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 		snprintf(a, sizeof a, "ws:proj_%s", apj_weight(T, j));
 		ln->pws[j] = argv_of(T, s, a);
 	}
-	ln->reset = argv_of(T, s, "state:reset");
+	ln->reset = argv_of(T, s, T->v->docs ? "ws:dmark" : "state:reset");
 	ln->h0 = argv_of(T, s, "state:h0");
+	ln->dcode = argv_of(T, s, "ws:dcode");
+	ln->hT = argv_of(T, s, "state:hT");
+	ln->dhT = argv_of(T, s, "state:dhT");
+	ln->dh0 = argv_of(T, s, "state:dh0");
 	if (ln->reset) {   /* the row's marks: a null pointer stays unread (reset_mark) */
 		LLVMValueRef at = imul(I, sext64(I, ln->b), sext64(I, ln->L));
 		ln->reset_row = LLVMBuildGEP2(I->b, I->i8, ln->reset, &at, 1, "reset_row");

@@ -340,7 +340,9 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 	tmpl_plan(T);
 
 	if (T->ntokval > 0)
-		tmpl_tok_fwd(T);   /* it clears the arena */
+		tmpl_tok_fwd(T);   /* it clears the arena, so it comes first; the token stage sees no resets */
+	if (T->v->docs)
+		tmpl_docs_prep(T);   /* the marks and codes every later kernel reads */
 	if (T->napj > 0)
 		tmpl_proj_fwd(T);
 
@@ -351,6 +353,8 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		tmpl_carry(T, 0);
 	}
 	tmpl_fwd_apply(T);
+	if (T->v->docs)
+		docs_prep_again(T);
 	if (!T->v->onepass) {
 		tmpl_bwd_reduce(T);
 		tmpl_carry(T, 1);

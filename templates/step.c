@@ -129,6 +129,8 @@ void step_marks(Tmpl *T, Lanes *ln, Step *st)
 		return;
 	for (int r = 0; r < 2; r++)
 		st->mark[r] = reset_mark(T, ln, st, r);
+	if (T->v->docs)   /* and where sequences start from h0 and end (docs.c) */
+		docs_load_codes(T, ln, st);
 	st->marked = 1;
 }
 
@@ -303,6 +305,8 @@ void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMVal
 			LLVMValueRef ae = fsel(I, isfirst, cf32(I, 0.0), sp->a[s]);
 			sp->a_eff[s] = fsel(I, valid, ae, cf32(I, 1.0));
 			sp->b_eff[s] = fsel(I, valid, sp->bb[s], cf32(I, 0.0));
+			if (T->v->docs)   /* a sequence starting from h0 */
+				docs_inject(T, ln, sp, s);
 		}
 }
 
@@ -324,5 +328,7 @@ LLVMValueRef eval_gy(Tmpl *T, Lanes *ln, Step *st_, int s, LLVMValueRef hnew, LL
 	CHECK(memo);
 	LLVMValueRef v = emit_expr(I, &mx->g, T->g_h, &env, memo);
 	free(memo);
+	if (T->v->docs)   /* the adjoint of a sequence's final state joins at its end */
+		v = fadd(I, v, docs_load(T, ln, st_, s, ln->dhT, docs_end(T, st_, s)));
 	return fsel(I, st_->valid[slot_r(s)], v, cf32(I, 0.0));
 }

@@ -184,6 +184,8 @@ typedef struct {
 	LLVMValueRef tok;                          /* per-token values [B*L][nz] */
 	LLVMValueRef reset, reset_row;             /* reset marks u8 [B][L] (state:reset) and row b's, or NULL */
 	LLVMValueRef h0;                           /* initial states fp32 [B][D] (state:h0), or NULL */
+	LLVMValueRef dcode;                        /* docs: each token's code i32 [B][L] (ws:dcode, docs.c) */
+	LLVMValueRef hT, dhT, dh0;                 /* docs: the states a sequence's end and start store and read */
 	int wmat_smem;                             /* >= 0: weights are read from shared memory (wmat_stage) here */
 	int seg_off;                               /* >= 0: segment staging (seg_stage) at this offset */
 	int seg_n, seg_flags, seg_step;            /* steps per segment, what is staged (SEG_*), bytes per step */
@@ -207,6 +209,7 @@ typedef struct {
 	LLVMValueRef xs;            /* staged x tile of this step (shared byte offset), when staged */
 	LLVMValueRef tok[2][TM_MAXZ];   /* per-token values of row r */
 	LLVMValueRef seg;           /* the step's staged segment entry, when staged */
+	LLVMValueRef code[2];       /* docs: row r's token code (docs.c), 0 past L; with the marks (step_marks) */
 } Step;
 
 /* A staged step's 16 rows x 64 bf16 (x or dy). Rows are padded to 144
@@ -508,6 +511,18 @@ void tmpl_proj_dw(Tmpl *T);
 void tmpl_bwd_reduce(Tmpl *T);
 void tmpl_bwd_apply(Tmpl *T);
 void tmpl_param_reduce(Tmpl *T);
+/* packed documents with a state each (docs.c) */
+void tmpl_docs_prep(Tmpl *T);
+void docs_prep_again(Tmpl *T);
+void docs_load_codes(Tmpl *T, Lanes *ln, Step *st);
+LLVMValueRef docs_start(Tmpl *T, const Step *st, int s);
+LLVMValueRef docs_end(Tmpl *T, const Step *st, int s);
+LLVMValueRef docs_state_idx(Tmpl *T, const Lanes *ln, const Step *st, int s);
+void docs_inject(Tmpl *T, Lanes *ln, Step *st, int s);
+LLVMValueRef docs_load(Tmpl *T, const Lanes *ln, const Step *st, int s, LLVMValueRef p, LLVMValueRef flag);
+void docs_store(Tmpl *T, const Lanes *ln, const Step *st, int s, LLVMValueRef p, LLVMValueRef flag,
+                LLVMValueRef v);
+void docs_store_hT(Tmpl *T, Lanes *ln, const Step *st, int s, LLVMValueRef h);
 void tmpl_tok_fwd(Tmpl *T);        /* controller pass: token projections and the token values */
 void tmpl_decode_plan(Tmpl *T);    /* a decode variant's plan (decode.c), in place of tmpl_plan */
 void tmpl_decode(Tmpl *T);         /* its step kernel */

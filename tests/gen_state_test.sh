@@ -92,14 +92,9 @@ done
 [ -z "$miss" ]; check $? "each resets variant's PTX reads the marks with a predicated byte load (missing in:${miss:- none})"
 [ "$(cat "$plain"/*.ptx | grep -c "ld.global.nc.u8")" = 0 ]; check $? "and no plain variant does"
 
-ptxas=${PTXAS:-$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)}
+. "$src/tests/ptxas_report.sh"
+ptxas_report "$work/both"/*.resets_*.ptx "$work/both"/*.states_*.ptx
 if [ -n "$ptxas" ]; then
-	rej="" spills=""
-	for f in "$work/both"/*.resets_*.ptx "$work/both"/*.states_*.ptx; do
-		log=$("$ptxas" -arch=sm_90 -v "$f" -o /dev/null 2>&1) || rej="$rej $(basename "$f")"
-		s=$(echo "$log" | grep -o '[0-9]* bytes spill stores' | awk '$1 > m { m = $1 } END { print m + 0 }')
-		[ "$s" -gt 0 ] && spills="$spills $(basename "$f" .ptx):$s"
-	done
 	[ -z "$rej" ]; check $? "ptxas -arch=sm_90 accepts every module with a state (refused:${rej:- none})"
 	echo "     spill stores (bytes):${spills:- none}"
 else

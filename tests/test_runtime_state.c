@@ -19,6 +19,11 @@
  *   refuses recur_backward, recur_backward_ws and a graph with a backward
  *   before anything reaches the driver, naming the variant; its backward
  *   workspaces take no room in recur_workspace_sizes.
+ * - cu_seqlens (a docs variant, state reset cu_seqlens h0 hT dhT dh0):
+ *   the offsets reach "state:cu_seqlens" and ndocs "i32:ndocs" (0 for a
+ *   call without them); B != 1, ndocs outside 1..L, and cu_seqlens with
+ *   reset marks are refused before any launch, naming what is wrong; a
+ *   variant that does not take cu_seqlens refuses it.
  * - Manifests that contradict themselves are refused at load: an arg
  *   naming a field the variant's "state" does not list, a name that is no
  *   field, a field listed twice, an unknown scan, no forward launch.
@@ -142,6 +147,79 @@ static void calls(recur_rt *rt)
 out:
 	recur_variant_free(v);
 	recur_variant_free(p);
+	for (int i = 0; i < 5; i++)
+		recur_free(rt, t[i]);
+	recur_manifest_free(m);
+}
+
+static int32_t arg_i32(int k)
+{
+	int32_t a;
+	memcpy(&a, hc.launch[(hc.nlaunch - 1) % HC_MAXLAUNCH].params[k], 4);
+	return a;
+}
+
+/* cu_seqlens and ndocs through a docs variant's first kernel */
+static void packed(recur_rt *rt)
+{
+	char err[1024] = "";
+	recur_manifest *m = load(MANIFEST("{\"name\": \"docs\", \"mixer\": \"toy\", \"ptx\": \"k.ptx\", \"vars\": [],"
+	                                  " \"rules\": [], \"workspaces\": [],"
+	                                  " \"state\": [\"reset\", \"cu_seqlens\", \"h0\", \"hT\", \"dhT\", \"dh0\"],\n"
+	                                  " \"forward\": [{\"kernel\": \"fwd\", \"grid\": [\"B\", 1, 1], \"block\": [64, 1, 1],"
+	                                  " \"args\": [\"y\", \"x\", \"state:cu_seqlens\", \"i32:ndocs\"]}],\n"
+	                                  " \"backward\": [{\"kernel\": \"bwd\", \"grid\": [\"B\", 1, 1], \"block\": [64, 1, 1],"
+	                                  " \"args\": [\"dx\", \"dy\", \"state:reset\", \"i32:ndocs\"]}]}, "
+	                                  VARIANT("resets", "[\"reset\"]", "state:reset")), err, sizeof err);
+	check(m != NULL, "a manifest with a variant taking cu_seqlens and an i32:ndocs argument loads", "%s", err);
+	if (!m)
+		return;
+	recur_shape s = {1, 37, 64};
+	size_t bytes = 0;
+	CUdeviceptr t[5] = {0};
+	int rc = recur_tensor_bytes(s, 2, &bytes, err, sizeof err);
+	for (int i = 0; i < 4 && !rc; i++)
+		rc = recur_alloc(rt, bytes, &t[i], err, sizeof err);
+	rc = rc || recur_alloc(rt, 4 * 38, &t[4], err, sizeof err);
+	recur_variant *v = NULL, *r = NULL;
+	rc = rc || recur_variant_load(rt, m, "docs", &v, err, sizeof err) ||
+	     recur_variant_load(rt, m, "resets", &r, err, sizeof err);
+	check(rc == 0, "the docs variant loads", "%s", err);
+	if (rc)
+		goto out;
+	recur_seqstate st = {.cu_seqlens = t[4], .ndocs = 3};
+	recur_io io = {.x = t[0], .y = t[1], .dy = t[2], .dx = t[3], .state = &st};
+	hc.nlaunch = 0;
+	rc = recur_forward(v, s, &io, 0, err, sizeof err);
+	check(rc == 0 && arg(2) == t[4] && arg_i32(3) == 3, "the offsets reach state:cu_seqlens and ndocs i32:ndocs",
+	      "%s", err);
+	io.state = NULL;
+	rc = recur_forward(v, s, &io, 0, err, sizeof err);
+	check(rc == 0 && arg(2) == 0 && arg_i32(3) == 0, "a call without them: a null pointer and ndocs 0", "%s", err);
+	io.state = &st;
+	recur_shape s2 = {2, 37, 64};
+	hc.nlaunch = 0;
+	rc = recur_forward(v, s2, &io, 0, err, sizeof err);
+	check(rc != 0 && hc.nlaunch == 0 && has(err, "B must be 1, not 2"), "cu_seqlens at B = 2: refused", "%s", err);
+	recur_seqstate z = {.cu_seqlens = t[4], .ndocs = 0}, big = {.cu_seqlens = t[4], .ndocs = 38};
+	io.state = &z;
+	rc = recur_backward(v, s, &io, 0, err, sizeof err);
+	check(rc != 0 && has(err, "ndocs = 0") && has(err, "1 to L = 37"), "cu_seqlens with ndocs = 0: refused", "%s",
+	      err);
+	io.state = &big;
+	rc = recur_forward(v, s, &io, 0, err, sizeof err);
+	check(rc != 0 && has(err, "ndocs = 38"), "more documents than tokens: refused", "%s", err);
+	recur_seqstate both = {.cu_seqlens = t[4], .ndocs = 2, .reset = t[4]};
+	io.state = &both;
+	rc = recur_forward(v, s, &io, 0, err, sizeof err);
+	check(rc != 0 && has(err, "both cu_seqlens and reset"), "cu_seqlens with reset marks: refused", "%s", err);
+	io.state = &st;
+	rc = recur_forward(r, s, &io, 0, err, sizeof err);
+	check(rc != 0 && has(err, "gives cu_seqlens") && has(err, "take: reset") && has(err, "docs = { true }"),
+	      "cu_seqlens for a variant without it: refused, naming what it takes and the grid option", "%s", err);
+out:
+	recur_variant_free(v);
+	recur_variant_free(r);
 	for (int i = 0; i < 5; i++)
 		recur_free(rt, t[i]);
 	recur_manifest_free(m);
@@ -336,6 +414,7 @@ int main(void)
 	check(rc == 0, "the runtime opens on the host stand-in", "%s", err);
 	if (rc == 0) {
 		calls(rt);
+		packed(rt);
 		in_place(rt);
 		decode(rt);
 	}

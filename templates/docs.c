@@ -1,0 +1,197 @@
+/* Packed documents with a state each (Variant.docs; util/seqstate.h's
+ * contract, both forms).
+ *
+ * A docs variant handles every sequence start and end per token, where a
+ * states variant handles a row's at the carry across tiles: docs_prep, the
+ * first kernel of both passes, gives each token a code in ws:dcode,
+ *     doc << 2 | 1 (a start from h0[doc]) | 2 (the end of doc),
+ * and the reset marks in ws:dmark, which the scans read as a resets
+ * variant's (step_marks). "doc" is the row in the reset/h0 form (start at
+ * t = 0, end at L - 1, the caller's marks copied) and the document in the
+ * cu_seqlens form (B = 1; the starts and ends of cu_seqlens; a start is a
+ * mark where h0 is not given). Then, in code every scan kind shares:
+ *   - a start from h0 cuts the chain and adds a h0[doc] to its b
+ *     (docs_inject, from step_gates_n);
+ *   - an end stores h in hT[doc] (docs_store_hT, where y is made);
+ *   - an end's adjoint joins dhT[doc] (eval_gy);
+ *   - a start from h0 takes h_prev = h0[doc] in the backward and stores
+ *     dh0[doc] = a dh there (bwd_step).
+ * A sequence that starts with a reset has dh0 = 0: docs_prep clears its
+ * row of dh0 (in the backward, where dh0 is given) before bwd_apply runs.
+ */
+#include "tmpl.h"
+#include "diag.h"
+#include <string.h>
+
+enum { DOC_START = 1, DOC_END = 2 };
+#define PREP_THREADS 256
+
+static LLVMValueRef gep_i32(Irb *I, LLVMValueRef base, LLVMValueRef idx64)
+{
+	return LLVMBuildGEP2(I->b, I->i32, base, &idx64, 1, "");
+}
+
+/* the document of token t in cu_seqlens[0..ndocs] (t < L = cu[ndocs]): the
+ * last i with cu[i] <= t, by bisection over a fixed 31 steps (ndocs < 2^31) */
+static LLVMValueRef doc_of(Irb *I, LLVMValueRef cu, LLVMValueRef ndocs, LLVMValueRef t)
+{
+	Var lo = var_init(I, ci32(I, 0), "lo"), hi = var_init(I, ndocs, "hi");
+	Loop L;
+	loop_begin(I, &L, ci32(I, 0), ci32(I, 31), ci32(I, 1), "bisect");
+	LLVMValueRef l = var_get(I, lo), h = var_get(I, hi);
+	LLVMValueRef live = ilt(I, iadd(I, l, ci32(I, 1)), h);
+	LLVMValueRef mid = LLVMBuildLShr(I->b, iadd(I, l, h), ci32(I, 1), "");
+	LLVMValueRef at = ld(I, I->i32, gep_i32(I, cu, sext64(I, mid)), 4);   /* mid in [lo, hi]: inside */
+	LLVMValueRef below = LLVMBuildICmp(I->b, LLVMIntSLE, at, t, "");
+	var_set(I, lo, LLVMBuildSelect(I->b, land(I, live, below), mid, l, ""));
+	var_set(I, hi, LLVMBuildSelect(I->b, land(I, live, LLVMBuildNot(I->b, below, "")), mid, h, ""));
+	loop_end(I, &L);
+	return var_get(I, lo);
+}
+
+void tmpl_docs_prep(Tmpl *T)
+{
+	Irb *I = &T->I;
+	char g0[32];
+	snprintf(g0, sizeof g0, "cdiv(B*L,%d)", PREP_THREADS);
+	Launch *l = tmpl_launch(T, 1, "docs_prep", g0, "1", "1", PREP_THREADS, "0");
+	ksig_add(T, &l->sig, "state:reset", I->gptr);
+	ksig_add(T, &l->sig, "state:cu_seqlens", I->gptr);
+	ksig_add(T, &l->sig, "state:h0", I->gptr);
+	ksig_add(T, &l->sig, "state:dh0", I->gptr);
+	ksig_add(T, &l->sig, "ws:dmark", I->gptr);
+	ksig_add(T, &l->sig, "ws:dcode", I->gptr);
+	ksig_add(T, &l->sig, "i32:B*L", I->i32);
+	ksig_add(T, &l->sig, "i32:L", I->i32);
+	ksig_add(T, &l->sig, "i32:D", I->i32);
+	ksig_add(T, &l->sig, "i32:ndocs", I->i32);
+	tmpl_open(T, l);
+	const KSig *s = &l->sig;
+	LLVMValueRef reset = ksig_arg(T, s, "state:reset"), cu = ksig_arg(T, s, "state:cu_seqlens");
+	LLVMValueRef h0 = ksig_arg(T, s, "state:h0"), dh0 = ksig_arg(T, s, "state:dh0");
+	LLVMValueRef BL = ksig_arg(T, s, "i32:B*L"), L = ksig_arg(T, s, "i32:L"), D = ksig_arg(T, s, "i32:D");
+	LLVMValueRef ndocs = ksig_arg(T, s, "i32:ndocs");
+	LLVMValueRef e = iadd(I, imul(I, ctaid(I, 0), ci32(I, PREP_THREADS)), tid_x(I));
+	IfBlk in;
+	if_begin(I, &in, ilt(I, e, BL), "tok");
+	LLVMValueRef b = idiv(I, e, L), t = isub(I, e, imul(I, b, L));
+	LLVMValueRef packed = state_given(I, cu), has_h0 = state_given(I, h0);
+	Var doc = var_init(I, b, "doc"), start = var_init(I, ieq(I, t, ci32(I, 0)), "start");
+	Var end = var_init(I, ieq(I, t, isub(I, L, ci32(I, 1))), "end");
+	Var mark = var_init(I, LLVMConstInt(I->i1, 0, 0), "mark");
+	IfBlk f;
+	if_begin(I, &f, packed, "packed");   /* B = 1 (the runtime's check): e is t */
+	{
+		LLVMValueRef i = doc_of(I, cu, ndocs, t);
+		LLVMValueRef c0 = ld(I, I->i32, gep_i32(I, cu, sext64(I, i)), 4);
+		LLVMValueRef c1 = ld(I, I->i32, gep_i32(I, cu, sext64(I, iadd(I, i, ci32(I, 1)))), 4);
+		LLVMValueRef st0 = ieq(I, c0, t);
+		var_set(I, doc, i);
+		var_set(I, start, st0);
+		var_set(I, end, ieq(I, isub(I, c1, ci32(I, 1)), t));
+		var_set(I, mark, land(I, st0, LLVMBuildNot(I->b, has_h0, "")));
+	}
+	if_end(I, &f);
+	/* the reset/h0 form: the caller's marks, where given */
+	LLVMValueRef given = land(I, LLVMBuildNot(I->b, packed, ""), state_given(I, reset));
+	LLVMValueRef m = ld_u8_if(I, LLVMBuildGEP2(I->b, I->i8, reset, (LLVMValueRef[]){ sext64(I, e) }, 1, ""),
+	                          LLVMBuildZExt(I->b, given, I->i32, ""));
+	LLVMValueRef mk = LLVMBuildOr(I->b, var_get(I, mark), LLVMBuildICmp(I->b, LLVMIntNE, m, ci32(I, 0), ""), "");
+	LLVMValueRef inj = land(I, land(I, var_get(I, start), has_h0), LLVMBuildNot(I->b, mk, ""));
+	LLVMValueRef code = LLVMBuildOr(I->b, LLVMBuildShl(I->b, var_get(I, doc), ci32(I, 2), ""),
+	                                LLVMBuildOr(I->b, LLVMBuildZExt(I->b, inj, I->i32, ""),
+	                                            LLVMBuildShl(I->b, LLVMBuildZExt(I->b, var_get(I, end), I->i32, ""),
+	                                                         ci32(I, 1), ""), ""), "");
+	st(I, LLVMBuildZExt(I->b, mk, I->i8, ""),
+	   LLVMBuildGEP2(I->b, I->i8, ksig_arg(T, s, "ws:dmark"), (LLVMValueRef[]){ sext64(I, e) }, 1, ""), 1);
+	st(I, code, gep_i32(I, ksig_arg(T, s, "ws:dcode"), sext64(I, e)), 4);
+	/* a sequence that starts with a reset leaves h0 unused: its dh0 is 0 */
+	IfBlk z;
+	if_begin(I, &z, land(I, state_given(I, dh0), land(I, var_get(I, start), LLVMBuildNot(I->b, inj, ""))), "dh0_zero");
+	{
+		Loop Lc;
+		loop_begin(I, &Lc, ci32(I, 0), D, ci32(I, 1), "c");
+		LLVMValueRef at = iadd(I, imul(I, sext64(I, var_get(I, doc)), sext64(I, D)), sext64(I, loop_i(I, &Lc)));
+		st(I, cf32(I, 0.0), gep_f32(I, dh0, at), 4);
+		loop_end(I, &Lc);
+	}
+	if_end(I, &z);
+	if_end(I, &in);
+	irb_ret(I);
+}
+
+/* The backward's first launch: the same kernel again (the backward may
+ * run with other buffers, and it clears dh0 where a reset starts) */
+void docs_prep_again(Tmpl *T)
+{
+	CHECK(T->nbwd < 8);
+	for (int i = 0; i < T->nfwd; i++)
+		if (strstr(T->fwd[i].kernel, "_docs_prep")) {
+			T->bwd[T->nbwd++] = T->fwd[i];
+			return;
+		}
+	CHECK(!"docs_prep_again before tmpl_docs_prep");
+}
+
+void docs_load_codes(Tmpl *T, Lanes *ln, Step *st)
+{
+	Irb *I = &T->I;
+	CHECK(ln->dcode);   /* every step kernel of a docs variant takes ws:dcode (ksig_shape) */
+	for (int r = 0; r < 2; r++) {
+		LLVMValueRef at = LLVMBuildSelect(I->b, st->valid[r], iadd(I, imul(I, ln->b, ln->L), st->t[r]), ci32(I, 0), "");
+		LLVMValueRef v = ld(I, I->i32, gep_i32(I, ln->dcode, sext64(I, at)), 4);
+		st->code[r] = LLVMBuildSelect(I->b, st->valid[r], v, ci32(I, 0), "");
+	}
+}
+
+static LLVMValueRef code_bit(Tmpl *T, const Step *st, int s, int bit)
+{
+	Irb *I = &T->I;
+	CHECK(st->code[slot_r(s)]);
+	return LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildAnd(I->b, st->code[slot_r(s)], ci32(I, bit), ""), ci32(I, 0), "");
+}
+
+LLVMValueRef docs_start(Tmpl *T, const Step *st, int s) { return code_bit(T, st, s, DOC_START); }
+LLVMValueRef docs_end(Tmpl *T, const Step *st, int s) { return code_bit(T, st, s, DOC_END); }
+
+/* element (doc, channel) of slot s in a [docs][D] state */
+LLVMValueRef docs_state_idx(Tmpl *T, const Lanes *ln, const Step *st, int s)
+{
+	Irb *I = &T->I;
+	LLVMValueRef doc = LLVMBuildLShr(I->b, st->code[slot_r(s)], ci32(I, 2), "");
+	LLVMValueRef col = iadd(I, imul(I, ln->head, ci32(I, 64)), ln->ch[slot_c(s)]);
+	return iadd(I, imul(I, sext64(I, doc), sext64(I, ln->D)), sext64(I, col));
+}
+
+/* p[slot s's (doc, channel)] where p is given and flag holds, else 0: a
+ * predicated load, no branch (8 slots a step: branches would split the
+ * step's code where the scans have no register to spare) */
+LLVMValueRef docs_load(Tmpl *T, const Lanes *ln, const Step *st, int s, LLVMValueRef p, LLVMValueRef flag)
+{
+	Irb *I = &T->I;
+	LLVMValueRef ok = land(I, flag, state_given(I, p));
+	return ld_f32_if(I, gep_f32(I, p, docs_state_idx(T, ln, st, s)), LLVMBuildZExt(I->b, ok, I->i32, ""));
+}
+
+void docs_store(Tmpl *T, const Lanes *ln, const Step *st, int s, LLVMValueRef p, LLVMValueRef flag,
+                LLVMValueRef v)
+{
+	Irb *I = &T->I;
+	LLVMValueRef ok = land(I, flag, state_given(I, p));
+	st_f32_if(I, gep_f32(I, p, docs_state_idx(T, ln, st, s)), v, LLVMBuildZExt(I->b, ok, I->i32, ""));
+}
+
+/* a start from h0: no carry in (a = 0) and b + a h0[doc] */
+void docs_inject(Tmpl *T, Lanes *ln, Step *st, int s)
+{
+	Irb *I = &T->I;
+	LLVMValueRef inj = docs_start(T, st, s);
+	LLVMValueRef h0 = docs_load(T, ln, st, s, ln->h0, inj);
+	st->a_eff[s] = fsel(I, inj, cf32(I, 0.0), st->a_eff[s]);
+	st->b_eff[s] = fsel(I, inj, fadd(I, st->bb[s], fmul(I, st->a[s], h0)), st->b_eff[s]);
+}
+
+void docs_store_hT(Tmpl *T, Lanes *ln, const Step *st, int s, LLVMValueRef h)
+{
+	docs_store(T, ln, st, s, ln->hT, docs_end(T, st, s), h);
+}
