@@ -44,6 +44,11 @@
 #                                        driver's JIT, gradients bitwise repeated;
 #                                        then the set "multi" (--sm sm_80,sm_90)
 #                                        at 3x1000x1024, each row naming its module
+#          bench/h200_suite.sh docs      the carried set "docs" (recur gen
+#                                        lua/variants/docs.lua): packed documents
+#                                        as cu_seqlens (--packed --docs 1000, 64
+#                                        with --h0, 3), then the reset/h0 form
+#                                        and plainly; verify only
 #          bench/h200_suite.sh state     the carried set "state" (recur gen
 #                                        lua/variants/state.lua) at 3x1000x1024,
 #                                        1x8192x1024, 2x777x2048 and 4x300x512:
@@ -118,7 +123,7 @@ rc=0
 wrote=""   # the verify logs this run wrote, summarised at the end
 # every variant's PTX compiled into the driver's cache, many at once (NOWARM=1:
 # skip; modes targets, state and decode warm their own sets)
-[ -n "${NOWARM:-}" ] || [ "$mode" = targets ] || [ "$mode" = state ] || [ "$mode" = decode ] || [ "$mode" = heads ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$TMPD/jit_warm.log" || rc=1
+[ -n "${NOWARM:-}" ] || [ "$mode" = targets ] || [ "$mode" = state ] || [ "$mode" = docs ] || [ "$mode" = decode ] || [ "$mode" = heads ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$TMPD/jit_warm.log" || rc=1
 if [ "$mode" = verify ] || [ "$mode" = all ]; then
 	"$BIN" verify --dir "$D" --goldens tests/goldens > "$RES/verify_h200_goldens.log" 2>&1 || rc=1
 	"$BIN" verify --dir "$D" $(echo "$SEED" | tr ',' '\n' | sed 's/^/--shape /') --shape 3x1000x1024 \
@@ -151,6 +156,26 @@ if [ "$mode" = targets ]; then
 		"$BIN" verify --dir "$PTXROOT/multi" --shape 3x1000x1024 > "$EXP/verify_multi.log" 2>&1 || rc=1
 		wrote="$wrote $EXP/verify_multi.log"
 		echo "multi: modules loaded: $(grep -o 'code [a-z]* sm_[0-9]*' "$EXP/verify_multi.log" | sort | uniq -c | tr -s ' \n' ' ')"
+	fi
+fi
+if [ "$mode" = docs ]; then
+	# packed documents with a state each (lua/variants/docs.lua, carried as set "docs"): the
+	# cu_seqlens form (--packed) with final states and their adjoints, with initial states, up
+	# to 1000 documents in a row; then the same variants in the reset/h0 form and plainly
+	R=$PTXROOT/docs
+	if [ -d "$R" ]; then
+		[ -n "${NOWARM:-}" ] || bash bench/jit_warm.sh "$BIN" "$R" "" "$TMPD/jit_warm.log" || rc=1
+		"$BIN" verify --dir "$R" --docs 1000 --packed --shape 1x8192x1024 > "$EXP/verify_packed.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$R" --docs 64 --packed --h0 --shape 1x4000x2048 --shape 1x777x512 \
+			>> "$EXP/verify_packed.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$R" --docs 3 --packed --h0 --shape 1x300x1024 >> "$EXP/verify_packed.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$R" --h0 --resets "${RESET_RATE:-0.01}" --shape 3x1000x1024 --shape 2x777x2048 \
+			> "$EXP/verify_docs_rows.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$R" --h0 --shape 3x1000x1024 >> "$EXP/verify_docs_rows.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$R" --shape 1x8192x1024 --shape 3x1000x1024 >> "$EXP/verify_docs_rows.log" 2>&1 || rc=1
+		wrote="$wrote $EXP/verify_packed.log $EXP/verify_docs_rows.log"
+	else
+		echo "docs: no carried PTX set docs (recur gen lua/variants/docs.lua -o out/docs)"; rc=1
 	fi
 fi
 if [ "$mode" = state ]; then

@@ -244,7 +244,8 @@ int judge_run(const Judge *j, Case *c, char *err, size_t n)
 				w[k][e] = bf16_round((float)p[k][e]);
 			pr[k] = w[k];
 		}
-		SeqState st = {.reset = c->reset, .h0 = c->h0, .hT = c->hT, .dhT = c->dhT, .dh0 = c->dh0};
+		SeqState st = {.reset = c->reset, .h0 = c->h0, .hT = c->hT, .dhT = c->dhT, .dh0 = c->dh0,
+		               .cu_seqlens = c->cu, .ndocs = c->ndocs};
 		if (rc == 0)
 			rc = rf_forward_state(j->graph, rs, pr, c->x, c->y, &st, err, n) ||
 			                     rf_backward_state(j->graph, rs, pr, c->x, c->dy, c->dx, c->dp, &st, err, n)
@@ -255,7 +256,8 @@ int judge_run(const Judge *j, Case *c, char *err, size_t n)
 		return rc;
 	}
 	RefShape rs = {s.B, s.L, s.D, s.D / j->k};
-	SeqState st = {.reset = c->reset, .h0 = c->h0, .hT = c->hT, .dhT = c->dhT, .dh0 = c->dh0};
+	SeqState st = {.reset = c->reset, .h0 = c->h0, .hT = c->hT, .dhT = c->dhT, .dh0 = c->dh0,
+	               .cu_seqlens = c->cu, .ndocs = c->ndocs};
 	return j->hand->forward_state(&rs, p, c->x, c->y, &st, err, n) ||
 	               j->hand->backward_state(&rs, p, c->x, c->dy, c->dx, c->dp, &st, err, n)
 	       ? -1
@@ -273,6 +275,7 @@ void case_free(Case *c)
 	free(c->xb);
 	free(c->dyb);
 	free(c->reset);
+	free(c->cu);
 	free(c->h0);
 	free(c->dhT);
 	free(c->hT);
@@ -352,21 +355,46 @@ static int case_marks(Ctx *cx, Case *c, Rng *r, char *err, size_t n)
 	return 0;
 }
 
-/* Nonzero initial states h0 ~ N(0, 1) and hT's adjoint dhT ~ N(0, 1), and
- * room for the reference's hT and dh0, all [B][D]. */
-static int case_states(Case *c, Rng *r, char *err, size_t n)
+/* hT's adjoint dhT ~ N(0, 1) and room for the reference's hT, and with
+ * h0 nonzero initial states h0 ~ N(0, 1) and room for dh0: c->ns each. */
+static int case_states(Case *c, int with_h0, Rng *r, char *err, size_t n)
 {
-	size_t ns = (size_t)c->s.B * (size_t)c->s.D;
-	double **t[4] = {&c->h0, &c->dhT, &c->hT, &c->dh0};
-	for (int k = 0; k < 4; k++)
+	size_t ns = c->ns;
+	double **t[4] = {&c->dhT, &c->hT, &c->h0, &c->dh0};
+	for (int k = 0; k < (with_h0 ? 4 : 2); k++)
 		if (!(*t[k] = malloc(ns * sizeof(double)))) {
 			snprintf(err, n, "out of host memory for %zu state elements", ns);
 			return -1;
 		}
-	for (size_t i = 0; i < ns; i++)
+	for (size_t i = 0; with_h0 && i < ns; i++)
 		c->h0[i] = rng_normal(r);
 	for (size_t i = 0; i < ns; i++)
 		c->dhT[i] = rng_normal(r);
+	return 0;
+}
+
+/* --packed: the row's document starts (case_marks) as cu_seqlens, the
+ * form fla and flash-attn take; the marks themselves go */
+static int case_packed(Case *c, char *err, size_t n)
+{
+	if (c->s.B != 1) {
+		snprintf(err, n, "--packed packs the documents into one row: shape %dx%dx%d has B = %d, give B = 1",
+		         c->s.B, c->s.L, c->s.D, c->s.B);
+		return -1;
+	}
+	int L = c->s.L, k = 0;
+	if (!(c->cu = malloc(((size_t)L + 1) * sizeof *c->cu))) {
+		snprintf(err, n, "out of host memory for %d document offsets", L + 1);
+		return -1;
+	}
+	c->cu[k++] = 0;
+	for (int t = 1; t < L; t++)
+		if (c->reset[t])
+			c->cu[k++] = t;
+	c->cu[k] = L;
+	c->ndocs = k;
+	free(c->reset);
+	c->reset = NULL;
 	return 0;
 }
 
@@ -387,7 +415,10 @@ int case_random(Ctx *cx, int v, const Judge *jd, recur_shape s, uint64_t seed, C
 	for (size_t i = 0; i < ne; i++)
 		c->dy[i] = bf16_round((float)rng_normal(&r));
 	if (case_params(cx, v, c, &r, err, n) || ((cx->resets > 0 || cx->docs) && case_marks(cx, c, &r, err, n)) ||
-	    (cx->states && case_states(c, &r, err, n)))
+	    (cx->packed && case_packed(c, err, n)))
+		return -1;
+	c->ns = (size_t)(c->cu ? c->ndocs : s.B) * (size_t)s.D;
+	if ((cx->states || cx->packed) && case_states(c, cx->states, &r, err, n))
 		return -1;
 	RfShape rs = {s.B, s.L, s.D};
 	for (int p = 0; p < c->np && jd->graph; p++)
@@ -520,9 +551,9 @@ static int dump_case(const char *dir, const Case *c, const float *y, const float
 typedef struct {
 	recur_variant *rv;
 	size_t ne;
-	CUdeviceptr x, dy, y, dx, p[MAXP], g[MAXP], reset, h0, hT, dhT, dh0;
+	CUdeviceptr x, dy, y, dx, p[MAXP], g[MAXP], reset, h0, hT, dhT, dh0, cu;
 	recur_seqstate st;
-	float *hT_h, *dh0_h;        /* hT and dh0 as they came back (--h0) */
+	float *hT_h, *dh0_h;        /* hT and dh0 as they came back (--h0, --packed) */
 	uint16_t *hb;
 	float *y_h, *dx_h, *g_h[MAXP], *g2;
 	recur_io io;
@@ -531,17 +562,17 @@ typedef struct {
 /* What the run is judged on. */
 typedef struct {
 	double e[2 + MAXP]; /* relative errors: y, dx, each gradient */
-	double e_hT, e_dh0; /* with --h0: of hT and dh0 */
+	double e_hT, e_dh0; /* of hT (--h0, --packed) and dh0 (--h0) */
 	VmLocal lc[2];      /* per row and channel: y, dx */
 	int bad, det;       /* non-finite elements; same gradient bits twice */
 } Outcome;
 
 static void run_free(Ctx *cx, Run *R)
 {
-	CUdeviceptr d[9] = {R->x, R->dy, R->y, R->dx, R->reset, R->h0, R->hT, R->dhT, R->dh0};
+	CUdeviceptr d[10] = {R->x, R->dy, R->y, R->dx, R->reset, R->h0, R->hT, R->dhT, R->dh0, R->cu};
 	free(R->hT_h);
 	free(R->dh0_h);
-	for (int k = 0; k < 9; k++)
+	for (int k = 0; k < 10; k++)
 		if (d[k])
 			recur_free(cx->rt, d[k]);
 	for (int p = 0; p < MAXP; p++) {
@@ -604,25 +635,28 @@ static int run_params(Ctx *cx, const Case *c, Run *R, char *err, size_t n)
 	return 0;
 }
 
-/* h0 and dhT uploaded as fp32, hT and dh0 poisoned with NaN, all in the call's state. */
+/* dhT (and h0) uploaded as fp32, hT (and dh0) poisoned with NaN, all in the call's state. */
 static int run_states(Ctx *cx, const Case *c, Run *R, char *err, size_t n)
 {
-	size_t ns = (size_t)c->s.B * (size_t)c->s.D;
+	size_t ns = c->ns;
+	int with_h0 = c->h0 != NULL;
 	if (!(R->hT_h = malloc(ns * sizeof(float))) || !(R->dh0_h = malloc(ns * sizeof(float)))) {
 		snprintf(err, n, "out of host memory for %zu state elements", ns);
 		return -1;
 	}
-	CUdeviceptr *d[4] = {&R->h0, &R->dhT, &R->hT, &R->dh0};
-	for (int k = 0; k < 4; k++)
+	CUdeviceptr *d[4] = {&R->dhT, &R->hT, &R->h0, &R->dh0};
+	for (int k = 0; k < (with_h0 ? 4 : 2); k++)
 		TRY(recur_alloc(cx->rt, ns * 4, d[k], err, n));
-	const double *in[2] = {c->h0, c->dhT};
-	for (int k = 0; k < 2; k++) {
+	const double *in[2] = {c->dhT, c->h0};
+	CUdeviceptr to[2] = {R->dhT, R->h0};
+	for (int k = 0; k < (with_h0 ? 2 : 1); k++) {
 		for (size_t i = 0; i < ns; i++)
 			R->hT_h[i] = (float)in[k][i];   /* staging */
-		TRY(recur_memcpy_htod(cx->rt, *d[k], R->hT_h, ns * 4, err, n));
+		TRY(recur_memcpy_htod(cx->rt, to[k], R->hT_h, ns * 4, err, n));
 	}
 	TRY(recur_memset_u8(cx->rt, R->hT, 0xff, ns * 4, err, n));
-	TRY(recur_memset_u8(cx->rt, R->dh0, 0xff, ns * 4, err, n));
+	if (with_h0)
+		TRY(recur_memset_u8(cx->rt, R->dh0, 0xff, ns * 4, err, n));
 	R->st.h0 = R->h0;
 	R->st.dhT = R->dhT;
 	R->st.hT = R->hT;
@@ -663,7 +697,24 @@ static int run_setup(Ctx *cx, const char *vname, Case *c, Run *R, char *err, siz
 		R->st.reset = R->reset;
 		R->io.state = &R->st;
 	}
-	if (c->h0)
+	if (c->cu) {   /* the documents' offsets, int32 as the kernels read them */
+		size_t nb = ((size_t)c->ndocs + 1) * 4;
+		int32_t *h = malloc(nb);
+		if (!h) {
+			snprintf(err, n, "out of host memory for %d document offsets", c->ndocs + 1);
+			return -1;
+		}
+		for (int i = 0; i <= c->ndocs; i++)
+			h[i] = c->cu[i];
+		int rc = recur_alloc(cx->rt, nb, &R->cu, err, n) || recur_memcpy_htod(cx->rt, R->cu, h, nb, err, n);
+		free(h);
+		if (rc)
+			return -1;
+		R->st.cu_seqlens = R->cu;
+		R->st.ndocs = c->ndocs;
+		R->io.state = &R->st;
+	}
+	if (c->hT)
 		TRY(run_states(cx, c, R, err, n));
 	return 0;
 }
@@ -722,11 +773,14 @@ static int run_check(Ctx *cx, const Case *c, Run *R, Outcome *o, char *err, size
 		TRY(recur_memcpy_dtoh(cx->rt, R->g_h[p], R->g[p], (size_t)c->pn[p] * 4, err, n));
 		o->e[2 + p] = vm_relerr(R->g_h[p], c->dp[p], (size_t)c->pn[p], &o->bad);
 	}
-	if (c->h0) {
-		size_t ns = (size_t)c->s.B * (size_t)c->s.D;
+	if (c->hT) {
+		size_t ns = c->ns;
 		TRY(recur_memcpy_dtoh(cx->rt, R->hT_h, R->hT, ns * 4, err, n));
-		TRY(recur_memcpy_dtoh(cx->rt, R->dh0_h, R->dh0, ns * 4, err, n));
 		o->e_hT = vm_relerr(R->hT_h, c->hT, ns, &o->bad);
+	}
+	if (c->h0) {
+		size_t ns = c->ns;
+		TRY(recur_memcpy_dtoh(cx->rt, R->dh0_h, R->dh0, ns * 4, err, n));
 		o->e_dh0 = vm_relerr(R->dh0_h, c->dh0, ns, &o->bad);
 	}
 	return run_again(cx, c, R, o, err, n);
@@ -788,19 +842,25 @@ static int print_row(Ctx *cx, const char *vname, const Case *c, const Outcome *o
 	int ok = o->bad == 0 && o->det, lt, lcol;
 	for (int k = 0; k < 2 + c->np; k++)
 		ok &= o->e[k] <= TOL;
+	if (c->hT)
+		ok &= o->e_hT <= TOL;
 	if (c->h0)
-		ok &= o->e_hT <= TOL && o->e_dh0 <= TOL;
+		ok &= o->e_dh0 <= TOL;
 	double loc = worst_local(o, &lt, &lcol);
 	ok &= loc <= LOCAL_TOL;
 	char shp[48];
 	snprintf(shp, sizeof shp, "%dx%dx%d", c->s.B, c->s.L, c->s.D);
 	printf("%-48s %-15s %s ref %-6s", vname, shp, ok ? "PASS" : "FAIL", c->ref);
-	if (c->reset && c->docs)
+	if (c->cu)
+		printf(" packed %d docs", c->ndocs);
+	else if (c->reset && c->docs)
 		printf(" docs %d", c->docs);
 	else if (c->reset)
 		printf(" resets %g", cx->resets);
 	if (c->h0)
 		printf(" h0 hT %.1e dh0 %.1e", o->e_hT, o->e_dh0);
+	else if (c->hT)
+		printf(" hT %.1e", o->e_hT);
 	printf(" y %.1e dx %.1e", o->e[0], o->e[1]);
 	for (int p = 0; p < c->np; p++)
 		printf(" d%s %.1e", c->pname[p], o->e[2 + p]);
@@ -859,7 +919,7 @@ static void run_variant(Ctx *cx, int v, Case *c)
 #define MAXNAMES 256
 
 enum { V_DIR, V_VARIANT, V_MIXER, V_SHAPE, V_SEED, V_GOLDENS, V_DUMP, V_TIME, V_XSCALE, V_GRAPH, V_RESETS, V_DOCS, V_H0,
-       V_STEP };
+       V_PACKED, V_STEP };
 
 static const CliOpt OPTS[] = {
         [V_DIR] = CLI_OPT_DIR,
@@ -881,6 +941,9 @@ static const CliOpt OPTS[] = {
                     "variants that take reset marks", 0},
         [V_H0] = {"--h0", NULL, NULL, "start each row from a random h0, join a random dhT, check hT and dh0; "
                   "checks the variants that take states", 0},
+        [V_PACKED] = {"--packed", NULL, NULL, "with --docs at B = 1: pass the documents as cu_seqlens (fla's and "
+                      "flash-attn's form), a state each: hT and a random dhT always, h0 and dh0 with --h0; checks "
+                      "the variants that take cu_seqlens (docs = { true })", 0},
         [V_STEP] = {"--step", "T", NULL, "check only the decode steps (scan decode), T tokens per call, 1..4096, "
                     "against the forward's reference over the same tokens (without --step: T = 1 and T = 16)", 0},
 };
@@ -917,6 +980,9 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 		return 0;
 	case V_H0:
 		a->cx->states = 1;
+		return 0;
+	case V_PACKED:
+		a->cx->packed = 1;
 		return 0;
 	case V_STEP:
 		if (cli_parse_int(v, 1, VSTEP_MAX, &a->cx->step, err, n) == 0)
@@ -964,7 +1030,24 @@ static int mixer_chosen(const VerifyArgs *a, const char *mixer)
 /* with --resets, --h0: only the variants whose kernels take what they give */
 static int takes_asked(const VerifyArgs *a, recur_manifest *m, int v)
 {
+	if (a->cx->packed)
+		return mf_takes(m, v, "cu_seqlens");
 	return ((a->cx->resets <= 0 && !a->cx->docs) || mf_takes(m, v, "reset")) && (!a->cx->states || mf_takes(m, v, "h0"));
+}
+
+/* what a variant that takes_asked refuses lacks, and the grid option that gives it */
+static void lacks(const VerifyArgs *a, recur_manifest *m, int v, const char **what, const char **option)
+{
+	if (a->cx->packed) {
+		*what = "cu_seqlens (--packed)";
+		*option = "docs = { true }";
+	} else if (a->cx->states && !mf_takes(m, v, "h0")) {
+		*what = "initial state (--h0)";
+		*option = "states = { true }";
+	} else {
+		*what = "reset marks (--resets, --docs)";
+		*option = "resets = { true }";
+	}
 }
 
 static int chosen(const VerifyArgs *a, recur_manifest *m, int v)
@@ -1018,6 +1101,21 @@ static int check_names(const VerifyArgs *a, recur_manifest *m)
 		fprintf(stderr, "recur verify: --resets and --docs both mark document starts: give one or the other\n");
 		return -1;
 	}
+	if (a->cx->packed && !a->cx->docs) {
+		fprintf(stderr, "recur verify: --packed passes --docs N's documents as cu_seqlens: give --docs N too\n");
+		return -1;
+	}
+	if (a->cx->packed && a->cx->step) {
+		fprintf(stderr, "recur verify: --step checks decode steps, and they take no cu_seqlens (--packed)\n");
+		return -1;
+	}
+	for (int k = 0; a->cx->packed && k < a->nsh; k++)
+		if (a->sh[k].B != 1) {
+			fprintf(stderr, "recur verify: --packed packs the documents into one row: shape %dx%dx%d has B = %d; "
+			        "give only shapes with B = 1 (--shape 1xLxD: the default shapes include 3x1000x1024)\n",
+			        a->sh[k].B, a->sh[k].L, a->sh[k].D, a->sh[k].B);
+			return -1;
+		}
 	for (int i = 0; i < a->nmixer; i++) {
 		int found = 0;
 		for (int v = 0; v < nv && !found; v++)
@@ -1054,9 +1152,10 @@ static int check_names(const VerifyArgs *a, recur_manifest *m)
 			return -1;
 		}
 		if (!takes_asked(a, m, v)) {
+			const char *what, *option;
+			lacks(a, m, v, &what, &option);
 			fprintf(stderr, "recur verify: variant %s takes no %s (a grid with %s makes variants that do)\n",
-			        a->names[i], a->cx->states && !mf_takes(m, v, "h0") ? "initial state (--h0)" : "reset marks (--resets, --docs)",
-			        a->cx->states && !mf_takes(m, v, "h0") ? "states = { true }" : "resets = { true }");
+			        a->names[i], what, option);
 			return -1;
 		}
 	}
@@ -1075,8 +1174,9 @@ static int check_names(const VerifyArgs *a, recur_manifest *m)
 		return -1;
 	}
 	if (!any && !anystep) {
-		fprintf(stderr, "recur verify: no variant of the chosen mixers in %s takes what --resets / --docs / --h0 give (grids "
-		        "with resets = { true } and states = { true } make variants that do)\n", a->dir);
+		fprintf(stderr, "recur verify: no variant of the chosen mixers in %s takes what --resets / --docs / --h0 / "
+		        "--packed give (grids with resets = { true } and states = { true }, or docs = { true }, make variants "
+		        "that do)\n", a->dir);
 		return -1;
 	}
 	return 0;

@@ -79,8 +79,10 @@ typedef struct {
 	uint16_t *xb, *dyb;        /* x and dy as the device holds them (bf16), made once */
 	unsigned char *reset;      /* reset marks [B][L] (--resets, --docs), or NULL */
 	int docs;                  /* documents per row (--docs, at most L), or 0 */
-	double *h0, *dhT;          /* initial states and hT's adjoint [B][D] (--h0), or NULL */
-	double *hT, *dh0;          /* their reference outputs */
+	int *cu, ndocs;            /* --packed: the documents as cu_seqlens [ndocs + 1] over one row (reset NULL) */
+	size_t ns;                 /* elements of each state: B*D, or ndocs*D with --packed */
+	double *h0, *dhT;          /* initial states (--h0) and hT's adjoint [ns], or NULL */
+	double *hT, *dh0;          /* their reference outputs (hT with --h0 or --packed, dh0 with --h0) */
 	const char *pname[MAXP];
 } Case;
 
@@ -96,6 +98,8 @@ typedef struct {
 	double resets; /* > 0: reset marks at this rate, and at the edges (case_marks); only variants taking them */
 	int docs;      /* > 0: that many documents per row instead (case_marks) */
 	int states;    /* random h0 and dhT, hT and dh0 checked (case_states); only variants taking them */
+	int packed;    /* with docs: the documents as cu_seqlens over a row of B = 1, a state each (hT and dhT
+	                * always); only variants taking cu_seqlens (docs = { true }) */
 	int step;      /* --step T: only the decode variants, T tokens per call; 0: not given */
 } Ctx;
 

@@ -73,7 +73,11 @@ refused "no reset marks" verify --dir "$work/ptx" --step 1 --resets 0.1
 refused "no reset marks" verify --dir "$work/ptx" --step 1 --docs 5
 # packed documents (--docs N) mark starts as --resets P does: one or the other, and only where taken
 refused "give one or the other" verify --dir "$work/ptx" --docs 5 --resets 0.1
-refused "takes what --resets / --docs / --h0 give" verify --dir "$work/plain" --docs 5
+refused "takes what --resets / --docs / --h0 / --packed give" verify --dir "$work/plain" --docs 5
+# --packed: the documents as cu_seqlens, one row, only where the kernels take them
+refused "give --docs N too" verify --dir "$work/ptx" --packed --shape 1x300x64
+refused "has B = 2" verify --dir "$work/ptx" --docs 5 --packed --shape 2x300x64
+refused "takes no cu_seqlens (--packed)" verify --dir "$work/plain" --docs 5 --packed --shape 1x300x64 --variant "$PLAIN"
 out=$("$recur" verify --dir "$work/ptx" --docs 0 2>&1); rc=$?
 [ $rc = 2 ] && echo "$out" | grep -q -- "--docs 0: want a number of documents per row in 1..1000000"
 check $? "recur verify --docs 0 refused, naming --docs (rc $rc)"
