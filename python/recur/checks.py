@@ -86,19 +86,21 @@ def resets(r, x, mixer):
     return r.view(torch.uint8) if r.dtype == torch.bool else r
 
 
-def state(t, what, x, mixer):
+def state(t, what, x, mixer, ndocs=None):
     """Checks a state tensor (initial state, a final state's gradient): fp32
-    [B, D] on x's device, contiguous."""
+    [B, D] on x's device, contiguous; [N, D] for N documents of cu_seqlens
+    (ndocs) instead."""
     where = "recur %s: %s" % (mixer, what)
+    rows, name = (x.shape[0], "B") if ndocs is None else (ndocs, "N (documents)")
     if not isinstance(t, torch.Tensor):
         raise TypeError("%s must be a torch.Tensor, got %s" % (where, type(t).__name__))
     if t.dtype != torch.float32:
-        raise TypeError("%s is a %s; states are float32 [B, D]" % (where, _where(t)))
+        raise TypeError("%s is a %s; states are float32 [%s, D]" % (where, _where(t), name))
     if t.device != x.device:
         raise ValueError("%s is a %s, x is on %s" % (where, _where(t), x.device))
-    if tuple(t.shape) != (x.shape[0], x.shape[2]):
-        raise ValueError("%s is a %s; for x of shape %s it is [B, D] = %s" % (where, _where(t), list(x.shape),
-                                                                           [x.shape[0], x.shape[2]]))
+    if tuple(t.shape) != (rows, x.shape[2]):
+        raise ValueError("%s is a %s; for x of shape %s it is [%s, D] = %s" % (where, _where(t), list(x.shape),
+                                                                            name, [rows, x.shape[2]]))
     if not t.is_contiguous():
         raise ValueError("%s (a %s) is not contiguous" % (where, _where(t)))
 
@@ -144,3 +146,24 @@ def index(i, x, mixer):
         raise ValueError("%s is a %s; for x of shape %s it is [B] = [%d]" % (where, _where(i), list(x.shape),
                                                                            int(x.shape[0])))
     return i.to(torch.int32).contiguous()
+
+
+def cu_seqlens(cu, x, mixer):
+    """Checks document offsets (flash-attn's and fla's cu_seqlens: int [N +
+    1], 0 first, L last, increasing) over x's one packed row, without
+    reading them (no synchronisation): type, shape, device; returns them as
+    contiguous int32, as the kernels read them."""
+    where = "recur %s: cu_seqlens" % mixer
+    if not isinstance(cu, torch.Tensor):
+        raise TypeError("%s must be a torch.Tensor, got %s" % (where, type(cu).__name__))
+    if cu.dtype not in (torch.int32, torch.int64) or cu.dim() != 1 or cu.numel() < 2:
+        raise TypeError("%s is a %s; offsets are int32 or int64 [N + 1]" % (where, _where(cu)))
+    if cu.device != x.device:
+        raise ValueError("%s is a %s, x is on %s" % (where, _where(cu), x.device))
+    if x.dim() != 3 or x.shape[0] != 1:
+        raise ValueError("%s packs documents into one row: x must be [1, L, D], got %s (for B rows of documents "
+                         "pass resets= [B, L])" % (where, list(x.shape)))
+    if cu.numel() - 1 > x.shape[1]:
+        raise ValueError("%s gives %d documents in %d tokens; a document has at least one token"
+                         % (where, cu.numel() - 1, x.shape[1]))
+    return cu.to(torch.int32).contiguous()

@@ -73,18 +73,26 @@ class Chooser:
                                  % (pin, mixer, m.path, ", ".join(names)))
             lacks = need - m.variants[pin].state
             if lacks:
-                raise ValueError("pinned variant %s takes no %s (it takes: %s); a grid with resets = { true } "
-                                 "makes variants that take reset marks" % (pin, ", ".join(sorted(lacks)),
-                                 ", ".join(sorted(m.variants[pin].state)) or "none"))
+                raise ValueError("pinned variant %s takes no %s (it takes: %s); a grid with %s makes variants "
+                                 "that take %s" % (pin, ", ".join(sorted(lacks)),
+                                 ", ".join(sorted(m.variants[pin].state)) or "none",
+                                 "docs = { true }" if "cu_seqlens" in lacks else "resets = { true }",
+                                 "cu_seqlens" if "cu_seqlens" in lacks else "reset marks"))
             why = m.check_shape(pin, s)
             if why:
                 raise ValueError("pinned variant %s refuses %s: %s" % (pin, shape, why))
             return pin, "pinned"
         if need:
             names = [n for n in names if need <= m.variants[n].state]
+            # the leanest that takes it: a call with h0 runs a states variant
+            # where the folder has one, not one that also takes cu_seqlens
+            least = min((len(m.variants[n].state - need) for n in names), default=0)
+            names = [n for n in names if len(m.variants[n].state - need) == least]
             if not names:
-                raise ValueError("no %s variant of %s takes %s (recur gen lua/variants/state.lua makes variants "
-                                 "taking reset marks and states)" % (mixer, m.path, ", ".join(sorted(need))))
+                how = ("recur gen lua/variants/docs.lua makes variants taking cu_seqlens with a state per "
+                       "document" if "cu_seqlens" in need else
+                       "recur gen lua/variants/state.lua makes variants taking reset marks and states")
+                raise ValueError("no %s variant of %s takes %s (%s)" % (mixer, m.path, ", ".join(sorted(need)), how))
         legal = [n for n in names if m.check_shape(n, s) is None]
         if not legal:
             reasons = sorted({m.check_shape(n, s) for n in names})

@@ -5,8 +5,9 @@ Two operators, on torch >= 2.4 registered with torch.library.custom_op
 register_autograd); on older torch the same two functions behind a
 torch.autograd.Function:
 
-  recur::mixer_forward(x, params, kernels, mixer, variant) -> (y, saved)
-  recur::mixer_backward(dy, x, params, saved, kernels, mixer, variant) -> [dx, *grads]
+  recur::mixer_forward(x, params, kernels, mixer, variant, resets, h0, want_hT, cu) -> (y, saved, hT)
+  recur::mixer_backward(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT, cu)
+      -> [dx, *grads, dh0]
 
 `saved` is the forward's saved workspace, a uint8 tensor from torch's
 caching allocator that autograd keeps for the backward; each call's
@@ -69,29 +70,39 @@ def _capability(index):
     return c
 
 
-def _resolve(x, params, key, mixer, variant, resets=None, h0=None, want_hT=False):
+def _ndocs(cu):
+    """Documents of cu_seqlens (int32 [N + 1]), or None without them"""
+    return None if cu is None else cu.numel() - 1
+
+
+def _resolve(x, params, key, mixer, variant, resets=None, h0=None, want_hT=False, cu=None):
     """Checks x, params and the sequence state; (kernels, variant name,
     (B, L, D), DeviceInfo, marks as uint8 or None). A call with marks runs a
     variant that takes them, one with h0 or asking for hT a variant that
-    takes states."""
+    takes states, one with cu (documents with a state each, checks.cu_seqlens)
+    a variant that takes cu_seqlens."""
     k = lookup(key)
     B, L, D = checks.x_shape(x, mixer)
     checks.params(params, k.params(mixer, D), x, mixer)
     marks = checks.resets(resets, x, mixer) if resets is not None else None
     if h0 is not None:
-        checks.state(h0, "initial_state", x, mixer)
-    need = frozenset((["reset"] if marks is not None else []) + (["h0"] if h0 is not None or want_hT else []))
+        checks.state(h0, "initial_state", x, mixer, _ndocs(cu))
+    need = frozenset((["reset"] if marks is not None else []) + (["h0"] if h0 is not None or want_hT else []) +
+                     (["cu_seqlens"] if cu is not None else []))
     dev = device_info(x.device.index)
     name, _ = k.choose(mixer, B, L, D, dev, variant, need)
     return k, name, (B, L, D), dev, marks
 
 
-def _state(marks=None, h0=None, hT=None, dhT=None, dh0=None):
+def _state(marks=None, h0=None, hT=None, dhT=None, dh0=None, cu=None):
     """recur_seqstate of a call (None: the plain call); kept alive by the caller."""
-    ts = {"reset": marks, "h0": h0, "hT": hT, "dhT": dhT, "dh0": dh0}
+    ts = {"reset": marks, "h0": h0, "hT": hT, "dhT": dhT, "dh0": dh0, "cu_seqlens": cu}
     if all(t is None for t in ts.values()):
         return None
-    return _lib.SeqState(**{f: t.data_ptr() for f, t in ts.items() if t is not None})
+    st = _lib.SeqState(**{f: t.data_ptr() for f, t in ts.items() if t is not None})
+    if cu is not None:
+        st.ndocs = _ndocs(cu)
+    return st
 
 
 def _io(st, **fields):
@@ -125,27 +136,32 @@ def _no_state(x):
     return x.new_empty((0,), dtype=torch.float32)
 
 
-def forward_impl(x, params, key, mixer, variant, resets=None, h0=None, want_hT=False):
-    """(y, saved, hT): hT [B, D] fp32 when want_hT, else an empty tensor."""
-    k, name, s, dev, marks = _resolve(x, params, key, mixer, variant, resets, h0, want_hT)
+def _nstates(s, cu):
+    """rows of a state: B, or the documents of cu_seqlens"""
+    return s[0] if cu is None else _ndocs(cu)
+
+
+def forward_impl(x, params, key, mixer, variant, resets=None, h0=None, want_hT=False, cu=None):
+    """(y, saved, hT): hT [B, D] fp32 ([N, D] with cu) when want_hT, else an empty tensor."""
+    k, name, s, dev, marks = _resolve(x, params, key, mixer, variant, resets, h0, want_hT, cu)
     checks.aligned([("x", x)] + [(p.name, t) for p, t in zip(k.params(mixer, s[2]), params)], name, _shape_text(s))
     dk = k.on(dev.index)
     n_saved, n_scratch = k.workspace_sizes(name, *s, capability=dk.rt.capability)
     y = torch.empty_like(x)
-    hT = x.new_empty((s[0], s[2]), dtype=torch.float32) if want_hT else _no_state(x)
+    hT = x.new_empty((_nstates(s, cu), s[2]), dtype=torch.float32) if want_hT else _no_state(x)
     saved = torch.empty(n_saved, dtype=torch.uint8, device=x.device)
     scratch = _scratch(n_scratch, x.device)
     _poison([y, hT], [saved, scratch])
     keep, parr = _ptr_array(params)
-    st = _state(marks, h0, hT if want_hT else None)
+    st = _state(marks, h0, hT if want_hT else None, cu=cu)
     io = _io(st, x=x.data_ptr(), y=y.data_ptr(), dy=0, dx=0, params=parr, grads=None)
     dk.variant(name).forward(_lib.shape(*s), io, _ws(saved, scratch), torch.cuda.current_stream(x.device).cuda_stream)
     return y, saved, hT
 
 
-def backward_impl(dy, dhT, x, params, saved, key, mixer, variant, resets=None, h0=None, want_hT=False):
-    """[dx, *parameter gradients, dh0]: dh0 [B, D] fp32 where h0 was given, else an empty tensor."""
-    k, name, s, dev, marks = _resolve(x, params, key, mixer, variant, resets, h0, want_hT)
+def backward_impl(dy, dhT, x, params, saved, key, mixer, variant, resets=None, h0=None, want_hT=False, cu=None):
+    """[dx, *parameter gradients, dh0]: dh0 [B, D] fp32 ([N, D] with cu) where h0 was given, else an empty tensor."""
+    k, name, s, dev, marks = _resolve(x, params, key, mixer, variant, resets, h0, want_hT, cu)
     where = "recur %s backward at %s" % (name, _shape_text(s))
     if dy.shape != x.shape or dy.device != x.device:
         raise ValueError("%s: dy is a %s tensor of shape %s on %s, x of shape %s on %s"
@@ -156,7 +172,7 @@ def backward_impl(dy, dhT, x, params, saved, key, mixer, variant, resets=None, h
             dy = dy.clone()
     if dhT is not None:
         dhT = dhT.to(torch.float32).contiguous()
-        checks.state(dhT, "the gradient of the final state", x, mixer)
+        checks.state(dhT, "the gradient of the final state", x, mixer, _ndocs(cu))
     dk = k.on(dev.index)
     n_saved, n_scratch = k.workspace_sizes(name, *s, capability=dk.rt.capability)
     if saved.dtype != torch.uint8 or saved.numel() != n_saved or saved.device != x.device:
@@ -169,22 +185,22 @@ def backward_impl(dy, dhT, x, params, saved, key, mixer, variant, resets=None, h
     _poison([dx, dh0] + grads, [scratch])
     keep_p, parr = _ptr_array(params)
     keep_g, garr = _ptr_array(grads)
-    st = _state(marks, h0, None, dhT, dh0 if h0 is not None else None)
+    st = _state(marks, h0, None, dhT, dh0 if h0 is not None else None, cu)
     io = _io(st, x=x.data_ptr(), y=0, dy=dy.data_ptr(), dx=dx.data_ptr(), params=parr, grads=garr)
     dk.variant(name).backward(_lib.shape(*s), io, _ws(saved, scratch),
                               torch.cuda.current_stream(x.device).cuda_stream)
     return [dx] + grads + [dh0]
 
 
-def forward_fake(x, params, key, mixer, variant, resets=None, h0=None, want_hT=False):
-    k, name, s, dev, _ = _resolve(x, params, key, mixer, variant, resets, h0, want_hT)
+def forward_fake(x, params, key, mixer, variant, resets=None, h0=None, want_hT=False, cu=None):
+    k, name, s, dev, _ = _resolve(x, params, key, mixer, variant, resets, h0, want_hT, cu)
     n_saved, _ = k.workspace_sizes(name, *s, capability=_capability(dev.index))
-    hT = x.new_empty((s[0], s[2]), dtype=torch.float32) if want_hT else _no_state(x)
+    hT = x.new_empty((_nstates(s, cu), s[2]), dtype=torch.float32) if want_hT else _no_state(x)
     return torch.empty_like(x), x.new_empty((n_saved,), dtype=torch.uint8), hT
 
 
-def backward_fake(dy, dhT, x, params, saved, key, mixer, variant, resets=None, h0=None, want_hT=False):
-    _resolve(x, params, key, mixer, variant, resets, h0, want_hT)
+def backward_fake(dy, dhT, x, params, saved, key, mixer, variant, resets=None, h0=None, want_hT=False, cu=None):
+    _resolve(x, params, key, mixer, variant, resets, h0, want_hT, cu)
     dh0 = torch.empty_like(h0) if h0 is not None else _no_state(x)
     return [torch.empty_like(x)] + [torch.empty_like(p) for p in params] + [dh0]
 
@@ -192,68 +208,70 @@ def backward_fake(dy, dhT, x, params, saved, key, mixer, variant, resets=None, h
 # ---- registration ----
 #
 # What a backward needs of its forward besides x, params and saved: the
-# reset marks and h0 (they decide where the chain is cut) and whether hT was
-# asked for (the variant choice). Optional tensors are saved only when given.
+# reset marks, h0 and the document offsets (they decide where the chain is
+# cut) and whether hT was asked for (the variant choice). Optional tensors
+# are saved only when given.
 
-def _pack(ctx, x, saved, params, resets, h0):
-    ctx.has = (resets is not None, h0 is not None)
-    ctx.save_for_backward(x, saved, *params, *[t for t in (resets, h0) if t is not None])
+def _pack(ctx, x, saved, params, resets, h0, cu):
+    ctx.has = (resets is not None, h0 is not None, cu is not None)
+    ctx.save_for_backward(x, saved, *params, *[t for t in (resets, h0, cu) if t is not None])
 
 
 def _unpack(ctx):
     x, saved, *rest = ctx.saved_tensors
+    cu = rest.pop() if ctx.has[2] else None
     h0 = rest.pop() if ctx.has[1] else None
     resets = rest.pop() if ctx.has[0] else None
-    return x, saved, rest, resets, h0
+    return x, saved, rest, resets, h0, cu
 
 
 if HAS_CUSTOM_OP:
     @torch.library.custom_op("recur::mixer_forward", mutates_args=())
     def _forward_op(x: torch.Tensor, params: List[torch.Tensor], kernels: str, mixer: str, variant: str,
                     resets: Optional[torch.Tensor], h0: Optional[torch.Tensor],
-                    want_hT: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        return forward_impl(x, params, kernels, mixer, variant, resets, h0, want_hT)
+                    want_hT: bool, cu: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return forward_impl(x, params, kernels, mixer, variant, resets, h0, want_hT, cu)
 
     @torch.library.custom_op("recur::mixer_backward", mutates_args=())
     def _backward_op(dy: torch.Tensor, dhT: Optional[torch.Tensor], x: torch.Tensor, params: List[torch.Tensor],
                      saved: torch.Tensor, kernels: str, mixer: str, variant: str, resets: Optional[torch.Tensor],
-                     h0: Optional[torch.Tensor], want_hT: bool) -> List[torch.Tensor]:
-        return backward_impl(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT)
+                     h0: Optional[torch.Tensor], want_hT: bool, cu: Optional[torch.Tensor]) -> List[torch.Tensor]:
+        return backward_impl(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT, cu)
 
     _forward_op.register_fake(forward_fake)
     _backward_op.register_fake(backward_fake)
 
     def _setup_context(ctx, inputs, output):
-        x, params, kernels, mixer, variant, resets, h0, want_hT = inputs
-        _pack(ctx, x, output[1], params, resets, h0)
+        x, params, kernels, mixer, variant, resets, h0, want_hT, cu = inputs
+        _pack(ctx, x, output[1], params, resets, h0, cu)
         ctx.call = (kernels, mixer, variant)
         ctx.want_hT = want_hT
 
     def _autograd_backward(ctx, dy, dsaved, dhT):
-        x, saved, params, resets, h0 = _unpack(ctx)
+        x, saved, params, resets, h0, cu = _unpack(ctx)
         dhT = dhT if ctx.want_hT else None
-        g = _backward_op(dy, dhT, x, params, saved, *ctx.call, resets, h0, ctx.want_hT)
-        return g[0], list(g[1:-1]), None, None, None, None, g[-1] if h0 is not None else None, None
+        g = _backward_op(dy, dhT, x, params, saved, *ctx.call, resets, h0, ctx.want_hT, cu)
+        return g[0], list(g[1:-1]), None, None, None, None, g[-1] if h0 is not None else None, None, None
 
     _forward_op.register_autograd(_autograd_backward, setup_context=_setup_context)
 
-    def _differentiable(x, params, kernels, mixer, variant, resets, h0, want_hT):
-        y, _, hT = _forward_op(x, params, kernels, mixer, variant, resets, h0, want_hT)
+    def _differentiable(x, params, kernels, mixer, variant, resets, h0, want_hT, cu=None):
+        y, _, hT = _forward_op(x, params, kernels, mixer, variant, resets, h0, want_hT, cu)
         return y, hT
 
-    def raw_forward(x, params, kernels, mixer, variant, resets, h0, want_hT):
+    def raw_forward(x, params, kernels, mixer, variant, resets, h0, want_hT, cu=None):
         with torch.no_grad():    # the caller does its own backward
-            return _forward_op(x, params, kernels, mixer, variant, resets, h0, want_hT)
+            return _forward_op(x, params, kernels, mixer, variant, resets, h0, want_hT, cu)
 
-    def raw_backward(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT):
+    def raw_backward(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT, cu=None):
         with torch.no_grad():
-            return _backward_op(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT)
+            return _backward_op(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT, cu)
 else:
     class _MixerFunction(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, x, kernels, mixer, variant, resets, h0, want_hT, *params):
-            y, saved, hT = forward_impl(x, list(params), kernels, mixer, variant, resets, h0, want_hT)
-            _pack(ctx, x, saved, params, resets, h0)
+        def forward(ctx, x, kernels, mixer, variant, resets, h0, want_hT, cu, *params):
+            y, saved, hT = forward_impl(x, list(params), kernels, mixer, variant, resets, h0, want_hT, cu)
+            _pack(ctx, x, saved, params, resets, h0, cu)
             ctx.call = (kernels, mixer, variant)
             ctx.want_hT = want_hT
             if not want_hT:
@@ -262,21 +280,22 @@ else:
 
         @staticmethod
         def backward(ctx, dy, dhT):
-            x, saved, params, resets, h0 = _unpack(ctx)
+            x, saved, params, resets, h0, cu = _unpack(ctx)
             g = backward_impl(dy, dhT if ctx.want_hT else None, x, params, saved, *ctx.call, resets, h0,
-                              ctx.want_hT)
-            return (g[0], None, None, None, None, g[-1] if h0 is not None else None, None) + tuple(g[1:-1])
+                              ctx.want_hT, cu)
+            return (g[0], None, None, None, None, g[-1] if h0 is not None else None, None, None) + tuple(g[1:-1])
 
-    def _differentiable(x, params, kernels, mixer, variant, resets, h0, want_hT):
-        return _MixerFunction.apply(x, kernels, mixer, variant, resets, h0, want_hT, *params)
+    def _differentiable(x, params, kernels, mixer, variant, resets, h0, want_hT, cu=None):
+        return _MixerFunction.apply(x, kernels, mixer, variant, resets, h0, want_hT, cu, *params)
 
-    def raw_forward(x, params, kernels, mixer, variant, resets, h0, want_hT):
+    def raw_forward(x, params, kernels, mixer, variant, resets, h0, want_hT, cu=None):
         with torch.no_grad():
-            return forward_impl(x, list(params), kernels, mixer, variant, resets, h0, want_hT)
+            return forward_impl(x, list(params), kernels, mixer, variant, resets, h0, want_hT, cu)
 
-    def raw_backward(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT):
+    def raw_backward(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT, cu=None):
         with torch.no_grad():
-            return backward_impl(dy, dhT, x, list(params), saved, kernels, mixer, variant, resets, h0, want_hT)
+            return backward_impl(dy, dhT, x, list(params), saved, kernels, mixer, variant, resets, h0, want_hT,
+                                 cu)
 
 
 # ---- the decode step ----
@@ -390,6 +409,19 @@ def cu_seqlens_marks(cu_seqlens, x, mixer):
     return marks
 
 
+def _documents(cu_seqlens, resets, states, x, mixer):
+    """(resets, cu) of a call given cu_seqlens: without states the offsets
+    become reset marks (any variant taking marks runs them); with states
+    they go to a variant that takes cu_seqlens as int32, a state each"""
+    if cu_seqlens is None:
+        return resets, None
+    if resets is not None:
+        raise ValueError("recur %s: both resets= and cu_seqlens= given: documents are one or the other" % mixer)
+    if states:
+        return None, checks.cu_seqlens(cu_seqlens, x, mixer)
+    return cu_seqlens_marks(cu_seqlens, x, mixer), None
+
+
 def mix(x, params, kernels, mixer, variant=None, resets=None, initial_state=None, output_final_state=False,
         cu_seqlens=None, **later):
     """y = mixer(x) with autograd: x bf16 [B, L, D] on a CUDA device (a
@@ -404,39 +436,36 @@ def mix(x, params, kernels, mixer, variant=None, resets=None, initial_state=None
     each row's last token, fp32 [B, D], differentiable: (y, final_state).
     Either runs a variant that takes states (a grid with states = { true }).
     cu_seqlens: int [N + 1] offsets of N documents packed into x's one row
-    (x [1, L, D]): the same as resets= with a mark at each offset; a state
-    per document (initial_state / output_final_state [N, D]) is not in the
-    kernels yet."""
+    (x [1, L, D]): without states, the same as resets= with a mark at each
+    offset; with initial_state / output_final_state, a state per document
+    ([N, D]), run by a variant that takes cu_seqlens (a grid with docs =
+    { true })."""
     _no_more(later, "recur.mix")
-    if cu_seqlens is not None:
-        if resets is not None:
-            raise ValueError("recur %s: both resets= and cu_seqlens= given: documents are one or the other" % mixer)
-        if initial_state is not None or output_final_state:
-            raise ValueError("recur %s: a state per document with cu_seqlens= (initial_state / output_final_state "
-                             "[N, D]) is not in the kernels yet: run the documents as rows of a batch, or use "
-                             "cu_seqlens= without states" % mixer)
-        resets = cu_seqlens_marks(cu_seqlens, x, mixer)
+    resets, cu = _documents(cu_seqlens, resets, initial_state is not None or output_final_state, x, mixer)
     if isinstance(x, torch.Tensor) and x.dtype == torch.float32 and _autocast_bf16():
         x = x.to(torch.bfloat16)
     y, hT = _differentiable(x, list(params), _kernels_key(kernels), mixer, variant or "", resets, initial_state,
-                            bool(output_final_state))
+                            bool(output_final_state), cu)
     return (y, hT) if output_final_state else y
 
 
-def forward(x, params, kernels, mixer, variant=None, resets=None, initial_state=None, output_final_state=False):
+def forward(x, params, kernels, mixer, variant=None, resets=None, initial_state=None, output_final_state=False,
+            cu_seqlens=None):
     """(y, saved), or (y, saved, final_state), without autograd: saved goes to
-    backward() unchanged, with the same resets and initial_state."""
+    backward() unchanged, with the same resets, initial_state and cu_seqlens."""
+    resets, cu = _documents(cu_seqlens, resets, initial_state is not None or output_final_state, x, mixer)
     y, saved, hT = raw_forward(x, list(params), _kernels_key(kernels), mixer, variant or "", resets, initial_state,
-                               bool(output_final_state))
+                               bool(output_final_state), cu)
     return (y, saved, hT) if output_final_state else (y, saved)
 
 
 def backward(dy, x, params, saved, kernels, mixer, variant=None, resets=None, initial_state=None,
-             final_state_grad=None, output_final_state=False):
+             final_state_grad=None, output_final_state=False, cu_seqlens=None):
     """(dx, [parameter gradients]), and dh0 as a third where initial_state
     was given, of the forward that gave saved (output_final_state as it
     was); final_state_grad: the gradient of its final state, or None."""
     want = bool(output_final_state) or final_state_grad is not None
+    resets, cu = _documents(cu_seqlens, resets, initial_state is not None or want, x, mixer)
     g = raw_backward(dy, final_state_grad, x, list(params), saved, _kernels_key(kernels), mixer, variant or "",
-                     resets, initial_state, want)
+                     resets, initial_state, want, cu)
     return (g[0], list(g[1:-1])) + ((g[-1],) if initial_state is not None else ())

@@ -297,6 +297,7 @@ def stand_in(test, k):
         test.skipTest("librecur has no recur_forward_ws yet")
     test.calls = []
     test.indexes = []   # the decode step's slot index address per forward (0: none)
+    test.docs = []      # (cu_seqlens address or 0, ndocs) per call
 
     class Variant:
         def __init__(self, name):
@@ -309,16 +310,20 @@ def stand_in(test, k):
             test.calls.append(("forward", self.name, stream, [io.params[i] for i in range(5)], _marks(io),
                                _states(io)))
             test.indexes.append(io.state.contents.index or 0 if io.state else 0)
+            test.docs.append(_docs(io))
             ctypes.memmove(io.y, io.x, 2 * n)
+            ns = _nstates(io, s)
             if _states(io)[1]:   # hT: 7 everywhere
-                (ctypes.c_float * (s.B * s.D)).from_address(_states(io)[1])[:] = [7.0] * (s.B * s.D)
+                (ctypes.c_float * ns).from_address(_states(io)[1])[:] = [7.0] * ns
 
         def backward(self, s, io, ws, stream):
             n = s.B * s.L * s.D
             test.assertEqual(ws.saved_bytes, k.workspace_sizes(self.name, s.B, s.L, s.D)[0])
             test.calls.append(("backward", self.name, stream, _marks(io), _states(io)))
+            test.docs.append(_docs(io))
+            ns = _nstates(io, s)
             if _states(io)[3]:   # dh0: 3 everywhere
-                (ctypes.c_float * (s.B * s.D)).from_address(_states(io)[3])[:] = [3.0] * (s.B * s.D)
+                (ctypes.c_float * ns).from_address(_states(io)[3])[:] = [3.0] * ns
             ctypes.memmove(io.dx, io.dy, 2 * n)
             for i, spec in enumerate(test.k.params("rglru", s.D)):
                 count = math.prod(spec.dims)
@@ -349,6 +354,17 @@ def stand_in(test, k):
 
 def _marks(io):
     return io.state.contents.reset if io.state else None
+
+
+def _docs(io):
+    """(cu_seqlens address or 0, ndocs) of the call's state"""
+    return (io.state.contents.cu_seqlens or 0, io.state.contents.ndocs) if io.state else (0, 0)
+
+
+def _nstates(io, s):
+    """elements of each state the call gives: ndocs x D with cu_seqlens, else B x D"""
+    cu, nd = _docs(io)
+    return (nd if cu else s.B) * s.D
 
 
 def _states(io):
@@ -564,14 +580,53 @@ class ResetMarks(_StateFolder):
                                 (lambda: m(x1, cu_seqlens=[0, 5, 37]), TypeError, "torch.Tensor"),
                                 (lambda: m(x1, cu_seqlens=cu, resets=torch.zeros(1, 37, dtype=torch.bool)),
                                  ValueError, "one or the other"),
-                                (lambda: m(x1, cu_seqlens=cu, initial_state=torch.zeros(2, 128)), ValueError,
-                                 "per document"),
-                                (lambda: m(x1, cu_seqlens=cu, output_final_state=True), ValueError,
-                                 "per document")):
+                                (lambda: m(x1, cu_seqlens=cu, initial_state=torch.zeros(3, 128)), ValueError,
+                                 "[N (documents), D] = [2, 128]"),
+                                (lambda: m(x1, cu_seqlens=cu, initial_state=torch.zeros(2, 128).double()), TypeError,
+                                 "float32"),
+                                (lambda: m(torch.randn(1, 1, 128).bfloat16(), cu_seqlens=cu,
+                                           output_final_state=True), ValueError, "2 documents in 1 tokens")):
             with self.assertRaises(err) as e:
                 call()
             self.assertIn(word, str(e.exception))
         self.assertEqual(self.calls, [])
+
+    def test_documents_with_a_state_each(self):
+        """cu_seqlens with initial_state / output_final_state: a docs variant,
+        the offsets as int32 and their count in both passes, states [N, D]"""
+        m = recur.RGLRU(self.k, 128)
+        x = torch.randn(1, 37, 128).bfloat16().requires_grad_(True)
+        cu = torch.tensor([0, 5, 6, 37])
+        h0 = torch.randn(3, 128, requires_grad=True)
+        self.calls.clear()
+        self.docs.clear()
+        y, hT = m(x, cu_seqlens=cu, initial_state=h0, output_final_state=True)
+        self.assertEqual(hT.shape, torch.Size([3, 128]))
+        self.assertTrue(bool((hT == 7).all()))   # the stand-in's hT, all N rows of it
+        (y.float().sum() + hT.sum()).backward()
+        fwd, bwd = self.calls
+        self.assertTrue(fwd[1].startswith("docs_") and fwd[1] == bwd[1])
+        self.assertIn("cu_seqlens", self.k.manifest.variants[fwd[1]].state)
+        self.assertFalse(fwd[4])                  # no reset marks: the offsets go as they are
+        (cu_f, nd_f), (cu_b, nd_b) = self.docs
+        self.assertTrue(cu_f != 0 and cu_f == cu_b and nd_f == nd_b == 3)
+        self.assertEqual(fwd[5][0], h0.data_ptr())
+        self.assertTrue(bwd[4][2] != 0 and bwd[4][3] != 0)   # dhT and dh0 in the backward
+        self.assertEqual(h0.grad.shape, torch.Size([3, 128]))
+        self.assertTrue(bool((h0.grad == 3).all()))          # dh0, all N rows, back through autograd
+        report("cu_seqlens [0, 5, 6, 37] with states [3, 128] reach C through", fwd[1])
+
+    def test_the_leanest_variant_that_takes_the_state_runs(self):
+        # a folder with states and docs variants: h0 alone runs a states one
+        # (not a docs one), marks a resets one, cu_seqlens a docs one
+        for need, prefix in ((("h0",), "states_"), (("reset",), "resets_"), (("cu_seqlens", "h0"), "docs_")):
+            name, _ = self.k.choose("rglru", 1, 37, 128, H200, "", frozenset(need))
+            self.assertTrue(name.startswith(prefix), (need, name))
+
+    def test_a_folder_without_docs_variants_says_how(self):
+        with self.assertRaises(ValueError) as e:
+            kernels().choose("rglru", 1, 37, 128, H200, "", frozenset(("cu_seqlens", "h0")))
+        self.assertIn("docs.lua", str(e.exception))
 
     def test_a_folder_without_them_says_how(self):
         plain = kernels()
