@@ -48,7 +48,10 @@
 #                                        lua/variants/docs.lua): packed documents
 #                                        as cu_seqlens (--packed --docs 1000, 64
 #                                        with --h0, 3), then the reset/h0 form
-#                                        and plainly; verify only
+#                                        and plainly; then 64 documents in
+#                                        131072 tokens timed as cu_seqlens, as
+#                                        marks, beside the resets variant (set
+#                                        state) and the plain winner (set ptx)
 #          bench/h200_suite.sh state     the carried set "state" (recur gen
 #                                        lua/variants/state.lua) at 3x1000x1024,
 #                                        1x8192x1024, 2x777x2048 and 4x300x512:
@@ -174,6 +177,24 @@ if [ "$mode" = docs ]; then
 		"$BIN" verify --dir "$R" --h0 --shape 3x1000x1024 >> "$EXP/verify_docs_rows.log" 2>&1 || rc=1
 		"$BIN" verify --dir "$R" --shape 1x8192x1024 --shape 3x1000x1024 >> "$EXP/verify_docs_rows.log" 2>&1 || rc=1
 		wrote="$wrote $EXP/verify_packed.log $EXP/verify_docs_rows.log"
+		# speed: 64 documents in 131072 tokens as cu_seqlens (a state each) and as marks, against the
+		# resets variant's marks (set state) and the plain winner (set ptx), one-pass chunk 8
+		B="--rounds 1 --samples 5 --profile"
+		for m in rglru samu; do
+			case $m in
+				rglru) v=fused_grouped_prefix32_onepass_chunk8 ;;
+				samu) v=fused_output_fused_write_shared_sfu_grouped_prefix32_onepass_chunk8 ;;
+			esac
+			"$BIN" bench --dir "$R" --mixer $m --variant "docs_$v" --shapes 1x131072x1024 --resets 0.00049 --packed \
+				$B --out "$EXP/bench_${m}_packed.json" >> "$EXP/bench_docs.log" 2>&1 || rc=1
+			"$BIN" bench --dir "$R" --mixer $m --variant "docs_$v" --shapes 1x131072x1024 --resets 0.00049 \
+				$B --out "$EXP/bench_${m}_docs_marks.json" >> "$EXP/bench_docs.log" 2>&1 || rc=1
+			[ -d "$PTXROOT/state" ] && { "$BIN" bench --dir "$PTXROOT/state" --mixer $m --variant "resets_$v" \
+				--shapes 1x131072x1024 --resets 0.00049 $B --out "$EXP/bench_${m}_resets.json" >> "$EXP/bench_docs.log" 2>&1 || rc=1; }
+			[ -d "$D" ] && { "$BIN" bench --dir "$D" --mixer $m --variant "$v" --shapes 1x131072x1024 $B \
+				--out "$EXP/bench_${m}_plain.json" >> "$EXP/bench_docs.log" 2>&1 || rc=1; }
+		done
+		grep -E "^(rglru|samu) +1x" "$EXP/bench_docs.log" | awk '!seen[$0]++'
 	else
 		echo "docs: no carried PTX set docs (recur gen lua/variants/docs.lua -o out/docs)"; rc=1
 	fi

@@ -44,6 +44,7 @@ typedef struct {
 	int nonly;
 	double resets;                  /* --resets: reset marks at this rate in every call */
 	int states;                     /* --h0: h0 and dhT given, hT and dh0 taken in every call */
+	int packed;                     /* --packed: --resets' documents as cu_seqlens, a state each */
 	int step;                       /* --step T: the decode steps, T tokens per call (bench_step.h); 0: none */
 	int shapes_given;               /* --shapes on the command line, not its default */
 } BenchOpts;
@@ -77,7 +78,7 @@ typedef struct {
 #define BENCH_DEFAULT_OUT "out/results.json"
 
 enum { B_DIR, B_SHAPES, B_ROUNDS, B_SAMPLES, B_WARMUP, B_CAL, B_VARIANT, B_MIXER, B_OUT, B_PROFILE, B_SEED,
-       B_RESETS, B_H0, B_STEP };
+       B_RESETS, B_H0, B_PACKED, B_STEP };
 
 static const CliOpt OPTS[] = {
 	[B_DIR] = CLI_OPT_DIR,
@@ -97,6 +98,8 @@ static const CliOpt OPTS[] = {
 	[B_RESETS] = { "--resets", "P", NULL, "every call gives reset marks at rate P (packed documents: 64 in 131072 "
 	               "tokens is 0.00049); the variants must take them", 0 },
 	[B_H0] = { "--h0", NULL, NULL, "every call gives h0 and dhT and takes hT and dh0; the variants must take them", 0 },
+	[B_PACKED] = { "--packed", NULL, NULL, "with --resets at B = 1: the documents as cu_seqlens, each with its hT and "
+	               "dhT (and h0, dh0 with --h0); the variants must take cu_seqlens (docs = { true })", 0 },
 	[B_STEP] = { "--step", "T", NULL, "time the decode steps (scan decode), T tokens per call, 1..4096: GPU time per "
 	             "call, host time per replay of its CUDA graph, the memory floor", 0 },
 };
@@ -138,6 +141,9 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 		return -1;
 	case B_H0:
 		o->states = 1;
+		return 0;
+	case B_PACKED:
+		o->packed = 1;
 		return 0;
 	}
 	snprintf(err, n, "option %d has no handler", opt);
@@ -212,8 +218,11 @@ static int pick_mixers(Bench *bn, char *err, size_t n)
 static void state_refusal(const Bench *bn, int vi, char *why, size_t n)
 {
 	const char *name = recur_manifest_variant_name(bn->m, vi);
-	int marks = mf_takes(bn->m, vi, "reset"), h0 = mf_takes(bn->m, vi, "h0");
-	if ((bn->o.resets > 0 && !marks) || (bn->o.states && !h0))
+	int marks = mf_takes(bn->m, vi, "reset"), h0 = mf_takes(bn->m, vi, "h0"), cu = mf_takes(bn->m, vi, "cu_seqlens");
+	if (bn->o.packed && !cu)
+		snprintf(why, n, "variant %s takes no cu_seqlens (--packed): bench --variant one that does (recur gen "
+		         "lua/variants/docs.lua; recur list shows each variant's state)", name);
+	else if ((bn->o.resets > 0 && !marks) || (bn->o.states && !h0))
 		snprintf(why, n, "variant %s takes no %s: bench --variant one that does (recur gen lua/variants/state.lua; "
 		         "recur list shows each variant's state)", name,
 		         bn->o.states && !h0 ? "initial state (--h0)" : "reset marks (--resets)");
@@ -334,7 +343,8 @@ static int mix_prepare(Bench *bn, Mix *mx, int s, char *err, size_t n)
 	}
 	if (hbufs_inputs(&bn->h, bn->m, vi, bn->o.sh[s], bn->o.seed + (uint64_t)s * 7919, &mx->b, err, n) ||
 	    ((bn->o.resets > 0 || bn->o.states) &&
-	     hbufs_state(&bn->h, &mx->b, bn->o.resets, bn->o.states, bn->o.seed + (uint64_t)s * 7919 + 1, err, n)))
+	     hbufs_state(&bn->h, &mx->b, bn->o.resets, bn->o.states, bn->o.packed, bn->o.seed + (uint64_t)s * 7919 + 1,
+	                 err, n)))
 		return -1;
 	long long delta;
 	if (harness_memory(&bn->h, mx->v, &mx->b, &delta, err, n))
@@ -599,6 +609,16 @@ static int bench_main(Bench *bn, char *err, size_t n)
 		                     .mixers = o->only, .nmixers = o->nonly, .resets = o->resets };
 		return bench_step_run(&so, bn->m, &bn->mi, err, n);
 	}
+	if (o->packed && !(o->resets > 0)) {
+		snprintf(err, n, "--packed passes --resets P's documents as cu_seqlens: give --resets P too");
+		return -1;
+	}
+	for (int s = 0; o->packed && s < o->nsh; s++)
+		if (o->sh[s].B != 1) {
+			snprintf(err, n, "--packed packs the documents into one row: shape %dx%dx%d has B = %d; give --shapes "
+			         "with B = 1", o->sh[s].B, o->sh[s].L, o->sh[s].D, o->sh[s].B);
+			return -1;
+		}
 	if (pick_mixers(bn, err, n))
 		return -1;
 	skipped_decode(bn);
@@ -629,7 +649,8 @@ static int bench_main(Bench *bn, char *err, size_t n)
 	if (o->resets > 0 || o->states) {   /* the results say which state every call gave */
 		char marks[96] = "";
 		if (o->resets > 0)
-			snprintf(marks, sizeof marks, "reset marks at random tokens, rate %g", o->resets);
+			snprintf(marks, sizeof marks, "%s at random tokens, rate %g", o->packed ? "documents as cu_seqlens, "
+			         "hT and dhT per document," : "reset marks", o->resets);
 		snprintf(p.resets, sizeof p.resets, "every call: %s%s%s", marks, marks[0] && o->states ? "; " : "",
 		         o->states ? "h0 and dhT given, hT and dh0 taken" : "");
 	}

@@ -166,46 +166,77 @@ void hbufs_free_outputs(Harness *h, HBufs *b)
 	b->y = b->dx = 0;
 }
 
-int hbufs_state(Harness *h, HBufs *b, double resets, int states, uint64_t seed, char *err, size_t errlen)
+/* the marks host[0..L) of one row as document offsets, uploaded as int32 into b->cu */
+static int upload_docs(Harness *h, HBufs *b, const unsigned char *marks, char *err, size_t errlen)
+{
+	int L = b->s.L, n = 0;
+	int32_t *cu = malloc(((size_t)L + 1) * sizeof *cu);
+	if (!cu)
+		return fail(err, errlen, b->what, "out of host memory for the document offsets");
+	cu[n++] = 0;
+	for (int t = 1; t < L; t++)
+		if (marks[t])
+			cu[n++] = t;
+	cu[n] = L;
+	int rc = recur_alloc(h->rt, ((size_t)n + 1) * 4, &b->cu, err, errlen) ||
+	         recur_memcpy_htod(h->rt, b->cu, cu, ((size_t)n + 1) * 4, err, errlen);
+	free(cu);
+	b->st.cu_seqlens = b->cu;
+	b->st.ndocs = n;
+	return rc;
+}
+
+int hbufs_state(Harness *h, HBufs *b, double resets, int states, int packed, uint64_t seed, char *err,
+                size_t errlen)
 {
 	Rng r;
 	rng_seed(&r, seed);
+	if (packed && b->s.B != 1)
+		return fail(err, errlen, b->what, "packed documents (cu_seqlens) take one row: B must be 1");
 	size_t nt = (size_t)b->s.B * (size_t)b->s.L, ns = (size_t)b->s.B * (size_t)b->s.D;
-	size_t nh = nt > ns * 4 ? nt : ns * 4;
+	size_t nh = nt;
 	unsigned char *host = malloc(nh);
-	if (!host) {
-		snprintf(err, errlen, "%s: out of host memory for the sequence state", b->what);
-		return -1;
-	}
+	if (!host)
+		return fail(err, errlen, b->what, "out of host memory for the sequence state");
 	int rc = 0;
 	if (resets > 0) {
 		for (size_t i = 0; i < nt; i++)
 			host[i] = rng_uniform(&r) < resets;
-		rc = recur_alloc(h->rt, nt, &b->reset, err, errlen) || recur_memcpy_htod(h->rt, b->reset, host, nt, err, errlen);
-		b->st.reset = b->reset;
+		if (packed) {
+			rc = upload_docs(h, b, host, err, errlen);
+			ns = (size_t)b->st.ndocs * (size_t)b->s.D;
+		} else {
+			rc = recur_alloc(h->rt, nt, &b->reset, err, errlen) || recur_memcpy_htod(h->rt, b->reset, host, nt, err, errlen);
+			b->st.reset = b->reset;
+		}
 	}
+	free(host);
+	float *f = rc ? NULL : malloc(ns * sizeof *f);
+	if (!rc && !f)
+		return fail(err, errlen, b->what, "out of host memory for the sequence state");
+	/* h0, dhT given (random), hT, dh0 taken: all four with states, hT and
+	 * dhT alone for packed documents without */
 	CUdeviceptr *d[4] = {&b->h0, &b->dhT, &b->hT, &b->dh0};
-	for (int k = 0; states && !rc && k < 4; k++) {
-		float *f = (float *)host;
+	for (int k = 0; f && !rc && k < 4; k++) {
+		if (!states && !(packed && (k == 1 || k == 2)))
+			continue;
 		for (size_t i = 0; i < ns; i++)
 			f[i] = k < 2 ? (float)rng_normal(&r) : 0.0f;
 		rc = recur_alloc(h->rt, ns * 4, d[k], err, errlen) || recur_memcpy_htod(h->rt, *d[k], f, ns * 4, err, errlen);
 	}
-	if (states) {
-		b->st.h0 = b->h0;
-		b->st.dhT = b->dhT;
-		b->st.hT = b->hT;
-		b->st.dh0 = b->dh0;
-	}
-	free(host);
+	free(f);
+	b->st.h0 = b->h0;
+	b->st.dhT = b->dhT;
+	b->st.hT = b->hT;
+	b->st.dh0 = b->dh0;
 	return rc ? fail(err, errlen, b->what, "uploading the sequence state") : 0;
 }
 
 void hbufs_free(Harness *h, HBufs *b)
 {
 	hbufs_free_outputs(h, b);
-	CUdeviceptr st[5] = {b->reset, b->h0, b->hT, b->dhT, b->dh0};
-	for (int k = 0; k < 5; k++)
+	CUdeviceptr st[6] = {b->reset, b->h0, b->hT, b->dhT, b->dh0, b->cu};
+	for (int k = 0; k < 6; k++)
 		recur_free(h->rt, st[k]);
 	recur_free(h->rt, b->x);
 	recur_free(h->rt, b->dy);
@@ -218,7 +249,7 @@ void hbufs_free(Harness *h, HBufs *b)
 
 recur_io hbufs_io(const HBufs *b)
 {
-	int given = b->reset || b->h0;
+	int given = b->reset || b->h0 || b->hT || b->cu;
 	return (recur_io){ .x = b->x, .y = b->y, .dy = b->dy, .dx = b->dx, .params = b->p, .grads = b->g,
 	                   .state = given ? &b->st : NULL };
 }

@@ -33,6 +33,7 @@ typedef struct {
 	CUdeviceptr p[H_MAXP], g[H_MAXP];
 	long long parameters;        /* fp32 values in all parameters */
 	CUdeviceptr reset, h0, hT, dhT, dh0;   /* the calls' sequence state (hbufs_state), or 0 */
+	CUdeviceptr cu;                        /* packed: the documents' offsets int32 [ndocs + 1], or 0 */
 	recur_seqstate st;
 	size_t input_bytes;          /* x, dy, parameters, gradients: the memory baseline */
 	char what[200];              /* "rglru VARIANT 1x8192x1024", for messages */
@@ -51,8 +52,11 @@ int  hbufs_inputs(Harness *h, const recur_manifest *m, int vi, recur_shape s, ui
 int  hbufs_outputs(Harness *h, HBufs *b, char *err, size_t errlen);   /* y, dx */
 /* A sequence state for every call: reset marks at rate resets (> 0; none
  * at 0) drawn from seed, and with states nonzero h0 and dhT, and room for
- * hT and dh0 (all fp32 [B][D]). */
-int  hbufs_state(Harness *h, HBufs *b, double resets, int states, uint64_t seed, char *err, size_t errlen);
+ * hT and dh0 (all fp32 [B][D]). packed (B = 1): the marks' documents as
+ * cu_seqlens instead (t = 0 starts the first), hT and dhT always, and the
+ * states [ndocs][D]. */
+int  hbufs_state(Harness *h, HBufs *b, double resets, int states, int packed, uint64_t seed, char *err,
+                 size_t errlen);
 void hbufs_free_outputs(Harness *h, HBufs *b);
 void hbufs_free(Harness *h, HBufs *b);
 /* Names the variant in messages from now on. */

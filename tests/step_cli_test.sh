@@ -78,6 +78,8 @@ refused "takes what --resets / --docs / --h0 / --packed give" verify --dir "$wor
 refused "give --docs N too" verify --dir "$work/ptx" --packed --shape 1x300x64
 refused "has B = 2" verify --dir "$work/ptx" --docs 5 --packed --shape 2x300x64
 refused "takes no cu_seqlens (--packed)" verify --dir "$work/plain" --docs 5 --packed --shape 1x300x64 --variant "$PLAIN"
+refused "give --resets P too" bench --dir "$work/ptx" --packed --shapes 1x300x64 --out "$work/r.json"
+refused "has B = 2" bench --dir "$work/ptx" --packed --resets 0.01 --shapes 2x300x64 --out "$work/r.json"
 out=$("$recur" verify --dir "$work/ptx" --docs 0 2>&1); rc=$?
 [ $rc = 2 ] && echo "$out" | grep -q -- "--docs 0: want a number of documents per row in 1..1000000"
 check $? "recur verify --docs 0 refused, naming --docs (rc $rc)"
