@@ -349,8 +349,10 @@ if [ "$mode" = torch ]; then
 	else
 		export RECUR_LIB=$lib LD_LIBRARY_PATH=$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 		export PYTHONDONTWRITEBYTECODE=1
-		# with the set state carried, its variants are checked with reset marks too
-		python3 tests/python/gpu_torch_test.py "$D" $([ -d "$PTXROOT/state" ] && echo "$PTXROOT/state") \
+		# with the sets state (and docs) carried, their variants are checked with reset marks and
+		# states (and packed documents of a state each) too
+		python3 tests/python/gpu_torch_test.py "$D" $([ -d "$PTXROOT/state" ] && echo "$PTXROOT/state" &&
+			[ -d "$PTXROOT/docs" ] && echo "$PTXROOT/docs") \
 			> "$EXP/torch_gpu_test.log" 2>&1 || rc=1
 		wrote="$wrote $EXP/torch_gpu_test.log"
 		python3 examples/train_lm.py --kernels "$D" --compare --bench-layer 1x8192x1024 --out "$EXP/layer" \

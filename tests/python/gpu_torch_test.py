@@ -4,7 +4,7 @@ model author relies on -- torch.compile without graph breaks, CUDA graph
 capture, two streams from two threads, several forwards before their
 backwards, bf16 autocast, and a clear exception for every wrong input.
 
-    RECUR_LIB=build/librecur.so python3 tests/python/gpu_torch_test.py DIR [RESETS_DIR] [--quick]
+    RECUR_LIB=build/librecur.so python3 tests/python/gpu_torch_test.py DIR [RESETS_DIR [DOCS_DIR]] [--quick]
 
 DIR: a folder of `recur gen` holding RG-LRU and SAMU variants (e.g.
 tests/grids/representative.lua's). Prints one line per check, `ok` or
@@ -12,7 +12,9 @@ tests/grids/representative.lua's). Prints one line per check, `ok` or
 the seed shapes (1x8192x1024, 3x1000x1024). RESETS_DIR: a folder of
 variants taking a sequence state (lua/variants/state.lua), checked with
 reset marks and with initial and final states against the reference
-given the same.
+given the same. DOCS_DIR: a folder of variants taking cu_seqlens
+(lua/variants/docs.lua), checked with packed documents of a state each
+against the reference run document by document.
 
 Outputs and workspaces are poisoned before every call (RECUR_POISON=1:
 NaN outputs, 0xff workspace bytes), inputs are fresh random numbers.
@@ -146,6 +148,45 @@ def with_states(k, mixer, shape, g):
     variant = k.choose(mixer, B, L, D, recur.ops.device_info(0), "", frozenset(("h0",)))[0]
     return all(e <= TOL for _, e in errs), "%s %s | %s" % (variant, "x".join(map(str, shape)),
                                                             " ".join("%s %.1e" % e for e in errs))
+
+
+def with_docs(k, mixer, shape, g):
+    """Documents packed as cu_seqlens, a state each (a docs variant): random
+    lengths (one of a token, the last), random h0 [N, D] and a gradient of
+    each final state; against the float64 reference run document by
+    document from its own h0 (the parameter gradients summed)."""
+    B, L, D = shape
+    layer = recur.Mixer(k, mixer, D, generator=torch.Generator().manual_seed(L + D + 3)).cuda()
+    x = fresh_x(B, L, D, g)
+    dy = torch.randn(B, L, D, generator=g, device="cuda").bfloat16()
+    starts = sorted(set(torch.randint(1, L - 1, (max(1, L // 97),), generator=g, device="cuda").tolist()))
+    cu = torch.tensor([0] + starts + [L - 1, L], dtype=torch.int32, device="cuda")
+    n = cu.numel() - 1
+    h0 = torch.randn(n, D, generator=g, device="cuda")
+    dhT = torch.randn(n, D, generator=g, device="cuda")
+    xr, hr = x.detach().requires_grad_(True), h0.detach().requires_grad_(True)
+    ps = list(layer.parameters())
+    y, hT = layer(xr, cu_seqlens=cu, initial_state=hr, output_final_state=True)
+    dx, dh0, *grads = torch.autograd.grad([y, hT], [xr, hr] + ps, [dy, dhT])
+    ry, rdx, rhT, rdh0 = torch.zeros_like(y, dtype=torch.float64), None, [], []
+    rdx = torch.zeros_like(ry)
+    rgrads = None
+    bounds = cu.tolist()
+    for i in range(n):
+        a, b = bounds[i], bounds[i + 1]
+        yi, dxi, gi, hTi, dh0i = ref_torch.forward_backward(mixer, x[:, a:b], ps, dy[:, a:b], h0=h0[i:i + 1],
+                                                             dhT=dhT[i:i + 1])
+        ry[:, a:b], rdx[:, a:b] = yi, dxi
+        rhT.append(hTi)
+        rdh0.append(dh0i)
+        rgrads = gi if rgrads is None else [u + v for u, v in zip(rgrads, gi)]
+    rhT, rdh0 = torch.cat(rhT), torch.cat(rdh0)
+    errs = [("y", ref_torch.rel_l2(y, ry)), ("hT", ref_torch.rel_l2(hT, rhT)), ("dx", ref_torch.rel_l2(dx, rdx)),
+            ("dh0", ref_torch.rel_l2(dh0, rdh0))]
+    errs += [("d" + s.name, ref_torch.rel_l2(a, b)) for s, a, b in zip(layer.specs, grads, rgrads)]
+    variant = k.choose(mixer, B, L, D, recur.ops.device_info(0), "", frozenset(("cu_seqlens", "h0")))[0]
+    return all(e <= TOL for _, e in errs), "%s %s, %d documents | %s" % (
+        variant, "x".join(map(str, shape)), n, " ".join("%s %.1e" % e for e in errs))
 
 
 def pinned_variants(k, mixer, shape, g):
@@ -389,6 +430,7 @@ def host_overhead(k, g):
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     quick = "--quick" in sys.argv
+    docs_dir = args.pop(2) if len(args) == 3 else None     # a folder of variants taking cu_seqlens
     resets_dir = args.pop(1) if len(args) == 2 else None   # a folder of variants taking reset marks
     if len(args) != 1:
         print(__doc__)
@@ -421,6 +463,12 @@ def main():
                     lambda: with_resets(kr, mixer, shape, g))
                 check("%s %s with h0 and hT vs float64 reference" % (mixer, "x".join(map(str, shape))))(
                     lambda: with_states(kr, mixer, shape, g))
+    if docs_dir:
+        kd = recur.load(docs_dir)
+        for mixer in ("rglru", "samu"):
+            for shape in ((1, 300, 128), (1, 4000, 1024)):
+                check("%s %s, documents as cu_seqlens with a state each, vs float64 reference"
+                      % (mixer, "x".join(map(str, shape))))(lambda: with_docs(kd, mixer, shape, g))
     print("%d failed" % len(failures) if failures else "all passed")
     return 1 if failures else 0
 
