@@ -34,3 +34,14 @@ void docmarks_row(unsigned char *mark, size_t L, int N, Rng *r, size_t *cand)
 		mark[t] = 1;
 	}
 }
+
+int docmarks_offsets(const unsigned char *mark, int L, int32_t *cu)
+{
+	int n = 0;
+	cu[n++] = 0;
+	for (int t = 1; t < L; t++)
+		if (mark[t])
+			cu[n++] = t;
+	cu[n] = L;
+	return n;
+}

@@ -4,6 +4,7 @@
 #define RECUR_DOCMARKS_H
 #include "rng.h"
 #include <stddef.h>
+#include <stdint.h>
 
 /* One row of L tokens as N documents (1 <= N <= L): mark[t] = 1 where a
  * document other than the first starts, else 0. Among the N - 1 starts in
@@ -12,5 +13,10 @@
  * the row); the rest drawn uniformly without replacement, so that most
  * documents cross tiles. cand: scratch of L - 1 entries. */
 void docmarks_row(unsigned char *mark, size_t L, int N, Rng *r, size_t *cand);
+
+/* The same row's documents as offsets (flash-attn's and fla's cu_seqlens,
+ * int32 as the kernels read them): cu[0] = 0, each marked t in 1 .. L-1,
+ * then L; cu holds L + 1 entries. Returns the number of documents. */
+int docmarks_offsets(const unsigned char *mark, int L, int32_t *cu);
 
 #endif

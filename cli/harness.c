@@ -1,5 +1,6 @@
 /* The GPU side of bench and calibrate (see harness.h). */
 #include "harness.h"
+#include "docmarks.h"
 #include "args.h"
 #include "pinit.h"
 #include "rng.h"
@@ -169,15 +170,10 @@ void hbufs_free_outputs(Harness *h, HBufs *b)
 /* the marks host[0..L) of one row as document offsets, uploaded as int32 into b->cu */
 static int upload_docs(Harness *h, HBufs *b, const unsigned char *marks, char *err, size_t errlen)
 {
-	int L = b->s.L, n = 0;
-	int32_t *cu = malloc(((size_t)L + 1) * sizeof *cu);
+	int32_t *cu = malloc(((size_t)b->s.L + 1) * sizeof *cu);
 	if (!cu)
 		return fail(err, errlen, b->what, "out of host memory for the document offsets");
-	cu[n++] = 0;
-	for (int t = 1; t < L; t++)
-		if (marks[t])
-			cu[n++] = t;
-	cu[n] = L;
+	int n = docmarks_offsets(marks, b->s.L, cu);
 	int rc = recur_alloc(h->rt, ((size_t)n + 1) * 4, &b->cu, err, errlen) ||
 	         recur_memcpy_htod(h->rt, b->cu, cu, ((size_t)n + 1) * 4, err, errlen);
 	free(cu);

@@ -382,17 +382,11 @@ static int case_packed(Case *c, char *err, size_t n)
 		         c->s.B, c->s.L, c->s.D, c->s.B);
 		return -1;
 	}
-	int L = c->s.L, k = 0;
-	if (!(c->cu = malloc(((size_t)L + 1) * sizeof *c->cu))) {
-		snprintf(err, n, "out of host memory for %d document offsets", L + 1);
+	if (!(c->cu = malloc(((size_t)c->s.L + 1) * sizeof *c->cu))) {
+		snprintf(err, n, "out of host memory for %d document offsets", c->s.L + 1);
 		return -1;
 	}
-	c->cu[k++] = 0;
-	for (int t = 1; t < L; t++)
-		if (c->reset[t])
-			c->cu[k++] = t;
-	c->cu[k] = L;
-	c->ndocs = k;
+	c->ndocs = docmarks_offsets(c->reset, c->s.L, c->cu);
 	free(c->reset);
 	c->reset = NULL;
 	return 0;
@@ -698,18 +692,9 @@ static int run_setup(Ctx *cx, const char *vname, Case *c, Run *R, char *err, siz
 		R->io.state = &R->st;
 	}
 	if (c->cu) {   /* the documents' offsets, int32 as the kernels read them */
-		size_t nb = ((size_t)c->ndocs + 1) * 4;
-		int32_t *h = malloc(nb);
-		if (!h) {
-			snprintf(err, n, "out of host memory for %d document offsets", c->ndocs + 1);
-			return -1;
-		}
-		for (int i = 0; i <= c->ndocs; i++)
-			h[i] = c->cu[i];
-		int rc = recur_alloc(cx->rt, nb, &R->cu, err, n) || recur_memcpy_htod(cx->rt, R->cu, h, nb, err, n);
-		free(h);
-		if (rc)
-			return -1;
+		size_t nb = ((size_t)c->ndocs + 1) * sizeof *c->cu;
+		TRY(recur_alloc(cx->rt, nb, &R->cu, err, n));
+		TRY(recur_memcpy_htod(cx->rt, R->cu, c->cu, nb, err, n));
 		R->st.cu_seqlens = R->cu;
 		R->st.ndocs = c->ndocs;
 		R->io.state = &R->st;

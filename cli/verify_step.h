@@ -79,7 +79,8 @@ typedef struct {
 	uint16_t *xb, *dyb;        /* x and dy as the device holds them (bf16), made once */
 	unsigned char *reset;      /* reset marks [B][L] (--resets, --docs), or NULL */
 	int docs;                  /* documents per row (--docs, at most L), or 0 */
-	int *cu, ndocs;            /* --packed: the documents as cu_seqlens [ndocs + 1] over one row (reset NULL) */
+	int32_t *cu;               /* --packed: the documents as cu_seqlens [ndocs + 1] over one row (reset NULL) */
+	int ndocs;
 	size_t ns;                 /* elements of each state: B*D, or ndocs*D with --packed */
 	double *h0, *dhT;          /* initial states (--h0) and hT's adjoint [ns], or NULL */
 	double *hT, *dh0;          /* their reference outputs (hT with --h0 or --packed, dh0 with --h0) */

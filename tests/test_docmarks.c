@@ -2,7 +2,8 @@
  * and document counts, from 1 document to one per token, each row holds
  * exactly N documents; N >= 2 puts a document of one token at the row's
  * end, N >= 4 one inside it (two starts together); the same seed gives the
- * same row, another seed another. */
+ * same row, another seed another; docmarks_offsets gives the row's
+ * documents as cu_seqlens. */
 #include "docmarks.h"
 #include "checkf.h"
 #include <stdio.h>
@@ -70,6 +71,14 @@ int main(void)
 	docmarks_row(c, 1000, 50, &r3, cand);
 	check(!memcmp(a, b, sizeof a), "the same seed gives the same row");
 	check(memcmp(a, c, sizeof a) != 0, "another seed another row");
+	/* the row as cu_seqlens: 0, every marked start (the mark at t = 0 is
+	 * the row's own start), L; strictly increasing, one entry per document */
+	int32_t cu[1001];
+	a[0] = 1;
+	int nd = docmarks_offsets(a, 1000, cu), ok = nd == 50 && cu[0] == 0 && cu[nd] == 1000;
+	for (int i = 0; ok && i < nd; i++)
+		ok = cu[i] < cu[i + 1] && (i == 0 || a[cu[i]]);
+	check(ok, "the row's 50 documents as offsets 0, its starts, 1000 (%d documents, last offset %d)", nd, cu[nd]);
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
 }
