@@ -151,8 +151,7 @@ def index(i, x, mixer):
 def cu_seqlens(cu, x, mixer):
     """Checks document offsets (flash-attn's and fla's cu_seqlens: int [N +
     1], 0 first, L last, increasing) over x's one packed row, without
-    reading them (no synchronisation): type, shape, device; returns them as
-    contiguous int32, as the kernels read them."""
+    reading them (no synchronisation): type, shape, device."""
     where = "recur %s: cu_seqlens" % mixer
     if not isinstance(cu, torch.Tensor):
         raise TypeError("%s must be a torch.Tensor, got %s" % (where, type(cu).__name__))
@@ -166,4 +165,3 @@ def cu_seqlens(cu, x, mixer):
     if cu.numel() - 1 > x.shape[1]:
         raise ValueError("%s gives %d documents in %d tokens; a document has at least one token"
                          % (where, cu.numel() - 1, x.shape[1]))
-    return cu.to(torch.int32).contiguous()

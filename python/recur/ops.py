@@ -387,18 +387,8 @@ def cu_seqlens_marks(cu_seqlens, x, mixer):
     """Reset marks [1, L] for documents given as offsets (flash-attn's and
     fla's cu_seqlens: int [N + 1], 0 first, L last, increasing) over x's
     one packed row; made on the device, no synchronisation, so the offsets
-    are not checked beyond their type, shape and device."""
-    where = "recur %s: cu_seqlens" % mixer
-    if not isinstance(cu_seqlens, torch.Tensor):
-        raise TypeError("%s must be a torch.Tensor, got %s" % (where, type(cu_seqlens).__name__))
-    if cu_seqlens.dtype not in (torch.int32, torch.int64) or cu_seqlens.dim() != 1 or cu_seqlens.numel() < 2:
-        raise TypeError("%s is a %s tensor of shape %s; offsets are int32 or int64 [N + 1]"
-                        % (where, str(cu_seqlens.dtype).replace("torch.", ""), list(cu_seqlens.shape)))
-    if cu_seqlens.device != x.device:
-        raise ValueError("%s is on %s, x on %s" % (where, cu_seqlens.device, x.device))
-    if x.dim() != 3 or x.shape[0] != 1:
-        raise ValueError("%s packs documents into one row: x must be [1, L, D], got %s (for B rows of documents "
-                         "pass resets= [B, L])" % (where, list(x.shape)))
+    are not checked beyond their type, shape and device (checks.cu_seqlens)."""
+    checks.cu_seqlens(cu_seqlens, x, mixer)
     marks = torch.zeros(1, x.shape[1], dtype=torch.uint8, device=x.device)
     # every document start but the first (t = 0 starts the row anyway);
     # an offset of L (the last) is dropped by the clamp and the mask
@@ -418,7 +408,8 @@ def _documents(cu_seqlens, resets, states, x, mixer):
     if resets is not None:
         raise ValueError("recur %s: both resets= and cu_seqlens= given: documents are one or the other" % mixer)
     if states:
-        return None, checks.cu_seqlens(cu_seqlens, x, mixer)
+        checks.cu_seqlens(cu_seqlens, x, mixer)
+        return None, cu_seqlens.to(torch.int32).contiguous()
     return cu_seqlens_marks(cu_seqlens, x, mixer), None
 
 
