@@ -288,29 +288,32 @@ LLVMValueRef f_tanh(Irb *I, LLVMValueRef a)
 	return c;
 }
 
-/* The byte at global p zero-extended where ok != 0, else 0, with no
- * branch: one predicated ld.global.nc.u8. p is never read where ok = 0 (it
- * may be null there). The bytes read must not change during the kernel. */
-LLVMValueRef ld_u8_if(Irb *I, LLVMValueRef p, LLVMValueRef ok)
+/* The value of type ty that the predicated load in as (operands: $0 the
+ * value, $1 the address, $2 ok) leaves where ok != 0, else 0, with no
+ * branch: p is never read where ok = 0 (it may be null there). cons: the
+ * constraint of $0 ("=r", "=f") and the others. */
+static LLVMValueRef ld_if(Irb *I, LLVMTypeRef ty, const char *as, const char *cons, LLVMValueRef p, LLVMValueRef ok)
 {
 	LLVMTypeRef in[2] = { I->gptr, I->i32 };
-	LLVMTypeRef fty = LLVMFunctionType(I->i32, in, 2, 0);
-	const char *as = "{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.u32 $0, 0; @p ld.global.nc.u8 $0, [$1]; }";
-	LLVMValueRef fn = inline_asm(fty, as, "=r,l,r", 0);
+	LLVMTypeRef fty = LLVMFunctionType(ty, in, 2, 0);
 	LLVMValueRef args[2] = { p, ok };
-	return LLVMBuildCall2(I->b, fty, fn, args, 2, "");
+	return LLVMBuildCall2(I->b, fty, inline_asm(fty, as, cons, 0), args, 2, "");
 }
 
-/* p[0] as f32 where ok (i32) is nonzero, else 0.0: one predicated load,
- * no branch (a caller's optional state, read where a flag says) */
+/* The byte at global p zero-extended where ok != 0, else 0: one predicated
+ * ld.global.nc.u8. The bytes read must not change during the kernel. */
+LLVMValueRef ld_u8_if(Irb *I, LLVMValueRef p, LLVMValueRef ok)
+{
+	return ld_if(I, I->i32, "{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.u32 $0, 0; @p ld.global.nc.u8 $0, [$1]; }",
+	             "=r,l,r", p, ok);
+}
+
+/* p[0] as f32 where ok (i32) is nonzero, else 0.0: one predicated load
+ * (a caller's optional state, read where a flag says) */
 LLVMValueRef ld_f32_if(Irb *I, LLVMValueRef p, LLVMValueRef ok)
 {
-	LLVMTypeRef in[2] = { I->gptr, I->i32 };
-	LLVMTypeRef fty = LLVMFunctionType(I->f32, in, 2, 0);
-	const char *as = "{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.b32 $0, 0; @p ld.global.f32 $0, [$1]; }";
-	LLVMValueRef fn = inline_asm(fty, as, "=f,l,r", 0);
-	LLVMValueRef args[2] = { p, ok };
-	return LLVMBuildCall2(I->b, fty, fn, args, 2, "");
+	return ld_if(I, I->f32, "{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.b32 $0, 0; @p ld.global.f32 $0, [$1]; }",
+	             "=f,l,r", p, ok);
 }
 
 /* p[0] = v (f32) where ok (i32) is nonzero: one predicated store */
