@@ -99,10 +99,13 @@ void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
 	LLVMValueRef c = LLVMBuildAnd(I->b, tid, ci32(I, 63), ""), j = LLVMBuildLShr(I->b, tid, ci32(I, 6), "");
 	LLVMValueRef first = ieq(I, j, ci32(I, 0));
 	/* a caller's states (states variants): h0 is the state before the
-	 * sequence, and the last tile's end state is hT */
-	LLVMValueRef sidx = ln->h0 ? iadd(I, imul(I, sext64(I, ln->b), sext64(I, ln->D)),
+	 * sequence, and the last tile's end state is hT. A docs variant's are
+	 * per document, where its tokens start and end (docs.c): hT[0] here
+	 * would be the last document's state in the first one's place */
+	LLVMValueRef h0p = T->v->states ? ln->h0 : NULL;
+	LLVMValueRef sidx = h0p ? iadd(I, imul(I, sext64(I, ln->b), sext64(I, ln->D)),
 	                                  sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), c))) : NULL;
-	LLVMValueRef h0v = ln->h0 ? state_load(I, ln->h0, sidx, first) : NULL;
+	LLVMValueRef h0v = h0p ? state_load(I, h0p, sidx, first) : NULL;
 	Var A = var_init(I, cf32(I, 1.0), "tA"), B = var_init(I, cf32(I, 0.0), "tB");
 	IfBlk f;
 	if_begin(I, &f, first, "agg");
@@ -148,7 +151,7 @@ void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
 	for (int e = 0; e < m; e++) {
 		LLVMValueRef a = fsel(I, st0[e], cf32(I, 0.0), fsel(I, in[e], lb_dec(I, wa[e]), cf32(I, 1.0)));
 		/* before the sequence: h0 at the end-state entry (a states variant), else 0 */
-		LLVMValueRef before = ln->h0 && e == 0 ? fsel(I, st0[e], h0v, cf32(I, 0.0)) : cf32(I, 0.0);
+		LLVMValueRef before = h0p && e == 0 ? fsel(I, st0[e], h0v, cf32(I, 0.0)) : cf32(I, 0.0);
 		LLVMValueRef b = fsel(I, in[e], fsel(I, st0[e], lb_dec(I, wa[e]), lb_dec(I, wb[e])), before);
 		MB = fadd(I, fmul(I, MB, a), b);
 		MA = fmul(I, MA, a);
@@ -170,7 +173,7 @@ void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
 	LLVMValueRef hw = tile_elem(T, ln, hend, tile, c);   /* (built before the end state: the PTX as before) */
 	LLVMValueRef end = fadd(I, fmul(I, var_get(I, A), h), var_get(I, B));
 	st_volatile(I, lb_enc(I, end), hw, 4);
-	if (ln->h0)
+	if (h0p)
 		state_store(I, ksig_arg(T, sig, "state:hT"), sidx, ieq(I, tile, isub(I, nctaid(I, 0), ci32(I, 1))), end);
 	if_end(I, &f);
 	bar_sync(I);
