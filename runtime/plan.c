@@ -16,6 +16,7 @@
  */
 #include "rt_impl.h"
 #include "fsutil.h"
+#include "seqstate.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -906,6 +907,12 @@ static int state_check(const recur_variant *v, const recur_seqstate *st, const r
 		return rt_vfail(err, errlen, "variant %s at %s: the sequence state gives cu_seqlens with ndocs = %d; "
 		                "it must be 1 to L = %d (documents of at least one token)", v->d->name, shape, st->ndocs,
 		                s->L);
+	/* a docs variant codes each token's row or document in 28 bits (docs.c) */
+	int nstates = st && st->cu_seqlens ? st->ndocs : s->B;
+	if ((v->d->state >> RT_STATE_CU_SEQLENS & 1) && nstates > SEQSTATE_MAX_DOCS)
+		return rt_vfail(err, errlen, "variant %s at %s: %d %s, where its kernels hold at most %d (a state "
+		                "index of %d bits a token); split the call", v->d->name, shape, nstates,
+		                st && st->cu_seqlens ? "documents" : "rows", SEQSTATE_MAX_DOCS, 31 - SEQSTATE_DOC_SHIFT);
 	if (st && st->cu_seqlens && s->B != 1)
 		return rt_vfail(err, errlen, "variant %s at %s: cu_seqlens packs documents into one row, so B must be "
 		                "1, not %d (flash-attn's and fla's convention)", v->d->name, shape, s->B);

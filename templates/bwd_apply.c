@@ -72,6 +72,15 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 	LLVMValueRef hps[TM_SLOTS];
 	if (bw->hm)
 		hmap_hprev(bw, i, hps);
+	/* docs: where a sequence starts from h0, h before it is h0[doc] (read
+	 * inside a branch a row: docs.c), and its adjoint leaves there:
+	 * dh0[doc] = a dh */
+	LLVMValueRef h0in[TM_SLOTS], dh0out[TM_SLOTS];
+	if (T->v->docs) {
+		for (int s = 0; s < TM_SLOTS; s++)
+			h0in[s] = cf32(I, 0.0);
+		docs_fetch(T, ln, &stp, DOC_START, ln->h0, h0in);
+	}
 	for (int s = 0; s < TM_SLOTS; s++) {
 		LLVMValueRef valid = stp.valid[slot_r(s)];
 		LLVMValueRef hp;
@@ -80,15 +89,14 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 		} else {
 			hp = ld(I, I->f32, smem_ptr(I, hprev_at(bw, si, s)), 4);
 		}
-		LLVMValueRef inj = T->v->docs ? docs_start(T, &stp, s) : NULL;
-		if (inj)   /* a sequence starting from h0: h before it is h0[doc] (docs.c) */
-			hp = fsel(I, inj, docs_load(T, ln, &stp, s, ln->h0, inj), hp);
+		if (T->v->docs)
+			hp = fsel(I, docs_start(T, &stp, s), h0in[s], hp);
 		LLVMValueRef hn = fadd(I, fmul(I, stp.a_eff[s], hp), stp.b_eff[s]);
 		LLVMValueRef gy = eval_gy(T, ln, &stp, s, hn, dy[s]);
 		LLVMValueRef dh = fadd(I, gy, var_get(I, u[s]));
 		var_set(I, u[s], fmul(I, stp.a_eff[s], dh));
-		if (inj)   /* and its adjoint leaves there: dh0 = a dh */
-			docs_store(T, ln, &stp, s, ln->dh0, inj, fmul(I, stp.a[s], dh));
+		if (T->v->docs)
+			dh0out[s] = fmul(I, stp.a[s], dh);
 		LLVMValueRef keep = land(I, valid, LLVMBuildNot(I->b, step_isfirst(T, &stp, s), ""));
 		LLVMValueRef s0 = fsel(I, keep, fmul(I, fmul(I, dh, stp.a[s]), hp), cf32(I, 0.0));
 		LLVMValueRef s1 = fsel(I, valid, dh, cf32(I, 0.0));
@@ -125,6 +133,8 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 		}
 		free(memo);
 	}
+	if (T->v->docs)
+		docs_put(T, ln, &stp, DOC_START, ln->dh0, dh0out);
 	if (T->ntokval > 0)
 		tok_partials(bw, &stp, si, gz);
 	if (T->napj) {

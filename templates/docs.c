@@ -4,12 +4,15 @@
  * A docs variant handles every sequence start and end per token, where a
  * states variant handles a row's at the carry across tiles: docs_prep, the
  * first kernel of both passes, gives each token a code in ws:dcode,
- *     doc << 2 | 1 (a start from h0[doc]) | 2 (the end of doc),
- * and the reset marks in ws:dmark, which the scans read as a resets
- * variant's (step_marks). "doc" is the row in the reset/h0 form (start at
+ *     doc << SEQSTATE_DOC_SHIFT | 1 (a start from h0[doc]) | 2 (the end
+ *     of doc) | 4 (a reset mark),
+ * which the scans stage with each segment where a resets variant stages its
+ * marks (segment.c), and read as its marks (step_marks) and where the
+ * states are read and written. "doc" is the row in the reset/h0 form (start at
  * t = 0, end at L - 1, the caller's marks copied) and the document in the
  * cu_seqlens form (B = 1; the starts and ends of cu_seqlens; a start is a
- * mark where h0 is not given). Then, in code every scan kind shares:
+ * mark where h0 is not given). Then, in code every scan kind shares, each
+ * inside a branch a row taken at a start or end alone (docs_fetch):
  *   - a start from h0 cuts the chain and adds a h0[doc] to its b
  *     (docs_inject, from step_gates_n);
  *   - an end stores h in hT[doc] (docs_store_hT, where y is made);
@@ -21,14 +24,20 @@
  */
 #include "tmpl.h"
 #include "diag.h"
+#include "seqstate.h"
 #include <string.h>
 
-enum { DOC_START = 1, DOC_END = 2 };
 #define PREP_THREADS 256
 
 static LLVMValueRef gep_i32(Irb *I, LLVMValueRef base, LLVMValueRef idx64)
 {
 	return LLVMBuildGEP2(I->b, I->i32, base, &idx64, 1, "");
+}
+
+/* bit in a token's code where the i1 v holds, else 0 */
+static LLVMValueRef code_flag(Irb *I, LLVMValueRef v, int bit)
+{
+	return LLVMBuildSelect(I->b, v, ci32(I, bit), ci32(I, 0), "");
 }
 
 /* the document of token t in cu_seqlens[0..ndocs] (t < L = cu[ndocs]): the
@@ -59,7 +68,6 @@ void tmpl_docs_prep(Tmpl *T)
 	ksig_add(T, &l->sig, "state:cu_seqlens", I->gptr);
 	ksig_add(T, &l->sig, "state:h0", I->gptr);
 	ksig_add(T, &l->sig, "state:dh0", I->gptr);
-	ksig_add(T, &l->sig, "ws:dmark", I->gptr);
 	ksig_add(T, &l->sig, "ws:dcode", I->gptr);
 	ksig_add(T, &l->sig, "i32:B*L", I->i32);
 	ksig_add(T, &l->sig, "i32:L", I->i32);
@@ -98,12 +106,11 @@ void tmpl_docs_prep(Tmpl *T)
 	                          LLVMBuildZExt(I->b, given, I->i32, ""));
 	LLVMValueRef mk = LLVMBuildOr(I->b, var_get(I, mark), LLVMBuildICmp(I->b, LLVMIntNE, m, ci32(I, 0), ""), "");
 	LLVMValueRef inj = land(I, land(I, var_get(I, start), has_h0), LLVMBuildNot(I->b, mk, ""));
-	LLVMValueRef code = LLVMBuildOr(I->b, LLVMBuildShl(I->b, var_get(I, doc), ci32(I, 2), ""),
-	                                LLVMBuildOr(I->b, LLVMBuildZExt(I->b, inj, I->i32, ""),
-	                                            LLVMBuildShl(I->b, LLVMBuildZExt(I->b, var_get(I, end), I->i32, ""),
-	                                                         ci32(I, 1), ""), ""), "");
-	st(I, LLVMBuildZExt(I->b, mk, I->i8, ""),
-	   LLVMBuildGEP2(I->b, I->i8, ksig_arg(T, s, "ws:dmark"), (LLVMValueRef[]){ sext64(I, e) }, 1, ""), 1);
+	LLVMValueRef flags = LLVMBuildOr(I->b, code_flag(I, inj, DOC_START),
+	                                 LLVMBuildOr(I->b, code_flag(I, var_get(I, end), DOC_END),
+	                                             code_flag(I, mk, DOC_RESET), ""), "");
+	LLVMValueRef code = LLVMBuildOr(I->b, LLVMBuildShl(I->b, var_get(I, doc), ci32(I, SEQSTATE_DOC_SHIFT), ""),
+	                                flags, "");
 	st(I, code, gep_i32(I, ksig_arg(T, s, "ws:dcode"), sext64(I, e)), 4);
 	/* a sequence that starts with a reset leaves h0 unused: its dh0 is 0 */
 	IfBlk z;
@@ -133,17 +140,6 @@ void docs_prep_again(Tmpl *T)
 	CHECK(!"docs_prep_again before tmpl_docs_prep");
 }
 
-void docs_load_codes(Tmpl *T, Lanes *ln, Step *st)
-{
-	Irb *I = &T->I;
-	CHECK(ln->dcode);   /* every step kernel of a docs variant takes ws:dcode (ksig_shape) */
-	for (int r = 0; r < 2; r++) {
-		LLVMValueRef at = LLVMBuildSelect(I->b, st->valid[r], iadd(I, imul(I, ln->b, ln->L), st->t[r]), ci32(I, 0), "");
-		LLVMValueRef v = ld(I, I->i32, gep_i32(I, ln->dcode, sext64(I, at)), 4);
-		st->code[r] = LLVMBuildSelect(I->b, st->valid[r], v, ci32(I, 0), "");
-	}
-}
-
 static LLVMValueRef code_bit(Tmpl *T, const Step *st, int s, int bit)
 {
 	Irb *I = &T->I;
@@ -151,47 +147,108 @@ static LLVMValueRef code_bit(Tmpl *T, const Step *st, int s, int bit)
 	return LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildAnd(I->b, st->code[slot_r(s)], ci32(I, bit), ""), ci32(I, 0), "");
 }
 
+/* whether slot s's token starts a sequence from h0 (i1) */
 LLVMValueRef docs_start(Tmpl *T, const Step *st, int s) { return code_bit(T, st, s, DOC_START); }
-LLVMValueRef docs_end(Tmpl *T, const Step *st, int s) { return code_bit(T, st, s, DOC_END); }
+
+/* token t's code of the lane's row where ok, else 0 */
+LLVMValueRef docs_code_at(Tmpl *T, const Lanes *ln, LLVMValueRef t, LLVMValueRef ok)
+{
+	Irb *I = &T->I;
+	CHECK(ln->dcode);   /* every step kernel of a docs variant takes ws:dcode (ksig_shape) */
+	LLVMValueRef at = LLVMBuildSelect(I->b, ok, iadd(I, imul(I, ln->b, ln->L), t), ci32(I, 0), "");
+	return LLVMBuildSelect(I->b, ok, ld(I, I->i32, gep_i32(I, ln->dcode, sext64(I, at)), 4), ci32(I, 0), "");
+}
+
+/* the codes of the step's two rows, and their reset marks: from the staged
+ * segment where the step is staged (segment.c stages the codes where a
+ * resets variant stages its marks: a load from memory per step stalls the
+ * scan on its latency), else from memory */
+void docs_load_codes(Tmpl *T, Lanes *ln, Step *st)
+{
+	Irb *I = &T->I;
+	for (int r = 0; r < 2; r++) {
+		if (st->seg) {
+			LLVMValueRef at = iadd(I, iadd(I, st->seg, ci32(I, seg_part(T, ln->seg_flags, SEG_MARK))),
+			                       imul(I, iadd(I, ln->g, ci32(I, 8 * r)), ci32(I, 4)));
+			st->code[r] = ld(I, I->i32, smem_ptr(I, at), 4);
+		} else {
+			st->code[r] = docs_code_at(T, ln, st->t[r], st->valid[r]);
+		}
+		st->mark[r] = code_bit(T, st, 4 * r, DOC_RESET);
+	}
+}
+
 
 /* element (doc, channel) of slot s in a [docs][D] state */
 LLVMValueRef docs_state_idx(Tmpl *T, const Lanes *ln, const Step *st, int s)
 {
 	Irb *I = &T->I;
-	LLVMValueRef doc = LLVMBuildLShr(I->b, st->code[slot_r(s)], ci32(I, 2), "");
+	LLVMValueRef doc = LLVMBuildLShr(I->b, st->code[slot_r(s)], ci32(I, SEQSTATE_DOC_SHIFT), "");
 	LLVMValueRef col = iadd(I, imul(I, ln->head, ci32(I, 64)), ln->ch[slot_c(s)]);
 	return iadd(I, imul(I, sext64(I, doc), sext64(I, ln->D)), sext64(I, col));
 }
 
-/* p[slot s's (doc, channel)] where p is given and flag holds, else 0: a
- * predicated load, no branch (8 slots a step: branches would split the
- * step's code where the scans have no register to spare) */
-LLVMValueRef docs_load(Tmpl *T, const Lanes *ln, const Step *st, int s, LLVMValueRef p, LLVMValueRef flag)
+/* whether row r's code has flag and p is given: the test of a branch a
+ * row around the states' loads and stores. The starts and ends are a few
+ * tokens in thousands, so the common step pays this test, where predicated
+ * accesses cost their address arithmetic on every slot of every step */
+static LLVMValueRef row_has(Tmpl *T, const Step *st, int r, int flag, LLVMValueRef p)
 {
-	Irb *I = &T->I;
-	LLVMValueRef ok = land(I, flag, state_given(I, p));
-	return ld_f32_if(I, gep_f32(I, p, docs_state_idx(T, ln, st, s)), LLVMBuildZExt(I->b, ok, I->i32, ""));
+	return land(&T->I, code_bit(T, st, 4 * r, flag), state_given(&T->I, p));
 }
 
-void docs_store(Tmpl *T, const Lanes *ln, const Step *st, int s, LLVMValueRef p, LLVMValueRef flag,
-                LLVMValueRef v)
+/* v[s] = p at slot s's (document, channel) where its row's code has flag
+ * and p is given; else v[s] stays */
+void docs_fetch(Tmpl *T, const Lanes *ln, const Step *st, int flag, LLVMValueRef p, LLVMValueRef v[TM_SLOTS])
 {
 	Irb *I = &T->I;
-	LLVMValueRef ok = land(I, flag, state_given(I, p));
-	st_f32_if(I, gep_f32(I, p, docs_state_idx(T, ln, st, s)), v, LLVMBuildZExt(I->b, ok, I->i32, ""));
+	for (int r = 0; r < 2; r++) {
+		Var w[4];
+		for (int c = 0; c < 4; c++)
+			w[c] = var_init(I, v[4 * r + c], "doc_in");
+		IfBlk f;
+		if_begin(I, &f, row_has(T, st, r, flag, p), "doc_in");
+		for (int c = 0; c < 4; c++)
+			var_set(I, w[c], ld(I, I->f32, gep_f32(I, p, docs_state_idx(T, ln, st, 4 * r + c)), 4));
+		if_end(I, &f);
+		for (int c = 0; c < 4; c++)
+			v[4 * r + c] = var_get(I, w[c]);
+	}
 }
 
-/* a start from h0: no carry in (a = 0) and b + a h0[doc] */
-void docs_inject(Tmpl *T, Lanes *ln, Step *st, int s)
+/* p at each slot's (document, channel) = v[s] where its row's code has
+ * flag and p is given */
+void docs_put(Tmpl *T, const Lanes *ln, const Step *sp, int flag, LLVMValueRef p, const LLVMValueRef v[TM_SLOTS])
 {
 	Irb *I = &T->I;
-	LLVMValueRef inj = docs_start(T, st, s);
-	LLVMValueRef h0 = docs_load(T, ln, st, s, ln->h0, inj);
-	st->a_eff[s] = fsel(I, inj, cf32(I, 0.0), st->a_eff[s]);
-	st->b_eff[s] = fsel(I, inj, fadd(I, st->bb[s], fmul(I, st->a[s], h0)), st->b_eff[s]);
+	for (int r = 0; r < 2; r++) {
+		IfBlk f;
+		if_begin(I, &f, row_has(T, sp, r, flag, p), "doc_out");
+		for (int c = 0; c < 4; c++)
+			st(I, v[4 * r + c], gep_f32(I, p, docs_state_idx(T, ln, sp, 4 * r + c)), 4);
+		if_end(I, &f);
+	}
 }
 
-void docs_store_hT(Tmpl *T, Lanes *ln, const Step *st, int s, LLVMValueRef h)
+/* a start from h0: no carry in (a = 0) and b + a h0[doc], in the step's
+ * eight slots. (The selects inside the branch instead, with a_eff and b_eff
+ * merged after it: RG-LRU +3% on the H100, bench/experiments/2026-12-05-docs-h100) */
+void docs_inject(Tmpl *T, Lanes *ln, Step *st)
 {
-	docs_store(T, ln, st, s, ln->hT, docs_end(T, st, s), h);
+	Irb *I = &T->I;
+	LLVMValueRef h0[TM_SLOTS];
+	for (int s = 0; s < TM_SLOTS; s++)
+		h0[s] = cf32(I, 0.0);
+	docs_fetch(T, ln, st, DOC_START, ln->h0, h0);
+	for (int s = 0; s < TM_SLOTS; s++) {
+		LLVMValueRef inj = docs_start(T, st, s);
+		st->a_eff[s] = fsel(I, inj, cf32(I, 0.0), st->a_eff[s]);
+		st->b_eff[s] = fsel(I, inj, fadd(I, st->bb[s], fmul(I, st->a[s], h0[s])), st->b_eff[s]);
+	}
+}
+
+/* a sequence's last token: its final state, h of the step's eight slots */
+void docs_store_hT(Tmpl *T, Lanes *ln, const Step *st, LLVMValueRef h[TM_SLOTS])
+{
+	docs_put(T, ln, st, DOC_END, ln->hT, h);
 }

@@ -224,15 +224,16 @@ static void apply_kept(Tmpl *T, Lanes *ln, LLVMValueRef gb, int keep, LLVMValueR
 	step_marks(T, ln, &stp);   /* y may read first */
 	LLVMValueRef end = ieq(I, i, ci32(I, T->chunk - 1));
 	LLVMValueRef k = LLVMBuildSelect(I->b, end, ci32(I, 0), i, "");   /* in range, unused at the end */
-	LLVMValueRef y[TM_SLOTS];
+	LLVMValueRef y[TM_SLOTS], hk[TM_SLOTS];
 	for (int s = 0; s < TM_SLOTS; s++) {
 		LLVMValueRef m = ld(I, I->i32, smem_ptr(I, keep_at(T, ln, keep, k, s)), 4);
 		LLVMValueRef hs = fadd(I, fmul(I, unpack_f16(I, m, 0), h0[s]), unpack_f16(I, m, 1));
 		LLVMValueRef h = fsel(I, end, hend[s], hs);
 		y[s] = emit_y(T, ln, &stp, s, h);
-		if (T->v->docs)   /* a sequence's last token: its final state */
-			docs_store_hT(T, ln, &stp, s, h);
+		hk[s] = h;
 	}
+	if (T->v->docs)   /* a sequence's last token: its final state */
+		docs_store_hT(T, ln, &stp, hk);
 	store_slots(T, ln, &stp, ln->y, y, NULL);
 	seg_loop_end(T, &Ls, &L);
 	if_end(I, &f);
@@ -272,7 +273,7 @@ static void fwd_apply_tile(Tmpl *T, Lanes *ln, Launch *l, int keep, int lbo)
 		}
 		hg[c] = var_init(I, h, "hg");
 	}
-	LLVMValueRef ytmp[TM_SLOTS];
+	LLVMValueRef ytmp[TM_SLOTS], hk[TM_SLOTS];
 	for (int j = 0; j < T->quad_groups; j++) {
 		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->chunk));
 		/* checkpoint: h at the group start, for the backward */
@@ -304,9 +305,10 @@ static void fwd_apply_tile(Tmpl *T, Lanes *ln, Launch *l, int keep, int lbo)
 			LLVMValueRef hn = fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]);
 			var_set(I, h[s], hn);
 			ytmp[s] = emit_y(T, ln, &stp, s, hn);
-			if (T->v->docs)   /* a sequence's last token: its final state */
-				docs_store_hT(T, ln, &stp, s, hn);
+			hk[s] = hn;
 		}
+		if (T->v->docs)   /* a sequence's last token: its final state */
+			docs_store_hT(T, ln, &stp, hk);
 		store_slots(T, ln, &stp, ln->y, ytmp, NULL);
 		seg_loop_end(T, &Ls, &L);
 		if (keep >= 0)

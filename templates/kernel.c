@@ -134,8 +134,8 @@ void ksig_shape(Tmpl *T, KSig *s)
 {
 	/* every kernel that evaluates a step (step_inputs) takes the reset
 	 * marks where the variant has them: each sees the same first */
-	if (T->v->resets)   /* a docs variant's are docs_prep's */
-		ksig_add(T, s, T->v->docs ? "ws:dmark" : "state:reset", T->I.gptr);
+	if (T->v->resets && !T->v->docs)   /* a docs variant's are in docs_prep's codes */
+		ksig_add(T, s, "state:reset", T->I.gptr);
 	/* and h0, whose presence makes t = 0 no reset (util/seqstate.h) */
 	if (T->v->states || T->v->docs)
 		ksig_add(T, s, "state:h0", T->I.gptr);

@@ -53,7 +53,7 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 		snprintf(a, sizeof a, "ws:proj_%s", apj_weight(T, j));
 		ln->pws[j] = argv_of(T, s, a);
 	}
-	ln->reset = argv_of(T, s, T->v->docs ? "ws:dmark" : "state:reset");
+	ln->reset = argv_of(T, s, "state:reset");
 	ln->h0 = argv_of(T, s, "state:h0");
 	ln->dcode = argv_of(T, s, "ws:dcode");
 	ln->hT = argv_of(T, s, "state:hT");

@@ -136,10 +136,8 @@ static void plan_workspaces(Tmpl *T)
 		snprintf(buf, sizeof buf, "part_%s", w);
 		add_ws(T, buf, "GW*D*K*4", "backward", 0);   /* dW per slab of rows */
 	}
-	if (T->v->docs) {   /* docs_prep's marks and token codes, made again by each pass */
-		add_ws(T, "dmark", "B*L", "saved", 0);
+	if (T->v->docs)   /* docs_prep's token codes, made again by each pass */
 		add_ws(T, "dcode", "B*L*4", "saved", 0);
-	}
 	if (T->napj)   /* dx's own term (x in the element expressions), fp32 until proj_dx adds the projections' */
 		add_ws(T, "dxd", "B*L*D*4", "backward", 0);
 	add_ws(T, "part_chan", "G*B*NCP*D*4", "backward", 0);

@@ -83,7 +83,7 @@ int seg_part(const Tmpl *T, int flags, int part)
 	if (part == SEG_TOK) return off;
 	off += 16 * T->ntokval * 4;
 	if (part == SEG_MARK) return off;
-	off += T->v->resets ? 16 : 0;
+	off += T->v->resets ? (T->v->docs ? 16 * 4 : 16) : 0;   /* a docs variant's codes (docs.c) */
 	CHECK(part == 0);
 	return (off + 15) & ~15;   /* the whole step */
 }
@@ -131,7 +131,7 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 	/* reset marks: thread tq < 16 loads row tq's (reset_mark_at). (Packing a
 	 * segment's marks into one register, bit k for step k, made ptxas spill
 	 * more, not less, in five of the RG-LRU variants of state.lua.) */
-	LLVMValueRef ml = ln->reset ? ilt(I, tq, ci32(I, 16)) : NULL, mv[8];
+	LLVMValueRef ml = ln->reset || ln->dcode ? ilt(I, tq, ci32(I, 16)) : NULL, mv[8];
 	for (int k = 0; k < n; k++) {
 		LLVMValueRef t = iadd(I, gb, iadd(I, imul(I, row, ci32(I, T->chunk)), iadd(I, i0, ci32(I, k))));
 		LLVMValueRef valid = in_seq(T, ln, t);
@@ -152,7 +152,8 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 		}
 		if (ml) {
 			LLVMValueRef mt = iadd(I, gb, iadd(I, imul(I, tq, ci32(I, T->chunk)), iadd(I, i0, ci32(I, k))));
-			mv[k] = reset_mark_at(T, ln, mt, land(I, ml, in_seq(T, ln, mt)));
+			LLVMValueRef ok = land(I, ml, in_seq(T, ln, mt));   /* a docs variant's codes instead */
+			mv[k] = ln->dcode ? docs_code_at(T, ln, mt, ok) : reset_mark_at(T, ln, mt, ok);
 		}
 	}
 	/* the previous segment's readers are done before it is overwritten */
@@ -174,8 +175,11 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 		if (ml) {
 			IfBlk f;
 			if_begin(I, &f, ml, "markst");
-			st(I, LLVMBuildTrunc(I->b, mv[k], I->i8, ""),
-			   smem_ptr(I, iadd(I, iadd(I, sb, ci32(I, seg_part(T, ln->seg_flags, SEG_MARK))), tq)), 1);
+			LLVMValueRef mb = iadd(I, sb, ci32(I, seg_part(T, ln->seg_flags, SEG_MARK)));
+			if (ln->dcode)
+				st(I, mv[k], smem_ptr(I, iadd(I, mb, imul(I, tq, ci32(I, 4)))), 4);
+			else
+				st(I, LLVMBuildTrunc(I->b, mv[k], I->i8, ""), smem_ptr(I, iadd(I, mb, tq)), 1);
 			if_end(I, &f);
 		}
 	}

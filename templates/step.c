@@ -124,13 +124,16 @@ static LLVMValueRef reset_mark(Tmpl *T, Lanes *ln, const Step *st, int r)
  * projections, where bwd_apply has no register to spare. */
 void step_marks(Tmpl *T, Lanes *ln, Step *st)
 {
-	CHECK(!T->v->resets || ln->reset);   /* a kernel of a resets variant without the marks: ksig_shape */
+	/* a kernel of a resets variant without the marks or codes: ksig_shape */
+	CHECK(!T->v->resets || ln->reset || ln->dcode);
 	if (st->marked)
 		return;
-	for (int r = 0; r < 2; r++)
-		st->mark[r] = reset_mark(T, ln, st, r);
-	if (T->v->docs)   /* and where sequences start from h0 and end (docs.c) */
+	if (T->v->docs) {   /* the marks and where sequences start from h0 and end (docs.c) */
 		docs_load_codes(T, ln, st);
+	} else {
+		for (int r = 0; r < 2; r++)
+			st->mark[r] = reset_mark(T, ln, st, r);
+	}
 	st->marked = 1;
 }
 
@@ -172,7 +175,8 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 		st->first[s] = b2f(I, fresh ? land(I, t0, fresh) : t0);
 	}
 	st->mark[0] = st->mark[1] = NULL;
-	st->marked = !ln->reset;
+	st->marked = !ln->reset && !ln->dcode;
+	memset(st->dhT_in, 0, sizeof st->dhT_in);
 	/* the row's per-token values: the q lanes of a row read the same words */
 	if (T->ntokval > 0 && st->seg) {
 		LLVMValueRef tb = iadd(I, st->seg, ci32(I, seg_part(T, ln->seg_flags, SEG_TOK)));
@@ -305,9 +309,10 @@ void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMVal
 			LLVMValueRef ae = fsel(I, isfirst, cf32(I, 0.0), sp->a[s]);
 			sp->a_eff[s] = fsel(I, valid, ae, cf32(I, 1.0));
 			sp->b_eff[s] = fsel(I, valid, sp->bb[s], cf32(I, 0.0));
-			if (T->v->docs)   /* a sequence starting from h0 */
-				docs_inject(T, ln, sp, s);
 		}
+	if (T->v->docs)   /* where a sequence starts from h0 */
+		for (int k = 0; k < n; k++)
+			docs_inject(T, ln, &st[k]);
 }
 
 void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj)
@@ -328,7 +333,13 @@ LLVMValueRef eval_gy(Tmpl *T, Lanes *ln, Step *st_, int s, LLVMValueRef hnew, LL
 	CHECK(memo);
 	LLVMValueRef v = emit_expr(I, &mx->g, T->g_h, &env, memo);
 	free(memo);
-	if (T->v->docs)   /* the adjoint of a sequence's final state joins at its end */
-		v = fadd(I, v, docs_load(T, ln, st_, s, ln->dhT, docs_end(T, st_, s)));
+	if (T->v->docs) {   /* the adjoint of a sequence's final state joins at its end */
+		if (!st_->dhT_in[0]) {   /* the step's first slot fetches all eight */
+			for (int k = 0; k < TM_SLOTS; k++)
+				st_->dhT_in[k] = cf32(I, 0.0);
+			docs_fetch(T, ln, st_, DOC_END, ln->dhT, st_->dhT_in);
+		}
+		v = fadd(I, v, st_->dhT_in[s]);
+	}
 	return fsel(I, st_->valid[slot_r(s)], v, cf32(I, 0.0));
 }

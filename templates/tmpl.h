@@ -210,6 +210,7 @@ typedef struct {
 	LLVMValueRef tok[2][TM_MAXZ];   /* per-token values of row r */
 	LLVMValueRef seg;           /* the step's staged segment entry, when staged */
 	LLVMValueRef code[2];       /* docs: row r's token code (docs.c), 0 past L; with the marks (step_marks) */
+	LLVMValueRef dhT_in[TM_SLOTS];   /* docs: dhT[doc] at an end, else 0; fetched at the first eval_gy */
 } Step;
 
 /* A staged step's 16 rows x 64 bf16 (x or dy). Rows are padded to 144
@@ -515,14 +516,14 @@ void tmpl_param_reduce(Tmpl *T);
 void tmpl_docs_prep(Tmpl *T);
 void docs_prep_again(Tmpl *T);
 void docs_load_codes(Tmpl *T, Lanes *ln, Step *st);
-LLVMValueRef docs_start(Tmpl *T, const Step *st, int s);
-LLVMValueRef docs_end(Tmpl *T, const Step *st, int s);
+enum { DOC_START = 1, DOC_END = 2, DOC_RESET = 4 };   /* a token's code bits (docs.c) */
+LLVMValueRef docs_code_at(Tmpl *T, const Lanes *ln, LLVMValueRef t, LLVMValueRef ok);
 LLVMValueRef docs_state_idx(Tmpl *T, const Lanes *ln, const Step *st, int s);
-void docs_inject(Tmpl *T, Lanes *ln, Step *st, int s);
-LLVMValueRef docs_load(Tmpl *T, const Lanes *ln, const Step *st, int s, LLVMValueRef p, LLVMValueRef flag);
-void docs_store(Tmpl *T, const Lanes *ln, const Step *st, int s, LLVMValueRef p, LLVMValueRef flag,
-                LLVMValueRef v);
-void docs_store_hT(Tmpl *T, Lanes *ln, const Step *st, int s, LLVMValueRef h);
+void docs_inject(Tmpl *T, Lanes *ln, Step *st);
+void docs_fetch(Tmpl *T, const Lanes *ln, const Step *st, int flag, LLVMValueRef p, LLVMValueRef v[TM_SLOTS]);
+void docs_put(Tmpl *T, const Lanes *ln, const Step *st, int flag, LLVMValueRef p, const LLVMValueRef v[TM_SLOTS]);
+LLVMValueRef docs_start(Tmpl *T, const Step *st, int s);
+void docs_store_hT(Tmpl *T, Lanes *ln, const Step *st, LLVMValueRef h[TM_SLOTS]);
 void tmpl_tok_fwd(Tmpl *T);        /* controller pass: token projections and the token values */
 void tmpl_decode_plan(Tmpl *T);    /* a decode variant's plan (decode.c), in place of tmpl_plan */
 void tmpl_decode(Tmpl *T);         /* its step kernel */

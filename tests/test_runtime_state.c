@@ -28,6 +28,7 @@
  *   naming a field the variant's "state" does not list, a name that is no
  *   field, a field listed twice, an unknown scan, no forward launch.
  */
+#include "seqstate.h"
 #include "hostcu.h"
 #include "check.h"
 #include "testfs.h"
@@ -209,6 +210,18 @@ static void packed(recur_rt *rt)
 	io.state = &big;
 	rc = recur_forward(v, s, &io, 0, err, sizeof err);
 	check(rc != 0 && has(err, "ndocs = 38"), "more documents than tokens: refused", "%s", err);
+	/* the token codes hold a state index of 28 bits (docs.c): one more
+	 * document, or row, is refused before any launch */
+	recur_shape sl = {1, SEQSTATE_MAX_DOCS + 1, 64}, sb = {SEQSTATE_MAX_DOCS + 1, 1, 64};
+	recur_seqstate many = {.cu_seqlens = t[4], .ndocs = SEQSTATE_MAX_DOCS + 1};
+	io.state = &many;
+	hc.nlaunch = 0;
+	rc = recur_forward(v, sl, &io, 0, err, sizeof err);
+	check(rc != 0 && hc.nlaunch == 0 && has(err, "268435457 documents") && has(err, "at most 268435456"),
+	      "2^28 + 1 documents: refused", "%s", err);
+	io.state = NULL;
+	rc = recur_backward(v, sb, &io, 0, err, sizeof err);
+	check(rc != 0 && hc.nlaunch == 0 && has(err, "268435457 rows"), "2^28 + 1 rows: refused", "%s", err);
 	recur_seqstate both = {.cu_seqlens = t[4], .ndocs = 2, .reset = t[4]};
 	io.state = &both;
 	rc = recur_forward(v, s, &io, 0, err, sizeof err);

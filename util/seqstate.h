@@ -76,6 +76,12 @@ typedef struct {
 	double *map_loga, *map_h;   /* out (forward, reset/h0 form): the row's map */
 } SeqState;
 
+/* A docs variant's kernels code each token's row or document in the bits
+ * of an int32 above SEQSTATE_DOC_SHIFT flags: at most SEQSTATE_MAX_DOCS
+ * states a call (ndocs in the cu_seqlens form, else B). */
+#define SEQSTATE_DOC_SHIFT 3
+#define SEQSTATE_MAX_DOCS (1 << (31 - SEQSTATE_DOC_SHIFT))
+
 /* 0 when st suits x of shape [B][L][D] (st NULL: the empty state); -1 with
  * what is wrong, naming the offending index, in err: cu_seqlens not
  * starting at 0, not strictly increasing, not ending at L, B > 1 with
