@@ -308,25 +308,6 @@ LLVMValueRef ld_u8_if(Irb *I, LLVMValueRef p, LLVMValueRef ok)
 	             "=r,l,r", p, ok);
 }
 
-/* p[0] as f32 where ok (i32) is nonzero, else 0.0: one predicated load
- * (a caller's optional state, read where a flag says) */
-LLVMValueRef ld_f32_if(Irb *I, LLVMValueRef p, LLVMValueRef ok)
-{
-	return ld_if(I, I->f32, "{ .reg .pred p; setp.ne.u32 p, $2, 0; mov.b32 $0, 0; @p ld.global.f32 $0, [$1]; }",
-	             "=f,l,r", p, ok);
-}
-
-/* p[0] = v (f32) where ok (i32) is nonzero: one predicated store */
-void st_f32_if(Irb *I, LLVMValueRef p, LLVMValueRef v, LLVMValueRef ok)
-{
-	LLVMTypeRef in[3] = { I->gptr, I->f32, I->i32 };
-	LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(I->ctx), in, 3, 0);
-	const char *as = "{ .reg .pred p; setp.ne.u32 p, $2, 0; @p st.global.f32 [$0], $1; }";
-	LLVMValueRef fn = inline_asm(fty, as, "l,f,r,~{memory}", 1);
-	LLVMValueRef args[3] = { p, v, ok };
-	LLVMBuildCall2(I->b, fty, fn, args, 3, "");
-}
-
 LLVMValueRef gep_f32(Irb *I, LLVMValueRef base, LLVMValueRef idx64)
 {
 	return LLVMBuildInBoundsGEP2(I->b, I->f32, base, &idx64, 1, "");

@@ -109,13 +109,11 @@ LLVMValueRef gep_bf16(Irb *I, LLVMValueRef base, LLVMValueRef idx64);  /* global
 LLVMValueRef ld(Irb *I, LLVMTypeRef ty, LLVMValueRef p, int align);
 void st(Irb *I, LLVMValueRef v, LLVMValueRef p, int align);
 LLVMValueRef smem_ptr(Irb *I, LLVMValueRef byte_off32);              /* shared i8* */
+/* the byte at global p (zero-extended) where ok != 0, else 0; no branch, p unread where ok = 0 */
+LLVMValueRef ld_u8_if(Irb *I, LLVMValueRef p, LLVMValueRef ok);
 /* Cross-block communication through global memory (look-back): volatile
  * accesses go to L2 every time, never a stale L1 line or a load hoisted
  * out of a spin loop. */
-/* the byte at global p (zero-extended) where ok != 0, else 0; no branch, p unread where ok = 0 */
-LLVMValueRef ld_u8_if(Irb *I, LLVMValueRef p, LLVMValueRef ok);
-LLVMValueRef ld_f32_if(Irb *I, LLVMValueRef p, LLVMValueRef ok);             /* ok: i32; 0.0 where 0 */
-void st_f32_if(Irb *I, LLVMValueRef p, LLVMValueRef v, LLVMValueRef ok);     /* ok: i32 */
 LLVMValueRef ld_volatile(Irb *I, LLVMTypeRef ty, LLVMValueRef p, int align);
 void st_volatile(Irb *I, LLVMValueRef v, LLVMValueRef p, int align);
 LLVMValueRef atom_add_u32(Irb *I, LLVMValueRef gp, LLVMValueRef v);   /* old value, relaxed */
