@@ -178,7 +178,6 @@ void docs_load_codes(Tmpl *T, Lanes *ln, Step *st)
 	}
 }
 
-
 /* element (doc, channel) of slot s in a [docs][D] state */
 LLVMValueRef docs_state_idx(Tmpl *T, const Lanes *ln, const Step *st, int s)
 {

@@ -128,7 +128,8 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 	LLVMValueRef trow = T->ntokval ? LLVMBuildUDiv(I->b, tq, ci32(I, T->ntokval), "") : NULL;
 	LLVMValueRef tz = T->ntokval ? LLVMBuildURem(I->b, tq, ci32(I, T->ntokval), "") : NULL;
 	LLVMValueRef tl = T->ntokval ? ilt(I, tq, ci32(I, 16 * T->ntokval)) : NULL;
-	/* reset marks: thread tq < 16 loads row tq's (reset_mark_at). (Packing a
+	/* reset marks, or a docs variant's token codes (docs.c): thread tq < 16
+	 * loads row tq's (reset_mark_at, docs_code_at). (Packing a
 	 * segment's marks into one register, bit k for step k, made ptxas spill
 	 * more, not less, in five of the RG-LRU variants of state.lua.) */
 	LLVMValueRef ml = ln->reset || ln->dcode ? ilt(I, tq, ci32(I, 16)) : NULL, mv[8];
