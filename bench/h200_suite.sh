@@ -47,7 +47,8 @@
 #          bench/h200_suite.sh docs      the carried set "docs" (recur gen
 #                                        lua/variants/docs.lua): packed documents
 #                                        as cu_seqlens (--packed --docs 1000, 64
-#                                        with --h0, 3), then the reset/h0 form
+#                                        with --h0, 3, 8 in 16384 tokens), then
+#                                        the reset/h0 form
 #                                        and plainly; then 64 documents in
 #                                        131072 tokens timed as cu_seqlens, as
 #                                        marks, beside the resets variant (set
@@ -172,6 +173,8 @@ if [ "$mode" = docs ]; then
 		"$BIN" verify --dir "$R" --docs 64 --packed --h0 --shape 1x4000x2048 --shape 1x777x512 \
 			>> "$EXP/verify_packed.log" 2>&1 || rc=1
 		"$BIN" verify --dir "$R" --docs 3 --packed --h0 --shape 1x300x1024 >> "$EXP/verify_packed.log" 2>&1 || rc=1
+		# documents longer than a tile: most tiles and groups hold no start or end
+		"$BIN" verify --dir "$R" --docs 8 --packed --h0 --shape 1x16384x1024 >> "$EXP/verify_packed.log" 2>&1 || rc=1
 		"$BIN" verify --dir "$R" --h0 --resets "${RESET_RATE:-0.01}" --shape 3x1000x1024 --shape 2x777x2048 \
 			> "$EXP/verify_docs_rows.log" 2>&1 || rc=1
 		"$BIN" verify --dir "$R" --h0 --shape 3x1000x1024 >> "$EXP/verify_docs_rows.log" 2>&1 || rc=1
