@@ -2,7 +2,8 @@
 # GPU test: every variant verified against the float64 reference at
 # 1x64x64 (the JIT cache's warm-up) and L in {1, 37, 8192} x B in {1, 3} (D = 128 and 1024), at the cluster edge
 # shapes, through a CUDA graph at two of them, on the golden cases' inputs against their expected outputs, and
-# with large activations (the fp16 overflow guard); a single-pass backward
+# with large activations (the fp16 overflow guard); packed documents with a
+# state each (lua/variants/docs.lua); a single-pass backward
 # over the device's capacity refused; and calibration under a
 # memory budget (its winner within it; none below y and dx alone). Skips, saying why, where no
 # NVIDIA driver is present.
@@ -73,6 +74,18 @@ if [ $? -ne 0 ] && echo "$none" | grep -q "none within 1 B/element" &&
 	echo "ok   calibrate --memory-budget 1: no winner ($none); bench refuses, naming the budget"
 else
 	echo "FAIL calibrate --memory-budget 1: $none / $(echo "$msg" | tail -2)"; rc=1
+fi
+# packed documents with a state each (lua/variants/docs.lua, every scan
+# kind): up to 1000 documents in a row, documents longer than a tile, and
+# the reset/h0 form, hT, dh0 and the weights against float64 (the look-back
+# scans once stored the row's end state in the first document's hT)
+if "$recur" gen "$src/lua/variants/docs.lua" -o "$work/docs" -q; then
+	bash "$src/bench/jit_warm.sh" "$recur" "$work/docs" "" "$work/jit_warm_docs.log" || rc=1
+	"$recur" verify --dir "$work/docs" --docs 1000 --packed --shape 1x8192x1024 || rc=1
+	"$recur" verify --dir "$work/docs" --docs 8 --packed --h0 --shape 1x16384x1024 || rc=1
+	"$recur" verify --dir "$work/docs" --h0 --resets 0.01 --shape 3x1000x1024 || rc=1
+else
+	echo "FAIL: recur gen lua/variants/docs.lua"; rc=1
 fi
 goldens=${RECUR_GOLDENS:-$src/tests/goldens}
 if [ -d "$goldens" ]; then
