@@ -76,11 +76,8 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 	 * inside a branch a row: docs.c), and its adjoint leaves there:
 	 * dh0[doc] = a dh */
 	LLVMValueRef h0in[TM_SLOTS], dh0out[TM_SLOTS];
-	if (T->v->docs) {
-		for (int s = 0; s < TM_SLOTS; s++)
-			h0in[s] = cf32(I, 0.0);
+	if (T->v->docs)
 		docs_fetch(T, ln, &stp, DOC_START, ln->h0, h0in);
-	}
 	for (int s = 0; s < TM_SLOTS; s++) {
 		LLVMValueRef valid = stp.valid[slot_r(s)];
 		LLVMValueRef hp;

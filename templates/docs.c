@@ -168,8 +168,7 @@ void docs_load_codes(Tmpl *T, Lanes *ln, Step *st)
 	Irb *I = &T->I;
 	for (int r = 0; r < 2; r++) {
 		if (st->seg) {
-			LLVMValueRef at = iadd(I, iadd(I, st->seg, ci32(I, seg_part(T, ln->seg_flags, SEG_MARK))),
-			                       imul(I, iadd(I, ln->g, ci32(I, 8 * r)), ci32(I, 4)));
+			LLVMValueRef at = seg_mark_at(T, ln, st->seg, iadd(I, ln->g, ci32(I, 8 * r)));
 			st->code[r] = ld(I, I->i32, smem_ptr(I, at), 4);
 		} else {
 			st->code[r] = docs_code_at(T, ln, st->t[r], st->valid[r]);
@@ -197,14 +196,14 @@ static LLVMValueRef row_has(Tmpl *T, const Step *st, int r, int flag, LLVMValueR
 }
 
 /* v[s] = p at slot s's (document, channel) where its row's code has flag
- * and p is given; else v[s] stays */
+ * and p is given, else 0 */
 void docs_fetch(Tmpl *T, const Lanes *ln, const Step *st, int flag, LLVMValueRef p, LLVMValueRef v[TM_SLOTS])
 {
 	Irb *I = &T->I;
 	for (int r = 0; r < 2; r++) {
 		Var w[4];
 		for (int c = 0; c < 4; c++)
-			w[c] = var_init(I, v[4 * r + c], "doc_in");
+			w[c] = var_init(I, cf32(I, 0.0), "doc_in");
 		IfBlk f;
 		if_begin(I, &f, row_has(T, st, r, flag, p), "doc_in");
 		for (int c = 0; c < 4; c++)
@@ -236,8 +235,6 @@ void docs_inject(Tmpl *T, Lanes *ln, Step *st)
 {
 	Irb *I = &T->I;
 	LLVMValueRef h0[TM_SLOTS];
-	for (int s = 0; s < TM_SLOTS; s++)
-		h0[s] = cf32(I, 0.0);
 	docs_fetch(T, ln, st, DOC_START, ln->h0, h0);
 	for (int s = 0; s < TM_SLOTS; s++) {
 		LLVMValueRef inj = docs_start(T, st, s);

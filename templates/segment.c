@@ -83,12 +83,24 @@ int seg_part(const Tmpl *T, int flags, int part)
 	if (part == SEG_TOK) return off;
 	off += 16 * T->ntokval * 4;
 	if (part == SEG_MARK) return off;
-	off += T->v->resets ? (T->v->docs ? 16 * 4 : 16) : 0;   /* a docs variant's codes (docs.c) */
+	off += T->v->resets ? 16 * seg_mark_size(T) : 0;
 	CHECK(part == 0);
 	return (off + 15) & ~15;   /* the whole step */
 }
 
 int seg_bytes(const Tmpl *T, int n, int flags) { return n * seg_part(T, flags, 0); }
+
+/* a staged row's reset mark: a byte, or a docs variant's token code (docs.c) */
+int seg_mark_size(const Tmpl *T) { return T->v->docs ? 4 : 1; }
+
+/* the byte offset of row `row`'s mark (or code) in the staged step at seg */
+LLVMValueRef seg_mark_at(Tmpl *T, const Lanes *ln, LLVMValueRef seg, LLVMValueRef row)
+{
+	Irb *I = &T->I;
+	int size = seg_mark_size(T);
+	LLVMValueRef base = iadd(I, seg, ci32(I, seg_part(T, ln->seg_flags, SEG_MARK)));
+	return iadd(I, base, size == 1 ? row : imul(I, row, ci32(I, size)));
+}
 int seg_len(const Tmpl *T) { return T->chunk < 8 ? T->chunk : 8; }
 
 void seg_enable(Tmpl *T, Lanes *ln, int off, int n, int flags)
@@ -176,11 +188,11 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 		if (ml) {
 			IfBlk f;
 			if_begin(I, &f, ml, "markst");
-			LLVMValueRef mb = iadd(I, sb, ci32(I, seg_part(T, ln->seg_flags, SEG_MARK)));
+			LLVMValueRef at = smem_ptr(I, seg_mark_at(T, ln, sb, tq));
 			if (ln->dcode)
-				st(I, mv[k], smem_ptr(I, iadd(I, mb, imul(I, tq, ci32(I, 4)))), 4);
+				st(I, mv[k], at, 4);
 			else
-				st(I, LLVMBuildTrunc(I->b, mv[k], I->i8, ""), smem_ptr(I, iadd(I, mb, tq)), 1);
+				st(I, LLVMBuildTrunc(I->b, mv[k], I->i8, ""), at, 1);
 			if_end(I, &f);
 		}
 	}

@@ -111,8 +111,7 @@ static LLVMValueRef reset_mark(Tmpl *T, Lanes *ln, const Step *st, int r)
 {
 	Irb *I = &T->I;
 	if (st->seg) {
-		LLVMValueRef at = iadd(I, iadd(I, st->seg, ci32(I, seg_part(T, ln->seg_flags, SEG_MARK))),
-		                       iadd(I, ln->g, ci32(I, 8 * r)));
+		LLVMValueRef at = seg_mark_at(T, ln, st->seg, iadd(I, ln->g, ci32(I, 8 * r)));
 		return LLVMBuildICmp(I->b, LLVMIntNE, ld(I, I->i8, smem_ptr(I, at), 1), LLVMConstInt(I->i8, 0, 0), "");
 	}
 	return LLVMBuildICmp(I->b, LLVMIntNE, reset_mark_at(T, ln, st->t[r], st->valid[r]), ci32(I, 0), "");
@@ -334,11 +333,8 @@ LLVMValueRef eval_gy(Tmpl *T, Lanes *ln, Step *st_, int s, LLVMValueRef hnew, LL
 	LLVMValueRef v = emit_expr(I, &mx->g, T->g_h, &env, memo);
 	free(memo);
 	if (T->v->docs) {   /* the adjoint of a sequence's final state joins at its end */
-		if (!st_->dhT_in[0]) {   /* the step's first slot fetches all eight */
-			for (int k = 0; k < TM_SLOTS; k++)
-				st_->dhT_in[k] = cf32(I, 0.0);
+		if (!st_->dhT_in[0])   /* the step's first slot fetches all eight */
 			docs_fetch(T, ln, st_, DOC_END, ln->dhT, st_->dhT_in);
-		}
 		v = fadd(I, v, st_->dhT_in[s]);
 	}
 	return fsel(I, st_->valid[slot_r(s)], v, cf32(I, 0.0));

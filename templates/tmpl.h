@@ -234,6 +234,10 @@ enum { SEG_X = 1, SEG_DY = 2, SEG_TOK = 4, SEG_SWZ = 8, SEG_MARK = 16 };   /* to
  * values, SEG_MARK reset marks) in a staged step of these flags */
 int seg_part(const Tmpl *T, int flags, int part);
 int seg_bytes(const Tmpl *T, int n, int flags);   /* per quad */
+/* a staged row's reset mark: its bytes (a docs variant's token code, 4) and
+ * the byte offset of row `row`'s in the staged step at seg */
+int seg_mark_size(const Tmpl *T);
+LLVMValueRef seg_mark_at(Tmpl *T, const Lanes *ln, LLVMValueRef seg, LLVMValueRef row);
 int seg_len(const Tmpl *T);                       /* steps per segment: min(C, 8) */
 void seg_enable(Tmpl *T, Lanes *ln, int off, int n, int flags);
 /* for i in [0, end) of the group at gb, segment by segment (staging must be
