@@ -75,8 +75,9 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 	/* docs: where a sequence starts from h0, h before it is h0[doc] (read
 	 * inside a branch a row: docs.c), and its adjoint leaves there:
 	 * dh0[doc] = a dh */
+	int docs = T->v->docs && !T->k.docs_quiet;
 	LLVMValueRef h0in[TM_SLOTS], dh0out[TM_SLOTS];
-	if (T->v->docs)
+	if (docs)
 		docs_fetch(T, ln, &stp, DOC_START, ln->h0, h0in);
 	for (int s = 0; s < TM_SLOTS; s++) {
 		LLVMValueRef valid = stp.valid[slot_r(s)];
@@ -86,13 +87,13 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 		} else {
 			hp = ld(I, I->f32, smem_ptr(I, hprev_at(bw, si, s)), 4);
 		}
-		if (T->v->docs)
+		if (docs)
 			hp = fsel(I, docs_start(T, &stp, s), h0in[s], hp);
 		LLVMValueRef hn = fadd(I, fmul(I, stp.a_eff[s], hp), stp.b_eff[s]);
 		LLVMValueRef gy = eval_gy(T, ln, &stp, s, hn, dy[s]);
 		LLVMValueRef dh = fadd(I, gy, var_get(I, u[s]));
 		var_set(I, u[s], fmul(I, stp.a_eff[s], dh));
-		if (T->v->docs)
+		if (docs)
 			dh0out[s] = fmul(I, stp.a[s], dh);
 		LLVMValueRef keep = land(I, valid, LLVMBuildNot(I->b, step_isfirst(T, &stp, s), ""));
 		LLVMValueRef s0 = fsel(I, keep, fmul(I, fmul(I, dh, stp.a[s]), hp), cf32(I, 0.0));
@@ -130,7 +131,7 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 		}
 		free(memo);
 	}
-	if (T->v->docs)
+	if (docs)
 		docs_put(T, ln, &stp, DOC_START, ln->dh0, dh0out);
 	if (T->ntokval > 0)
 		tok_partials(bw, &stp, si, gz);
@@ -417,7 +418,7 @@ static void bwd_group_split(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[
 	LLVMValueRef in = NULL;
 	if (T->chunk <= 32 || T->quad_groups == 1)
 		in = LLVMBuildICmp(I->b, LLVMIntSLE, iadd(I, bw->gb, ci32(I, 16 * T->chunk)), bw->ln->L, "");
-	emit_split(T, bw->ln, in, bwd_group_body, &ga);
+	emit_split_docs(T, bw->ln, in, bw->gb, 16 * T->chunk, bwd_group_body, &ga);
 }
 
 /* hierarchical: the block's tiles (stride G), each from the message the

@@ -234,6 +234,8 @@ void docs_put(Tmpl *T, const Lanes *ln, const Step *sp, int flag, LLVMValueRef p
 void docs_inject(Tmpl *T, Lanes *ln, Step *st)
 {
 	Irb *I = &T->I;
+	if (T->k.docs_quiet)
+		return;
 	LLVMValueRef h0[TM_SLOTS];
 	docs_fetch(T, ln, st, DOC_START, ln->h0, h0);
 	for (int s = 0; s < TM_SLOTS; s++) {
@@ -246,5 +248,26 @@ void docs_inject(Tmpl *T, Lanes *ln, Step *st)
 /* a sequence's last token: its final state, h of the step's eight slots */
 void docs_store_hT(Tmpl *T, Lanes *ln, const Step *st, LLVMValueRef h[TM_SLOTS])
 {
-	docs_put(T, ln, st, DOC_END, ln->hT, h);
+	if (!T->k.docs_quiet)
+		docs_put(T, ln, st, DOC_END, ln->hT, h);
+}
+
+/* whether any of tokens t0 .. t0 + ntok - 1 of the lane's row (those inside
+ * it) starts from h0 or ends a sequence: an i1 the same in every thread of
+ * the block, whose threads each read ntok / threads codes (a block-wide
+ * barrier: every thread must reach it) */
+LLVMValueRef docs_events(Tmpl *T, const Lanes *ln, LLVMValueRef t0, int ntok)
+{
+	Irb *I = &T->I;
+	int nt = T->k.threads;
+	LLVMValueRef any = ci32(I, 0);
+	for (int k = 0; k < (ntok + nt - 1) / nt; k++) {
+		LLVMValueRef e = iadd(I, tid_x(I), ci32(I, k * nt));
+		LLVMValueRef t = iadd(I, t0, e);
+		LLVMValueRef ok = land(I, ilt(I, e, ci32(I, ntok)), ilt(I, t, ln->L));
+		any = LLVMBuildOr(I->b, any, docs_code_at(T, ln, t, ok), "");
+	}
+	LLVMValueRef ev = LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildAnd(I->b, any, ci32(I, DOC_START | DOC_END), ""),
+	                                ci32(I, 0), "");
+	return bar_or(I, ev);
 }

@@ -376,7 +376,8 @@ void tmpl_fwd_apply(Tmpl *T)
 	LLVMValueRef in = NULL;
 	if (!(lb && T->nbdproj > 0 && T->quad_groups == 1 && T->chunk > 8))
 		in = LLVMBuildICmp(I->b, LLVMIntSLE, imul(I, iadd(I, lane_tile(I, &ln), ci32(I, 1)), ci32(I, T->chunk * T->prefix)), ln.L, "");
-	emit_split(T, &ln, in, fwd_apply_tile_body, &ta);
+	emit_split_docs(T, &ln, in, imul(I, lane_tile(I, &ln), ci32(I, T->chunk * T->prefix)), T->chunk * T->prefix,
+	                fwd_apply_tile_body, &ta);
 	irb_ret(I);
 }
 

@@ -151,3 +151,28 @@ void emit_split(Tmpl *T, Lanes *ln, LLVMValueRef in, void (*body)(void *arg), vo
 	body(arg);
 	if_end(I, &part);
 }
+
+void emit_split_docs(Tmpl *T, Lanes *ln, LLVMValueRef in, LLVMValueRef t0, int ntok, void (*body)(void *arg),
+                     void *arg)
+{
+	Irb *I = &T->I;
+	if (!T->v->docs || !in) {
+		emit_split(T, ln, in, body, arg);
+		return;
+	}
+	/* a start or an end is a few tokens in thousands: most copies run the
+	 * resets variant's step, with no test of a state per step */
+	LLVMValueRef quiet = land(I, in, LLVMBuildNot(I->b, docs_events(T, ln, t0, ntok), ""));
+	Lanes start = *ln;
+	IfBlk q, rest;
+	if_begin(I, &q, quiet, "quiet");
+	ln->full = 1;
+	T->k.docs_quiet = 1;
+	body(arg);
+	T->k.docs_quiet = 0;
+	*ln = start;
+	if_end(I, &q);
+	if_begin(I, &rest, LLVMBuildNot(I->b, quiet, ""), "events");
+	body(arg);
+	if_end(I, &rest);
+}

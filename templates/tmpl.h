@@ -104,6 +104,8 @@ typedef struct {
 	                           * projections' columns permuted to match */
 	LLVMValueRef ticket_thb[3]; /* tile, head, b from a ticket (lb_ticket), else NULL */
 	LLVMValueRef *inv_memo;   /* 8 x graph length: the hoisted lane-invariant values (lanes_init) */
+	int docs_quiet;           /* docs: the code being emitted covers tokens with no start or end
+	                           * (emit_split_docs): no state is read or written */
 } Kern;
 
 /* One variant's templates: its configuration and geometry (tmpl_setup), the
@@ -341,6 +343,11 @@ LLVMValueRef f16_overflow(Irb *I, LLVMValueRef a, LLVMValueRef b);
  * copy of the code), and under !in as it is, from the same lanes' state;
  * once, as it is, where `in` is NULL (the copy would spill) */
 void emit_split(Tmpl *T, Lanes *ln, LLVMValueRef in, void (*body)(void *arg), void *arg);
+/* emit_split, and for a docs variant the full copy taken only where tokens
+ * t0 .. t0 + ntok - 1 of the row have no start or end, and built without
+ * the states' accesses (Kern.docs_quiet); the other copy takes the rest */
+void emit_split_docs(Tmpl *T, Lanes *ln, LLVMValueRef in, LLVMValueRef t0, int ntok, void (*body)(void *arg),
+                     void *arg);
 /* timestep of row r at step i of the group starting at row gb */
 void step_rows(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i);
 /* a step's inputs without its gates: rows, reset flags, x and token values (staged or loaded) */
@@ -528,6 +535,7 @@ void docs_fetch(Tmpl *T, const Lanes *ln, const Step *st, int flag, LLVMValueRef
 void docs_put(Tmpl *T, const Lanes *ln, const Step *st, int flag, LLVMValueRef p, const LLVMValueRef v[TM_SLOTS]);
 LLVMValueRef docs_start(Tmpl *T, const Step *st, int s);
 void docs_store_hT(Tmpl *T, Lanes *ln, const Step *st, LLVMValueRef h[TM_SLOTS]);
+LLVMValueRef docs_events(Tmpl *T, const Lanes *ln, LLVMValueRef t0, int ntok);
 void tmpl_tok_fwd(Tmpl *T);        /* controller pass: token projections and the token values */
 void tmpl_decode_plan(Tmpl *T);    /* a decode variant's plan (decode.c), in place of tmpl_plan */
 void tmpl_decode(Tmpl *T);         /* its step kernel */
