@@ -65,13 +65,11 @@ static void dm_group_init(Tmpl *T, Lanes *ln, const KSig *s, int gi, DmGroup *G)
 	}
 }
 
-/* the group's projections at token t: acc[j][nt][e] of block-diagonal
- * projection j, from A fragments read straight from x (rows past B read
- * nothing and count as 0) */
-static void dm_project(Tmpl *T, Lanes *ln, const DmGroup *G, LLVMValueRef t, LLVMValueRef acc[MX_MAXPROJ][2][4])
+/* the group's A fragments at token t, read straight from x (rows past B
+ * read nothing and count as 0) */
+static void dm_load_a(Tmpl *T, Lanes *ln, const DmGroup *G, LLVMValueRef t, LLVMValueRef a[4][4])
 {
 	Irb *I = &T->I;
-	LLVMValueRef a[4][4];
 	for (int ks = 0; ks < 4; ks++)
 		for (int e = 0; e < 4; e++) {
 			int r = e & 1, hi = e >> 1;   /* a0: row g, k 2q; a1: row g+8; a2, a3: k + 8 */
@@ -85,6 +83,12 @@ static void dm_project(Tmpl *T, Lanes *ln, const DmGroup *G, LLVMValueRef t, LLV
 			if_end(I, &f);
 			a[ks][e] = var_get(I, v);
 		}
+}
+
+/* the group's projections: acc[j][nt][e] of block-diagonal projection j */
+static void dm_project(Tmpl *T, Lanes *ln, LLVMValueRef a[4][4], LLVMValueRef acc[MX_MAXPROJ][2][4])
+{
+	Irb *I = &T->I;
 	for (int j = 0; j < T->nbdproj; j++)
 		for (int nt = 0; nt < 2; nt++) {
 			LLVMValueRef d[4] = { cf32(I, 0.0), cf32(I, 0.0), cf32(I, 0.0), cf32(I, 0.0) };
@@ -155,13 +159,21 @@ void tmpl_decode_mma(Tmpl *T)
 	Loop Lt;
 	loop_begin(I, &Lt, ci32(I, 0), ln.L, ci32(I, 1), "t");
 	LLVMValueRef t = loop_i(I, &Lt);
+	/* the next group's x loaded before this group's work: the step is
+	 * latency-bound (the H200 at B = 256 was 2.83x its floor), and each
+	 * group's loads waited on the group before it. (All groups' at once:
+	 * 64 registers more, and ptxas spills.) */
+	LLVMValueRef a[DM_GROUPS][4][4];
+	dm_load_a(T, &ln, &G[0], t, a[0]);
 	for (int gi = 0; gi < DM_GROUPS; gi++) {
+		if (gi + 1 < DM_GROUPS)
+			dm_load_a(T, &ln, &G[gi + 1], t, a[gi + 1]);
 		/* a group wholly past B does nothing: a test the same in the whole block, so every lane of a
 		 * warp meets the mma.sync of a live group (and the kernel has no barrier) */
 		IfBlk f;
 		if_begin(I, &f, G[gi].live, "group");
 		LLVMValueRef acc[MX_MAXPROJ][2][4];
-		dm_project(T, &ln, &G[gi], t, acc);
+		dm_project(T, &ln, a[gi], acc);
 		dm_elements(T, &ln, s, &G[gi], t, acc, first0);
 		if_end(I, &f);
 	}
