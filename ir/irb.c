@@ -308,6 +308,18 @@ LLVMValueRef ld_u8_if(Irb *I, LLVMValueRef p, LLVMValueRef ok)
 	             "=r,l,r", p, ok);
 }
 
+void cp_async16(Irb *I, LLVMValueRef dst32, LLVMValueRef src, LLVMValueRef src_bytes)
+{
+	LLVMValueRef args[3] = { smem_ptr(I, dst32), src, src_bytes };
+	call_intr(I, "llvm.nvvm.cp.async.cg.shared.global.16.s", NULL, 0, args, 3);
+}
+
+void cp_async_wait_all(Irb *I)
+{
+	call_intr(I, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+	call_intr(I, "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
+}
+
 LLVMValueRef gep_f32(Irb *I, LLVMValueRef base, LLVMValueRef idx64)
 {
 	return LLVMBuildInBoundsGEP2(I->b, I->f32, base, &idx64, 1, "");

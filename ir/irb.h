@@ -111,6 +111,12 @@ void st(Irb *I, LLVMValueRef v, LLVMValueRef p, int align);
 LLVMValueRef smem_ptr(Irb *I, LLVMValueRef byte_off32);              /* shared i8* */
 /* the byte at global p (zero-extended) where ok != 0, else 0; no branch, p unread where ok = 0 */
 LLVMValueRef ld_u8_if(Irb *I, LLVMValueRef p, LLVMValueRef ok);
+/* 16 bytes from global src to shared byte offset dst32, without passing
+ * through registers (cp.async.cg, sm_80+): src_bytes (i32, 0 or 16) of
+ * them read, the rest zeros; cp_async_wait_all then a barrier before any
+ * thread reads them */
+void cp_async16(Irb *I, LLVMValueRef dst32, LLVMValueRef src, LLVMValueRef src_bytes);
+void cp_async_wait_all(Irb *I);
 /* Cross-block communication through global memory (look-back): volatile
  * accesses go to L2 every time, never a stale L1 line or a load hoisted
  * out of a spin loop. */

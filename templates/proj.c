@@ -75,9 +75,12 @@ static void mma_row(Irb *I, LLVMValueRef acc[][4], LLVMValueRef A[4], int boff, 
 /* a tile of PROJ_ROWS rows from row0, width bf16 from column col0 of a
  * [B*L][D] tensor, staged [row][k] at base: 16-byte loads, zeros for rows
  * past BL and for columns from cw on (NULL: none; a k tile's end inside
- * the head, so that no row reads past its head or the width) */
+ * the head, so that no row reads past its head or the width). async: by
+ * cp.async, straight to shared memory, no register holding a row (in
+ * proj_dx, whose rows are staged once a projection between its weights',
+ * ptxas then spills 52 bytes at 255 registers: it keeps the loads) */
 static void stage_rows(Tmpl *T, LLVMValueRef src, LLVMValueRef row0, LLVMValueRef BL, LLVMValueRef D,
-                       LLVMValueRef col0, int base, int width, int stride, LLVMValueRef cw)
+                       LLVMValueRef col0, int base, int width, int stride, LLVMValueRef cw, int async)
 {
 	Irb *I = &T->I;
 	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4);
@@ -89,6 +92,16 @@ static void stage_rows(Tmpl *T, LLVMValueRef src, LLVMValueRef row0, LLVMValueRe
 		LLVMValueRef ok = land(I, ilt(I, e, ci32(I, n)), ilt(I, row, BL));
 		if (cw)
 			ok = land(I, ok, ilt(I, imul(I, c, ci32(I, 8)), cw));
+		if (async) {   /* a row outside reads nothing and lands as zeros */
+			LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, iadd(I, col0, imul(I, c, ci32(I, 8)))));
+			IfBlk g;
+			if_begin(I, &g, ilt(I, e, ci32(I, n)), "rows_st");
+			cp_async16(I, iadd(I, ci32(I, base), iadd(I, imul(I, r, ci32(I, stride)), imul(I, c, ci32(I, 16)))),
+			           gep_bf16(I, src, LLVMBuildSelect(I->b, ok, idx, ci64(I, 0), "")),
+			           LLVMBuildSelect(I->b, ok, ci32(I, 16), ci32(I, 0), ""));
+			if_end(I, &g);
+			continue;
+		}
 		Var v = var_init(I, LLVMConstNull(v4i), "rows");
 		IfBlk f;
 		if_begin(I, &f, ok, "rows_in");
@@ -100,6 +113,8 @@ static void stage_rows(Tmpl *T, LLVMValueRef src, LLVMValueRef row0, LLVMValueRe
 		st(I, var_get(I, v), smem_ptr(I, iadd(I, ci32(I, base), iadd(I, imul(I, r, ci32(I, stride)), imul(I, c, ci32(I, 16))))), 16);
 		if_end(I, &g);
 	}
+	if (async)
+		cp_async_wait_all(I);   /* the caller's barrier makes every thread's rows visible */
 }
 
 /* The block's weight slice of projection j as bf16 [k][n] at base: rows k
@@ -241,7 +256,7 @@ void tmpl_proj_fwd(Tmpl *T)
 	loop_begin(I, &L, ctaid(I, 1), ntile, nctaid(I, 1), "rt");
 	LLVMValueRef row0 = imul(I, loop_i(I, &L), ci32(I, PROJ_ROWS));
 	bar_sync(I);   /* the weights staged, or the last tile's rows read */
-	stage_rows(T, x, row0, BL, D, imul(I, hp, ci32(I, K)), 0, K, a_stride(T), NULL);
+	stage_rows(T, x, row0, BL, D, imul(I, hp, ci32(I, K)), 0, K, a_stride(T), NULL, 1);
 	bar_sync(I);
 	LLVMValueRef acc[MX_MAXPROJ][8][4];
 	for (int j = 0; j < na; j++)
@@ -306,7 +321,7 @@ void tmpl_proj_dx(Tmpl *T)
 	/* the projections one after another through one tile of adjoint rows */
 	for (int j = 0; j < na; j++) {
 		bar_sync(I);   /* the weights staged, or the last rows read */
-		stage_rows(T, dp[j], row0, BL, D, imul(I, hp, ci32(I, K)), 0, K, a_stride(T), NULL);
+		stage_rows(T, dp[j], row0, BL, D, imul(I, hp, ci32(I, K)), 0, K, a_stride(T), NULL, 0);
 		bar_sync(I);
 		for (int ks = 0; ks < K / 16; ks++) {
 			LLVMValueRef A[4];
@@ -386,9 +401,9 @@ void tmpl_proj_dw(Tmpl *T)
 	LLVMValueRef row0 = imul(I, loop_i(I, &L), ci32(I, PROJ_ROWS));
 	bar_sync(I);   /* the last tile's rows read */
 	/* x's columns past the k tile's width are zeros, never read (warps past it idle) */
-	stage_rows(T, x, row0, BL, D, iadd(I, imul(I, hp, ci32(I, K)), k0), 0, K < 64 ? K : 64, xs, kw);
+	stage_rows(T, x, row0, BL, D, iadd(I, imul(I, hp, ci32(I, K)), k0), 0, K < 64 ? K : 64, xs, kw, 1);
 	for (int j = 0; j < na; j++)
-		stage_rows(T, dp[j], row0, BL, D, iadd(I, imul(I, hp, ci32(I, K)), m0), doff + j * dbytes, nc, ds, NULL);
+		stage_rows(T, dp[j], row0, BL, D, iadd(I, imul(I, hp, ci32(I, K)), m0), doff + j * dbytes, nc, ds, NULL, 1);
 	bar_sync(I);
 	IfBlk f;
 	if_begin(I, &f, mine, "dw_w");
