@@ -314,6 +314,14 @@ void cp_async16(Irb *I, LLVMValueRef dst32, LLVMValueRef src, LLVMValueRef src_b
 	call_intr(I, "llvm.nvvm.cp.async.cg.shared.global.16.s", NULL, 0, args, 3);
 }
 
+void cp_async_commit(Irb *I) { call_intr(I, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0); }
+
+void cp_async_wait(Irb *I, int pending)
+{
+	LLVMValueRef n = ci32(I, pending);
+	call_intr(I, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
+}
+
 void cp_async_wait_all(Irb *I)
 {
 	call_intr(I, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);

@@ -116,7 +116,9 @@ LLVMValueRef ld_u8_if(Irb *I, LLVMValueRef p, LLVMValueRef ok);
  * them read, the rest zeros; cp_async_wait_all then a barrier before any
  * thread reads them */
 void cp_async16(Irb *I, LLVMValueRef dst32, LLVMValueRef src, LLVMValueRef src_bytes);
-void cp_async_wait_all(Irb *I);
+void cp_async_wait_all(Irb *I);                 /* commit, then wait for every group */
+void cp_async_commit(Irb *I);                   /* close this thread's group of copies */
+void cp_async_wait(Irb *I, int pending);        /* wait until at most pending groups fly */
 /* Cross-block communication through global memory (look-back): volatile
  * accesses go to L2 every time, never a stale L1 line or a load hoisted
  * out of a spin loop. */

@@ -49,15 +49,15 @@ static LLVMValueRef a_frag_at(Irb *I, int base, int stride, LLVMValueRef w, LLVM
 /* the lane's ldmatrix.trans row offset for the B fragments of n-tiles nt and
  * nt + 1 at contraction rows k0..k0+15 of a matrix stored [k][n] at base:
  * matrices (k0.., nt) (k0+8.., nt) (k0.., nt+1) (k0+8.., nt+1) = b0 b1 of each */
-static LLVMValueRef b_frag_at(Irb *I, int base, int stride, LLVMValueRef lane, int k0, int nt)
+static LLVMValueRef b_frag_at(Irb *I, LLVMValueRef base, int stride, LLVMValueRef lane, int k0, int nt)
 {
 	LLVMValueRef row = iadd(I, ci32(I, k0), LLVMBuildAnd(I->b, lane, ci32(I, 15), ""));
 	LLVMValueRef col = iadd(I, ci32(I, 8 * nt), imul(I, LLVMBuildLShr(I->b, lane, ci32(I, 4), ""), ci32(I, 8)));
-	return iadd(I, ci32(I, base), iadd(I, imul(I, row, ci32(I, stride)), imul(I, col, ci32(I, 2))));
+	return iadd(I, base, iadd(I, imul(I, row, ci32(I, stride)), imul(I, col, ci32(I, 2))));
 }
 
 /* acc[nt] += A x B for the n-tiles of NC columns, B stored [k][n] at boff */
-static void mma_row(Irb *I, LLVMValueRef acc[][4], LLVMValueRef A[4], int boff, int bstride, LLVMValueRef lane,
+static void mma_row(Irb *I, LLVMValueRef acc[][4], LLVMValueRef A[4], LLVMValueRef boff, int bstride, LLVMValueRef lane,
                     int ks, int nc)
 {
 	for (int nt = 0; nt < nc / 8; nt += 2) {
@@ -75,12 +75,16 @@ static void mma_row(Irb *I, LLVMValueRef acc[][4], LLVMValueRef A[4], int boff, 
 /* a tile of PROJ_ROWS rows from row0, width bf16 from column col0 of a
  * [B*L][D] tensor, staged [row][k] at base: 16-byte loads, zeros for rows
  * past BL and for columns from cw on (NULL: none; a k tile's end inside
- * the head, so that no row reads past its head or the width). async: by
- * cp.async, straight to shared memory, no register holding a row (in
- * proj_dx, whose rows are staged once a projection between its weights',
- * ptxas then spills 52 bytes at 255 registers: it keeps the loads) */
+ * the head, so that no row reads past its head or the width). how:
+ * ROWS_LOADS through registers; ROWS_ASYNC by cp.async, straight to shared
+ * memory, then waited for (in proj_dx, whose rows are staged once a
+ * projection between its weights', ptxas then spills 52 bytes at 255
+ * registers: it keeps the loads); ROWS_ASYNC_ISSUE the copies alone, the
+ * caller committing and waiting (proj_dw's double buffer) */
+enum { ROWS_LOADS, ROWS_ASYNC, ROWS_ASYNC_ISSUE };   /* stage_rows: how */
+
 static void stage_rows(Tmpl *T, LLVMValueRef src, LLVMValueRef row0, LLVMValueRef BL, LLVMValueRef D,
-                       LLVMValueRef col0, int base, int width, int stride, LLVMValueRef cw, int async)
+                       LLVMValueRef col0, LLVMValueRef base, int width, int stride, LLVMValueRef cw, int how)
 {
 	Irb *I = &T->I;
 	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4);
@@ -92,11 +96,11 @@ static void stage_rows(Tmpl *T, LLVMValueRef src, LLVMValueRef row0, LLVMValueRe
 		LLVMValueRef ok = land(I, ilt(I, e, ci32(I, n)), ilt(I, row, BL));
 		if (cw)
 			ok = land(I, ok, ilt(I, imul(I, c, ci32(I, 8)), cw));
-		if (async) {   /* a row outside reads nothing and lands as zeros */
+		if (how != ROWS_LOADS) {   /* a row outside reads nothing and lands as zeros */
 			LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, iadd(I, col0, imul(I, c, ci32(I, 8)))));
 			IfBlk g;
 			if_begin(I, &g, ilt(I, e, ci32(I, n)), "rows_st");
-			cp_async16(I, iadd(I, ci32(I, base), iadd(I, imul(I, r, ci32(I, stride)), imul(I, c, ci32(I, 16)))),
+			cp_async16(I, iadd(I, base, iadd(I, imul(I, r, ci32(I, stride)), imul(I, c, ci32(I, 16)))),
 			           gep_bf16(I, src, LLVMBuildSelect(I->b, ok, idx, ci64(I, 0), "")),
 			           LLVMBuildSelect(I->b, ok, ci32(I, 16), ci32(I, 0), ""));
 			if_end(I, &g);
@@ -110,10 +114,10 @@ static void stage_rows(Tmpl *T, LLVMValueRef src, LLVMValueRef row0, LLVMValueRe
 		if_end(I, &f);
 		IfBlk g;
 		if_begin(I, &g, ilt(I, e, ci32(I, n)), "rows_st");
-		st(I, var_get(I, v), smem_ptr(I, iadd(I, ci32(I, base), iadd(I, imul(I, r, ci32(I, stride)), imul(I, c, ci32(I, 16))))), 16);
+		st(I, var_get(I, v), smem_ptr(I, iadd(I, base, iadd(I, imul(I, r, ci32(I, stride)), imul(I, c, ci32(I, 16))))), 16);
 		if_end(I, &g);
 	}
-	if (async)
+	if (how == ROWS_ASYNC)
 		cp_async_wait_all(I);   /* the caller's barrier makes every thread's rows visible */
 }
 
@@ -256,7 +260,7 @@ void tmpl_proj_fwd(Tmpl *T)
 	loop_begin(I, &L, ctaid(I, 1), ntile, nctaid(I, 1), "rt");
 	LLVMValueRef row0 = imul(I, loop_i(I, &L), ci32(I, PROJ_ROWS));
 	bar_sync(I);   /* the weights staged, or the last tile's rows read */
-	stage_rows(T, x, row0, BL, D, imul(I, hp, ci32(I, K)), 0, K, a_stride(T), NULL, 1);
+	stage_rows(T, x, row0, BL, D, imul(I, hp, ci32(I, K)), ci32(I, 0), K, a_stride(T), NULL, ROWS_ASYNC);
 	bar_sync(I);
 	LLVMValueRef acc[MX_MAXPROJ][8][4];
 	for (int j = 0; j < na; j++)
@@ -267,7 +271,7 @@ void tmpl_proj_fwd(Tmpl *T)
 		LLVMValueRef A[4];
 		ldsm_x4(I, A, a_frag_at(I, 0, a_stride(T), w, lane, ks), 0);
 		for (int j = 0; j < na; j++)
-			mma_row(I, acc[j], A, boff + j * b_bytes(T), b_stride(T), lane, ks, nc);
+			mma_row(I, acc[j], A, ci32(I, boff + j * b_bytes(T)), b_stride(T), lane, ks, nc);
 	}
 	/* c0 c1: row g, columns 2q, 2q+1 of the n-tile (one bf16 pair); c2 c3: row g + 8 */
 	for (int r = 0; r < 2; r++) {
@@ -321,12 +325,12 @@ void tmpl_proj_dx(Tmpl *T)
 	/* the projections one after another through one tile of adjoint rows */
 	for (int j = 0; j < na; j++) {
 		bar_sync(I);   /* the weights staged, or the last rows read */
-		stage_rows(T, dp[j], row0, BL, D, imul(I, hp, ci32(I, K)), 0, K, a_stride(T), NULL, 0);
+		stage_rows(T, dp[j], row0, BL, D, imul(I, hp, ci32(I, K)), ci32(I, 0), K, a_stride(T), NULL, ROWS_LOADS);
 		bar_sync(I);
 		for (int ks = 0; ks < K / 16; ks++) {
 			LLVMValueRef A[4];
 			ldsm_x4(I, A, a_frag_at(I, 0, a_stride(T), w, lane, ks), 0);
-			mma_row(I, acc, A, boff + j * b_bytes(T), b_stride(T), lane, ks, nc);
+			mma_row(I, acc, A, ci32(I, boff + j * b_bytes(T)), b_stride(T), lane, ks, nc);
 		}
 	}
 	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2);
@@ -353,6 +357,32 @@ void tmpl_proj_dx(Tmpl *T)
  * rows k = 16w.. of its k tile (idle past K), x^T as the mma's A (ldmatrix
  * .trans of the staged [row][k]), the adjoints as B ([row][m], the
  * contraction over rows) */
+/* proj_dw's row tile in shared memory: x's 64 columns, then each adjoint's NC */
+static int dw_buf(const Tmpl *T)
+{
+	return PROJ_ROWS * (64 * 2 + 16) + T->napj * PROJ_ROWS * (proj_nc(T) * 2 + 16);
+}
+
+/* the copies of row tile t (when t < t1) into the buffer at base, then a
+ * commit: a group, empty past the slab, for every trip to wait on */
+static void dw_stage(Tmpl *T, LLVMValueRef x, LLVMValueRef dp[], LLVMValueRef t, LLVMValueRef t1, LLVMValueRef BL,
+                     LLVMValueRef D, LLVMValueRef xcol, LLVMValueRef dcol, LLVMValueRef kw, LLVMValueRef base)
+{
+	Irb *I = &T->I;
+	int K = T->mx->k, nc = proj_nc(T), xs = 64 * 2 + 16, ds = b_stride(T);
+	int doff = PROJ_ROWS * xs, dbytes = PROJ_ROWS * ds;
+	LLVMValueRef row0 = imul(I, t, ci32(I, PROJ_ROWS));
+	IfBlk f;
+	if_begin(I, &f, ilt(I, t, t1), "dw_copy");
+	/* x's columns past the k tile's width are zeros, never read (warps past it idle) */
+	stage_rows(T, x, row0, BL, D, xcol, base, K < 64 ? K : 64, xs, kw, ROWS_ASYNC_ISSUE);
+	for (int j = 0; j < T->napj; j++)
+		stage_rows(T, dp[j], row0, BL, D, dcol, iadd(I, base, ci32(I, doff + j * dbytes)), nc, ds, NULL,
+		           ROWS_ASYNC_ISSUE);
+	if_end(I, &f);
+	cp_async_commit(I);
+}
+
 void tmpl_proj_dw(Tmpl *T)
 {
 	Irb *I = &T->I;
@@ -361,7 +391,7 @@ void tmpl_proj_dw(Tmpl *T)
 	int doff = PROJ_ROWS * xs, dbytes = PROJ_ROWS * ds;
 	char g0[16], sm[16];
 	snprintf(g0, sizeof g0, "%d", proj_dw_tiles(T));
-	snprintf(sm, sizeof sm, "%d", doff + na * dbytes);
+	snprintf(sm, sizeof sm, "%d", 2 * dw_buf(T));
 	Launch *l = tmpl_launch(T, 0, "proj_dw", g0, "H", "GW", PROJ_THREADS, sm);
 	launch_flops(l, proj_flops(T));
 	ksig_add(T, &l->sig, "x", I->gptr);
@@ -396,14 +426,19 @@ void tmpl_proj_dw(Tmpl *T)
 		for (int nt = 0; nt < nc / 8; nt++)
 			for (int e = 0; e < 4; e++)
 				acc[j][nt][e] = var_init(I, cf32(I, 0.0), "dw");
+	/* two buffers of a row tile (x's 64 columns, then each adjoint's NC):
+	 * the next tile's copies in flight while this one is multiplied */
+	LLVMValueRef tstart = imul(I, slab, per);
+	dw_stage(T, x, dp, tstart, t1, BL, D, iadd(I, imul(I, hp, ci32(I, K)), k0), iadd(I, imul(I, hp, ci32(I, K)), m0),
+	         kw, ci32(I, 0));
+	Var par = var_init(I, ci32(I, 0), "buf");
 	Loop L;
-	loop_begin(I, &L, imul(I, slab, per), t1, ci32(I, 1), "rt");
-	LLVMValueRef row0 = imul(I, loop_i(I, &L), ci32(I, PROJ_ROWS));
-	bar_sync(I);   /* the last tile's rows read */
-	/* x's columns past the k tile's width are zeros, never read (warps past it idle) */
-	stage_rows(T, x, row0, BL, D, iadd(I, imul(I, hp, ci32(I, K)), k0), 0, K < 64 ? K : 64, xs, kw, 1);
-	for (int j = 0; j < na; j++)
-		stage_rows(T, dp[j], row0, BL, D, iadd(I, imul(I, hp, ci32(I, K)), m0), doff + j * dbytes, nc, ds, NULL, 1);
+	loop_begin(I, &L, tstart, t1, ci32(I, 1), "rt");
+	LLVMValueRef k = var_get(I, par);
+	LLVMValueRef base = imul(I, k, ci32(I, dw_buf(T))), nbase = imul(I, isub(I, ci32(I, 1), k), ci32(I, dw_buf(T)));
+	dw_stage(T, x, dp, iadd(I, loop_i(I, &L), ci32(I, 1)), t1, BL, D, iadd(I, imul(I, hp, ci32(I, K)), k0),
+	         iadd(I, imul(I, hp, ci32(I, K)), m0), kw, nbase);
+	cp_async_wait(I, 1);   /* this tile's copies (the next tile's may still fly) */
 	bar_sync(I);
 	IfBlk f;
 	if_begin(I, &f, mine, "dw_w");
@@ -414,19 +449,21 @@ void tmpl_proj_dw(Tmpl *T)
 		                                                  LLVMBuildAnd(I->b, lane, ci32(I, 7), "")));
 		LLVMValueRef scol = iadd(I, imul(I, w, ci32(I, 16)), imul(I, LLVMBuildAnd(I->b, m, ci32(I, 1), ""), ci32(I, 8)));
 		LLVMValueRef A[4];
-		ldsm_x4(I, A, iadd(I, imul(I, srow, ci32(I, xs)), imul(I, scol, ci32(I, 2))), 1);
+		ldsm_x4(I, A, iadd(I, base, iadd(I, imul(I, srow, ci32(I, xs)), imul(I, scol, ci32(I, 2)))), 1);
 		for (int j = 0; j < na; j++) {
 			LLVMValueRef c[8][4];
 			for (int nt = 0; nt < nc / 8; nt++)
 				for (int e = 0; e < 4; e++)
 					c[nt][e] = var_get(I, acc[j][nt][e]);
-			mma_row(I, c, A, doff + j * dbytes, ds, lane, rs, nc);
+			mma_row(I, c, A, iadd(I, base, ci32(I, doff + j * dbytes)), ds, lane, rs, nc);
 			for (int nt = 0; nt < nc / 8; nt++)
 				for (int e = 0; e < 4; e++)
 					var_set(I, acc[j][nt][e], c[nt][e]);
 		}
 	}
 	if_end(I, &f);
+	bar_sync(I);   /* this tile read: the trip after next copies into its buffer */
+	var_set(I, par, isub(I, ci32(I, 1), k));
 	loop_end(I, &L);
 	/* slab's partial: [GW][H][K][K], c0 c1 at k = 16w + g, c2 c3 at + 8 */
 	IfBlk o;
