@@ -33,6 +33,36 @@ static void add_ws(Tmpl *T, const char *name, const char *bytes, const char *lif
 	w->zero = zero;
 }
 
+/* proj_dw's slabs of rows, GW, fixed by the shape so that its partial
+ * sums have a fixed order on every GPU: the g in 1..PROJ_DW_MAXSLABS
+ * whose grid of NW*g blocks (tiles, heads, slabs) wastes least of its
+ * last wave on a 132-SM GPU at 3 blocks an SM, i.e. the least
+ * cdiv(NW*g, 396) / g, the smaller g on a tie, and no more slabs than
+ * row tiles. Each candidate's key is that cost (times 100000, floored)
+ * times 64 plus g, so the least key names the winner. At K = 256 this
+ * gives 3 slabs at D = 4096 and 12 at D = 2560, where the former
+ * cdiv(264, NW) gave 2 to both: 320 blocks, 0.81 of a wave. */
+static void plan_proj_dw_slabs(Tmpl *T)
+{
+	add_var(T, "NW", "H*%d", proj_dw_tiles(T));
+	add_var(T, "NR", "cdiv(B*L,%d)", PROJ_ROWS);
+	char e[sizeof T->var[0].expr] = "";
+	size_t n = 0;
+	for (int g = 1; g <= PROJ_DW_MAXSLABS; g++) {
+		int k = snprintf(e + n, sizeof e - n, "%scdiv(NW*%d,%d)*100000/%d*64+%d+(NR<%d)*%lld%s",
+		                 g < PROJ_DW_MAXSLABS ? "min(" : "", g, PROJ_DW_SLOTS, g, g, g, 1LL << 40,
+		                 g < PROJ_DW_MAXSLABS ? "," : "");
+		CHECK(k > 0 && (size_t)k < sizeof e - n);
+		n += (size_t)k;
+	}
+	for (int g = 1; g < PROJ_DW_MAXSLABS; g++) {
+		CHECK(n + 1 < sizeof e);
+		e[n++] = ')';
+	}
+	e[n] = 0;
+	add_var(T, "GW", "%s%%64", e);
+}
+
 /* Shape variables, in the order the manifest lists them (each may use the
  * ones before it): the head (K = 64 channels, H heads), the tile (T steps,
  * NT tiles) and the group (NG groups of 16 chunks, the checkpoints), the
@@ -87,8 +117,8 @@ static void plan_vars(Tmpl *T)
 	 * fixed by the shape, so their partial sums have a fixed order */
 	add_var(T, "NTB", "min(cdiv(B*L,8),1024)");
 	add_var(T, "NXB", "min(cdiv(B*L,32),64)");
-	if (T->napj)   /* proj_dw's slabs of rows: about two blocks per SM of a 132-SM GPU, fixed by the shape */
-		add_var(T, "GW", "max(1,min(cdiv(B*L,%d),cdiv(264,H*%d)))", PROJ_ROWS, proj_dw_tiles(T));
+	if (T->napj)
+		plan_proj_dw_slabs(T);
 }
 
 static void plan_workspaces(Tmpl *T)

@@ -71,7 +71,7 @@ typedef struct {
  * in B, L, D and the variables before it. */
 typedef struct {
 	char name[8];
-	char expr[96];
+	char expr[1024];
 } ShapeVar;
 
 /* A rule every shape must meet, with the message that says why. */
@@ -516,6 +516,8 @@ void tmpl_carry(Tmpl *T, int backward);
  * projection into its workspace (forward), then dx = dx's own term + the
  * adjoints times W^T, and dW per slab of rows (backward) */
 #define PROJ_ROWS 64
+#define PROJ_DW_MAXSLABS 16   /* proj_dw's slabs of rows, at most */
+#define PROJ_DW_SLOTS 396     /* its block slots: 132 SMs, 3 blocks each */
 int proj_dw_tiles(const Tmpl *T);   /* proj_dw's blocks per head and slab */
 void tmpl_proj_fwd(Tmpl *T);
 void tmpl_proj_dx(Tmpl *T);

@@ -65,8 +65,15 @@ PY
 check $? "each plan: proj_fwd first, proj_dx, proj_dw, param_reduce last; scans over D/64, the weights over D/K and slabs; 4K tensor FLOP per element in each projection kernel"
 
 out=$("$recur" list --dir "$work/k256" --plan --shape 2x1000x2560 2>&1)
-echo "$out" | grep -q "rglru_proj_dw  *grid 16x10x2 " && echo "$out" | grep -q "rglru_fwd_apply  *grid 4x40x2 "
-check $? "list --plan at 2x1000x2560: proj_dw over 16 tiles x 10 heads x 2 slabs, the scans over 40 heads of 64"
+echo "$out" | grep -q "rglru_proj_dw  *grid 16x10x12 " && echo "$out" | grep -q "rglru_fwd_apply  *grid 4x40x2 "
+check $? "list --plan at 2x1000x2560: proj_dw over 16 tiles x 10 heads x 12 slabs, the scans over 40 heads of 64"
+# proj_dw's slabs: the least cdiv(blocks, 396) / slabs (waves of 3 blocks an SM on 132 SMs), the fewer
+# slabs on a tie, at most 16 and at most the row tiles of 64: 256 blocks a slab at D = 4096 take 3
+# (1.94 waves); 160 at 2560 take 12 (4.85); 32 at 512 take what the 4 row tiles allow; 1 row tile, 1
+out=$("$recur" list --dir "$work/k256" --plan --shape 1x32768x4096 --shape 1x32768x2560 --shape 3x77x512 \
+	--shape 1x64x256 2>&1 | grep -o "rglru_proj_dw  *grid [0-9x]*" | LC_ALL=C sort -u | awk '{ print $3 }' | tr '\n' ' ')
+[ "$out" = "16x10x12 16x16x3 16x1x1 16x2x4 " ]
+check $? "proj_dw's slabs by whole waves: 3 at 1x32768x4096, 12 at 1x32768x2560, 4 (the row tiles) at 3x77x512, 1 at 1x64x256 (got: $out)"
 out=$("$recur" list --dir "$work/k176" --plan --shape 2x300x640 2>&1)
 echo "$out" | grep -q "illegal (shape B=2 L=300 D=640: the width must be a multiple of 176"
 check $? "a width that heads of 176 do not divide is illegal, with the reason"
