@@ -33,34 +33,63 @@ static void add_ws(Tmpl *T, const char *name, const char *bytes, const char *lif
 	w->zero = zero;
 }
 
-/* proj_dw's slabs of rows, GW, fixed by the shape so that its partial
- * sums have a fixed order on every GPU: the g in 1..PROJ_DW_MAXSLABS
- * whose grid of NW*g blocks (tiles, heads, slabs) wastes least of its
- * last wave on a 132-SM GPU at 3 blocks an SM, i.e. the least
- * cdiv(NW*g, 396) / g, the smaller g on a tie, and no more slabs than
- * row tiles. Each candidate's key is that cost (times 100000, floored)
- * times 64 plus g, so the least key names the winner. At K = 256 this
- * gives 3 slabs at D = 4096 and 12 at D = 2560, where the former
- * cdiv(264, NW) gave 2 to both: 320 blocks, 0.81 of a wave. */
-static void plan_proj_dw_slabs(Tmpl *T)
+/* name = the least of n keys, modulo mod: each key an integer expression
+ * whose low digits (below mod) hold the candidate it stands for, so that
+ * the least key names the winner (an argmin in the shape language). */
+static void add_argmin(Tmpl *T, const char *name, int n, char key[][256], long long mod)
 {
-	add_var(T, "NW", "H*%d", proj_dw_tiles(T));
+	char e[sizeof T->var[0].expr];
+	size_t at = 0;
+	for (int i = 0; i < n; i++) {
+		int k = snprintf(e + at, sizeof e - at, "%s%s%s", i < n - 1 ? "min(" : "", key[i], i < n - 1 ? "," : "");
+		CHECK(k > 0 && (size_t)k < sizeof e - at);
+		at += (size_t)k;
+	}
+	for (int i = 0; i < n - 1; i++) {
+		CHECK(at + 1 < sizeof e);
+		e[at++] = ')';
+	}
+	e[at] = 0;
+	add_var(T, name, "%s%%%lld", e, mod);
+}
+
+/* The projections' grids, fixed by the shape (so that proj_dw's partial
+ * sums have a fixed order on every GPU) and sized by whole waves of a
+ * 132-SM GPU, since every block of one of these kernels takes the same
+ * time and a last wave a few blocks wide costs a whole block's time.
+ *
+ * GY, the blocks over rows of proj_fwd and proj_dx (2 blocks an SM: 264
+ * slots; NX column tiles; each block strides over its share of the NR
+ * row tiles): of the grids filling k = 1..8 waves, the least
+ * cdiv(NX*g, 264) * cdiv(NR, g), the fewer blocks on a tie. The former
+ * cdiv(528, NX) overshot 2 waves by a few blocks (560 at D = 2560, 576
+ * at 4096), so a third wave ran a block's whole share.
+ *
+ * GW, proj_dw's slabs of rows (3 blocks an SM: 396 slots; NW blocks a
+ * slab): the g in 1..16 with the least cdiv(NW*g, 396) / g (times 100000,
+ * floored), the fewer slabs on a tie, at most NR: 3 at D = 4096 and 12 at
+ * 2560 at K = 256, where the former cdiv(264, NW) gave 2 to both. */
+static void plan_proj_grids(Tmpl *T)
+{
+	_Static_assert(PROJ_WAVES <= PROJ_DW_MAXSLABS, "one key array holds both argmins' candidates");
+	char key[PROJ_DW_MAXSLABS][256];
 	add_var(T, "NR", "cdiv(B*L,%d)", PROJ_ROWS);
-	char e[sizeof T->var[0].expr] = "";
-	size_t n = 0;
+	add_var(T, "NX", "D/%d", proj_nc(T));
+	for (int k = 1; k <= PROJ_WAVES; k++) {
+		char g[64];
+		int n = snprintf(g, sizeof g, "min(NR,max(1,%d/NX))", k * PROJ_SLOTS);
+		CHECK(n > 0 && (size_t)n < sizeof g);
+		n = snprintf(key[k - 1], sizeof key[0], "cdiv(NX*%s,%d)*cdiv(NR,%s)*1048576+%s", g, PROJ_SLOTS, g, g);
+		CHECK(n > 0 && (size_t)n < sizeof key[0]);
+	}
+	add_argmin(T, "GY", PROJ_WAVES, key, 1048576);
+	add_var(T, "NW", "H*%d", proj_dw_tiles(T));
 	for (int g = 1; g <= PROJ_DW_MAXSLABS; g++) {
-		int k = snprintf(e + n, sizeof e - n, "%scdiv(NW*%d,%d)*100000/%d*64+%d+(NR<%d)*%lld%s",
-		                 g < PROJ_DW_MAXSLABS ? "min(" : "", g, PROJ_DW_SLOTS, g, g, g, 1LL << 40,
-		                 g < PROJ_DW_MAXSLABS ? "," : "");
-		CHECK(k > 0 && (size_t)k < sizeof e - n);
-		n += (size_t)k;
+		int n = snprintf(key[g - 1], sizeof key[0], "cdiv(NW*%d,%d)*100000/%d*64+%d+(NR<%d)*%lld", g,
+		                 PROJ_DW_SLOTS, g, g, g, 1LL << 40);
+		CHECK(n > 0 && (size_t)n < sizeof key[0]);
 	}
-	for (int g = 1; g < PROJ_DW_MAXSLABS; g++) {
-		CHECK(n + 1 < sizeof e);
-		e[n++] = ')';
-	}
-	e[n] = 0;
-	add_var(T, "GW", "%s%%64", e);
+	add_argmin(T, "GW", PROJ_DW_MAXSLABS, key, 64);
 }
 
 /* Shape variables, in the order the manifest lists them (each may use the
@@ -118,7 +147,7 @@ static void plan_vars(Tmpl *T)
 	add_var(T, "NTB", "min(cdiv(B*L,8),1024)");
 	add_var(T, "NXB", "min(cdiv(B*L,32),64)");
 	if (T->napj)
-		plan_proj_dw_slabs(T);
+		plan_proj_grids(T);
 }
 
 static void plan_workspaces(Tmpl *T)

@@ -25,7 +25,7 @@
 #define PROJ_THREADS 128
 
 static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
-static int proj_nc(const Tmpl *T) { return gcd(T->mx->k, 64); }
+int proj_nc(const Tmpl *T) { return gcd(T->mx->k, 64); }
 
 /* shared row strides: 16 bytes past a multiple of 128, so the eight rows an
  * ldmatrix matrix reads fall in eight different bank groups */
@@ -161,15 +161,13 @@ static void stage_weights(Tmpl *T, LLVMValueRef W, LLVMValueRef hp, LLVMValueRef
 	}
 }
 
-/* the launch of proj_fwd or proj_dx: the column tiles by blocks striding
- * over row tiles, about four blocks per SM of a 132-SM GPU in all */
+/* the launch of proj_fwd or proj_dx: the NX column tiles by GY blocks
+ * striding over row tiles (templates/plan.c sizes GY) */
 static Launch *proj_launch(Tmpl *T, int fwd, const char *name, int smem)
 {
-	char g0[32], g1[64], sm[16];
-	snprintf(g0, sizeof g0, "D/%d", proj_nc(T));
-	snprintf(g1, sizeof g1, "min(cdiv(B*L,%d),max(1,cdiv(528,D/%d)))", PROJ_ROWS, proj_nc(T));
+	char sm[16];
 	snprintf(sm, sizeof sm, "%d", smem);
-	Launch *l = tmpl_launch(T, fwd, name, g0, g1, "1", PROJ_THREADS, sm);
+	Launch *l = tmpl_launch(T, fwd, name, "NX", "GY", "1", PROJ_THREADS, sm);
 	launch_flops(l, proj_flops(T));
 	return l;
 }

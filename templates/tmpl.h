@@ -71,7 +71,7 @@ typedef struct {
  * in B, L, D and the variables before it. */
 typedef struct {
 	char name[8];
-	char expr[1024];
+	char expr[2048];
 } ShapeVar;
 
 /* A rule every shape must meet, with the message that says why. */
@@ -516,8 +516,11 @@ void tmpl_carry(Tmpl *T, int backward);
  * projection into its workspace (forward), then dx = dx's own term + the
  * adjoints times W^T, and dW per slab of rows (backward) */
 #define PROJ_ROWS 64
+#define PROJ_WAVES 8          /* proj_fwd's and proj_dx's grids: at most this many waves */
+#define PROJ_SLOTS 264        /* their block slots: 132 SMs, 2 blocks each */
 #define PROJ_DW_MAXSLABS 16   /* proj_dw's slabs of rows, at most */
 #define PROJ_DW_SLOTS 396     /* its block slots: 132 SMs, 3 blocks each */
+int proj_nc(const Tmpl *T);         /* a projection block's output columns: gcd(K, 64) */
 int proj_dw_tiles(const Tmpl *T);   /* proj_dw's blocks per head and slab */
 void tmpl_proj_fwd(Tmpl *T);
 void tmpl_proj_dx(Tmpl *T);

@@ -74,6 +74,15 @@ out=$("$recur" list --dir "$work/k256" --plan --shape 1x32768x4096 --shape 1x327
 	--shape 1x64x256 2>&1 | grep -o "rglru_proj_dw  *grid [0-9x]*" | LC_ALL=C sort -u | awk '{ print $3 }' | tr '\n' ' ')
 [ "$out" = "16x10x12 16x16x3 16x1x1 16x2x4 " ]
 check $? "proj_dw's slabs by whole waves: 3 at 1x32768x4096, 12 at 1x32768x2560, 4 (the row tiles) at 3x77x512, 1 at 1x64x256 (got: $out)"
+# proj_fwd's (and proj_dx's) blocks over rows: the grid of whole waves of 264 (2 blocks an SM) with the
+# least waves x row tiles a block, the fewer blocks on a tie: 64 column tiles x 4 at D = 4096 (1 wave of
+# 128 row tiles each), 40 x 13 at 2560 (2 waves), 40 x 33 at 131072 tokens (5 waves, 1320 blocks);
+# what the rows allow at 3x77x512 (4 row tiles) and 1x64x256
+out=$("$recur" list --dir "$work/k256" --plan --shape 1x32768x4096 --shape 1x32768x2560 --shape 1x131072x2560 \
+	--shape 3x77x512 --shape 1x64x256 2>&1 | grep -E -o "rglru_proj_(fwd|dx)  *grid [0-9x]*" |
+	awk '{ print $1 "=" $3 }' | LC_ALL=C sort -u | tr '\n' ' ')
+[ "$out" = "rglru_proj_dx=40x13x1 rglru_proj_dx=40x33x1 rglru_proj_dx=4x1x1 rglru_proj_dx=64x4x1 rglru_proj_dx=8x4x1 rglru_proj_fwd=40x13x1 rglru_proj_fwd=40x33x1 rglru_proj_fwd=4x1x1 rglru_proj_fwd=64x4x1 rglru_proj_fwd=8x4x1 " ]
+check $? "proj_fwd and proj_dx over whole waves: 64x4 at 1x32768x4096, 40x13 at 1x32768x2560, 40x33 at 1x131072x2560 (got: $out)"
 out=$("$recur" list --dir "$work/k176" --plan --shape 2x300x640 2>&1)
 echo "$out" | grep -q "illegal (shape B=2 L=300 D=640: the width must be a multiple of 176"
 check $? "a width that heads of 176 do not divide is illegal, with the reason"
