@@ -386,9 +386,10 @@ static int ld_vars(Ld *L, json_t *vars, rt_vdesc *d, ShapeVars *sv)
 	shapex_set(sv, "L", 1);
 	shapex_set(sv, "D", 1);
 	shapex_set(sv, "ndocs", 1);   /* the call's documents (cu_seqlens), 0 without */
+	shapex_set(sv, "SMS", 1);     /* the device's multiprocessors */
 	d->nvar = (int)json_array_size(vars);
-	if (d->nvar > SHAPEX_MAXVAR - 4)
-		return ld_fail(L, "%d vars, at most %d", d->nvar, SHAPEX_MAXVAR - 4);
+	if (d->nvar > SHAPEX_MAXVAR - 5)
+		return ld_fail(L, "%d vars, at most %d", d->nvar, SHAPEX_MAXVAR - 5);
 	d->var = ar_alloc(L->m, (d->nvar + 1) * sizeof *d->var);
 	for (int i = 0; i < d->nvar; i++) {
 		json_t *pair = json_array_get(vars, i);
@@ -401,7 +402,7 @@ static int ld_vars(Ld *L, json_t *vars, rt_vdesc *d, ShapeVars *sv)
 			               "digits or '_', at most %zu characters)", name, sizeof sv->name[0] - 1);
 		for (int k = 0; k < sv->n; k++)
 			if (!strcmp(sv->name[k], name))
-				return ld_fail(L, "variable \"%s\" defined twice (B, L, D and ndocs are given)", name);
+				return ld_fail(L, "variable \"%s\" defined twice (B, L, D, ndocs and SMS are given)", name);
 		d->var[i].name = ar_str(L->m, name);
 		if (ld_expr_value(L, json_array_get(pair, 1), "its expression", &d->var[i].expr) ||
 		    ld_check(L, name, d->var[i].expr, sv))
@@ -1188,6 +1189,12 @@ int recur_tensor_bytes(recur_shape s, size_t elem_bytes, size_t *bytes, char *er
 int rt_shape_vars(const recur_manifest *m, int variant, recur_shape s, int rules,
                   ShapeVars *v, char *why, size_t n)
 {
+	return rt_shape_vars_on(m, variant, s, rules, RT_SMS_DEFAULT, v, why, n);
+}
+
+int rt_shape_vars_on(const recur_manifest *m, int variant, recur_shape s, int rules, int sms,
+                     ShapeVars *v, char *why, size_t n)
+{
 	char head[96], e[512];
 	snprintf(head, sizeof head, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
 	const rt_vdesc *d = vdesc(m, variant);
@@ -1202,6 +1209,7 @@ int rt_shape_vars(const recur_manifest *m, int variant, recur_shape s, int rules
 	shapex_set(v, "L", s.L);
 	shapex_set(v, "D", s.D);
 	shapex_set(v, "ndocs", 0);   /* a call sets it from its sequence state (recur_forward) */
+	shapex_set(v, "SMS", sms);
 	for (int i = 0; i < d->nvar; i++) {
 		int64_t x;
 		if (shapex_eval(d->var[i].expr, v, &x, e, sizeof e)) {

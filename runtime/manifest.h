@@ -32,7 +32,12 @@
  *       "fused_output": false, "fused_write": false,
  *       "materialized": false, "controller": null,
  *       "vars": [["K", "64"], ["H", "D/K"], ["T", "512"], ["NT", "cdiv(L,T)"]],
- *           evaluated in order after B, L and D are set; later entries may use earlier ones
+ *           evaluated in order after B, L and D are set; later entries may use earlier ones.
+ *           Also given: ndocs (a call's documents, 0 without cu_seqlens) and SMS, the
+ *           device's multiprocessors (132 where the manifest alone is read: recur_launch_plan,
+ *           legality, workspace bytes). SMS may size only a grid whose blocks do not change
+ *           the bits (each output computed whole by one block), never a sum's order or a
+ *           workspace: the same call gives the same bits on every GPU.
  *       "rules": [{"expr": "D%64==0", "message": "width must be a multiple of 64"}],
  *           a shape is refused (before any launch) when an expr evaluates to 0
  *       "workspaces": [
@@ -99,7 +104,7 @@
  * "0", "cluster" to "1", "resident", "early", "clears" and "zero" to false; init "a" / "b" may be a string, a shape
  * expression or "rsqrt(EXPR)" (e.g. "rsqrt(K)" for std 1/sqrt(K)), evaluated
  * at the call's shape. Unknown keys are ignored. Variable names are at most
- * 15 characters, at most 29 vars per variant; parameters have at most 8 dims.
+ * 15 characters, at most 27 vars per variant; parameters have at most 8 dims.
  * Limits against hostile files, each refused with its place: a manifest of
  * at most 64 MiB; a shape expression of at most 4096 characters, nested at
  * most 64 deep (parentheses and unary minus signs together); init numbers

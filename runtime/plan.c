@@ -809,7 +809,7 @@ static int shape_setup(const recur_variant *v, recur_shape s, ShapeVars *sv, cha
 {
 	char why[768];
 	snprintf(shape, 64, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
-	if (rt_shape_vars(v->m, (int)(v->d - v->m->variant), s, 1, sv, why, sizeof why))
+	if (rt_shape_vars_on(v->m, (int)(v->d - v->m->variant), s, 1, v->rt->sms, sv, why, sizeof why))
 		return rt_vfail(err, errlen, "variant %s refuses %s", v->d->name, why);
 	return 0;
 }

@@ -268,7 +268,9 @@ int  recur_launch_flops(const recur_manifest *m, int variant, int backward, int 
 /* Launch i of the forward (backward = 0) or backward at shape s, from the
  * manifest alone (no GPU): kernel, grid, threads, dynamic shared bytes and
  * blocks per cluster, with the checks a launch makes before the device's
- * own (grid ranges; cluster 1..8 dividing grid x; the shape's rules).
+ * own (grid ranges; cluster 1..8 dividing grid x; the shape's rules). A
+ * grid sized by the device's multiprocessors (the manifest's SMS) is given
+ * for 132 of them, an H100's or H200's; a launch uses its device's count.
  * recur_launch_count gives the number of launches of a pass. */
 typedef struct {
 	const char *kernel;

@@ -50,7 +50,9 @@ int rt_open_with(recur_rt **out, const rt_cu *table, int device, char *err, size
 	          "retaining the primary context of device %d", device))
 		goto fail;
 	if (RT_CU(cu, DeviceGetAttribute, (&rt->smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-	          rt->dev), err, errlen, "reading the shared memory limit of device %d", device))
+	          rt->dev), err, errlen, "reading the shared memory limit of device %d", device) ||
+	    RT_CU(cu, DeviceGetAttribute, (&rt->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, rt->dev), err, errlen,
+	          "reading the multiprocessor count of device %d", device))
 		goto fail;
 	*out = rt;
 	return 0;

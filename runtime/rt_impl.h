@@ -120,9 +120,16 @@ struct recur_manifest {
 
 /* B, L, D and the variant's vars at shape s, with B, L, D >= 1 checked and,
  * when rules is set, the rules too. 0, or -1 with
- * "shape B=.. L=.. D=..: <why>" in why. */
+ * "shape B=.. L=.. D=..: <why>" in why. SMS, the device's multiprocessors,
+ * is RT_SMS_DEFAULT here (what the manifest alone gives: plans, legality,
+ * workspace bytes); a launch's plan takes its device's (rt_shape_vars_on).
+ * A generator may size only grids whose blocks do not change the bits by
+ * it (manifest.h). */
+#define RT_SMS_DEFAULT 132
 int rt_shape_vars(const recur_manifest *m, int variant, recur_shape s, int rules,
                   ShapeVars *v, char *why, size_t n);
+int rt_shape_vars_on(const recur_manifest *m, int variant, recur_shape s, int rules, int sms,
+                     ShapeVars *v, char *why, size_t n);
 
 /* A launch's geometry at the shape of sv, as far as it does not depend on
  * the device: grid (each dimension in CUDA's range), dynamic shared bytes
@@ -179,6 +186,7 @@ struct recur_rt {
 	CUdevice dev;
 	CUcontext ctx;               /* the device's primary context, retained; current only within a call */
 	int smem_optin;              /* most dynamic+static shared bytes per block */
+	int sms;                     /* multiprocessors: the shape language's SMS in its launches */
 	size_t cur, peak;            /* bytes held through recur_alloc */
 	rt_block *block;             /* live allocations, so recur_free knows sizes */
 	int nblock, capblock;

@@ -58,15 +58,18 @@ static void add_argmin(Tmpl *T, const char *name, int n, char key[][256], long l
  * 132-SM GPU, since every block of one of these kernels takes the same
  * time and a last wave a few blocks wide costs a whole block's time.
  *
- * GY, the blocks over rows of proj_fwd and proj_dx (2 blocks an SM: 264
- * slots; NX column tiles; each block strides over its share of the NR
- * row tiles): of the grids filling k = 1..8 waves, the least
- * cdiv(NX*g, 264) * cdiv(NR, g), the fewer blocks on a tie. The former
- * cdiv(528, NX) overshot 2 waves by a few blocks (560 at D = 2560, 576
- * at 4096), so a third wave ran a block's whole share.
+ * GY, the blocks over rows of proj_fwd and proj_dx (2 blocks an SM: 2 SMS
+ * slots, SMS the device's multiprocessors; NX column tiles; each block
+ * strides over its share of the NR row tiles): of the grids filling k =
+ * 1..8 waves, the least cdiv(NX*g, 2 SMS) * cdiv(NR, g), the fewer blocks
+ * on a tie. Each output is one block's whole sum, so GY may follow the
+ * device and the bits do not. The former cdiv(528, NX) overshot 2 waves of
+ * 132 SMs by a few blocks (560 at D = 2560, 576 at 4096), so a third wave
+ * ran a block's whole share.
  *
- * GW, proj_dw's slabs of rows (3 blocks an SM: 396 slots; NW blocks a
- * slab): the g in 1..16 with the least cdiv(NW*g, 396) / g (times 100000,
+ * GW, proj_dw's slabs of rows (3 blocks an SM: 396 slots of 132 SMs,
+ * fixed: the slabs are the order of dW's sums; NW blocks a slab): the g
+ * in 1..16 with the least cdiv(NW*g, 396) / g (times 100000,
  * floored), the fewer slabs on a tie, at most NR: 3 at D = 4096 and 12 at
  * 2560 at K = 256, where the former cdiv(264, NW) gave 2 to both. */
 static void plan_proj_grids(Tmpl *T)
@@ -77,9 +80,9 @@ static void plan_proj_grids(Tmpl *T)
 	add_var(T, "NX", "D/%d", proj_nc(T));
 	for (int k = 1; k <= PROJ_WAVES; k++) {
 		char g[64];
-		int n = snprintf(g, sizeof g, "min(NR,max(1,%d/NX))", k * PROJ_SLOTS);
+		int n = snprintf(g, sizeof g, "min(NR,max(1,%d*SMS/NX))", k * PROJ_PER_SM);
 		CHECK(n > 0 && (size_t)n < sizeof g);
-		n = snprintf(key[k - 1], sizeof key[0], "cdiv(NX*%s,%d)*cdiv(NR,%s)*1048576+%s", g, PROJ_SLOTS, g, g);
+		n = snprintf(key[k - 1], sizeof key[0], "cdiv(NX*%s,%d*SMS)*cdiv(NR,%s)*1048576+%s", g, PROJ_PER_SM, g, g);
 		CHECK(n > 0 && (size_t)n < sizeof key[0]);
 	}
 	add_argmin(T, "GY", PROJ_WAVES, key, 1048576);

@@ -517,7 +517,8 @@ void tmpl_carry(Tmpl *T, int backward);
  * adjoints times W^T, and dW per slab of rows (backward) */
 #define PROJ_ROWS 64
 #define PROJ_WAVES 8          /* proj_fwd's and proj_dx's grids: at most this many waves */
-#define PROJ_SLOTS 264        /* their block slots: 132 SMs, 2 blocks each */
+#define PROJ_PER_SM 2         /* their blocks an SM (by registers; 1 where shared memory allows
+                               * one): whole waves of 2 SMS blocks are whole waves of SMS */
 #define PROJ_DW_MAXSLABS 16   /* proj_dw's slabs of rows, at most */
 #define PROJ_DW_SLOTS 396     /* its block slots: 132 SMs, 3 blocks each */
 int proj_nc(const Tmpl *T);         /* a projection block's output columns: gcd(K, 64) */

@@ -76,6 +76,7 @@ static struct {
 	const char *ptx; /* of the module loaded last */
 	HcLaunch launch[HC_MAXLAUNCH];
 	int nlaunch, capturing, captured;
+	int sms;          /* multiprocessors the device reports; 0: 132 */
 	long calls, fail_at; /* fail_at > 0: that call (counted from 1) fails */
 	const char *failed;  /* the entry point that failed, "MemFree" */
 	CUresult fail_code;
@@ -203,7 +204,7 @@ static CUresult hc_DeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 		*v = 232448;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-		*v = 132;
+		*v = hc.sms ? hc.sms : 132;
 		break;
 	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
 		*v = 9;

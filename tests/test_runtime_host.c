@@ -48,6 +48,16 @@ static char dir[256];
 	" \"backward\": [{\"kernel\": \"bwd\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"early\": true,\n"         \
 	"   \"args\": [\"dx\", \"dy\", \"grad:w\", \"ws:c\", \"ws:d\"]}]}"
 
+/* a grid sized by the device's multiprocessors (the shape language's SMS) */
+#define BYSMS                                                                                                          \
+	"{\"name\": \"bysms\", \"mixer\": \"toy\", \"ptx\": \"k.ptx\", \"vars\": [[\"N\", \"L*D\"], [\"G\", \"2*SMS+B\"]],\n" \
+	" \"rules\": [],\n"                                                                                            \
+	" \"workspaces\": [" WS4("64") "],\n"                                                                          \
+	" \"forward\": [{\"kernel\": \"fwd\", \"grid\": [\"G\", 1, 1], \"block\": [64, 1, 1],\n"                   \
+	"   \"args\": [\"y\", \"x\", \"param:w\", \"ws:a\", \"ws:b\", \"i32:N\", \"i64:B*L*D\"]}],\n"                  \
+	" \"backward\": [{\"kernel\": \"bwd\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],\n"                        \
+	"   \"args\": [\"dx\", \"dy\", \"grad:w\", \"ws:c\", \"ws:d\"]}]}"
+
 static const char *manifest =
         "{\"format\": 1, \"mixers\": {\"toy\": {\"params\": [{\"name\": \"w\", \"dims\": [\"D\"],\n"
         "  \"init\": {\"kind\": \"normal\", \"a\": \"rsqrt(D)\"}}]}},\n"
@@ -71,7 +81,7 @@ static const char *manifest =
                                                       "1") ",\n" VARIANT("overflow", WS4("B*L*D*4611686018427387904"),
                                                                          "1") ",\n" VARIANT("perbatch",
                                                                                             WS4("B*1048576"),
-                                                                                            "1") "\n"
+                                                                                            "1") ",\n" BYSMS "\n"
                                                                                                  " ]}\n";
 
 /* forward then backward of variant name at s, each pass's pointers checked */
@@ -419,6 +429,39 @@ static void targets(void)
 	hc_reset();
 }
 
+/* SMS is the device's multiprocessor count in a launch, and 132 where the
+ * manifest alone is read (recur_launch_plan) */
+static void device_sms(void)
+{
+	char err[4096] = "", path[300];
+	snprintf(path, sizeof path, "%s/manifest.json", dir);
+	recur_shape s = {2, 37, 64};
+	for (int sms = 108; sms <= 132; sms += 24) {
+		hc.sms = sms;
+		Session S = {0};
+		recur_variant *v = NULL;
+		int rc = hc_open(&S.rt, err, sizeof err) || recur_manifest_load(path, &S.m, err, sizeof err) ||
+		         io_alloc(&S, s, err, sizeof err) || recur_variant_load(S.rt, S.m, "bysms", &v, err, sizeof err);
+		hc.nlaunch = 0;
+		rc = rc || recur_forward(v, s, &S.io, 0, err, sizeof err);
+		unsigned want = (unsigned)(2 * sms + s.B);
+		check(rc == 0 && hc.nlaunch == 1 && hc.launch[0].grid[0] == want,
+		      "a grid of 2*SMS+B in a launch: the device's multiprocessors",
+		      "%d multiprocessors, want %u blocks; rc %d, %d launches, grid %u: %s", sms, want, rc, hc.nlaunch,
+		      hc.nlaunch ? hc.launch[0].grid[0] : 0, err);
+		recur_plan_info pi;
+		rc = recur_launch_plan(S.m, recur_manifest_find(S.m, "bysms"), 0, 0, s, &pi, err, sizeof err);
+		check(rc == 0 && pi.grid[0] == 2 * 132 + 2, "its plan from the manifest alone: 132 multiprocessors",
+		      "rc %d, grid %u: %s", rc, pi.grid[0], err);
+		recur_variant_free(v);
+		if (S.rt)
+			io_free(&S);
+		recur_manifest_free(S.m);
+		recur_rt_close(S.rt);
+	}
+	hc.sms = 0;
+}
+
 int main(void)
 {
 	if (make_test_dir(dir, sizeof dir, "test_runtime_host"))
@@ -442,6 +485,7 @@ int main(void)
 	recur_manifest_free(S.m);
 	recur_rt_close(S.rt);
 	check(hc.nblk == 0, "closing the runtime leaves nothing on the device", "%d blocks", hc.nblk);
+	device_sms();
 	faults();
 	cubins();
 	targets();
