@@ -429,6 +429,23 @@ static int ld_rules(Ld *L, json_t *rules, rt_vdesc *d, const ShapeVars *sv)
 	return 0;
 }
 
+/* Whether expr depends on SMS, the device's multiprocessors: it names SMS
+ * or a var that does, through the vars before it (each names only earlier
+ * ones, so one pass in order finds them all) */
+static int on_sms(const rt_vdesc *d, const char *expr)
+{
+	int dep[SHAPEX_MAXVAR] = {0};
+	for (int i = 0; i < d->nvar && i < SHAPEX_MAXVAR; i++) {
+		dep[i] = shapex_mentions(d->var[i].expr, "SMS");
+		for (int j = 0; j < i && !dep[i]; j++)
+			dep[i] = dep[j] && shapex_mentions(d->var[i].expr, d->var[j].name);
+	}
+	int on = shapex_mentions(expr, "SMS");
+	for (int i = 0; i < d->nvar && i < SHAPEX_MAXVAR && !on; i++)
+		on = dep[i] && shapex_mentions(expr, d->var[i].name);
+	return on;
+}
+
 static int ld_workspaces(Ld *L, json_t *wss, rt_vdesc *d, const ShapeVars *sv)
 {
 	static const char *const lives[] = {"forward", "saved", "backward"};
@@ -443,6 +460,11 @@ static int ld_workspaces(Ld *L, json_t *wss, rt_vdesc *d, const ShapeVars *sv)
 		    ld_expr(L, j, "bytes", 1, NULL, &w->bytes) || ld_str(L, j, "life", 1, &life) ||
 		    ld_bool(L, j, "zero", &w->zero) || ld_check(L, "bytes", w->bytes, sv))
 			return -1;
+		/* a caller sizes its workspaces from the manifest alone
+		 * (recur_workspace_size), where SMS is 132 */
+		if (on_sms(d, w->bytes))
+			return ld_fail(L, "bytes \"%s\" depend on SMS, the device's multiprocessors: a workspace must "
+			               "be the same on every device", w->bytes);
 		int k = 0;
 		while (k < 3 && strcmp(life, lives[k]))
 			k++;

@@ -239,6 +239,24 @@ int main(void)
 	must_fail("bad JSON", "\"variants\": [", "\"variants\": [,", "bad JSON", NULL);
 	must_fail("missing key ptx", "\"ptx\": \"toy.v1.ptx\", \"chunk\"", "\"chunk\"", "missing key \"ptx\"",
 	          "variants[0] (v1)");
+	/* SMS, the device's multiprocessors, may size a grid, never a workspace: a
+	 * caller sizes its workspaces from the manifest alone */
+	must_fail("a workspace sized by SMS", "\"bytes\": \"NT*D*4\"", "\"bytes\": \"SMS*D*4\"", "SMS",
+	          "every device");
+	must_fail("a workspace sized by SMS through two vars (T, then NT)", "[\"T\", \"512\"]",
+	          "[\"T\", \"512+0*SMS\"]", "B*NT*D*8", "SMS");
+	if (write_edit("\"grid\": [\"NT\", \"H\", 2]", "\"grid\": [\"NT\", \"H\", \"cdiv(SMS,2)\"]") == 0) {
+		recur_manifest *ms = NULL;
+		char e2[2048] = "";
+		int r2 = recur_manifest_load(dir, &ms, e2, sizeof e2);
+		recur_plan_info pi;
+		r2 = r2 || recur_launch_plan(ms, 0, 0, 1, (recur_shape){2, 1000, 128}, &pi, e2, sizeof e2);
+		if (!r2)
+			snprintf(e2, sizeof e2, "grid z %u", pi.grid[2]);
+		verdict(r2 == 0 && pi.grid[2] == 66, "a grid sized by SMS loads; its plan from the manifest alone takes 132",
+		        e2);
+		recur_manifest_free(ms);
+	}
 	must_fail("missing key forward in v2", "\"forward\": [{\"kernel\": \"fwd_tiles\", \"grid\": [1",
 	          "\"fwd\": [{\"kernel\": \"fwd_tiles\", \"grid\": [1", "missing key \"forward\"", "variants[1] (v2)");
 	must_fail("bad bytes expression", "\"bytes\": \"(B*L*D*2)+(B*NT*D*8)\"", "\"bytes\": \"B*Q\"", "bytes", "forward[0]");

@@ -144,6 +144,14 @@ int main(void)
 	shapex_set(&vars, "a_name_longer_than_15", 1);
 	verdict(vars.n == 6, "an over-long name is not added", "");
 
+	/* mentions: a name as a name, whole, not as a function or part of another */
+	verdict(shapex_mentions("SMS", "SMS") && shapex_mentions("min(NR,max(1,2*SMS/NX))", "SMS") &&
+	                shapex_mentions("cdiv(L, SMS )", "SMS"),
+	        "mentions finds a name alone, inside calls, and between spaces", "");
+	verdict(!shapex_mentions("SMSX+XSMS+S_MS", "SMS") && !shapex_mentions("min (1,2)", "min") &&
+	                !shapex_mentions("12", "SMS") && !shapex_mentions("", "SMS"),
+	        "mentions skips longer names, function names and numbers", "");
+
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -322,3 +322,23 @@ void shapex_set(ShapeVars *v, const char *name, int64_t value)
 	snprintf(v->name[v->n], sizeof v->name[0], "%s", name);
 	v->value[v->n++] = value;
 }
+
+int shapex_mentions(const char *expr, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *s = expr; *s;) {
+		if (!(isalpha((unsigned char)*s) || *s == '_')) {
+			s++;
+			continue;
+		}
+		const char *w = s;
+		while (isalnum((unsigned char)*s) || *s == '_')
+			s++;
+		const char *after = s;
+		while (*after == ' ' || *after == '\t')
+			after++;
+		if ((size_t)(s - w) == n && !strncmp(w, name, n) && *after != '(')
+			return 1;
+	}
+	return 0;
+}

@@ -34,5 +34,7 @@ int shapex_eval(const char *expr, const ShapeVars *v, int64_t *out, char *err, s
  * errors): how a manifest's expressions are validated before any shape is
  * known. The values in v are ignored. Returns 0, or -1 with a message. */
 int shapex_check(const char *expr, const ShapeVars *v, char *err, size_t errlen);
+/* 1 when expr names the variable `name` (as a name, not a function), else 0. */
+int shapex_mentions(const char *expr, const char *name);
 
 #endif
