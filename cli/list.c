@@ -15,7 +15,9 @@ static const CliOpt OPTS[] = {
 	[L_DIR] = CLI_OPT_DIR,
 	[L_SHAPE] = { "--shape", "BxLxD", NULL, "say whether each variant accepts this shape, and why not; BxLxD,... gives several",
 	              1 },
-	[L_PLAN] = { "--plan", NULL, NULL, "and each accepted shape's launches: grid, threads, shared bytes, cluster",
+	[L_PLAN] = { "--plan", NULL, NULL,
+	             "and each accepted shape's launches: grid, threads, shared bytes, cluster (a grid sized by the "
+	             "device's multiprocessors as on 132, an H100's or H200's)",
 	             0 },
 };
 
