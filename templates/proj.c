@@ -391,7 +391,7 @@ void tmpl_proj_dw(Tmpl *T)
 	snprintf(g0, sizeof g0, "%d", proj_dw_tiles(T));
 	snprintf(sm, sizeof sm, "%d", 2 * dw_buf(T));
 	Launch *l = tmpl_launch(T, 0, "proj_dw", g0, "H", "GW", PROJ_THREADS, sm);
-	l->minblocks = 3;   /* 161 registers at K = 256 (174 free): the 396 slots plan_proj_dw_slabs counts */
+	l->minblocks = 3;   /* 161 registers at K = 256 (174 free): the 396 slots plan_proj_grids counts */
 	launch_flops(l, proj_flops(T));
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_each(T, &l->sig, "dproj_");
