@@ -75,7 +75,7 @@ static void bwd_step(Bwd *bw, LLVMValueRef i, LLVMValueRef si, Var u[TM_SLOTS])
 	/* docs: where a sequence starts from h0, h before it is h0[doc] (read
 	 * inside a branch a row: docs.c), and its adjoint leaves there:
 	 * dh0[doc] = a dh */
-	int docs = T->v->docs && !T->k.docs_quiet;
+	int docs = docs_states(T);
 	LLVMValueRef h0in[TM_SLOTS], dh0out[TM_SLOTS];
 	if (docs)
 		docs_fetch(T, ln, &stp, DOC_START, ln->h0, h0in);

@@ -234,7 +234,7 @@ void docs_put(Tmpl *T, const Lanes *ln, const Step *sp, int flag, LLVMValueRef p
 void docs_inject(Tmpl *T, Lanes *ln, Step *st)
 {
 	Irb *I = &T->I;
-	if (T->k.docs_quiet)
+	if (!docs_states(T))
 		return;
 	LLVMValueRef h0[TM_SLOTS];
 	docs_fetch(T, ln, st, DOC_START, ln->h0, h0);
@@ -248,7 +248,7 @@ void docs_inject(Tmpl *T, Lanes *ln, Step *st)
 /* a sequence's last token: its final state, h of the step's eight slots */
 void docs_store_hT(Tmpl *T, Lanes *ln, const Step *st, LLVMValueRef h[TM_SLOTS])
 {
-	if (!T->k.docs_quiet)
+	if (docs_states(T))
 		docs_put(T, ln, st, DOC_END, ln->hT, h);
 }
 

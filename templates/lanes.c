@@ -131,25 +131,35 @@ LLVMValueRef f16_overflow(Irb *I, LLVMValueRef a, LLVMValueRef b)
 	return LLVMBuildOr(I->b, fgt(I, fabs_(I, a), cf32(I, F16_MAP_MAX)), fgt(I, fabs_(I, b), cf32(I, F16_MAP_MAX)), "");
 }
 
-void emit_split(Tmpl *T, Lanes *ln, LLVMValueRef in, void (*body)(void *arg), void *arg)
+/* body twice: under `full` as a copy for blocks wholly inside the
+ * sequence (quiet: built without the states' accesses, Kern.docs_quiet),
+ * and under !full as it is */
+static void split_copies(Tmpl *T, Lanes *ln, LLVMValueRef full, int quiet, void (*body)(void *arg), void *arg)
 {
 	Irb *I = &T->I;
-	if (!in) {
-		body(arg);
-		return;
-	}
 	/* the second copy starts from the lanes' state the first one did (a
 	 * body may leave, say, a segment marked as staged) */
 	Lanes start = *ln;
-	IfBlk full, part;
-	if_begin(I, &full, in, "full");
+	IfBlk f, part;
+	if_begin(I, &f, full, quiet ? "quiet" : "full");
 	ln->full = 1;
+	int was = T->k.docs_quiet;
+	T->k.docs_quiet = quiet || was;
 	body(arg);
+	T->k.docs_quiet = was;
 	*ln = start;
-	if_end(I, &full);
-	if_begin(I, &part, LLVMBuildNot(I->b, in, ""), "part");
+	if_end(I, &f);
+	if_begin(I, &part, LLVMBuildNot(I->b, full, ""), quiet ? "events" : "part");
 	body(arg);
 	if_end(I, &part);
+}
+
+void emit_split(Tmpl *T, Lanes *ln, LLVMValueRef in, void (*body)(void *arg), void *arg)
+{
+	if (in)
+		split_copies(T, ln, in, 0, body, arg);
+	else
+		body(arg);
 }
 
 void emit_split_docs(Tmpl *T, Lanes *ln, LLVMValueRef in, LLVMValueRef t0, int ntok, void (*body)(void *arg),
@@ -163,16 +173,5 @@ void emit_split_docs(Tmpl *T, Lanes *ln, LLVMValueRef in, LLVMValueRef t0, int n
 	/* a start or an end is a few tokens in thousands: most copies run the
 	 * resets variant's step, with no test of a state per step */
 	LLVMValueRef quiet = land(I, in, LLVMBuildNot(I->b, docs_events(T, ln, t0, ntok), ""));
-	Lanes start = *ln;
-	IfBlk q, rest;
-	if_begin(I, &q, quiet, "quiet");
-	ln->full = 1;
-	T->k.docs_quiet = 1;
-	body(arg);
-	T->k.docs_quiet = 0;
-	*ln = start;
-	if_end(I, &q);
-	if_begin(I, &rest, LLVMBuildNot(I->b, quiet, ""), "events");
-	body(arg);
-	if_end(I, &rest);
+	split_copies(T, ln, quiet, 1, body, arg);
 }

@@ -332,7 +332,7 @@ LLVMValueRef eval_gy(Tmpl *T, Lanes *ln, Step *st_, int s, LLVMValueRef hnew, LL
 	CHECK(memo);
 	LLVMValueRef v = emit_expr(I, &mx->g, T->g_h, &env, memo);
 	free(memo);
-	if (T->v->docs && !T->k.docs_quiet) {   /* the adjoint of a sequence's final state joins at its end */
+	if (docs_states(T)) {   /* the adjoint of a sequence's final state joins at its end */
 		if (!st_->dhT_in[0])   /* the step's first slot fetches all eight */
 			docs_fetch(T, ln, st_, DOC_END, ln->dhT, st_->dhT_in);
 		v = fadd(I, v, st_->dhT_in[s]);

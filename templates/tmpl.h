@@ -541,6 +541,9 @@ void docs_fetch(Tmpl *T, const Lanes *ln, const Step *st, int flag, LLVMValueRef
 void docs_put(Tmpl *T, const Lanes *ln, const Step *st, int flag, LLVMValueRef p, const LLVMValueRef v[TM_SLOTS]);
 LLVMValueRef docs_start(Tmpl *T, const Step *st, int s);
 void docs_store_hT(Tmpl *T, Lanes *ln, const Step *st, LLVMValueRef h[TM_SLOTS]);
+/* whether the code being emitted reads and writes a docs variant's states
+ * (not in a copy for tokens with no start or end: emit_split_docs) */
+static inline int docs_states(const Tmpl *T) { return T->v->docs && !T->k.docs_quiet; }
 LLVMValueRef docs_events(Tmpl *T, const Lanes *ln, LLVMValueRef t0, int ntok);
 void tmpl_tok_fwd(Tmpl *T);        /* controller pass: token projections and the token values */
 void tmpl_decode_plan(Tmpl *T);    /* a decode variant's plan (decode.c), in place of tmpl_plan */
