@@ -324,7 +324,7 @@ void cp_async_wait(Irb *I, int pending)
 
 void cp_async_wait_all(Irb *I)
 {
-	call_intr(I, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+	cp_async_commit(I);
 	call_intr(I, "llvm.nvvm.cp.async.wait.all", NULL, 0, NULL, 0);
 }
 

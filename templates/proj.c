@@ -355,11 +355,10 @@ void tmpl_proj_dx(Tmpl *T)
  * rows k = 16w.. of its k tile (idle past K), x^T as the mma's A (ldmatrix
  * .trans of the staged [row][k]), the adjoints as B ([row][m], the
  * contraction over rows) */
-/* proj_dw's row tile in shared memory: x's 64 columns, then each adjoint's NC */
-static int dw_buf(const Tmpl *T)
-{
-	return PROJ_ROWS * (64 * 2 + 16) + T->napj * PROJ_ROWS * (proj_nc(T) * 2 + 16);
-}
+/* proj_dw's row tile in shared memory: x's 64 columns (rows of DW_XS
+ * bytes), then each adjoint's NC (b_stride) */
+#define DW_XS (64 * 2 + 16)
+static int dw_buf(const Tmpl *T) { return PROJ_ROWS * DW_XS + T->napj * PROJ_ROWS * b_stride(T); }
 
 /* the copies of row tile t (when t < t1) into the buffer at base, then a
  * commit: a group, empty past the slab, for every trip to wait on */
@@ -367,13 +366,13 @@ static void dw_stage(Tmpl *T, LLVMValueRef x, LLVMValueRef dp[], LLVMValueRef t,
                      LLVMValueRef D, LLVMValueRef xcol, LLVMValueRef dcol, LLVMValueRef kw, LLVMValueRef base)
 {
 	Irb *I = &T->I;
-	int K = T->mx->k, nc = proj_nc(T), xs = 64 * 2 + 16, ds = b_stride(T);
-	int doff = PROJ_ROWS * xs, dbytes = PROJ_ROWS * ds;
+	int K = T->mx->k, nc = proj_nc(T), ds = b_stride(T);
+	int doff = PROJ_ROWS * DW_XS, dbytes = PROJ_ROWS * ds;
 	LLVMValueRef row0 = imul(I, t, ci32(I, PROJ_ROWS));
 	IfBlk f;
 	if_begin(I, &f, ilt(I, t, t1), "dw_copy");
 	/* x's columns past the k tile's width are zeros, never read (warps past it idle) */
-	stage_rows(T, x, row0, BL, D, xcol, base, K < 64 ? K : 64, xs, kw, ROWS_ASYNC_ISSUE);
+	stage_rows(T, x, row0, BL, D, xcol, base, K < 64 ? K : 64, DW_XS, kw, ROWS_ASYNC_ISSUE);
 	for (int j = 0; j < T->napj; j++)
 		stage_rows(T, dp[j], row0, BL, D, dcol, iadd(I, base, ci32(I, doff + j * dbytes)), nc, ds, NULL,
 		           ROWS_ASYNC_ISSUE);
@@ -385,8 +384,8 @@ void tmpl_proj_dw(Tmpl *T)
 {
 	Irb *I = &T->I;
 	int K = T->mx->k, nc = proj_nc(T), na = T->napj, nmt = K / nc;
-	int xs = 64 * 2 + 16, ds = b_stride(T);   /* row strides: x's 64 columns, an adjoint's NC */
-	int doff = PROJ_ROWS * xs, dbytes = PROJ_ROWS * ds;
+	int ds = b_stride(T);   /* an adjoint's row stride (x's: DW_XS) */
+	int doff = PROJ_ROWS * DW_XS, dbytes = PROJ_ROWS * ds;
 	char g0[16], sm[16];
 	snprintf(g0, sizeof g0, "%d", proj_dw_tiles(T));
 	snprintf(sm, sizeof sm, "%d", 2 * dw_buf(T));
@@ -428,15 +427,15 @@ void tmpl_proj_dw(Tmpl *T)
 	/* two buffers of a row tile (x's 64 columns, then each adjoint's NC):
 	 * the next tile's copies in flight while this one is multiplied */
 	LLVMValueRef tstart = imul(I, slab, per);
-	dw_stage(T, x, dp, tstart, t1, BL, D, iadd(I, imul(I, hp, ci32(I, K)), k0), iadd(I, imul(I, hp, ci32(I, K)), m0),
-	         kw, ci32(I, 0));
+	LLVMValueRef dcol = iadd(I, imul(I, hp, ci32(I, K)), m0);   /* (built first: the PTX as measured) */
+	LLVMValueRef xcol = iadd(I, imul(I, hp, ci32(I, K)), k0);
+	dw_stage(T, x, dp, tstart, t1, BL, D, xcol, dcol, kw, ci32(I, 0));
 	Var par = var_init(I, ci32(I, 0), "buf");
 	Loop L;
 	loop_begin(I, &L, tstart, t1, ci32(I, 1), "rt");
 	LLVMValueRef k = var_get(I, par);
 	LLVMValueRef base = imul(I, k, ci32(I, dw_buf(T))), nbase = imul(I, isub(I, ci32(I, 1), k), ci32(I, dw_buf(T)));
-	dw_stage(T, x, dp, iadd(I, loop_i(I, &L), ci32(I, 1)), t1, BL, D, iadd(I, imul(I, hp, ci32(I, K)), k0),
-	         iadd(I, imul(I, hp, ci32(I, K)), m0), kw, nbase);
+	dw_stage(T, x, dp, iadd(I, loop_i(I, &L), ci32(I, 1)), t1, BL, D, xcol, dcol, kw, nbase);
 	cp_async_wait(I, 1);   /* this tile's copies (the next tile's may still fly) */
 	bar_sync(I);
 	IfBlk f;
@@ -448,7 +447,7 @@ void tmpl_proj_dw(Tmpl *T)
 		                                                  LLVMBuildAnd(I->b, lane, ci32(I, 7), "")));
 		LLVMValueRef scol = iadd(I, imul(I, w, ci32(I, 16)), imul(I, LLVMBuildAnd(I->b, m, ci32(I, 1), ""), ci32(I, 8)));
 		LLVMValueRef A[4];
-		ldsm_x4(I, A, iadd(I, base, iadd(I, imul(I, srow, ci32(I, xs)), imul(I, scol, ci32(I, 2)))), 1);
+		ldsm_x4(I, A, iadd(I, base, iadd(I, imul(I, srow, ci32(I, DW_XS)), imul(I, scol, ci32(I, 2)))), 1);
 		for (int j = 0; j < na; j++) {
 			LLVMValueRef c[8][4];
 			for (int nt = 0; nt < nc / 8; nt++)
