@@ -25,9 +25,10 @@
  */
 #include "bwd.h"
 
-/* Projections apart: dx's own term (fp32) and each projection's adjoint
- * (bf16, as the mma takes it), a row's four adjacent channels per store;
- * proj_dx and proj_dw take them from there */
+/* Projections apart: dx's own term and each projection's adjoint, in bf16
+ * (the adjoints as the mma takes them; dx's own term rounded once more
+ * before proj_dx adds the adjoints' part), a row's four adjacent channels
+ * per store; proj_dx and proj_dw take them from there */
 static void apart_store(Bwd *bw, Step *stp, LLVMValueRef gx[TM_SLOTS], LLVMValueRef gp[TM_SLOTS][MX_MAXPROJ])
 {
 	Tmpl *T = bw->T;
@@ -39,10 +40,11 @@ static void apart_store(Bwd *bw, Step *stp, LLVMValueRef gx[TM_SLOTS], LLVMValue
 		IfBlk f;
 		if_begin(I, &f, stp->valid[r], "apart_st");
 		LLVMValueRef at = slot_index(T, ln, stp, r * 4);
-		LLVMValueRef v = LLVMGetUndef(LLVMVectorType(I->f32, 4));
-		for (int c = 0; c < 4; c++)
-			v = LLVMBuildInsertElement(I->b, v, gx[r * 4 + c], ci32(I, c), "");
-		st(I, v, gep_f32(I, dxd, at), 16);
+		LLVMValueRef v = LLVMGetUndef(I->v2i32);
+		for (int e = 0; e < 2; e++)
+			v = LLVMBuildInsertElement(I->b, v, pack_bf16x2(I, gx[r * 4 + 2 * e], gx[r * 4 + 2 * e + 1]),
+			                           ci32(I, e), "");
+		st(I, v, gep_bf16(I, dxd, at), 8);
 		char a[64];
 		for (int j = 0; j < T->napj; j++) {
 			snprintf(a, sizeof a, "ws:dproj_%s", apj_weight(T, j));

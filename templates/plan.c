@@ -200,8 +200,8 @@ static void plan_workspaces(Tmpl *T)
 	}
 	if (T->v->docs)   /* docs_prep's token codes, made again by each pass */
 		add_ws(T, "dcode", "B*L*4", "saved", 0);
-	if (T->napj)   /* dx's own term (x in the element expressions), fp32 until proj_dx adds the projections' */
-		add_ws(T, "dxd", "B*L*D*4", "backward", 0);
+	if (T->napj)   /* dx's own term (x in the element expressions), in bf16 until proj_dx adds the projections' */
+		add_ws(T, "dxd", "B*L*D*2", "backward", 0);
 	add_ws(T, "part_chan", "G*B*NCP*D*4", "backward", 0);
 	snprintf(buf, sizeof buf, "G*B*%s*NSP*4", scan_h(T));
 	add_ws(T, "part_scal", buf, "backward", 0);

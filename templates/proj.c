@@ -6,7 +6,7 @@
  *             bf16 into ws:proj_W (saved for the backward's scans: half
  *             the bytes of fp32 written once and read twice; the added
  *             error is bench/proj_rounding.py's)
- *   proj_dx   dx = dx's own term (ws:dxd, fp32, from bwd_apply) + sum_j
+ *   proj_dx   dx = dx's own term (ws:dxd, bf16, from bwd_apply) + sum_j
  *             dP_j W_j^T, dP_j the adjoints bwd_apply left in ws:dproj_W
  *   proj_dw   dW_j = x^T dP_j per slab of rows into ws:part_W; param_reduce
  *             sums the slabs in order, so every run gives the same bits
@@ -331,7 +331,6 @@ void tmpl_proj_dx(Tmpl *T)
 			mma_row(I, acc, A, ci32(I, boff + j * b_bytes(T)), b_stride(T), lane, ks, nc);
 		}
 	}
-	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2);
 	for (int r = 0; r < 2; r++) {
 		LLVMValueRef row = out_row(I, &p, row0, r);
 		IfBlk f;
@@ -339,9 +338,9 @@ void tmpl_proj_dx(Tmpl *T)
 		for (int nt = 0; nt < nc / 8; nt++) {
 			LLVMValueRef col = out_col(I, &p, p.c0, nt);
 			LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, col));
-			LLVMValueRef own = ld(I, v2f, gep_f32(I, dxd, idx), 8);
-			LLVMValueRef v0 = fadd(I, LLVMBuildExtractElement(I->b, own, ci32(I, 0), ""), acc[nt][2 * r]);
-			LLVMValueRef v1 = fadd(I, LLVMBuildExtractElement(I->b, own, ci32(I, 1), ""), acc[nt][2 * r + 1]);
+			LLVMValueRef own = ld(I, I->i32, gep_bf16(I, dxd, idx), 4);
+			LLVMValueRef v0 = fadd(I, unpack_bf16_lo(I, own), acc[nt][2 * r]);
+			LLVMValueRef v1 = fadd(I, unpack_bf16_hi(I, own), acc[nt][2 * r + 1]);
 			st(I, pack_bf16x2(I, v0, v1), gep_bf16(I, dx, idx), 4);
 		}
 		if_end(I, &f);

@@ -48,7 +48,7 @@ for path, k in ((sys.argv[1], 256), (sys.argv[2], 176)):
                 bad.append("%s: proj_dw grid %r" % (n, l["grid"]))
         ws = {w["name"]: w for w in v["workspaces"]}
         for w, life, size in (("proj_Wa", "saved", "B*L*D*2"), ("proj_Wx", "saved", "B*L*D*2"),
-                              ("dproj_Wa", "backward", "B*L*D*2"), ("dxd", "backward", "B*L*D*4"),
+                              ("dproj_Wa", "backward", "B*L*D*2"), ("dxd", "backward", "B*L*D*2"),
                               ("part_Wx", "backward", "GW*D*K*4")):
             if w not in ws or ws[w]["life"] != life or ws[w]["bytes"] != size:
                 bad.append("%s: workspace %s %r" % (n, w, ws.get(w)))
