@@ -97,7 +97,8 @@ static const CliOpt OPTS[] = {
 	[B_SEED] = CLI_OPT_SEED,
 	[B_RESETS] = { "--resets", "P", NULL, "every call gives reset marks at rate P (packed documents: 64 in 131072 "
 	               "tokens is 0.00049); the variants must take them", 0 },
-	[B_H0] = { "--h0", NULL, NULL, "every call gives h0 and dhT and takes hT and dh0; the variants must take them", 0 },
+	[B_H0] = { "--h0", NULL, NULL, "every call gives h0 and dhT and takes hT and dh0, and the row's map on "
+	                 "variants taking it (map = { true }); the variants must take the states", 0 },
 	[B_PACKED] = { "--packed", NULL, NULL, "with --resets at B = 1: the documents as cu_seqlens, each with its hT and "
 	               "dhT (and h0, dh0 with --h0); the variants must take cu_seqlens (docs = { true })", 0 },
 	[B_STEP] = { "--step", "T", NULL, "time the decode steps (scan decode), T tokens per call, 1..4096: GPU time per "
@@ -344,7 +345,8 @@ static int mix_prepare(Bench *bn, Mix *mx, int s, char *err, size_t n)
 	if (hbufs_inputs(&bn->h, bn->m, vi, bn->o.sh[s], bn->o.seed + (uint64_t)s * 7919, &mx->b, err, n) ||
 	    ((bn->o.resets > 0 || bn->o.states) &&
 	     hbufs_state(&bn->h, &mx->b, bn->o.resets, bn->o.states, bn->o.packed, bn->o.seed + (uint64_t)s * 7919 + 1,
-	                 err, n)))
+	                 err, n)) ||
+	    (bn->o.states && !bn->o.packed && mf_takes(bn->m, vi, "map_loga") && hbufs_map(&bn->h, &mx->b, err, n)))
 		return -1;
 	long long delta;
 	if (harness_memory(&bn->h, mx->v, &mx->b, &delta, err, n))

@@ -228,11 +228,21 @@ int hbufs_state(Harness *h, HBufs *b, double resets, int states, int packed, uin
 	return rc ? fail(err, errlen, b->what, "uploading the sequence state") : 0;
 }
 
+int hbufs_map(Harness *h, HBufs *b, char *err, size_t errlen)
+{
+	size_t ns = (size_t)b->s.B * (size_t)b->s.D;   /* hbufs_inputs checked B*L*D */
+	if (recur_alloc(h->rt, ns * 4, &b->mla, err, errlen) || recur_alloc(h->rt, ns * 4, &b->mh, err, errlen))
+		return fail(err, errlen, b->what, "allocating the row's map");
+	b->st.map_loga = b->mla;
+	b->st.map_h = b->mh;
+	return 0;
+}
+
 void hbufs_free(Harness *h, HBufs *b)
 {
 	hbufs_free_outputs(h, b);
-	CUdeviceptr st[6] = {b->reset, b->h0, b->hT, b->dhT, b->dh0, b->cu};
-	for (int k = 0; k < 6; k++)
+	CUdeviceptr st[8] = {b->reset, b->h0, b->hT, b->dhT, b->dh0, b->cu, b->mla, b->mh};
+	for (int k = 0; k < 8; k++)
 		recur_free(h->rt, st[k]);
 	recur_free(h->rt, b->x);
 	recur_free(h->rt, b->dy);

@@ -34,6 +34,7 @@ typedef struct {
 	long long parameters;        /* fp32 values in all parameters */
 	CUdeviceptr reset, h0, hT, dhT, dh0;   /* the calls' sequence state (hbufs_state), or 0 */
 	CUdeviceptr cu;                        /* packed: the documents' offsets int32 [ndocs + 1], or 0 */
+	CUdeviceptr mla, mh;                   /* the row's map (hbufs_map), or 0 */
 	recur_seqstate st;
 	size_t input_bytes;          /* x, dy, parameters, gradients: the memory baseline */
 	char what[200];              /* "rglru VARIANT 1x8192x1024", for messages */
@@ -57,6 +58,10 @@ int  hbufs_outputs(Harness *h, HBufs *b, char *err, size_t errlen);   /* y, dx *
  * states [ndocs][D]. */
 int  hbufs_state(Harness *h, HBufs *b, double resets, int states, int packed, uint64_t seed, char *err,
                  size_t errlen);
+/* Room for the row's map (map_loga, map_h fp32 [B][D]) in the calls'
+ * state, after hbufs_state with states: a map variant's calls then make
+ * and write it, as a user asking for it would. */
+int  hbufs_map(Harness *h, HBufs *b, char *err, size_t errlen);
 void hbufs_free_outputs(Harness *h, HBufs *b);
 void hbufs_free(Harness *h, HBufs *b);
 /* Names the variant in messages from now on. */

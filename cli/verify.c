@@ -245,7 +245,7 @@ int judge_run(const Judge *j, Case *c, char *err, size_t n)
 			pr[k] = w[k];
 		}
 		SeqState st = {.reset = c->reset, .h0 = c->h0, .hT = c->hT, .dhT = c->dhT, .dh0 = c->dh0,
-		               .cu_seqlens = c->cu, .ndocs = c->ndocs};
+		               .cu_seqlens = c->cu, .ndocs = c->ndocs, .map_loga = c->mla, .map_h = c->mh};
 		if (rc == 0)
 			rc = rf_forward_state(j->graph, rs, pr, c->x, c->y, &st, err, n) ||
 			                     rf_backward_state(j->graph, rs, pr, c->x, c->dy, c->dx, c->dp, &st, err, n)
@@ -257,7 +257,7 @@ int judge_run(const Judge *j, Case *c, char *err, size_t n)
 	}
 	RefShape rs = {s.B, s.L, s.D, s.D / j->k};
 	SeqState st = {.reset = c->reset, .h0 = c->h0, .hT = c->hT, .dhT = c->dhT, .dh0 = c->dh0,
-	               .cu_seqlens = c->cu, .ndocs = c->ndocs};
+	               .cu_seqlens = c->cu, .ndocs = c->ndocs, .map_loga = c->mla, .map_h = c->mh};
 	return j->hand->forward_state(&rs, p, c->x, c->y, &st, err, n) ||
 	               j->hand->backward_state(&rs, p, c->x, c->dy, c->dx, c->dp, &st, err, n)
 	       ? -1
@@ -280,6 +280,8 @@ void case_free(Case *c)
 	free(c->dhT);
 	free(c->hT);
 	free(c->dh0);
+	free(c->mla);
+	free(c->mh);
 	for (int i = 0; i < c->np; i++) {
 		free(c->p[i]);
 		free(c->dp[i]);
@@ -356,12 +358,14 @@ static int case_marks(Ctx *cx, Case *c, Rng *r, char *err, size_t n)
 }
 
 /* hT's adjoint dhT ~ N(0, 1) and room for the reference's hT, and with
- * h0 nonzero initial states h0 ~ N(0, 1) and room for dh0: c->ns each. */
+ * h0 nonzero initial states h0 ~ N(0, 1) and room for dh0 and, in the
+ * reset/h0 form, the row's map (checked on variants that take it): c->ns
+ * each. */
 static int case_states(Case *c, int with_h0, Rng *r, char *err, size_t n)
 {
 	size_t ns = c->ns;
-	double **t[4] = {&c->dhT, &c->hT, &c->h0, &c->dh0};
-	for (int k = 0; k < (with_h0 ? 4 : 2); k++)
+	double **t[6] = {&c->dhT, &c->hT, &c->h0, &c->dh0, &c->mla, &c->mh};
+	for (int k = 0; k < (with_h0 ? (c->cu ? 4 : 6) : 2); k++)
 		if (!(*t[k] = malloc(ns * sizeof(double)))) {
 			snprintf(err, n, "out of host memory for %zu state elements", ns);
 			return -1;
@@ -548,6 +552,8 @@ typedef struct {
 	CUdeviceptr x, dy, y, dx, p[MAXP], g[MAXP], reset, h0, hT, dhT, dh0, cu;
 	recur_seqstate st;
 	float *hT_h, *dh0_h;        /* hT and dh0 as they came back (--h0, --packed) */
+	int map;                    /* the variant takes the row's map: checked with --h0 */
+	CUdeviceptr mla, mh;        /* then its buffers */
 	uint16_t *hb;
 	float *y_h, *dx_h, *g_h[MAXP], *g2;
 	recur_io io;
@@ -557,16 +563,18 @@ typedef struct {
 typedef struct {
 	double e[2 + MAXP]; /* relative errors: y, dx, each gradient */
 	double e_hT, e_dh0; /* of hT (--h0, --packed) and dh0 (--h0) */
+	double e_mla, e_mh; /* of the row's map (--h0 on a variant taking it) */
+	int map;            /* the map was checked */
 	VmLocal lc[2];      /* per row and channel: y, dx */
 	int bad, det;       /* non-finite elements; same gradient bits twice */
 } Outcome;
 
 static void run_free(Ctx *cx, Run *R)
 {
-	CUdeviceptr d[10] = {R->x, R->dy, R->y, R->dx, R->reset, R->h0, R->hT, R->dhT, R->dh0, R->cu};
+	CUdeviceptr d[12] = {R->x, R->dy, R->y, R->dx, R->reset, R->h0, R->hT, R->dhT, R->dh0, R->cu, R->mla, R->mh};
 	free(R->hT_h);
 	free(R->dh0_h);
-	for (int k = 0; k < 10; k++)
+	for (int k = 0; k < 12; k++)
 		if (d[k])
 			recur_free(cx->rt, d[k]);
 	for (int p = 0; p < MAXP; p++) {
@@ -656,6 +664,14 @@ static int run_states(Ctx *cx, const Case *c, Run *R, char *err, size_t n)
 	R->st.hT = R->hT;
 	R->st.dh0 = R->dh0;
 	R->io.state = &R->st;
+	if (c->mla && R->map) {   /* poisoned too */
+		TRY(recur_alloc(cx->rt, ns * 4, &R->mla, err, n));
+		TRY(recur_alloc(cx->rt, ns * 4, &R->mh, err, n));
+		TRY(recur_memset_u8(cx->rt, R->mla, 0xff, ns * 4, err, n));
+		TRY(recur_memset_u8(cx->rt, R->mh, 0xff, ns * 4, err, n));
+		R->st.map_loga = R->mla;
+		R->st.map_h = R->mh;
+	}
 	return 0;
 }
 
@@ -763,6 +779,14 @@ static int run_check(Ctx *cx, const Case *c, Run *R, Outcome *o, char *err, size
 		TRY(recur_memcpy_dtoh(cx->rt, R->hT_h, R->hT, ns * 4, err, n));
 		o->e_hT = vm_relerr(R->hT_h, c->hT, ns, &o->bad);
 	}
+	if (R->mla) {   /* through hT_h, whose hT is judged already */
+		size_t ns = c->ns;
+		o->map = 1;
+		TRY(recur_memcpy_dtoh(cx->rt, R->hT_h, R->mla, ns * 4, err, n));
+		o->e_mla = vm_relerr_loga(R->hT_h, c->mla, ns, &o->bad);
+		TRY(recur_memcpy_dtoh(cx->rt, R->hT_h, R->mh, ns * 4, err, n));
+		o->e_mh = vm_relerr(R->hT_h, c->mh, ns, &o->bad);
+	}
 	if (c->h0) {
 		size_t ns = c->ns;
 		TRY(recur_memcpy_dtoh(cx->rt, R->dh0_h, R->dh0, ns * 4, err, n));
@@ -831,6 +855,8 @@ static int print_row(Ctx *cx, const char *vname, const Case *c, const Outcome *o
 		ok &= o->e_hT <= TOL;
 	if (c->h0)
 		ok &= o->e_dh0 <= TOL;
+	if (o->map)
+		ok &= o->e_mla <= TOL && o->e_mh <= TOL;
 	double loc = worst_local(o, &lt, &lcol);
 	ok &= loc <= LOCAL_TOL;
 	char shp[48];
@@ -844,6 +870,8 @@ static int print_row(Ctx *cx, const char *vname, const Case *c, const Outcome *o
 		printf(" resets %g", cx->resets);
 	if (c->h0)
 		printf(" h0 hT %.1e dh0 %.1e", o->e_hT, o->e_dh0);
+	if (o->map)
+		printf(" map_loga %.1e map_h %.1e", o->e_mla, o->e_mh);
 	else if (c->hT)
 		printf(" hT %.1e", o->e_hT);
 	printf(" y %.1e dx %.1e", o->e[0], o->e[1]);
@@ -877,7 +905,7 @@ static void run_variant(Ctx *cx, int v, Case *c)
 {
 	char err[8192] = "";
 	const char *vname = recur_manifest_variant_name(cx->m, v);
-	Run R = {0};
+	Run R = {.map = mf_takes(cx->m, v, "map_loga")};
 	Outcome o;
 	if (run_setup(cx, vname, c, &R, err, sizeof err) || run_check(cx, c, &R, &o, err, sizeof err)) {
 		printf("%-48s %dx%dx%d FAIL ref %s %s\n", vname, c->s.B, c->s.L, c->s.D, c->ref, err);
@@ -924,8 +952,8 @@ static const CliOpt OPTS[] = {
         [V_DOCS] = {"--docs", "N", NULL, "pack N documents of random lengths into each row (one of a token at the "
                     "row's end, two of a token together, the others over tiles), their starts marked; checks the "
                     "variants that take reset marks", 0},
-        [V_H0] = {"--h0", NULL, NULL, "start each row from a random h0, join a random dhT, check hT and dh0; "
-                  "checks the variants that take states", 0},
+        [V_H0] = {"--h0", NULL, NULL, "start each row from a random h0, join a random dhT, check hT and dh0, "
+                  "and the row's map (map_loga, map_h) on variants taking it; checks the variants that take states", 0},
         [V_PACKED] = {"--packed", NULL, NULL, "with --docs at B = 1: pass the documents as cu_seqlens (fla's and "
                       "flash-attn's form), a state each: hT and a random dhT always, h0 and dh0 with --h0; checks "
                       "the variants that take cu_seqlens (docs = { true })", 0},

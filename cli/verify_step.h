@@ -84,6 +84,7 @@ typedef struct {
 	size_t ns;                 /* elements of each state: B*D, or ndocs*D with --packed */
 	double *h0, *dhT;          /* initial states (--h0) and hT's adjoint [ns], or NULL */
 	double *hT, *dh0;          /* their reference outputs (hT with --h0 or --packed, dh0 with --h0) */
+	double *mla, *mh;          /* the row's map, reference (--h0, not --packed): map_loga, map_h [ns] */
 	const char *pname[MAXP];
 } Case;
 

@@ -101,6 +101,25 @@ static double worst(const double *d2, const double *r2, size_t n, double floor, 
 	return w;
 }
 
+double vm_relerr_loga(const float *out, const double *ref, size_t n, int *bad)
+{
+	double num = 0, den = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (isinf(ref[i]) && ref[i] < 0) {
+			*bad += !(isinf(out[i]) && out[i] < 0);
+			continue;
+		}
+		if (!isfinite(out[i])) {
+			(*bad)++;
+			continue;
+		}
+		double d = (double)out[i] - ref[i];
+		num += d * d;
+		den += ref[i] * ref[i];
+	}
+	return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
 int vm_local(const float *out, const double *ref, size_t rows, size_t cols, VmLocal *lc)
 {
 	VmJob j = { .out = out, .ref = ref, .rows = rows, .cols = cols };

@@ -10,6 +10,11 @@
  * chunks are added in order. */
 #define VM_CHUNK ((size_t)1 << 18)
 double vm_relerr(const float *out, const double *ref, size_t n, int *bad);
+/* vm_relerr of a sum of logarithms (the row's map_loga), where -inf is a
+ * value: an entry whose ref is -inf must be -inf, and is left out of the
+ * norms; any other non-finite entry of out counts in *bad. One pass in
+ * order (n is a state's size, B x D). */
+double vm_relerr_loga(const float *out, const double *ref, size_t n, int *bad);
 /* The worst rows and columns of a [rows][cols] tensor (rows: tokens b, t;
  * cols: channels): ||out_r - ref_r|| / max(||ref_r||, VM_LOCAL_FLOOR x the
  * rms row norm of ref), and the same per column. A wrong value confined to

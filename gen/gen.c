@@ -141,6 +141,10 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	static const char *const hstate[] = { "h0", "hT", "dhT", "dh0" };
 	for (int i = 0; (v->states || v->docs) && i < 4; i++)
 		json_array_append_new(state, json_string(hstate[i]));
+	if (v->map) {   /* map_finish writes them from the forward's partial sums, h0 and hT */
+		json_array_append_new(state, json_string("map_loga"));
+		json_array_append_new(state, json_string("map_h"));
+	}
 	if (v->decode) {   /* a pool of states, updated in place where hT is h0, and each row's slot */
 		json_array_append_new(state, json_string("h0"));
 		json_array_append_new(state, json_string("hT"));

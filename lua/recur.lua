@@ -71,6 +71,9 @@ FILE:LINE, and the generator then writes nothing.
                                            reset marks (packed documents, util/seqstate.h)
       states = { false },                  { true }: and initial and final states (h0, hT,
                                            dhT, dh0)
+      map = { false },                     { true }: and the row's map (map_loga, map_h:
+                                           what a split across devices exchanges); needs
+                                           states = { true } in the same grid
       docs = { false },                    { true }: packed documents with a state each
                                            (cu_seqlens [N + 1] over one row, h0/hT/dhT/dh0
                                            [N][D]), and the reset/h0 form as well; every
@@ -85,7 +88,7 @@ FILE:LINE, and the generator then writes nothing.
       rules = { { "D % 64 == 0", "message" }, ... },   shape rules (util/shapex.h)
     }
     The grid is the cartesian product (at most 64 variants); each variant is
-    named [apart_][docs_|resets_][states_][fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_{SCAN}_chunk{C}
+    named [apart_][docs_|resets_][states_][map_][fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_{SCAN}_chunk{C}
     and is "materialized" (gates written to memory) when not fused. For a
     mixer with token projections, fused = false means the controller runs in
     a separate pass and the gates stay inside the scan kernels (the only
@@ -672,7 +675,7 @@ end
 
 local OPTIONS = { mixer = true, chunk = true, prefix = true, fused = true, shared_sfu = true, scan = true,
                   fused_output = true, fused_write = true, resets = true, states = true, controller = true,
-                  rules = true, apart = true, docs = true }
+                  rules = true, apart = true, docs = true, map = true }
 
 function R.variants(o)
   if not plain(o) then fail("R.variants takes a table { mixer = m, chunk = {...}, prefix = {...}, ... }, got %s", describe(o)) end
@@ -688,6 +691,17 @@ function R.variants(o)
   local resets = bool_list(o.resets, "resets")
   local states = bool_list(o.states, "states")
   local docs = bool_list(o.docs, "docs")
+  local maps = bool_list(o.map, "map")
+  for _, mp in ipairs(maps) do
+    for _, dc in ipairs(docs) do
+      if mp and dc then fail("map = true is of the reset/h0 form, one map a row: leave docs out of its grid") end
+    end
+    for _, hs in ipairs(states) do
+      if mp and not hs then
+        fail("map = true: the row's map comes with the states (map_h = hT - exp(map_loga) h0): give states = { true }")
+      end
+    end
+  end
   for _, dc in ipairs(docs) do
     if dc then
       for _, x in ipairs(resets) do if x then fail("docs = true takes reset marks itself: leave resets out of its grid") end end
@@ -730,10 +744,10 @@ function R.variants(o)
       fail("shared_sfu needs per-token shared expressions; mixer %s has none", st.name)
     end
   end
-  local total = #chunks * #prefixes * #fused * #sfu * #fout * #fwrite * #scans * #resets * #states * #apart * #docs
+  local total = #chunks * #prefixes * #fused * #sfu * #fout * #fwrite * #scans * #resets * #states * #apart * #docs * #maps
   if total > MAXVAR then
-    fail("the grid has %d variants (chunk %d x prefix %d x fused %d x shared_sfu %d x fused_output %d x fused_write %d x scan %d x resets %d x states %d x apart %d x docs %d); at most %d per R.variants",
-         total, #chunks, #prefixes, #fused, #sfu, #fout, #fwrite, #scans, #resets, #states, #apart, #docs, MAXVAR)
+    fail("the grid has %d variants (chunk %d x prefix %d x fused %d x shared_sfu %d x fused_output %d x fused_write %d x scan %d x resets %d x states %d x apart %d x docs %d x map %d); at most %d per R.variants",
+         total, #chunks, #prefixes, #fused, #sfu, #fout, #fwrite, #scans, #resets, #states, #apart, #docs, #maps, MAXVAR)
   end
 
   local file, line = site()
@@ -743,6 +757,7 @@ function R.variants(o)
   for _, dc in ipairs(docs) do
   for _, rs in ipairs(resets) do
   for _, hs in ipairs(states) do
+  for _, mp in ipairs(maps) do
   for _, fo in ipairs(fout) do
     for _, fw in ipairs(fwrite) do
       for _, sf in ipairs(sfu) do
@@ -750,13 +765,15 @@ function R.variants(o)
           for _, sc in ipairs(scans) do
             for _, p in ipairs(prefixes) do
               for _, c in ipairs(chunks) do
-                local name = (ap and "apart_" or "") .. (dc and "docs_" or "") .. (rs and "resets_" or "") .. (hs and "states_" or "") .. (fo and "fused_output_" or "") ..
+                local name = (ap and "apart_" or "") .. (dc and "docs_" or "") .. (rs and "resets_" or "") .. (hs and "states_" or "") .. (mp and "map_" or "") ..
+                             (fo and "fused_output_" or "") ..
                              (fw and "fused_write_" or "") ..
                              (sf and "shared_sfu_" or "") .. (fu and "fused_" or "") ..
                              string.format("grouped_prefix%d_%s_chunk%d", p, sc, c)
                 vars[#vars + 1] = {
                   name = name, chunk = c, prefix = p, fused = fu, shared_sfu = sf,
-                  fused_output = fo, fused_write = fw, resets = rs or dc, states = hs, mma = false, apart = ap, docs = dc,
+                  fused_output = fo, fused_write = fw, resets = rs or dc, states = hs, map = mp, mma = false, apart = ap,
+                  docs = dc,
                   materialized = (not fu) and ntoken == 0,
                   scan = sc, controller = ctl, file = file, line = line,
                 }
@@ -766,6 +783,7 @@ function R.variants(o)
         end
       end
     end
+  end
   end
   end
   end
@@ -803,8 +821,8 @@ function R.decode(o)
   -- token, as in the scans.
   local vars = { {
     name = st.name .. "_decode" .. (mma and "_mma" or ""), mma = mma or false, chunk = CHUNKS[1], prefix = PREFIXES[1], fused = ntoken == 0, shared_sfu = ntoken > 0,
-    fused_output = true, fused_write = true, resets = false, states = false, materialized = false, apart = false,
-    docs = false, scan = "decode", controller = ctl or st.controller, file = file, line = line,
+    fused_output = true, fused_write = true, resets = false, states = false, map = false, materialized = false,
+    apart = false, docs = false, scan = "decode", controller = ctl or st.controller, file = file, line = line,
   } }
   return make_set(st, vars, rules, ntoken, nblock)
 end

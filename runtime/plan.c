@@ -891,13 +891,23 @@ static int state_check(const recur_variant *v, const recur_seqstate *st, const r
 		[RT_STATE_H0] = "states = { true }", [RT_STATE_RESET] = "resets = { true }",
 		[RT_STATE_CU_SEQLENS] = "docs = { true }", [RT_STATE_HT] = "states = { true }",
 		[RT_STATE_DHT] = "states = { true }", [RT_STATE_DH0] = "states = { true }",
-		[RT_STATE_MAP_LOGA] = "none yet", [RT_STATE_MAP_H] = "none yet", [RT_STATE_INDEX] = "R.decode",
+		[RT_STATE_MAP_LOGA] = "map = { true }", [RT_STATE_MAP_H] = "map = { true }", [RT_STATE_INDEX] = "R.decode",
 	};
 	for (int i = 0; i < RT_NSTATE; i++)
 		if (rt_state_ptr(st, i) && !(v->d->state >> i & 1))
 			return rt_vfail(err, errlen, "variant %s at %s: the sequence state gives %s, which its kernels do "
 			                "not take (they take: %s); generate a variant with it (%s)", v->d->name, shape,
 			                rt_state_name[i], v->d->state_text[0] ? v->d->state_text : "none", how[i]);
+	/* the map is of a row under continuation: t = 0 no reset unless
+	 * marked, which h0 makes so (zeros for a part that starts from
+	 * nothing); map_h is hT less h0's share (templates/rowmap.c) */
+	if (st && (st->map_loga || st->map_h) && !st->h0)
+		return rt_vfail(err, errlen, "variant %s at %s: the sequence state gives %s without h0; the row's map is "
+		                "of a row continuing a state (util/seqstate.h): give h0 (zeros where the row has none)",
+		                v->d->name, shape, st->map_loga ? "map_loga" : "map_h");
+	if (st && st->map_h && !st->hT)
+		return rt_vfail(err, errlen, "variant %s at %s: the sequence state gives map_h without hT; map_h is hT "
+		                "less exp(map_loga) h0, so the forward needs hT: give it a buffer", v->d->name, shape);
 	if (st && st->ndocs && !st->cu_seqlens)
 		return rt_vfail(err, errlen, "variant %s at %s: the sequence state gives ndocs = %d without cu_seqlens",
 		                v->d->name, shape, st->ndocs);

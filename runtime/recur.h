@@ -66,8 +66,8 @@ int  recur_tensor_bytes(recur_shape s, size_t elem_bytes, size_t *bytes, char *e
  * reset, h0, hT, dhT, dh0 from grids with resets / states = { true };
  * all of those and cu_seqlens, ndocs from grids with docs = { true };
  * index from decode variants, recur_manifest_variant_scan "decode";
- * map_loga, map_h from none yet); a call giving another is refused before
- * any launch.
+ * map_loga, map_h from grids with map = { true }); a call giving another is
+ * refused before any launch.
  *   reset   u8 [B][L]: 1 where a document starts inside a row, else 0;
  *           read by the forward and the backward of the call alike.
  *   h0      fp32 [B][D]: the state before each row's first token (that
@@ -84,8 +84,12 @@ int  recur_tensor_bytes(recur_shape s, size_t elem_bytes, size_t *bytes, char *e
  *           one row (B = 1, no reset marks; 1 <= ndocs <= L), document i
  *           the tokens cu_seqlens[i] .. cu_seqlens[i+1] - 1; h0, hT, dhT
  *           and dh0 are then [ndocs][D], a state per document.
- *   (map_loga, map_h fp32 [B][D]: as in util/seqstate.h; no kernel takes
- *   them yet.)
+ *   map_loga, map_h fp32 [B][D], map variants: the row's map (util/
+ *           seqstate.h), written by the forward: map_loga the sum of
+ *           log a over the row (-inf where a mark cuts it), map_h = hT -
+ *           exp(map_loga) h0, so hT = exp(map_loga) h0 + map_h. Either
+ *           needs h0 (zeros for a row that continues from nothing), and
+ *           map_h needs hT.
  *   index   int32 [B], decode variants only: the slot of h0 / hT row b
  *           reads and writes (h0[index[b]], hT[index[b]]); negative: row b
  *           is padding: no state read or written, y not written; absent: slot b.

@@ -81,6 +81,7 @@ typedef struct {
 	bool shared_sfu, fused_output, fused_write;
 	bool resets;           /* the kernels take per-token reset marks (state:reset, util/seqstate.h) */
 	bool states;           /* and initial and final states (state:h0, hT, dhT, dh0) */
+	bool map;              /* and the row's map (state:map_loga, map_h; util/seqstate.h): states true */
 	bool docs;             /* packed documents with a state each (cu_seqlens, util/seqstate.h): every
 	                        * sequence start and end handled per token (templates/docs.c); its marks
 	                        * (resets true) come from the kernel docs_prep, states false */

@@ -298,9 +298,9 @@ static void rd_canonical(const Variant *v, const char *mixer, char *buf, size_t 
 		snprintf(buf, n, "%s_decode%s", mixer, v->mma ? "_mma" : "");
 		return;
 	}
-	snprintf(buf, n, "%s%s%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->apart ? "apart_" : "",
+	snprintf(buf, n, "%s%s%s%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->apart ? "apart_" : "",
 	         v->docs ? "docs_" : v->resets ? "resets_" : "",
-	         v->states ? "states_" : "", v->fused_output ? "fused_output_" : "",
+	         v->states ? "states_" : "", v->map ? "map_" : "", v->fused_output ? "fused_output_" : "",
 	         v->fused_write ? "fused_write_" : "", v->shared_sfu ? "shared_sfu_" : "", v->fused ? "fused_" : "",
 	         v->prefix, v->onepass ? "onepass" : v->lookback ? "lookback" : "hierarchical", v->chunk);
 }
@@ -327,6 +327,7 @@ static void rd_variant(const Rd *rd, int e, const char *mixer, int ntoken, Varia
 	v->fused_write = rd_bool(rd, e, "fused_write", of);
 	v->resets = rd_bool(rd, e, "resets", of);
 	v->states = rd_bool(rd, e, "states", of);
+	v->map = rd_bool(rd, e, "map", of);
 	v->mma = rd_bool(rd, e, "mma", of);
 	v->materialized = rd_bool(rd, e, "materialized", of);
 	v->apart = rd_bool(rd, e, "apart", of);
@@ -351,6 +352,8 @@ static void rd_variant(const Rd *rd, int e, const char *mixer, int ntoken, Varia
 	if (v->docs && (!v->resets || v->states || v->decode))
 		rd_fail(rd, "%s: docs takes its reset marks and states itself (resets true, states false) and is a scan "
 		        "variant", of);
+	if (v->map && !v->states)
+		rd_fail(rd, "%s: map comes with the states (map_h = hT - exp(map_loga) h0): states true", of);
 	if (v->mma && !v->decode)
 		rd_fail(rd, "%s: mma is an option of decode steps (R.decode)", of);
 	if (v->decode && (v->resets || v->states || v->fused != (ntoken == 0)))

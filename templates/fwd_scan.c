@@ -14,6 +14,7 @@
  */
 #include "tmpl.h"
 #include "diag.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,17 +44,67 @@ static LLVMValueRef keep_at(Tmpl *T, Lanes *ln, int keep, LLVMValueRef k, int s)
 	return iadd(I, ci32(I, keep), imul(I, iadd(I, imul(I, w, ci32(I, 128 * T->quads)), ln->tid), ci32(I, 4)));
 }
 
+/* The row's map (map variants; util/seqstate.h): the forward's kernel
+ * that folds each tile once (fwd_reduce, or the look-back's fwd_scan) also
+ * sums log_a over each quad's tokens per channel, in a fixed order, for
+ * map_finish. A slot adds log_a of each valid step, and -inf at a reset
+ * (a mark: hT no longer depends on the state entering the row; a map
+ * variant's call gives h0, so t = 0 is no reset unless marked). */
+static void map_push(Tmpl *T, const Step *stp, Var sl[4])
+{
+	Irb *I = &T->I;
+	LLVMValueRef la[TM_SLOTS];
+	for (int s = 0; s < TM_SLOTS; s++) {
+		la[s] = fsel(I, step_isfirst(T, stp, s), cf32(I, -INFINITY), stp->log_a[s]);
+		la[s] = fsel(I, stp->valid[slot_r(s)], la[s], cf32(I, 0.0));
+	}
+	/* a channel's two rows per step: 4 sums held over the fold, not 8 */
+	for (int c = 0; c < 4; c++)
+		var_set(I, sl[c], fadd(I, var_get(I, sl[c]), fadd(I, la[c], la[4 + c])));
+}
+
+/* a group's sums into the quad's per channel: the 8 lanes g of the
+ * channel by an xor butterfly (every lane ends with the same bits: each
+ * sum adds the same two values) */
+static void map_group(Tmpl *T, Var sl[4], Var ml[4])
+{
+	Irb *I = &T->I;
+	for (int c = 0; c < 4; c++) {
+		LLVMValueRef v = var_get(I, sl[c]);
+		for (int m = 4; m <= 16; m *= 2)
+			v = fadd(I, v, shfl_xor_f(I, v, m));
+		var_set(I, ml[c], fadd(I, var_get(I, ml[c]), v));
+	}
+}
+
+/* the quad's sums to ws:mapL [B][NT * quads][D], one row per quad of each
+ * tile in time order (lane g = 0 of each q holds its 4 channels) */
+static void map_store(Tmpl *T, Lanes *ln, KSig *sig, Var ml[4])
+{
+	Irb *I = &T->I;
+	LLVMValueRef mapL = ksig_arg(T, sig, "ws:mapL");
+	LLVMValueRef pos = iadd(I, imul(I, lane_tile(I, ln), ci32(I, T->quads)), ln->quad);
+	LLVMValueRef np = imul(I, nctaid(I, 0), ci32(I, T->quads));
+	IfBlk f;
+	if_begin(I, &f, ieq(I, ln->g, ci32(I, 0)), "map");
+	for (int c = 0; c < 4; c++)
+		st(I, var_get(I, ml[c]), gep_f32(I, mapL, tile_chan(T, ln, pos, np, ln->ch[c])), 4);
+	if_end(I, &f);
+}
+
 /* Phase 1 of reduce/apply: the quad's groups folded into chunk maps (kept
  * per group in ex[]) and group totals composed into the quad map q. With
  * keep >= 0 every step's map is also stored there (keep_at), and ovf
  * records a value fp16 cannot hold. */
 static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMValueRef totA[][4],
-                      LLVMValueRef totB[][4], Var qA[4], Var qB[4], int keep, Var *ovf)
+                      LLVMValueRef totB[][4], Var qA[4], Var qB[4], int keep, Var *ovf, Var *ml)
 {
 	Irb *I = &T->I;
 	for (int c = 0; c < 4; c++) {
 		qA[c] = var_init(I, cf32(I, 1.0), "qA");
 		qB[c] = var_init(I, cf32(I, 0.0), "qB");
+		if (ml)
+			ml[c] = var_init(I, cf32(I, 0.0), "ml");
 	}
 	for (int j = 0; j < T->quad_groups; j++) {
 		LLVMValueRef gb = iadd(I, qbase, ci32(I, j * 16 * T->chunk));
@@ -66,6 +117,9 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 		 * fragments are held over the sweep (4 more; elsewhere ptxas
 		 * spills under the 2-block cap or the kernel loses a block) */
 		int was = keep >= 0 ? gate_frags_hold(T, ln) : ln->wmat_smem;
+		Var sl[4];
+		for (int c = 0; ml && c < 4; c++)
+			sl[c] = var_init(I, cf32(I, 0.0), "sl");
 		Loop Ls, L;
 		LLVMValueRef i = seg_loop_begin_n(T, ln, &Ls, &L, gb, T->chunk, n);
 		Step stp[2];
@@ -74,6 +128,8 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 			LLVMValueRef ik = iadd(I, i, ci32(I, k));
 			for (int s = 0; s < TM_SLOTS; s++)
 				maps_push_fwd(T, &ex[j], s, stp[k].a_eff[s], stp[k].b_eff[s]);
+			if (ml)
+				map_push(T, &stp[k], sl);
 			if (keep >= 0) {
 				IfBlk f;
 				if_begin(I, &f, ilt(I, ik, ci32(I, T->chunk - 1)), "keep");
@@ -87,6 +143,8 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 		}
 		seg_loop_end(T, &Ls, &L);
 		ln->wmat_smem = was;
+		if (ml)
+			map_group(T, sl, ml);
 		warp_scan_fwd(T, ln, &ex[j], totA[j], totB[j]);
 		for (int c = 0; c < 4; c++) {
 			LLVMValueRef A = var_get(I, qA[c]);
@@ -131,14 +189,18 @@ void tmpl_fwd_reduce(Tmpl *T)
 	sig_inputs(T, &l->sig);
 	ksig_add(T, &l->sig, "ws:aggA", I->gptr);
 	ksig_add(T, &l->sig, "ws:aggB", I->gptr);
+	if (T->v->map)
+		ksig_add(T, &l->sig, "ws:mapL", I->gptr);
 	ksig_shape(T, &l->sig);
 	tmpl_open(T, l);
 	Lanes ln;
 	quad_lanes(T, &ln, &l->sig, seg_len(T), SEG_X);
 	Maps ex[4];
 	LLVMValueRef tA[4][4], tB[4][4];
-	Var qA[4], qB[4];
-	quad_fold(T, &ln, quad_base(T, &ln), ex, tA, tB, qA, qB, -1, NULL);
+	Var qA[4], qB[4], ml[4];
+	quad_fold(T, &ln, quad_base(T, &ln), ex, tA, tB, qA, qB, -1, NULL, T->v->map ? ml : NULL);
+	if (T->v->map)
+		map_store(T, &ln, &l->sig, ml);
 	quad_publish(T, &ln, qA, qB);
 	/* threads 0..63 compose the quads of their channel in time order */
 	IfBlk f;
@@ -252,7 +314,11 @@ static void fwd_apply_tile(Tmpl *T, Lanes *ln, Launch *l, int keep, int lbo)
 	Var ovf = { 0 };
 	if (keep >= 0)
 		ovf = var_init(I, LLVMConstInt(I->i1, 0, 0), "ovf");
-	quad_fold(T, ln, qbase, ex, tA, tB, qA, qB, keep, &ovf);
+	Var ml[4];
+	int map = lb && T->v->map;   /* the hierarchical scan's fwd_reduce stored the sums */
+	quad_fold(T, ln, qbase, ex, tA, tB, qA, qB, keep, &ovf, map ? ml : NULL);
+	if (map)
+		map_store(T, ln, &l->sig, ml);
 	/* the kept maps serve unless one of the block's values overflowed fp16 */
 	LLVMValueRef kept = keep >= 0 ? LLVMBuildNot(I->b, bar_or(I, var_get(I, ovf)), "") : NULL;
 	quad_publish(T, ln, qA, qB);
@@ -355,6 +421,8 @@ void tmpl_fwd_apply(Tmpl *T)
 		ksig_add(T, &l->sig, "ws:hend", I->gptr);
 		if (T->v->states)   /* the last tile's end state (h0 comes with the step kernels' args) */
 			ksig_add(T, &l->sig, "state:hT", I->gptr);
+		if (T->v->map)
+			ksig_add(T, &l->sig, "ws:mapL", I->gptr);
 	} else {
 		ksig_add(T, &l->sig, "ws:carry", I->gptr);
 	}

@@ -166,6 +166,11 @@ static void plan_workspaces(Tmpl *T)
 		add_ws(T, "carry", "B*NT*D*4", "forward", 0);
 	}
 	add_ws(T, "ckpt", "B*NG*D*4", "saved", 0);
+	if (T->v->map) {   /* the row's map: sums of log_a per quad of each tile (fwd_scan.c) */
+		char q[32];
+		snprintf(q, sizeof q, "B*NT*%d*D*4", T->quads);
+		add_ws(T, "mapL", q, "forward", 0);
+	}
 	if (!gates_inline(T)) {
 		add_ws(T, "log_a", "B*L*D*4", "saved", 0);
 		add_ws(T, "b", "B*L*D*4", "saved", 0);

@@ -353,6 +353,8 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		tmpl_carry(T, 0);
 	}
 	tmpl_fwd_apply(T);
+	if (T->v->map)
+		tmpl_map_finish(T);
 	if (T->v->docs)
 		docs_prep_again(T);
 	if (!T->v->onepass) {

@@ -512,6 +512,7 @@ void tmpl_fwd_gates(Tmpl *T);      /* unfused: log_a, b to memory */
 void tmpl_fwd_reduce(Tmpl *T);
 void tmpl_fwd_apply(Tmpl *T);
 void tmpl_carry(Tmpl *T, int backward);
+void tmpl_map_finish(Tmpl *T);    /* map variants: the row's map from the forward's partial sums */
 /* projections apart (proj.c): x W + bias of every block-diagonal
  * projection into its workspace (forward), then dx = dx's own term + the
  * adjoints times W^T, and dW per slab of rows (backward) */

@@ -14,6 +14,9 @@
  * - In place: hT == h0 is refused for a states variant (its kernels read h0
  *   after another wrote hT) and taken by a decode step (scan "decode"),
  *   dh0 == dhT refused; each before anything reaches the driver.
+ * - The row's map (state map_loga, map_h): map_loga reaches its slot; the
+ *   map without h0, or map_h without hT, is refused before any driver
+ *   call; a variant without the map refuses it, naming map = { true }.
  * - A decode step (scan "decode", state h0 hT index, "backward": []) loads,
  *   gets h0, hT and index in its forward's arg slots, runs in place, and
  *   refuses recur_backward, recur_backward_ws and a graph with a backward
@@ -295,6 +298,66 @@ out:
 	recur_manifest_free(m);
 }
 
+/* The row's map (a map variant: state h0 hT dhT dh0 map_loga map_h):
+ * map_loga reaches its slot; the map without h0, or map_h without hT, is
+ * refused before any driver call, saying what to give; a states variant
+ * without the map refuses it, naming the grid option. */
+static void row_map(recur_rt *rt)
+{
+	char err[1024] = "";
+	recur_manifest *m =
+	        load(MANIFEST(VARIANT("map", "[\"h0\", \"hT\", \"dhT\", \"dh0\", \"map_loga\", \"map_h\"]",
+	                              "state:map_loga") ","
+	                      VARIANT("states", "[\"h0\", \"hT\", \"dhT\", \"dh0\"]", "state:hT")),
+	             err, sizeof err);
+	check(m != NULL, "a manifest with a map variant loads", "%s", err);
+	if (!m)
+		return;
+	recur_shape s = {2, 16, 64};
+	size_t bytes = 0, sb = (size_t)s.B * (size_t)s.D * 4;
+	CUdeviceptr t[8] = {0};
+	recur_variant *v = NULL, *w = NULL;
+	int rc = recur_tensor_bytes(s, 2, &bytes, err, sizeof err);
+	for (int i = 0; i < 8 && !rc; i++)
+		rc = recur_alloc(rt, i < 4 ? bytes : sb, &t[i], err, sizeof err);
+	rc = rc || recur_variant_load(rt, m, "map", &v, err, sizeof err) ||
+	     recur_variant_load(rt, m, "states", &w, err, sizeof err);
+	check(rc == 0, "both variants load", "%s", err);
+	if (rc)
+		goto out;
+	check(!strcmp(recur_manifest_variant_state(m, 0), "h0 hT dhT dh0 map_loga map_h"),
+	      "recur_manifest_variant_state lists the map", "\"%s\"", recur_manifest_variant_state(m, 0));
+	recur_seqstate st = {.h0 = t[4], .hT = t[5], .map_loga = t[6], .map_h = t[7]};
+	recur_io io = {.x = t[0], .y = t[1], .dy = t[2], .dx = t[3], .state = &st};
+	hc.nlaunch = 0;
+	rc = recur_forward(v, s, &io, 0, err, sizeof err);
+	check(rc == 0 && hc.nlaunch == 1 && arg(2) == t[6], "h0, hT and the map: the forward runs, map_loga in its slot",
+	      "%s", err);
+	st = (recur_seqstate){.hT = t[5], .map_loga = t[6]};
+	long calls = hc.calls;
+	rc = recur_forward(v, s, &io, 0, err, sizeof err);
+	check(rc != 0 && hc.calls == calls && has(err, "map_loga without h0") && has(err, "zeros"),
+	      "map_loga without h0: refused before any driver call, saying to give h0 (zeros)", "%s", err);
+	st = (recur_seqstate){.h0 = t[4], .map_h = t[7]};
+	rc = recur_forward(v, s, &io, 0, err, sizeof err);
+	check(rc != 0 && hc.calls == calls && has(err, "map_h without hT"),
+	      "map_h without hT: refused before any driver call", "%s", err);
+	st = (recur_seqstate){.h0 = t[4], .map_loga = t[6]};
+	rc = recur_forward(v, s, &io, 0, err, sizeof err);
+	check(rc == 0, "map_loga with h0 and no hT runs (map_h alone needs hT)", "%s", err);
+	st = (recur_seqstate){.h0 = t[4], .hT = t[5], .map_loga = t[6]};
+	calls = hc.calls;
+	rc = recur_forward(w, s, &io, 0, err, sizeof err);
+	check(rc != 0 && hc.calls == calls && has(err, "gives map_loga") && has(err, "map = { true }"),
+	      "map_loga for a variant without the map: refused, naming the grid option", "%s", err);
+out:
+	recur_variant_free(v);
+	recur_variant_free(w);
+	for (int i = 0; i < 8; i++)
+		recur_free(rt, t[i]);
+	recur_manifest_free(m);
+}
+
 /* A decode step: forward only, in place, with the slots of its rows */
 static void decode(recur_rt *rt)
 {
@@ -429,6 +492,7 @@ int main(void)
 		calls(rt);
 		packed(rt);
 		in_place(rt);
+		row_map(rt);
 		decode(rt);
 	}
 	recur_rt_close(rt);
