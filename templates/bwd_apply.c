@@ -626,6 +626,8 @@ void tmpl_bwd_apply(Tmpl *T)
 	 * step si's, so a segment needs at least two (chunks are >= 8) */
 	CHECK(T->nbdproj == 0 || T->seg >= 2);
 	Launch *l = bwd_apply_launch(T, bw.sm.total);
+	if (T->napj && !T->portable && bw.sm.total <= SMEM_3BLK)
+		l->minblocks = 3;   /* bwd_smem_3blk's layout: registers for three blocks too */
 	tmpl_open(T, l);
 	bw.sig = &l->sig;
 	/* dx's transposed projection takes the weights' rows in the slots'

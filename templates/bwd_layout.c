@@ -72,6 +72,27 @@ static int bwd_gate_steps(const Tmpl *T, const BwdSmem *s)
  * 2^-11 before each step does not average out (SAMU at chunk 16, the one
  * that took 16-bit maps, missed 1e-2 on dbu: 1.2e-2 at 1x37x128, 100 times
  * chunk 8's error on the same inputs). */
+/* With the projections apart (no weights or dW in shared memory, 165
+ * registers at K = 256: three blocks' worth), the layout that lets three
+ * blocks share an SM where one does with no more gate evaluations: 16-bit
+ * maps, half the bytes. Two 4-warp blocks left bwd_apply waiting on
+ * memory latency (2 warps a scheduler, 0.47 eligible, 44% of DRAM
+ * bandwidth at 1x32768x4096 on the H100). */
+static BwdSmem bwd_smem_3blk(const Tmpl *T, const PartMap *pm, BwdSmem best)
+{
+	if (T->napj == 0 || T->portable || best.total <= SMEM_3BLK)
+		return best;
+	int steps = bwd_gate_steps(T, &best);
+	for (int h16 = 0; h16 < (T->ntokval > 0 ? 1 : 2); h16++)
+		for (int nh = 1; nh <= T->chunk / T->seg && T->chunk / T->seg <= 8; nh++)
+			for (int swz = 0; swz < 2; swz++) {
+				BwdSmem s = bwd_layout(T, pm, nh, swz, h16);
+				if (s.total <= SMEM_3BLK && bwd_gate_steps(T, &s) <= steps)
+					return s;
+			}
+	return best;
+}
+
 BwdSmem bwd_smem(const Tmpl *T, const PartMap *pm)
 {
 	BwdSmem best = bwd_layout(T, pm, 0, 0, 0);
@@ -87,5 +108,5 @@ BwdSmem bwd_smem(const Tmpl *T, const PartMap *pm)
 			if (d < 0 || (d == 0 && s.h16 == best.h16 && s.total < best.total))
 				best = s;
 		}
-	return best;
+	return bwd_smem_3blk(T, pm, best);
 }

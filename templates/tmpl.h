@@ -286,6 +286,8 @@ LLVMValueRef ksig_param(Tmpl *T, const KSig *s, int p);           /* parameter p
 /* The shared memory one block may take and still let a second share its
  * SM (228 KB per SM, 1 KB of it reserved per block) */
 #define SMEM_2BLK (113 * 1024)
+/* and a third: 75 KB each */
+#define SMEM_3BLK (75 * 1024)
 /* The most shared memory one block may take on sm_90 (opted in) */
 #define SMEM_BLK_MAX (227 * 1024)
 

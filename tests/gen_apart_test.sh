@@ -63,6 +63,16 @@ if bad: print("\n".join("     " + b for b in bad[:12]))
 sys.exit(1 if bad else 0)
 PY
 check $? "each plan: proj_fwd first, proj_dx, proj_dw, param_reduce last; scans over D/64, the weights over D/K and slabs; 4K tensor FLOP per element in each projection kernel"
+# bwd_apply at chunk 8 takes 16-bit maps so that three blocks share an SM
+# (at most 75 KB of shared memory, and ptxas told to fit three)
+bad=""
+for f in "$work/k256"/rglru.apart_*_chunk8.ptx; do
+	n=$(basename "$f" .ptx); n=${n#rglru.}
+	sm=$("$py" -c "import json,sys; m=json.load(open(sys.argv[1])); print([l['smem'] for v in m['variants'] if v['name']==sys.argv[2] for l in v['backward'] if l['kernel'].endswith('bwd_apply')][0])" "$work/k256/manifest.json" "$n")
+	three=$(sed -n '/\.entry rglru_bwd_apply(/,/^{/p' "$f" | grep -c "minnctapersm 3")
+	{ [ "$sm" -le 76800 ] && [ "$three" = 1 ]; } || bad="$bad $n($sm,$three)"
+done
+[ -z "$bad" ]; check $? "bwd_apply at chunk 8 in at most 75 KB, three blocks an SM (not:${bad:- none})"
 
 out=$("$recur" list --dir "$work/k256" --plan --shape 2x1000x2560 2>&1)
 echo "$out" | grep -q "rglru_proj_dw  *grid 16x10x12 " && echo "$out" | grep -q "rglru_fwd_apply  *grid 4x40x2 "
