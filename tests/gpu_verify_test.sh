@@ -3,7 +3,8 @@
 # 1x64x64 (the JIT cache's warm-up) and L in {1, 37, 8192} x B in {1, 3} (D = 128 and 1024), at the cluster edge
 # shapes, through a CUDA graph at two of them, on the golden cases' inputs against their expected outputs, and
 # with large activations (the fp16 overflow guard); packed documents with a
-# state each (lua/variants/docs.lua); a single-pass backward
+# state each (lua/variants/docs.lua); the row's map and a sequence split
+# through it (examples/split_map.c); a single-pass backward
 # over the device's capacity refused; and calibration under a
 # memory budget (its winner within it; none below y and dx alone). Skips, saying why, where no
 # NVIDIA driver is present.
@@ -86,6 +87,31 @@ if "$recur" gen "$src/lua/variants/docs.lua" -o "$work/docs" -q; then
 	"$recur" verify --dir "$work/docs" --h0 --resets 0.01 --shape 3x1000x1024 || rc=1
 else
 	echo "FAIL: recur gen lua/variants/docs.lua"; rc=1
+fi
+# the row's map (map = { true }, every scan kind): map_loga and map_h
+# against float64 with random h0, -inf exactly where a mark cuts a row;
+# then a sequence split into parts through the maps (examples/split_map.c,
+# built beside recur) against one forward over the whole
+cat > "$work/map.lua" <<'LUA'
+local R = require "recur"
+return {
+  R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true },
+    scan = { "hierarchical", "lookback", "onepass" }, resets = { false, true }, states = { true }, map = { true } },
+}
+LUA
+if "$recur" gen "$work/map.lua" --lua "$src/lua" -o "$work/map" -q; then
+	"$recur" verify --dir "$work/map" --h0 --shape 3x1000x1024 --shape 2x777x2048 || rc=1
+	"$recur" verify --dir "$work/map" --h0 --resets 0.01 --variant resets_states_map_fused_grouped_prefix32_lookback_chunk8 \
+		--shape 3x1000x1024 || rc=1
+	split=$(dirname "$recur")/split_map
+	if [ -x "$split" ]; then
+		"$split" "$work/map" states_map_fused_grouped_prefix32_lookback_chunk8 2 8192 1024 4 || rc=1
+		"$split" "$work/map" states_map_fused_grouped_prefix32_hierarchical_chunk8 1 3001 512 3 || rc=1
+	else
+		echo "FAIL: no $split (cmake builds it beside recur)"; rc=1
+	fi
+else
+	echo "FAIL: recur gen of the map grid"; rc=1
 fi
 goldens=${RECUR_GOLDENS:-$src/tests/goldens}
 if [ -d "$goldens" ]; then
