@@ -50,7 +50,8 @@
 #                                        with --h0, 3, 8 in 16384 tokens), then
 #                                        the reset/h0 form
 #                                        and plainly; then 64 documents in
-#                                        131072 tokens timed as cu_seqlens, as
+#                                        131072 tokens timed as cu_seqlens (with
+#                                        final states, then --no-final), as
 #                                        marks, beside the resets variant (set
 #                                        state) and the plain winner (set ptx)
 #          bench/h200_suite.sh state     the carried set "state" (recur gen
@@ -180,7 +181,8 @@ if [ "$mode" = docs ]; then
 		"$BIN" verify --dir "$R" --h0 --shape 3x1000x1024 >> "$EXP/verify_docs_rows.log" 2>&1 || rc=1
 		"$BIN" verify --dir "$R" --shape 1x8192x1024 --shape 3x1000x1024 >> "$EXP/verify_docs_rows.log" 2>&1 || rc=1
 		wrote="$wrote $EXP/verify_packed.log $EXP/verify_docs_rows.log"
-		# speed: 64 documents in 131072 tokens as cu_seqlens (a state each) and as marks, against the
+		# speed: 64 documents in 131072 tokens as cu_seqlens (a state each, then no final states: a
+		# training call) and as marks, against the
 		# resets variant's marks (set state) and the plain winner (set ptx), one-pass chunk 8
 		B="--rounds 1 --samples 5 --profile"
 		for m in rglru samu; do
@@ -190,6 +192,8 @@ if [ "$mode" = docs ]; then
 			esac
 			"$BIN" bench --dir "$R" --mixer $m --variant "docs_$v" --shapes 1x131072x1024 --resets 0.00049 --packed \
 				$B --out "$EXP/bench_${m}_packed.json" >> "$EXP/bench_docs.log" 2>&1 || rc=1
+			"$BIN" bench --dir "$R" --mixer $m --variant "docs_$v" --shapes 1x131072x1024 --resets 0.00049 --packed \
+				--no-final $B --out "$EXP/bench_${m}_packed_nofinal.json" >> "$EXP/bench_docs.log" 2>&1 || rc=1
 			"$BIN" bench --dir "$R" --mixer $m --variant "docs_$v" --shapes 1x131072x1024 --resets 0.00049 \
 				$B --out "$EXP/bench_${m}_docs_marks.json" >> "$EXP/bench_docs.log" 2>&1 || rc=1
 			[ -d "$PTXROOT/state" ] && { "$BIN" bench --dir "$PTXROOT/state" --mixer $m --variant "resets_$v" \

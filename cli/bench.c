@@ -45,6 +45,7 @@ typedef struct {
 	double resets;                  /* --resets: reset marks at this rate in every call */
 	int states;                     /* --h0: h0 and dhT given, hT and dh0 taken in every call */
 	int packed;                     /* --packed: --resets' documents as cu_seqlens, a state each */
+	int nofinal;                    /* --no-final: and no hT, dhT */
 	int step;                       /* --step T: the decode steps, T tokens per call (bench_step.h); 0: none */
 	int shapes_given;               /* --shapes on the command line, not its default */
 } BenchOpts;
@@ -78,7 +79,7 @@ typedef struct {
 #define BENCH_DEFAULT_OUT "out/results.json"
 
 enum { B_DIR, B_SHAPES, B_ROUNDS, B_SAMPLES, B_WARMUP, B_CAL, B_VARIANT, B_MIXER, B_OUT, B_PROFILE, B_SEED,
-       B_RESETS, B_H0, B_PACKED, B_STEP };
+       B_RESETS, B_H0, B_PACKED, B_NOFINAL, B_STEP };
 
 static const CliOpt OPTS[] = {
 	[B_DIR] = CLI_OPT_DIR,
@@ -101,6 +102,8 @@ static const CliOpt OPTS[] = {
 	                 "variants taking it (map = { true }); the variants must take the states", 0 },
 	[B_PACKED] = { "--packed", NULL, NULL, "with --resets at B = 1: the documents as cu_seqlens, each with its hT and "
 	               "dhT (and h0, dh0 with --h0); the variants must take cu_seqlens (docs = { true })", 0 },
+	[B_NOFINAL] = { "--no-final", NULL, NULL, "with --packed: no hT and no dhT (a call training on packed documents, "
+	                "which asks for no final states)", 0 },
 	[B_STEP] = { "--step", "T", NULL, "time the decode steps (scan decode), T tokens per call, 1..4096: GPU time per "
 	             "call, host time per replay of its CUDA graph, the memory floor", 0 },
 };
@@ -145,6 +148,9 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 		return 0;
 	case B_PACKED:
 		o->packed = 1;
+		return 0;
+	case B_NOFINAL:
+		o->nofinal = 1;
 		return 0;
 	}
 	snprintf(err, n, "option %d has no handler", opt);
@@ -344,7 +350,7 @@ static int mix_prepare(Bench *bn, Mix *mx, int s, char *err, size_t n)
 	}
 	if (hbufs_inputs(&bn->h, bn->m, vi, bn->o.sh[s], bn->o.seed + (uint64_t)s * 7919, &mx->b, err, n) ||
 	    ((bn->o.resets > 0 || bn->o.states) &&
-	     hbufs_state(&bn->h, &mx->b, bn->o.resets, bn->o.states, bn->o.packed, bn->o.seed + (uint64_t)s * 7919 + 1,
+	     hbufs_state(&bn->h, &mx->b, bn->o.resets, bn->o.states, bn->o.packed ? 1 + bn->o.nofinal : 0, bn->o.seed + (uint64_t)s * 7919 + 1,
 	                 err, n)) ||
 	    (bn->o.states && !bn->o.packed && mf_takes(bn->m, vi, "map_loga") && hbufs_map(&bn->h, &mx->b, err, n)))
 		return -1;
@@ -611,6 +617,10 @@ static int bench_main(Bench *bn, char *err, size_t n)
 		                     .mixers = o->only, .nmixers = o->nonly, .resets = o->resets };
 		return bench_step_run(&so, bn->m, &bn->mi, err, n);
 	}
+	if (o->nofinal && !o->packed) {
+		snprintf(err, n, "--no-final leaves out the documents' final states: give --packed too");
+		return -1;
+	}
 	if (o->packed && !(o->resets > 0)) {
 		snprintf(err, n, "--packed passes --resets P's documents as cu_seqlens: give --resets P too");
 		return -1;
@@ -651,8 +661,9 @@ static int bench_main(Bench *bn, char *err, size_t n)
 	if (o->resets > 0 || o->states) {   /* the results say which state every call gave */
 		char marks[96] = "";
 		if (o->resets > 0)
-			snprintf(marks, sizeof marks, "%s at random tokens, rate %g", o->packed ? "documents as cu_seqlens, "
-			         "hT and dhT per document," : "reset marks", o->resets);
+			snprintf(marks, sizeof marks, "%s at random tokens, rate %g", !o->packed ? "reset marks"
+			         : o->nofinal ? "documents as cu_seqlens, no final states," : "documents as cu_seqlens, "
+			         "hT and dhT per document,", o->resets);
 		snprintf(p.resets, sizeof p.resets, "every call: %s%s%s", marks, marks[0] && o->states ? "; " : "",
 		         o->states ? "h0 and dhT given, hT and dh0 taken" : "");
 	}

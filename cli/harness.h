@@ -54,8 +54,8 @@ int  hbufs_outputs(Harness *h, HBufs *b, char *err, size_t errlen);   /* y, dx *
 /* A sequence state for every call: reset marks at rate resets (> 0; none
  * at 0) drawn from seed, and with states nonzero h0 and dhT, and room for
  * hT and dh0 (all fp32 [B][D]). packed (B = 1): the marks' documents as
- * cu_seqlens instead (t = 0 starts the first), hT and dhT always, and the
- * states [ndocs][D]. */
+ * cu_seqlens instead (t = 0 starts the first), hT and dhT always (packed
+ * 2: not), and the states [ndocs][D]. */
 int  hbufs_state(Harness *h, HBufs *b, double resets, int states, int packed, uint64_t seed, char *err,
                  size_t errlen);
 /* Room for the row's map (map_loga, map_h fp32 [B][D]) in the calls'
