@@ -870,10 +870,10 @@ static int print_row(Ctx *cx, const char *vname, const Case *c, const Outcome *o
 		printf(" resets %g", cx->resets);
 	if (c->h0)
 		printf(" h0 hT %.1e dh0 %.1e", o->e_hT, o->e_dh0);
-	if (o->map)
-		printf(" map_loga %.1e map_h %.1e", o->e_mla, o->e_mh);
 	else if (c->hT)
 		printf(" hT %.1e", o->e_hT);
+	if (o->map)
+		printf(" map_loga %.1e map_h %.1e", o->e_mla, o->e_mh);
 	printf(" y %.1e dx %.1e", o->e[0], o->e[1]);
 	for (int p = 0; p < c->np; p++)
 		printf(" d%s %.1e", c->pname[p], o->e[2 + p]);

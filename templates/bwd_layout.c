@@ -59,22 +59,9 @@ static int bwd_gate_steps(const Tmpl *T, const BwdSmem *s)
 	return n;
 }
 
-/* of the layouts that let two blocks share an SM, the one with the fewest
- * gate evaluations, then fp32 maps over 16-bit ones, then the least shared
- * memory. 16-bit maps fit twice as many steps: RG-LRU at chunk 8 keeps
- * all seven instead of the last segment's four, and its first segment no
- * longer sweeps the gates forward (20 -> 16 evaluations per chunk). A
- * chunk of more than 8 segments keeps the sweeps: its unrolled segments
- * already hold 250-255 registers, and with the maps' loads and the
- * swizzled addresses ptxas spills (RG-LRU chunk 64 at prefix 64 and 128),
- * for a tenth fewer evaluations. A mixer with a token stage keeps fp32
- * maps: its token adjoints sum over whole tokens, where h rounded to
- * 2^-11 before each step does not average out (SAMU at chunk 16, the one
- * that took 16-bit maps, missed 1e-2 on dbu: 1.2e-2 at 1x37x128, 100 times
- * chunk 8's error on the same inputs). */
 /* With the projections apart (no weights or dW in shared memory, 165
- * registers at K = 256: three blocks' worth), the layout that lets three
- * blocks share an SM where one does with no more gate evaluations: 16-bit
+ * registers at K = 256: three blocks' worth), a layout that lets three
+ * blocks share an SM, where one needs no more gate evaluations: 16-bit
  * maps, half the bytes. Two 4-warp blocks left bwd_apply waiting on
  * memory latency (2 warps a scheduler, 0.47 eligible, 44% of DRAM
  * bandwidth at 1x32768x4096 on the H100). */
@@ -93,6 +80,20 @@ static BwdSmem bwd_smem_3blk(const Tmpl *T, const PartMap *pm, BwdSmem best)
 	return best;
 }
 
+/* of the layouts that let two blocks share an SM, the one with the fewest
+ * gate evaluations, then fp32 maps over 16-bit ones, then the least shared
+ * memory. 16-bit maps fit twice as many steps: RG-LRU at chunk 8 keeps
+ * all seven instead of the last segment's four, and its first segment no
+ * longer sweeps the gates forward (20 -> 16 evaluations per chunk). A
+ * chunk of more than 8 segments keeps the sweeps: its unrolled segments
+ * already hold 250-255 registers, and with the maps' loads and the
+ * swizzled addresses ptxas spills (RG-LRU chunk 64 at prefix 64 and 128),
+ * for a tenth fewer evaluations. A mixer with a token stage keeps fp32
+ * maps: its token adjoints sum over whole tokens, where h rounded to
+ * 2^-11 before each step does not average out (SAMU at chunk 16, the one
+ * that took 16-bit maps, missed 1e-2 on dbu: 1.2e-2 at 1x37x128, 100 times
+ * chunk 8's error on the same inputs). With the projections apart, then
+ * the layout for three blocks where there is one (bwd_smem_3blk). */
 BwdSmem bwd_smem(const Tmpl *T, const PartMap *pm)
 {
 	BwdSmem best = bwd_layout(T, pm, 0, 0, 0);
