@@ -21,7 +21,8 @@ if [ -z "$ptx" ] || [ ! -f "$ptx/manifest.json" ]; then
 	ptx=$work/ptx
 	"$recur" gen "$src/tests/grids/representative.lua" --lua "$src/lua" -o "$ptx" -q || exit 1
 fi
-# a folder of variants taking reset marks, one per mixer, one taking states, one cu_seqlens, and a decode step
+# a folder of variants taking reset marks, one per mixer, one taking states, one the row's map, one cu_seqlens,
+# and a decode step
 mkdir -p "$work"
 cat > "$work/resets.lua" <<'LUA'
 local R = require "recur"
@@ -31,6 +32,8 @@ return {
   R.variants { mixer = require "arch.samu", chunk = { 8 }, prefix = { 32 }, shared_sfu = { true },
     fused_output = { true }, fused_write = { true }, scan = { "onepass" }, resets = { true } },
   R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true }, states = { true } },
+  R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true }, states = { true },
+    map = { true } },
   R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true }, docs = { true } },
   R.decode { mixer = require "arch.rglru" },
   R.decode { mixer = require "arch.rglru", mma = true },

@@ -23,10 +23,10 @@ Layout of the package:
 from ._lib import RecurError
 from .kernels import Kernels, load
 from .modules import RGLRU, SAMU, Mixer, init_, parameter_count
-from .ops import HAS_CUSTOM_OP, backward, decode_step, forward, mix
+from .ops import HAS_CUSTOM_OP, backward, decode_step, forward, mix, row_map
 
 __all__ = ["RecurError", "Kernels", "load", "Mixer", "RGLRU", "SAMU", "init_", "parameter_count",
-           "mix", "forward", "backward", "decode_step", "HAS_CUSTOM_OP", "library_path"]
+           "mix", "forward", "backward", "decode_step", "row_map", "HAS_CUSTOM_OP", "library_path"]
 __version__ = "0.1.0"
 
 

@@ -91,6 +91,8 @@ class Chooser:
             if not names:
                 how = ("recur gen lua/variants/docs.lua makes variants taking cu_seqlens with a state per "
                        "document" if "cu_seqlens" in need else
+                       "recur gen lua/variants/state.lua makes variants taking the row's map (map = { true })"
+                       if "map_loga" in need else
                        "recur gen lua/variants/state.lua makes variants taking reset marks and states")
                 raise ValueError("no %s variant of %s takes %s (%s)" % (mixer, m.path, ", ".join(sorted(need)), how))
         legal = [n for n in names if m.check_shape(n, s) is None]

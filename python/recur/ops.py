@@ -75,12 +75,13 @@ def _ndocs(cu):
     return None if cu is None else cu.numel() - 1
 
 
-def _resolve(x, params, key, mixer, variant, resets=None, h0=None, want_hT=False, cu=None):
+def _resolve(x, params, key, mixer, variant, resets=None, h0=None, want_hT=False, cu=None, want_map=False):
     """Checks x, params and the sequence state; (kernels, variant name,
     (B, L, D), DeviceInfo, marks as uint8 or None). A call with marks runs a
     variant that takes them, one with h0 or asking for hT a variant that
     takes states, one with cu (documents with a state each, checks.cu_seqlens)
-    a variant that takes cu_seqlens."""
+    a variant that takes cu_seqlens, one asking for the row's map a variant
+    that takes it."""
     k = lookup(key)
     B, L, D = checks.x_shape(x, mixer)
     checks.params(params, k.params(mixer, D), x, mixer)
@@ -88,15 +89,16 @@ def _resolve(x, params, key, mixer, variant, resets=None, h0=None, want_hT=False
     if h0 is not None:
         checks.state(h0, "initial_state", x, mixer, _ndocs(cu))
     need = frozenset((["reset"] if marks is not None else []) + (["h0"] if h0 is not None or want_hT else []) +
-                     (["cu_seqlens"] if cu is not None else []))
+                     (["cu_seqlens"] if cu is not None else []) + (["map_loga", "map_h"] if want_map else []))
     dev = device_info(x.device.index)
     name, _ = k.choose(mixer, B, L, D, dev, variant, need)
     return k, name, (B, L, D), dev, marks
 
 
-def _state(marks=None, h0=None, hT=None, dhT=None, dh0=None, cu=None):
+def _state(marks=None, h0=None, hT=None, dhT=None, dh0=None, cu=None, map_loga=None, map_h=None):
     """recur_seqstate of a call (None: the plain call); kept alive by the caller."""
-    ts = {"reset": marks, "h0": h0, "hT": hT, "dhT": dhT, "dh0": dh0, "cu_seqlens": cu}
+    ts = {"reset": marks, "h0": h0, "hT": hT, "dhT": dhT, "dh0": dh0, "cu_seqlens": cu, "map_loga": map_loga,
+          "map_h": map_h}
     if all(t is None for t in ts.values()):
         return None
     st = _lib.SeqState(**{f: t.data_ptr() for f, t in ts.items() if t is not None})
@@ -448,6 +450,42 @@ def forward(x, params, kernels, mixer, variant=None, resets=None, initial_state=
     y, saved, hT = raw_forward(x, list(params), _kernels_key(kernels), mixer, variant or "", resets, initial_state,
                                bool(output_final_state), cu)
     return (y, saved, hT) if output_final_state else (y, saved)
+
+
+def row_map(x, params, kernels, mixer, initial_state, variant=None, resets=None):
+    """The row's map of x for a sequence split across devices
+    (util/seqstate.h): (y, final_state, map_loga, map_h), the last three fp32
+    [B, D], with final_state = exp(map_loga) * initial_state + map_h;
+    map_loga is the sum of log a over the row, -inf in a row a reset mark
+    cuts. initial_state fp32 [B, D]: the state each row continues from
+    (zeros for a part that starts from nothing: its map is then the whole
+    of what it sends on). Forward only, without gradients; run by a variant
+    that takes the map (a grid with map = { true }: lua/variants/state.lua).
+    x, params, kernels, mixer, variant and resets as for mix()."""
+    if initial_state is None:
+        raise ValueError("recur.row_map: the map is of a row continuing a state: give initial_state (zeros "
+                         "where the row has none)")
+    if isinstance(x, torch.Tensor) and x.dtype == torch.float32 and _autocast_bf16():
+        x = x.to(torch.bfloat16)
+    params = list(params)
+    k, name, s, dev, marks = _resolve(x, params, _kernels_key(kernels), mixer, variant or "", resets,
+                                      initial_state, True, None, want_map=True)
+    checks.aligned([("x", x)] + [(p.name, t) for p, t in zip(k.params(mixer, s[2]), params)], name, _shape_text(s))
+    dk = k.on(dev.index)
+    n_saved, n_scratch = k.workspace_sizes(name, *s, capability=dk.rt.capability)
+    with torch.no_grad():
+        y = torch.empty_like(x)
+        hT, mla, mh = (x.new_empty((s[0], s[2]), dtype=torch.float32) for _ in range(3))
+        saved = torch.empty(n_saved, dtype=torch.uint8, device=x.device)
+        scratch = _scratch(n_scratch, x.device)
+        _poison([y, hT, mla, mh], [saved, scratch])
+        keep, parr = _ptr_array(params)
+        h0 = initial_state.detach()
+        st = _state(marks, h0, hT, map_loga=mla, map_h=mh)
+        io = _io(st, x=x.data_ptr(), y=y.data_ptr(), dy=0, dx=0, params=parr, grads=None)
+        dk.variant(name).forward(_lib.shape(*s), io, _ws(saved, scratch),
+                                 torch.cuda.current_stream(x.device).cuda_stream)
+    return y, hT, mla, mh
 
 
 def backward(dy, x, params, saved, kernels, mixer, variant=None, resets=None, initial_state=None,

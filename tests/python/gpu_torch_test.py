@@ -150,6 +150,34 @@ def with_states(k, mixer, shape, g):
                                                             " ".join("%s %.1e" % e for e in errs))
 
 
+def with_row_map(k, mixer, shape, g):
+    """recur.row_map, the way a split across devices uses it: x's two parts
+    each from a zero state with their maps; the maps composed give the
+    state one forward over the whole leaves (hT = exp(map_loga) h0 +
+    map_h), the second part run from the first's end state gives the whole's
+    y there, and a random h0 keeps the map's identity."""
+    B, L, D = shape
+    layer = recur.Mixer(k, mixer, D, generator=torch.Generator().manual_seed(B * L + D + 3)).cuda()
+    ps = list(layer.parameters())
+    x = fresh_x(B, L, D, g)
+    l1 = L * 2 // 5
+    zeros = torch.zeros(B, D, device="cuda")
+    with torch.no_grad():
+        y, hT = layer(x, initial_state=zeros, output_final_state=True)
+        _, hT1, _, _ = recur.row_map(x[:, :l1].contiguous(), ps, k, mixer, zeros)
+        y2, _, la2, mh2 = recur.row_map(x[:, l1:].contiguous(), ps, k, mixer, hT1)
+        _, _, la0, mh0 = recur.row_map(x[:, l1:].contiguous(), ps, k, mixer, zeros)
+        h0 = torch.randn(B, D, generator=g, device="cuda")
+        _, hTr, lar, mhr = recur.row_map(x[:, l1:].contiguous(), ps, k, mixer, h0)
+    errs = [("y of part 2", ref_torch.rel_l2(y2, y[:, l1:])),
+            ("composed state", ref_torch.rel_l2(torch.exp(la0) * hT1 + mh0, hT)),
+            ("map from h0", ref_torch.rel_l2(torch.exp(lar) * h0 + mhr, hTr)),
+            ("map_loga the same from any h0", ref_torch.rel_l2(lar, la2))]
+    variant = k.choose(mixer, B, L, D, recur.ops.device_info(0), "", frozenset(("h0", "map_loga", "map_h")))[0]
+    return all(e <= TOL for _, e in errs), "%s %s | %s" % (variant, "x".join(map(str, shape)),
+                                                            " ".join("%s %.1e" % e for e in errs))
+
+
 def with_docs(k, mixer, shape, g):
     """Documents packed as cu_seqlens, a state each (a docs variant): random
     lengths (one of a token, the last), random h0 [N, D] and a gradient of
@@ -463,6 +491,9 @@ def main():
                     lambda: with_resets(kr, mixer, shape, g))
                 check("%s %s with h0 and hT vs float64 reference" % (mixer, "x".join(map(str, shape))))(
                     lambda: with_states(kr, mixer, shape, g))
+                if any("map_loga" in v.state for v in kr.manifest.variants.values()):
+                    check("%s %s, recur.row_map over two parts" % (mixer, "x".join(map(str, shape))))(
+                        lambda: with_row_map(kr, mixer, shape, g))
     if docs_dir:
         kd = recur.load(docs_dir)
         for mixer in ("rglru", "samu"):

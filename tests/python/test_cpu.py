@@ -315,6 +315,9 @@ def stand_in(test, k):
             ns = _nstates(io, s)
             if _states(io)[1]:   # hT: 7 everywhere
                 (ctypes.c_float * ns).from_address(_states(io)[1])[:] = [7.0] * ns
+            for at, v in zip(_maps(io), (-1.5, 2.5)):   # the row's map: map_loga -1.5, map_h 2.5
+                if at:
+                    (ctypes.c_float * ns).from_address(at)[:] = [v] * ns
 
         def backward(self, s, io, ws, stream):
             n = s.B * s.L * s.D
@@ -373,6 +376,13 @@ def _states(io):
         return (0, 0, 0, 0)
     st = io.state.contents
     return (st.h0 or 0, st.hT or 0, st.dhT or 0, st.dh0 or 0)
+
+
+def _maps(io):
+    """(map_loga, map_h) addresses of the call's state (0: none)."""
+    if not io.state:
+        return (0, 0)
+    return (io.state.contents.map_loga or 0, io.state.contents.map_h or 0)
 
 
 class Marshalling(unittest.TestCase):
@@ -637,6 +647,45 @@ class ResetMarks(_StateFolder):
         with self.assertRaises(ValueError) as e:
             plain.choose("rglru", 2, 37, 128, H200, name, frozenset(("reset",)))
         self.assertIn("resets = { true }", str(e.exception))
+
+
+class RowMap(_StateFolder):
+    """recur.row_map: a variant taking the map runs, its forward alone,
+    with h0, hT, map_loga and map_h in recur_io.state, and what C wrote
+    comes back; without initial_state, or from a folder without map
+    variants, it says what to give."""
+
+    def test_the_map_reaches_c_and_comes_back(self):
+        m = recur.RGLRU(self.k, 128)
+        x = torch.randn(2, 37, 128).bfloat16()
+        h0 = torch.zeros(2, 128)
+        y, hT, mla, mh = recur.row_map(x, list(m.parameters()), self.k, "rglru", h0)
+        self.assertEqual(len(self.calls), 1)   # the forward alone
+        fwd = self.calls[0]
+        self.assertEqual(fwd[0], "forward")
+        self.assertIn("map_loga", self.k.manifest.variants[fwd[1]].state)
+        self.assertEqual(fwd[5][:2], (h0.data_ptr(), hT.data_ptr()))
+        for t, v in ((hT, 7.0), (mla, -1.5), (mh, 2.5)):
+            self.assertEqual((t.shape, t.dtype), (torch.Size([2, 128]), torch.float32))
+            self.assertTrue(bool((t == v).all()))
+        self.assertTrue(torch.equal(y, x))     # the stand-in's y
+        report("recur.row_map reaches C through", fwd[1])
+
+    def test_without_initial_state_it_says_what_to_give(self):
+        m = recur.RGLRU(self.k, 128)
+        with self.assertRaises(ValueError) as e:
+            recur.row_map(torch.randn(1, 20, 128).bfloat16(), list(m.parameters()), self.k, "rglru", None)
+        self.assertIn("give initial_state", str(e.exception))
+        self.assertEqual(self.calls, [])
+
+    def test_the_leanest_variant_still_runs_without_the_map(self):
+        name, _ = self.k.choose("rglru", 1, 37, 128, H200, "", frozenset(("h0",)))
+        self.assertNotIn("map_loga", self.k.manifest.variants[name].state)
+
+    def test_a_folder_without_map_variants_says_how(self):
+        with self.assertRaises(ValueError) as e:
+            kernels().choose("rglru", 1, 37, 128, H200, "", frozenset(("h0", "map_loga", "map_h")))
+        self.assertIn("map = { true }", str(e.exception))
 
 
 class CarriedStates(_StateFolder):
