@@ -1,6 +1,7 @@
 /* verify's host arithmetic (cli/vmath.c) against plain sequential loops:
  * the relative error of a tensor and its count of non-finite entries, and
- * the bf16 conversions, on arrays spanning several chunks and a ragged end.
+ * the bf16 conversions, on arrays spanning several chunks and a ragged end;
+ * the error of a sum of logarithms (map_loga), where -inf is a value.
  *
  *   ctest -R test_vmath
  */
@@ -112,6 +113,29 @@ int main(void)
 	out[11 * cols + 2] = NAN;
 	rc = vm_local(out, ref, rows, cols, &lc);
 	check(rc == 0 && isnan(lc.row) && lc.at_row == 11, "a NaN is the worst row", "%g at %zu", lc.row, lc.at_row);
+
+	/* the row's map_loga: -inf is a value. Finite entries judged as by
+	 * vm_relerr; a -inf reference must come back -inf, and any other
+	 * non-finite output counts as bad */
+	double lref[6] = { -3.0, -INFINITY, -0.5, -INFINITY, -10.0, -2.0 };
+	float lout[6] = { -3.003f, -INFINITY, -0.5f, -INFINITY, -10.01f, -2.0f };
+	double ln = 0, ld = 0;
+	for (int i = 0; i < 6; i++)
+		if (isfinite(lref[i])) {
+			ln += ((double)lout[i] - lref[i]) * ((double)lout[i] - lref[i]);
+			ld += lref[i] * lref[i];
+		}
+	bad = 0;
+	got = vm_relerr_loga(lout, lref, 6, &bad);
+	check(bad == 0 && fabs(got - sqrt(ln / ld)) <= 1e-12 * got, "map_loga: -inf matched, the rest as a norm",
+	      "got %.6g (want %.6g), bad %d", got, sqrt(ln / ld), bad);
+	lout[1] = -1e30f;   /* a row a mark cuts, come back finite */
+	lout[2] = -INFINITY;   /* a row without a mark, come back -inf */
+	lout[4] = NAN;
+	bad = 0;
+	vm_relerr_loga(lout, lref, 6, &bad);
+	check(bad == 3, "map_loga: a finite value for -inf, -inf for a finite one and a NaN each count",
+	      "bad %d", bad);
 	free(out); free(ref); free(bits); free(back);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
