@@ -4,9 +4,9 @@
  *   map_loga = the sum of the partials in time order;
  *   map_h    = hT - exp(map_loga) * h0, which is hT where a mark made
  *              map_loga -inf (bit for bit: exp gives 0).
- * A call asking for map_h gives h0 and hT (the runtime refuses one that
- * does not), so t = 0 is no reset unless marked, as the map's contract has
- * it. The sums have a fixed order, so the bits repeat.
+ * A call asking for the map gives h0, and for map_h hT too (the runtime
+ * refuses one that does not), so t = 0 is no reset unless marked, as the
+ * map's contract has it. The sums have a fixed order, so the bits repeat.
  *
  * As the carry kernel: 32 channels a block, MAP_SEGS warps each summing
  * a run of the partials, then warp 0 the runs in order. */
