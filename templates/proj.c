@@ -357,7 +357,9 @@ void tmpl_proj_dx(Tmpl *T)
 /* proj_dw's row tile in shared memory: x's 64 columns (rows of DW_XS
  * bytes), then each adjoint's NC (b_stride) */
 #define DW_XS (64 * 2 + 16)
-static int dw_buf(const Tmpl *T) { return PROJ_ROWS * DW_XS + T->napj * PROJ_ROWS * b_stride(T); }
+/* adjoint j's rows in the buffer (j = napj: the buffer's size) */
+static int dw_adj(const Tmpl *T, int j) { return PROJ_ROWS * DW_XS + j * PROJ_ROWS * b_stride(T); }
+static int dw_buf(const Tmpl *T) { return dw_adj(T, T->napj); }
 
 /* the copies of row tile t (when t < t1) into the buffer at base, then a
  * commit: a group, empty past the slab, for every trip to wait on */
@@ -365,15 +367,14 @@ static void dw_stage(Tmpl *T, LLVMValueRef x, LLVMValueRef dp[], LLVMValueRef t,
                      LLVMValueRef D, LLVMValueRef xcol, LLVMValueRef dcol, LLVMValueRef kw, LLVMValueRef base)
 {
 	Irb *I = &T->I;
-	int K = T->mx->k, nc = proj_nc(T), ds = b_stride(T);
-	int doff = PROJ_ROWS * DW_XS, dbytes = PROJ_ROWS * ds;
+	int K = T->mx->k, nc = proj_nc(T);
 	LLVMValueRef row0 = imul(I, t, ci32(I, PROJ_ROWS));
 	IfBlk f;
 	if_begin(I, &f, ilt(I, t, t1), "dw_copy");
 	/* x's columns past the k tile's width are zeros, never read (warps past it idle) */
 	stage_rows(T, x, row0, BL, D, xcol, base, K < 64 ? K : 64, DW_XS, kw, ROWS_ASYNC_ISSUE);
 	for (int j = 0; j < T->napj; j++)
-		stage_rows(T, dp[j], row0, BL, D, dcol, iadd(I, base, ci32(I, doff + j * dbytes)), nc, ds, NULL,
+		stage_rows(T, dp[j], row0, BL, D, dcol, iadd(I, base, ci32(I, dw_adj(T, j))), nc, b_stride(T), NULL,
 		           ROWS_ASYNC_ISSUE);
 	if_end(I, &f);
 	cp_async_commit(I);
@@ -384,7 +385,6 @@ void tmpl_proj_dw(Tmpl *T)
 	Irb *I = &T->I;
 	int K = T->mx->k, nc = proj_nc(T), na = T->napj, nmt = K / nc;
 	int ds = b_stride(T);   /* an adjoint's row stride (x's: DW_XS) */
-	int doff = PROJ_ROWS * DW_XS, dbytes = PROJ_ROWS * ds;
 	char g0[16], sm[16];
 	snprintf(g0, sizeof g0, "%d", proj_dw_tiles(T));
 	snprintf(sm, sizeof sm, "%d", 2 * dw_buf(T));
@@ -452,7 +452,7 @@ void tmpl_proj_dw(Tmpl *T)
 			for (int nt = 0; nt < nc / 8; nt++)
 				for (int e = 0; e < 4; e++)
 					c[nt][e] = var_get(I, acc[j][nt][e]);
-			mma_row(I, c, A, iadd(I, base, ci32(I, doff + j * dbytes)), ds, lane, rs, nc);
+			mma_row(I, c, A, iadd(I, base, ci32(I, dw_adj(T, j))), ds, lane, rs, nc);
 			for (int nt = 0; nt < nc / 8; nt++)
 				for (int e = 0; e < 4; e++)
 					var_set(I, acc[j][nt][e], c[nt][e]);
