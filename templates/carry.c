@@ -20,6 +20,22 @@
 
 #define CARRY_SEGS 16
 
+void chan_runs(Irb *I, int nsegs, LLVMValueRef D, LLVMValueRef n, ChanRuns *r)
+{
+	r->tid = tid_x(I);
+	r->lane = LLVMBuildAnd(I->b, r->tid, ci32(I, 31), "");
+	r->seg = LLVMBuildLShr(I->b, r->tid, ci32(I, 5), "");
+	r->c = iadd(I, imul(I, ctaid(I, 0), ci32(I, 32)), r->lane);
+	r->live = ilt(I, r->c, D);
+	r->b = ctaid(I, 1);
+	/* run of warp s: positions [s m, min((s+1) m, n)), m = cdiv(n, nsegs) */
+	LLVMValueRef m = idiv(I, iadd(I, n, ci32(I, nsegs - 1)), ci32(I, nsegs));
+	r->k0 = imul(I, r->seg, m);
+	LLVMValueRef k1 = iadd(I, r->k0, m);
+	r->k1 = LLVMBuildSelect(I->b, ilt(I, k1, n), k1, n, "");
+	r->cs = LLVMBuildSelect(I->b, r->live, r->c, ci32(I, 0), "");
+}
+
 void tmpl_carry(Tmpl *T, int backward)
 {
 	Irb *I = &T->I;
@@ -44,18 +60,10 @@ void tmpl_carry(Tmpl *T, int backward)
 	int ns = T->v->states ? 2 : 0;
 	LLVMValueRef s_in = ns ? irb_arg(I, 3) : NULL, s_out = ns ? irb_arg(I, 4) : NULL;
 	LLVMValueRef D = irb_arg(I, 3 + ns), NT = irb_arg(I, 4 + ns);
-	LLVMValueRef tid = tid_x(I);
-	LLVMValueRef lane = LLVMBuildAnd(I->b, tid, ci32(I, 31), "");
-	LLVMValueRef seg = LLVMBuildLShr(I->b, tid, ci32(I, 5), "");
-	LLVMValueRef c = iadd(I, imul(I, ctaid(I, 0), ci32(I, 32)), lane);
-	LLVMValueRef live = ilt(I, c, D);
-	LLVMValueRef b = ctaid(I, 1);
-	/* run of warp s: walk positions [s n, min((s+1) n, NT)) */
-	LLVMValueRef n = idiv(I, iadd(I, NT, ci32(I, CARRY_SEGS - 1)), ci32(I, CARRY_SEGS));
-	LLVMValueRef k0 = imul(I, seg, n);
-	LLVMValueRef k1 = iadd(I, k0, n);
-	k1 = LLVMBuildSelect(I->b, ilt(I, k1, NT), k1, NT, "");
-	LLVMValueRef cs = LLVMBuildSelect(I->b, live, c, ci32(I, 0), "");
+	ChanRuns run;
+	chan_runs(I, CARRY_SEGS, D, NT, &run);
+	LLVMValueRef lane = run.lane, seg = run.seg, live = run.live, b = run.b, cs = run.cs;
+	LLVMValueRef k0 = run.k0, k1 = run.k1;
 #define TILE_IDX(k) iadd(I, imul(I, sext64(I, iadd(I, imul(I, b, NT), \
 	backward ? isub(I, isub(I, NT, ci32(I, 1)), (k)) : (k))), sext64(I, D)), sext64(I, cs))
 	LLVMValueRef cell = imul(I, iadd(I, imul(I, seg, ci32(I, 32)), lane), ci32(I, 4));

@@ -8,8 +8,8 @@
  * refuses one that does not), so t = 0 is no reset unless marked, as the
  * map's contract has it. The sums have a fixed order, so the bits repeat.
  *
- * As the carry kernel: 32 channels a block, MAP_SEGS warps each summing
- * a run of the partials, then warp 0 the runs in order. */
+ * As the carry kernel (chan_runs): 32 channels a block, MAP_SEGS warps
+ * each summing a run of the partials, then warp 0 the runs in order. */
 #include "tmpl.h"
 #include <stdio.h>
 
@@ -35,23 +35,14 @@ void tmpl_map_finish(Tmpl *T)
 	 * every thread, so no barrier is skipped by some) */
 	IfBlk any;
 	if_begin(I, &any, LLVMBuildOr(I->b, state_given(I, mla), state_given(I, mh), ""), "asked");
-	LLVMValueRef tid = tid_x(I);
-	LLVMValueRef lane = LLVMBuildAnd(I->b, tid, ci32(I, 31), "");
-	LLVMValueRef seg = LLVMBuildLShr(I->b, tid, ci32(I, 5), "");
-	LLVMValueRef c = iadd(I, imul(I, ctaid(I, 0), ci32(I, 32)), lane);
-	LLVMValueRef live = ilt(I, c, D);
-	LLVMValueRef cs = LLVMBuildSelect(I->b, live, c, ci32(I, 0), "");
-	LLVMValueRef b = ctaid(I, 1);
-	LLVMValueRef np = imul(I, NT, ci32(I, T->quads));
-	/* run of warp s: partials [s n, min((s+1) n, np)) */
-	LLVMValueRef n = idiv(I, iadd(I, np, ci32(I, MAP_SEGS - 1)), ci32(I, MAP_SEGS));
-	LLVMValueRef k0 = imul(I, seg, n);
-	LLVMValueRef k1 = iadd(I, k0, n);
-	k1 = LLVMBuildSelect(I->b, ilt(I, k1, np), k1, np, "");
+	LLVMValueRef np = imul(I, NT, ci32(I, T->quads));   /* partials a channel */
+	ChanRuns run;
+	chan_runs(I, MAP_SEGS, D, np, &run);
+	LLVMValueRef tid = run.tid, lane = run.lane, seg = run.seg, c = run.c, live = run.live, cs = run.cs, b = run.b;
 	Var sum = var_init(I, cf32(I, 0.0), "sum");
 	{
 		Loop L;
-		loop_begin(I, &L, k0, k1, ci32(I, 1), "k");
+		loop_begin(I, &L, run.k0, run.k1, ci32(I, 1), "k");
 		L.unroll = 4;
 		LLVMValueRef row = iadd(I, imul(I, b, np), loop_i(I, &L));
 		LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, cs));

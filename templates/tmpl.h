@@ -514,6 +514,13 @@ void tmpl_fwd_gates(Tmpl *T);      /* unfused: log_a, b to memory */
 void tmpl_fwd_reduce(Tmpl *T);
 void tmpl_fwd_apply(Tmpl *T);
 void tmpl_carry(Tmpl *T, int backward);
+/* A walk over n positions of each channel, in runs for the warps of a
+ * block of 32 channels (the carry kernels, map_finish): lane and warp
+ * (seg) of the thread, its channel c of the width D (live: c < D; cs: c,
+ * or 0 past D, for addresses), its row b (ctaid.y), and its warp's run
+ * [k0, k1) of [0, n), runs of cdiv(n, nsegs) in order */
+typedef struct { LLVMValueRef tid, lane, seg, c, live, cs, b, k0, k1; } ChanRuns;
+void chan_runs(Irb *I, int nsegs, LLVMValueRef D, LLVMValueRef n, ChanRuns *r);
 void tmpl_map_finish(Tmpl *T);    /* map variants: the row's map from the forward's partial sums */
 /* projections apart (proj.c): x W + bias of every block-diagonal
  * projection into its workspace (forward), then dx = dx's own term + the
