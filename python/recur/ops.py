@@ -143,21 +143,29 @@ def _nstates(s, cu):
     return s[0] if cu is None else _ndocs(cu)
 
 
-def forward_impl(x, params, key, mixer, variant, resets=None, h0=None, want_hT=False, cu=None):
-    """(y, saved, hT): hT [B, D] fp32 ([N, D] with cu) when want_hT, else an empty tensor."""
-    k, name, s, dev, marks = _resolve(x, params, key, mixer, variant, resets, h0, want_hT, cu)
+def _forward(x, params, key, mixer, variant, resets, h0, want_hT, cu, want_map=False):
+    """(y, saved, hT, maps): the forward's launch for forward_impl and
+    row_map; maps (map_loga, map_h) [B, D] fp32 when want_map, else None."""
+    k, name, s, dev, marks = _resolve(x, params, key, mixer, variant, resets, h0, want_hT, cu, want_map)
     checks.aligned([("x", x)] + [(p.name, t) for p, t in zip(k.params(mixer, s[2]), params)], name, _shape_text(s))
     dk = k.on(dev.index)
     n_saved, n_scratch = k.workspace_sizes(name, *s, capability=dk.rt.capability)
     y = torch.empty_like(x)
     hT = x.new_empty((_nstates(s, cu), s[2]), dtype=torch.float32) if want_hT else _no_state(x)
+    maps = tuple(x.new_empty((s[0], s[2]), dtype=torch.float32) for _ in range(2)) if want_map else None
     saved = torch.empty(n_saved, dtype=torch.uint8, device=x.device)
     scratch = _scratch(n_scratch, x.device)
-    _poison([y, hT], [saved, scratch])
+    _poison([y, hT] + list(maps or ()), [saved, scratch])
     keep, parr = _ptr_array(params)
-    st = _state(marks, h0, hT if want_hT else None, cu=cu)
+    st = _state(marks, h0, hT if want_hT else None, cu=cu, map_loga=maps and maps[0], map_h=maps and maps[1])
     io = _io(st, x=x.data_ptr(), y=y.data_ptr(), dy=0, dx=0, params=parr, grads=None)
     dk.variant(name).forward(_lib.shape(*s), io, _ws(saved, scratch), torch.cuda.current_stream(x.device).cuda_stream)
+    return y, saved, hT, maps
+
+
+def forward_impl(x, params, key, mixer, variant, resets=None, h0=None, want_hT=False, cu=None):
+    """(y, saved, hT): hT [B, D] fp32 ([N, D] with cu) when want_hT, else an empty tensor."""
+    y, saved, hT, _ = _forward(x, params, key, mixer, variant, resets, h0, want_hT, cu)
     return y, saved, hT
 
 
@@ -467,24 +475,9 @@ def row_map(x, params, kernels, mixer, initial_state, variant=None, resets=None)
                          "where the row has none)")
     if isinstance(x, torch.Tensor) and x.dtype == torch.float32 and _autocast_bf16():
         x = x.to(torch.bfloat16)
-    params = list(params)
-    k, name, s, dev, marks = _resolve(x, params, _kernels_key(kernels), mixer, variant or "", resets,
-                                      initial_state, True, None, want_map=True)
-    checks.aligned([("x", x)] + [(p.name, t) for p, t in zip(k.params(mixer, s[2]), params)], name, _shape_text(s))
-    dk = k.on(dev.index)
-    n_saved, n_scratch = k.workspace_sizes(name, *s, capability=dk.rt.capability)
     with torch.no_grad():
-        y = torch.empty_like(x)
-        hT, mla, mh = (x.new_empty((s[0], s[2]), dtype=torch.float32) for _ in range(3))
-        saved = torch.empty(n_saved, dtype=torch.uint8, device=x.device)
-        scratch = _scratch(n_scratch, x.device)
-        _poison([y, hT, mla, mh], [saved, scratch])
-        keep, parr = _ptr_array(params)
-        h0 = initial_state.detach()
-        st = _state(marks, h0, hT, map_loga=mla, map_h=mh)
-        io = _io(st, x=x.data_ptr(), y=y.data_ptr(), dy=0, dx=0, params=parr, grads=None)
-        dk.variant(name).forward(_lib.shape(*s), io, _ws(saved, scratch),
-                                 torch.cuda.current_stream(x.device).cuda_stream)
+        y, _, hT, (mla, mh) = _forward(x, list(params), _kernels_key(kernels), mixer, variant or "", resets,
+                                       initial_state, True, None, want_map=True)
     return y, hT, mla, mh
 
 
