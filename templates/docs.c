@@ -5,7 +5,7 @@
  * states variant handles a row's at the carry across tiles: docs_prep, the
  * first kernel of both passes, gives each token a code in ws:dcode,
  *     doc << SEQSTATE_DOC_SHIFT | 1 (a start from h0[doc]) | 2 (the end
- *     of doc) | 4 (a reset mark),
+ *     of doc, where the call takes hT or gives dhT) | 4 (a reset mark),
  * which the scans stage with each segment where a resets variant stages its
  * marks (segment.c), and read as its marks (step_marks) and where the
  * states are read and written. "doc" is the row in the reset/h0 form (start at
@@ -68,6 +68,8 @@ void tmpl_docs_prep(Tmpl *T)
 	ksig_add(T, &l->sig, "state:cu_seqlens", I->gptr);
 	ksig_add(T, &l->sig, "state:h0", I->gptr);
 	ksig_add(T, &l->sig, "state:dh0", I->gptr);
+	ksig_add(T, &l->sig, "state:hT", I->gptr);
+	ksig_add(T, &l->sig, "state:dhT", I->gptr);
 	ksig_add(T, &l->sig, "ws:dcode", I->gptr);
 	ksig_add(T, &l->sig, "i32:B*L", I->i32);
 	ksig_add(T, &l->sig, "i32:L", I->i32);
@@ -84,6 +86,11 @@ void tmpl_docs_prep(Tmpl *T)
 	if_begin(I, &in, ilt(I, e, BL), "tok");
 	LLVMValueRef b = idiv(I, e, L), t = isub(I, e, imul(I, b, L));
 	LLVMValueRef packed = state_given(I, cu), has_h0 = state_given(I, h0);
+	/* an end is an event only where a final state is taken or its adjoint
+	 * given: a call asking for neither (training on packed documents) has
+	 * none, and its tiles and groups without a start run the quiet copy */
+	LLVMValueRef has_end = LLVMBuildOr(I->b, state_given(I, ksig_arg(T, s, "state:hT")),
+	                                   state_given(I, ksig_arg(T, s, "state:dhT")), "");
 	Var doc = var_init(I, b, "doc"), start = var_init(I, ieq(I, t, ci32(I, 0)), "start");
 	Var end = var_init(I, ieq(I, t, isub(I, L, ci32(I, 1))), "end");
 	Var mark = var_init(I, LLVMConstInt(I->i1, 0, 0), "mark");
@@ -107,7 +114,7 @@ void tmpl_docs_prep(Tmpl *T)
 	LLVMValueRef mk = LLVMBuildOr(I->b, var_get(I, mark), LLVMBuildICmp(I->b, LLVMIntNE, m, ci32(I, 0), ""), "");
 	LLVMValueRef inj = land(I, land(I, var_get(I, start), has_h0), LLVMBuildNot(I->b, mk, ""));
 	LLVMValueRef flags = LLVMBuildOr(I->b, code_flag(I, inj, DOC_START),
-	                                 LLVMBuildOr(I->b, code_flag(I, var_get(I, end), DOC_END),
+	                                 LLVMBuildOr(I->b, code_flag(I, land(I, var_get(I, end), has_end), DOC_END),
 	                                             code_flag(I, mk, DOC_RESET), ""), "");
 	LLVMValueRef code = LLVMBuildOr(I->b, LLVMBuildShl(I->b, var_get(I, doc), ci32(I, SEQSTATE_DOC_SHIFT), ""),
 	                                flags, "");
