@@ -512,10 +512,31 @@ def check_against_recur(args):
                          % worst)
 
 
+def _time_layer(run, layer, x, dy, dev, args):
+    """The median of --bench-reps forward+backward runs after the warm-up, in ms."""
+    times = []
+    for rep in range(args.bench_warmup + args.bench_reps):
+        sync(dev)
+        t0 = time.perf_counter()
+        run(x).backward(dy)
+        sync(dev)
+        if rep >= args.bench_warmup:
+            times.append(time.perf_counter() - t0)
+        x.grad = None
+        layer.zero_grad(set_to_none=True)
+    return sorted(times)[len(times) // 2] * 1e3
+
+
+# what a device out of memory raises (torch.OutOfMemoryError from torch 2.5 on)
+OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
+
+
 def bench_layers(args):
     """Forward+backward of one mixer layer alone at B x L x width, each
     mixer: the median of --bench-reps timed runs after warm-up runs
-    (torch.compile compiles in them), as tokens per second."""
+    (torch.compile compiles in them), as tokens per second. A mixer that
+    runs out of device memory (PyTorch's chunked scan at long L) gets a row
+    saying so and the others still run: that is a result, not a failure."""
     dev = torch.device(args.device)
     B, L, D = args.bench_shape
     rows = []
@@ -530,17 +551,17 @@ def bench_layers(args):
         run = torch.compile(layer) if mixer == "torch-compile" else layer
         x = torch.randn(B, L, D, device=dev).to(torch.bfloat16).requires_grad_()
         dy = torch.randn(B, L, D, device=dev).to(torch.bfloat16)
-        times = []
-        for rep in range(args.bench_warmup + args.bench_reps):
-            sync(dev)
-            t0 = time.perf_counter()
-            run(x).backward(dy)
-            sync(dev)
-            if rep >= args.bench_warmup:
-                times.append(time.perf_counter() - t0)
-            x.grad = None
-            layer.zero_grad(set_to_none=True)
-        ms = sorted(times)[len(times) // 2] * 1e3
+        try:
+            ms, why = _time_layer(run, layer, x, dy, dev, args), None
+        except OUT_OF_MEMORY as e:
+            ms, why = None, (str(e).splitlines() or ["out of memory"])[0]
+        del layer, run, x, dy   # (after the except: its traceback held them)
+        if why is not None:
+            if dev.type == "cuda":
+                torch.cuda.empty_cache()
+            rows.append({"mixer": mixer, "ms": None, "tokens_per_s": None, "error": "out of memory: " + why})
+            print("layer %-13s %dx%dx%d forward+backward out of memory (%s)" % (mixer, B, L, D, why), flush=True)
+            continue
         rows.append({"mixer": mixer, "ms": ms, "tokens_per_s": B * L / ms * 1e3})
         print("layer %-13s %dx%dx%d forward+backward %.3f ms  %.0f tok/s" % (mixer, B, L, D, ms, rows[-1]["tokens_per_s"]),
               flush=True)

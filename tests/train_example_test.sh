@@ -55,5 +55,26 @@ out=$("$py" "$src/examples/train_lm.py" --mixer torch --device cpu --bench-layer
 echo "$out" | tail -1 | sed 's/^/     /'
 [ $rc = 0 ] && grep -q '"tokens_per_s"' "$work/layer/layers.json"
 check $? "--bench-layer times one layer and writes layers.json"
+# a mixer out of device memory (PyTorch's scan at long L) is a row saying so, and the next still runs
+"$py" - "$src/examples" <<'PY'
+import argparse, sys
+sys.path.insert(0, sys.argv[1])
+import train_lm as t
+calls = [0]
+forward = t.TorchRGLRU.forward
+def first_runs_out(self, x):
+    calls[0] += 1
+    if calls[0] == 1:
+        raise t.OUT_OF_MEMORY("CUDA out of memory. Tried to allocate 40.00 GiB.\nmore")
+    return forward(self, x)
+t.TorchRGLRU.forward = first_runs_out
+a = argparse.Namespace(device="cpu", bench_shape=[1, 64, 64], mixers=["torch", "torch"], seed=0, head=64,
+                       bench_warmup=1, bench_reps=2)
+rows = t.bench_layers(a)
+ok = (len(rows) == 2 and rows[0]["ms"] is None and rows[0]["error"].startswith("out of memory: CUDA out of memory")
+      and "more" not in rows[0]["error"] and rows[1]["ms"] > 0)
+sys.exit(0 if ok else 1)
+PY
+check $? "--bench-layer: a mixer out of memory gets its row, the next mixer still runs"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
