@@ -2,7 +2,8 @@
 # GPU test: every variant verified against the float64 reference at
 # 1x64x64 (the JIT cache's warm-up) and L in {1, 37, 8192} x B in {1, 3} (D = 128 and 1024), at the cluster edge
 # shapes, through a CUDA graph at two of them, on the golden cases' inputs against their expected outputs, and
-# with large activations (the fp16 overflow guard); packed documents with a
+# with large activations (the fp16 overflow guard); reset marks few and
+# many; packed documents with a
 # state each (lua/variants/docs.lua); the row's map and a sequence split
 # through it (examples/split_map.c); a single-pass backward
 # over the device's capacity refused; and calibration under a
@@ -75,6 +76,26 @@ if [ $? -ne 0 ] && echo "$none" | grep -q "none within 1 B/element" &&
 	echo "ok   calibrate --memory-budget 1: no winner ($none); bench refuses, naming the budget"
 else
 	echo "FAIL calibrate --memory-budget 1: $none / $(echo "$msg" | tail -2)"; rc=1
+fi
+# reset marks: a tile or group of the chunk-8 scans without one runs the
+# plain step, one with marks a copy of its own, the sequence's edge the
+# rest; marks few (most tiles plain, a few marked) and many (most marked)
+cat > "$work/marks.lua" <<'LUA'
+local R = require "recur"
+return {
+  R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true },
+    scan = { "hierarchical", "lookback", "onepass" }, resets = { true }, states = { false, true } },
+  R.variants { mixer = require "arch.samu", chunk = { 8 }, prefix = { 32 }, shared_sfu = { true },
+    fused_output = { true }, fused_write = { true }, scan = { "lookback", "onepass" }, resets = { true } },
+}
+LUA
+if "$recur" gen "$work/marks.lua" --lua "$src/lua" -o "$work/marks" -q; then
+	"$recur" verify --dir "$work/marks" --resets 0.0005 --shape 1x16384x1024 --shape 3x1000x1024 || rc=1
+	"$recur" verify --dir "$work/marks" --resets 0.01 --shape 2x777x2048 || rc=1
+	"$recur" verify --dir "$work/marks" --resets 0.0005 --h0 --variant resets_states_fused_grouped_prefix32_onepass_chunk8 \
+		--variant resets_states_fused_grouped_prefix32_lookback_chunk8 --shape 2x8192x1024 || rc=1
+else
+	echo "FAIL: recur gen of the marks grid"; rc=1
 fi
 # packed documents with a state each (lua/variants/docs.lua, every scan
 # kind): up to 1000 documents in a row, documents longer than a tile, and
