@@ -107,7 +107,7 @@ typedef struct {
 	int docs_quiet;           /* docs: the code being emitted covers tokens with no start or end
 	                           * (emit_split_docs): no state is read or written */
 	int marks_quiet;          /* resets: the code being emitted covers tokens with no reset mark
-	                           * (nor code: emit_split_docs): none is read or staged */
+	                           * (emit_split_docs): none is read or staged */
 } Kern;
 
 /* One variant's templates: its configuration and geometry (tmpl_setup), the
