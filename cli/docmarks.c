@@ -35,6 +35,17 @@ void docmarks_row(unsigned char *mark, size_t L, int N, Rng *r, size_t *cand)
 	}
 }
 
+void resetmarks_row(unsigned char *mark, size_t L, double rate, Rng *r)
+{
+	for (size_t t = 0; t < L; t++) {
+		/* t beside a multiple m of 128: m = t (t on its right) or t + 1 */
+		size_t m = t % 128 == 127 ? t + 1 : t;
+		int edge = (m % 128 == 0 && m % RESETMARKS_SPAN < RESETMARKS_SPAN / 2) || t == 1 || t == 2 || t == L - 1;
+		int drawn = rng_uniform(r) < rate;   /* one draw a token, t = 0's too */
+		mark[t] = (t > 0 && edge) || drawn;
+	}
+}
+
 int docmarks_offsets(const unsigned char *mark, int L, int32_t *cu)
 {
 	int n = 0;

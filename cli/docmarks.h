@@ -14,6 +14,16 @@
  * documents cross tiles. cand: scratch of L - 1 entries. */
 void docmarks_row(unsigned char *mark, size_t L, int N, Rng *r, size_t *cand);
 
+/* One row of L tokens' reset marks for recur verify --resets P: at rate P,
+ * at t = 1 and 2 (consecutive) and L - 1, and on both sides of every
+ * multiple of 128 tokens (the tile and chunk edges of every variant) that
+ * lies in the first half of a 4096-token span (RESETMARKS_SPAN): in the
+ * second halves only the random marks fall (t = 0 included), so that tiles
+ * and groups with no mark run too (a kernel may take another copy of its
+ * step for them). */
+#define RESETMARKS_SPAN 4096
+void resetmarks_row(unsigned char *mark, size_t L, double rate, Rng *r);
+
 /* The same row's documents as offsets (flash-attn's and fla's cu_seqlens,
  * int32 as the kernels read them): cu[0] = 0, each marked t in 1 .. L-1,
  * then L; cu holds L + 1 entries. Returns the number of documents. */

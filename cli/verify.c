@@ -329,10 +329,8 @@ static int case_params(Ctx *cx, int v, Case *c, Rng *r, char *err, size_t n)
 	return 0;
 }
 
-/* Reset marks: --docs N documents per row (docmarks.h), else at rate
- * cx->resets and where kernels split the sequence: on both sides of every
- * multiple of 128 tokens (tile and chunk edges of every variant), at t = 1
- * and 2 (consecutive), and at the last token. */
+/* Reset marks: --docs N documents per row, else at rate cx->resets and
+ * where kernels split the sequence (docmarks.h: resetmarks_row) */
 static int case_marks(Ctx *cx, Case *c, Rng *r, char *err, size_t n)
 {
 	size_t L = (size_t)c->s.L, nt = (size_t)c->s.B * L;
@@ -349,11 +347,8 @@ static int case_marks(Ctx *cx, Case *c, Rng *r, char *err, size_t n)
 		free(cand);
 		return 0;
 	}
-	for (size_t i = 0; i < nt; i++) {
-		size_t t = i % L;
-		int edge = t > 0 && (t % 128 == 0 || t % 128 == 127 || t == 1 || t == 2 || t == L - 1);
-		c->reset[i] = edge || rng_uniform(r) < cx->resets;
-	}
+	for (int b = 0; b < c->s.B; b++)
+		resetmarks_row(c->reset + (size_t)b * L, L, cx->resets, r);
 	return 0;
 }
 
@@ -947,8 +942,9 @@ static const CliOpt OPTS[] = {
                     0},
         [V_XSCALE] = {"--x-scale", "S", "1", "draw x with standard deviation S (large activations)", 0},
         [V_GRAPH] = {"--graph", NULL, NULL, "run the checked forward+backward as one CUDA graph replayed twice", 0},
-        [V_RESETS] = {"--resets", "P", NULL, "mark documents starting at random tokens at rate P, and at every "
-                      "128-token edge, t = 1, 2 and L-1; checks the variants that take reset marks", 0},
+        [V_RESETS] = {"--resets", "P", NULL, "mark documents starting at random tokens at rate P, and at the "
+                      "128-token edges of the first 2048 tokens of every 4096, t = 1, 2 and L-1; checks the "
+                      "variants that take reset marks", 0},
         [V_DOCS] = {"--docs", "N", NULL, "pack N documents of random lengths into each row (one of a token at the "
                     "row's end, two of a token together, the others over tiles), their starts marked; checks the "
                     "variants that take reset marks", 0},

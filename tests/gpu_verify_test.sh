@@ -77,9 +77,8 @@ if [ $? -ne 0 ] && echo "$none" | grep -q "none within 1 B/element" &&
 else
 	echo "FAIL calibrate --memory-budget 1: $none / $(echo "$msg" | tail -2)"; rc=1
 fi
-# reset marks: a tile or group of the chunk-8 scans without one runs the
-# plain step, one with marks a copy of its own, the sequence's edge the
-# rest; marks few (most tiles plain, a few marked) and many (most marked)
+# reset marks few (at 0.0005: past the first 2048 tokens of every 4096
+# most tiles and groups hold none) and many, in the chunk-8 scans
 cat > "$work/marks.lua" <<'LUA'
 local R = require "recur"
 return {

@@ -3,7 +3,11 @@
  * exactly N documents; N >= 2 puts a document of one token at the row's
  * end, N >= 4 one inside it (two starts together); the same seed gives the
  * same row, another seed another; docmarks_offsets gives the row's
- * documents as cu_seqlens. */
+ * documents as cu_seqlens. recur verify --resets P's rows (resetmarks_row):
+ * both sides of every multiple of 128 in the first half of each 4096
+ * tokens, t = 1, 2 and L - 1, nothing else at rate 0 (so that groups of
+ * 128 and tiles up to 2048 tokens without a mark exist), and about P of
+ * the tokens at rate P. */
 #include "docmarks.h"
 #include "checkf.h"
 #include <stdio.h>
@@ -79,6 +83,39 @@ int main(void)
 	for (int i = 0; ok && i < nd; i++)
 		ok = cu[i] < cu[i + 1] && (i == 0 || a[cu[i]]);
 	check(ok, "the row's 50 documents as offsets 0, its starts, 1000 (%d documents, last offset %d)", nd, cu[nd]);
+	/* --resets P: the edges in the first half of each span, none in the second */
+	enum { RL = 3 * RESETMARKS_SPAN + 1000 };
+	static unsigned char rm[RL];
+	resetmarks_row(rm, RL, 0.0, &r);
+	int miss = 0, extra = 0, empty = 0;
+	for (size_t t = 0; t < RL; t++) {
+		size_t m = t % 128 == 127 ? t + 1 : t;
+		int want = t > 0 && ((m % 128 == 0 && m % RESETMARKS_SPAN < RESETMARKS_SPAN / 2) || t == 1 || t == 2 ||
+		                     t == RL - 1);
+		miss += want && !rm[t];
+		extra += !want && rm[t];
+	}
+	for (size_t g = 0; g + 128 <= RL; g += 128) {
+		int any = 0;
+		for (size_t t = g; t < g + 128; t++)
+			any |= rm[t];
+		empty += !any;
+	}
+	check(miss == 0 && extra == 0, "--resets at rate 0: exactly the edges of each span's first half, t = 1, 2 "
+	      "and L-1 (%d missing, %d extra)", miss, extra);
+	check(empty >= 3 * (RESETMARKS_SPAN / 2 / 128 - 2), "--resets at rate 0: groups of 128 tokens without a mark "
+	      "in the spans' second halves (%d)", empty);
+	int hole = 1;   /* a whole 2048-token tile at 2048 .. 4095 but its last token */
+	for (size_t t = RESETMARKS_SPAN / 2; t < RESETMARKS_SPAN - 1; t++)
+		hole &= !rm[t];
+	check(hole, "--resets at rate 0: tokens 2048 .. 4094 unmarked");
+	static unsigned char rp[100000];
+	resetmarks_row(rp, sizeof rp, 0.01, &r);
+	int nm = 0;
+	for (size_t t = 0; t < sizeof rp; t++)
+		nm += rp[t];
+	/* 1000 random marks (sd 31) and 782 edges at most: between 850 and 1900 */
+	check(nm > 850 && nm < 1900, "--resets 0.01 over 100000 tokens: %d marks", nm);
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
 }
