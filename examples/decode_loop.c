@@ -12,8 +12,7 @@
  * step's launches are captured once and replayed per token, which is what
  * keeps the host's share of a step small. */
 #include "recur.h"
-#include <errno.h>
-#include <limits.h>
+#include "example_args.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,20 +21,6 @@
 
 #define TRY(x) do { if ((x) != 0) { fprintf(stderr, "decode_loop: %s\n", err); goto out; } } while (0)
 #define MAXP 16   /* parameters this example has buffers for */
-
-/* A whole decimal in 1..max (atoi would wrap or take "12abc"). */
-static int whole(const char *s, const char *name, int max, int *out, char *err, size_t n)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end || errno == ERANGE || v < 1 || v > max) {
-		snprintf(err, n, "%s = \"%s\": want a whole number from 1 to %d", name, s, max);
-		return -1;
-	}
-	*out = (int)v;
-	return 0;
-}
 
 static double now_us(void)
 {

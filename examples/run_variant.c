@@ -8,7 +8,7 @@
  * primary context work (the runtime uses the device's primary context), and
  * the calls are asynchronous on the stream you pass. */
 #include "recur.h"
-#include <errno.h>
+#include "example_args.h"
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,20 +17,6 @@
 
 #define TRY(x) do { if ((x) != 0) { fprintf(stderr, "run_variant: %s\n", err); goto out; } } while (0)
 #define MAXP 16   /* parameters this example has buffers for */
-
-/* A whole decimal in 1..INT_MAX (atoi would wrap or take "12abc"). */
-static int dim(const char *s, const char *name, int *out, char *err, size_t n)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end || errno == ERANGE || v < 1 || v > INT_MAX) {
-		snprintf(err, n, "%s = \"%s\": want a whole number from 1 to %d", name, s, INT_MAX);
-		return -1;
-	}
-	*out = (int)v;
-	return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -47,8 +33,8 @@ int main(int argc, char **argv)
 	uint16_t *h = NULL;
 	int rc = 1, np = 0;
 	size_t bytes = 0;
-	TRY(dim(argv[3], "B", &s.B, err, sizeof err) || dim(argv[4], "L", &s.L, err, sizeof err) ||
-	    dim(argv[5], "D", &s.D, err, sizeof err));
+	TRY(whole(argv[3], "B", INT_MAX, &s.B, err, sizeof err) || whole(argv[4], "L", INT_MAX, &s.L, err, sizeof err) ||
+	    whole(argv[5], "D", INT_MAX, &s.D, err, sizeof err));
 	TRY(recur_manifest_load(argv[1], &m, err, sizeof err));
 	int vi = recur_manifest_find(m, argv[2]);
 	if (vi < 0) {

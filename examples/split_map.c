@@ -14,7 +14,7 @@
  *     s_k = exp(map_loga_{k-1}) * s_{k-1} + map_h_{k-1},   s_0 = h0,
  * the same few multiply-adds on every device. */
 #include "recur.h"
-#include <errno.h>
+#include "example_args.h"
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -25,20 +25,6 @@
 #define TRY(x) do { if ((x) != 0) { fprintf(stderr, "split_map: %s\n", err); goto out; } } while (0)
 #define MAXP 16      /* parameters this example has buffers for */
 #define MAXPARTS 64
-
-/* A whole decimal in 1..max (atoi would wrap or take "12abc"). */
-static int whole(const char *s, const char *name, int max, int *out, char *err, size_t n)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end || errno == ERANGE || v < 1 || v > max) {
-		snprintf(err, n, "%s = \"%s\": want a whole number from 1 to %d", name, s, max);
-		return -1;
-	}
-	*out = (int)v;
-	return 0;
-}
 
 /* uniform in (0, 1) from a 64-bit LCG; normal by Box-Muller */
 static double uni(uint64_t *r)
