@@ -350,8 +350,9 @@ static int mix_prepare(Bench *bn, Mix *mx, int s, char *err, size_t n)
 	}
 	if (hbufs_inputs(&bn->h, bn->m, vi, bn->o.sh[s], bn->o.seed + (uint64_t)s * 7919, &mx->b, err, n) ||
 	    ((bn->o.resets > 0 || bn->o.states) &&
-	     hbufs_state(&bn->h, &mx->b, bn->o.resets, bn->o.states, bn->o.packed ? 1 + bn->o.nofinal : 0, bn->o.seed + (uint64_t)s * 7919 + 1,
-	                 err, n)) ||
+	     hbufs_state(&bn->h, &mx->b, bn->o.resets, bn->o.states,
+	                 !bn->o.packed ? HB_ROWS : bn->o.nofinal ? HB_PACKED_NOFINAL : HB_PACKED,
+	                 bn->o.seed + (uint64_t)s * 7919 + 1, err, n)) ||
 	    (bn->o.states && !bn->o.packed && mf_takes(bn->m, vi, "map_loga") && hbufs_map(&bn->h, &mx->b, err, n)))
 		return -1;
 	long long delta;
@@ -665,7 +666,7 @@ static int bench_main(Bench *bn, char *err, size_t n)
 			         : o->nofinal ? "documents as cu_seqlens, no final states," : "documents as cu_seqlens, "
 			         "hT and dhT per document,", o->resets);
 		snprintf(p.resets, sizeof p.resets, "every call: %s%s%s", marks, marks[0] && o->states ? "; " : "",
-		         o->states ? "h0 and dhT given, hT and dh0 taken" : "");
+		         !o->states ? "" : o->nofinal ? "h0 given, dh0 taken" : "h0 and dhT given, hT and dh0 taken");
 	}
 	policy(bn, "rglru", "RG-LRU", p.baseline_policy, sizeof p.baseline_policy);
 	policy(bn, "samu", "SAMU", p.samu_policy, sizeof p.samu_policy);

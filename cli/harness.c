@@ -210,11 +210,12 @@ int hbufs_state(Harness *h, HBufs *b, double resets, int states, int packed, uin
 	float *f = rc ? NULL : malloc(ns * sizeof *f);
 	if (!rc && !f)
 		return fail(err, errlen, b->what, "out of host memory for the sequence state");
-	/* h0, dhT given (random), hT, dh0 taken: all four with states, hT and
-	 * dhT alone for packed documents without (packed 1; 2: none of them) */
+	/* h0, dhT given (random), hT, dh0 taken: h0 and dh0 with states; dhT
+	 * and hT with states or packed documents, unless without final states */
 	CUdeviceptr *d[4] = {&b->h0, &b->dhT, &b->hT, &b->dh0};
+	int final = (states || packed) && packed != HB_PACKED_NOFINAL;
 	for (int k = 0; f && !rc && k < 4; k++) {
-		if (!states && !(packed == 1 && (k == 1 || k == 2)))
+		if (!(k == 1 || k == 2 ? final : states))
 			continue;
 		for (size_t i = 0; i < ns; i++)
 			f[i] = k < 2 ? (float)rng_normal(&r) : 0.0f;

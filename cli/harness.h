@@ -51,11 +51,15 @@ int  harness_flush(Harness *h, char *err, size_t errlen);
 int  hbufs_inputs(Harness *h, const recur_manifest *m, int vi, recur_shape s, uint64_t seed,
                   HBufs *b, char *err, size_t errlen);
 int  hbufs_outputs(Harness *h, HBufs *b, char *err, size_t errlen);   /* y, dx */
+/* How hbufs_state gives the marks' documents: as reset marks in rows; as
+ * cu_seqlens with hT and dhT per document; or as cu_seqlens without final
+ * states (a call training on packed documents) */
+enum { HB_ROWS, HB_PACKED, HB_PACKED_NOFINAL };
 /* A sequence state for every call: reset marks at rate resets (> 0; none
  * at 0) drawn from seed, and with states nonzero h0 and dhT, and room for
- * hT and dh0 (all fp32 [B][D]). packed (B = 1): the marks' documents as
- * cu_seqlens instead (t = 0 starts the first), hT and dhT always (packed
- * 2: not), and the states [ndocs][D]. */
+ * hT and dh0 (all fp32 [B][D]). packed (B = 1; HB_*): the marks'
+ * documents as cu_seqlens instead (t = 0 starts the first), hT and dhT
+ * unless HB_PACKED_NOFINAL, and the states [ndocs][D]. */
 int  hbufs_state(Harness *h, HBufs *b, double resets, int states, int packed, uint64_t seed, char *err,
                  size_t errlen);
 /* Room for the row's map (map_loga, map_h fp32 [B][D]) in the calls'
