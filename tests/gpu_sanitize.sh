@@ -16,6 +16,8 @@
 #   environment:
 #     TOOLS     the tools, default "memcheck racecheck synccheck initcheck"
 #     SHAPES    the verify shapes, default "2x37x64 3x1000x128"
+#     VERIFY_ARGS  more options of verify for every run, e.g. "--resets 0.01"
+#               (the variants that cannot take them are left out by verify)
 #     VARIANTS  names to check (default: every variant of the folder)
 #     JOBS      runs at once on the GPU (default 2)
 #     RUN_TIMEOUT  seconds one run may take before it counts as a hang (default 1800)
@@ -66,6 +68,8 @@ else
 fi
 shape_args=()
 for s in $SHAPES; do shape_args+=(--shape "$s"); done
+read -r -a more_args <<< "${VERIFY_ARGS:-}"
+shape_args+=("${more_args[@]}")
 
 # The options of each tool. racecheck: shared-memory hazards, reported in
 # full; initcheck: reads of device memory never written (workspaces are

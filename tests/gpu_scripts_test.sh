@@ -32,6 +32,9 @@ n=$(printf '%s\n' "$out" | grep -c "verify --dir $work/ptx --variant .* --shape 
 tools=$(printf '%s\n' "$out" | grep -o -- '--tool [a-z]*' | sort -u | tr '\n' ' ')
 [ $rc = 0 ] && [ "$n" = 8 ] && [ "$tools" = "--tool initcheck --tool memcheck --tool racecheck --tool synccheck " ]
 check $? "gpu_sanitize.sh: 2 variants x 4 tools, each a verify at 2x37x64 and 3x1000x128 ($n runs; $tools)"
+out=$(DRY_RUN=1 TOOLS=memcheck VERIFY_ARGS="--resets 0.01 --h0" bash "$san" "$recur" "$src" "$work/s" "$work/ptx" 2>&1); rc=$?
+[ $rc = 0 ] && [ "$(printf '%s\n' "$out" | grep -c -- "--shape 3x1000x128 --resets 0.01 --h0$")" = 2 ]
+check $? "gpu_sanitize.sh: VERIFY_ARGS reach every verify, after the shapes"
 out=$(DRY_RUN=1 TOOLS=bogus bash "$san" "$recur" "$src" "$work/s" "$work/ptx" 2>&1); rc=$?
 [ $rc = 2 ] && [[ $out == *"unknown tool bogus"* ]]
 check $? "an unknown tool is refused"
