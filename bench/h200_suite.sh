@@ -261,9 +261,12 @@ if [ "$mode" = decode ]; then
 			--shape 65x20x512 > "$EXP/verify_decode.log" 2>&1 || rc=1
 		"$BIN" verify --dir "$Dd" --step 1 --shape 2x1000x1024 > "$EXP/verify_decode_1000.log" 2>&1 || rc=1
 		# each K at a width it divides: RecurrentGemma 2B (2560 = 10 x 256) and 9B (4096 = 16 x 256), Griffin 7B (5632 = 32 x 176)
-		"$BIN" verify --dir "$Dh" --mixer rglru256 --shape 2x100x2560 --shape 3x40x4096 > "$EXP/verify_heads.log" 2>&1 || rc=1
+		# (B = 65 and 130: the tensor-core steps' row blocks of 64, the last with 1 or 2 rows)
+		"$BIN" verify --dir "$Dh" --mixer rglru256 --shape 2x100x2560 --shape 3x40x4096 --shape 65x20x2560 \
+			--shape 130x6x4096 > "$EXP/verify_heads.log" 2>&1 || rc=1
 		"$BIN" verify --dir "$Dh" --mixer rglru176 --shape 2x100x5632 >> "$EXP/verify_heads.log" 2>&1 || rc=1
-		"$BIN" verify --dir "$Dh" --mixer rglru128 --mixer rglru16 --shape 3x100x1024 >> "$EXP/verify_heads.log" 2>&1 || rc=1
+		"$BIN" verify --dir "$Dh" --mixer rglru128 --mixer rglru16 --shape 3x100x1024 --shape 65x20x1024 \
+			>> "$EXP/verify_heads.log" 2>&1 || rc=1
 		wrote="$wrote $EXP/verify_decode.log $EXP/verify_decode_1000.log $EXP/verify_heads.log"
 	esac
 	case " ${DECODE_PARTS:-verify bench} " in *" bench "*)

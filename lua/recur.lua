@@ -110,8 +110,9 @@ FILE:LINE, and the generator then writes nothing.
     Row b reads the state of slot index(b) of h0 (no index: slot b; a
     negative slot skips the row) and writes hT at the same slot, which may be h0 itself
     (in place); the mixer's projections and token stage run inside it.
-    mma = true (heads of 64, block-diagonal projections): the projections
-    on tensor cores, 64 rows per block (<mixer>_decode_mma), with the
+    mma = true (heads of 64, 128 or 256 -- a multiple of 64 --, block-
+    diagonal projections): the projections on tensor cores, 64 rows and 64
+    channels per block (<mixer>_decode_mma), with the
     weights rounded to bf16 as the scans round them, where the plain step
     runs them as fp32 multiply-adds with fp32 weights, 8 * max(1, 256 / K)
     rows per block.
@@ -810,8 +811,9 @@ function R.decode(o)
   if mma and nblock == 0 then
     fail("R.decode: mma = true runs the block-diagonal projections on tensor cores, and mixer %s has none", st.name)
   end
-  if mma and st.k ~= 64 then
-    fail("R.decode: mma = true takes heads of 64 channels; mixer %s has %d", st.name, st.k)
+  if mma and st.k % 64 ~= 0 then
+    fail("R.decode: mma = true takes heads of a multiple of 64 channels (a block of 4 warps owns 64 of a "
+         .. "head's output channels); mixer %s has %d", st.name, st.k)
   end
   local file, line = site()
   st.used_at = st.used_at or line

@@ -3,16 +3,26 @@
  * with fp32 accumulation, the scans' own layout with batch rows where the
  * scans put chunks.
  *
- * A block is one quad (4 warps, 128 threads) over one head of 64 channels
- * and DM_GROUPS groups of 16 rows: grid (1, H, cdiv(B, 16 DM_GROUPS)), so
- * that lanes_init finds the head at ctaid.y. Warp w owns channels 16w ..
- * 16w+15; at each token, for each group, it multiplies the group's 16 x
- * rows (the A fragments, read straight from x: bf16 pairs, rows g and g+8)
- * by the head's weight columns (B fragments held in registers for the
- * whole call, lanes_init), so lane (g, q) holds rows g and g + 8 at its 4
- * channels: 8 slots, each with its fp32 state in a register for all the
- * call's tokens. The element stage is the mixer's own expressions per
- * slot, as in the scans (lane-invariant nodes hoisted per channel).
+ * A block is one quad (4 warps, 128 threads) over 64 channels, one head of
+ * 64 or a 64-column slice of a head of K = 128 or 256 (any multiple of 64),
+ * and DM_GROUPS groups of 16 rows: grid (1, D/64, cdiv(B, 16 DM_GROUPS)),
+ * so that lanes_init finds the slice at ctaid.y (its channels' parameters
+ * at 64 ctaid.y + ch). Warp w owns channels 16w .. 16w+15; at each token,
+ * for each group, it multiplies the group's 16 x rows (the A fragments,
+ * read straight from x: bf16 pairs, rows g and g+8) by its head's weight
+ * columns, so lane (g, q) holds rows g and g + 8 at its 4 channels: 8
+ * slots, each with its fp32 state in a register for all the call's
+ * tokens. The element stage is the mixer's own expressions per slot, as in
+ * the scans (lane-invariant nodes hoisted per channel).
+ *
+ * K = 64: the B fragments (4 k-steps) are held in registers for the whole
+ * call (lanes_init), the A fragments read from x. Wider heads take K/16
+ * k-steps, too many fragments to hold (128 registers at K = 256): the
+ * block stages its slice of the weights in shared memory once (bf16, K
+ * rows of its 64 columns per projection) and at each token its 64 rows of
+ * x at the head's K inputs; then two groups at a time walk the k-steps,
+ * both fragments read from shared memory. Each of a head's K/64 blocks
+ * reads the head's x rows: 4x x's bytes from L2 at K = 256.
  *
  * The weights are rounded to bf16 as the scans' projections round them;
  * x is bf16 already. States, index and padding rows as in decode.c.
@@ -23,6 +33,7 @@
 #include <stdlib.h>
 
 #define DM_GROUPS 4   /* groups of 16 rows per block */
+#define DM_WALK 2     /* K > 64: groups sharing a walk over the head's k-steps */
 
 /* A group's rows and states: row r of the group is g + 8r. */
 typedef struct {
@@ -32,13 +43,22 @@ typedef struct {
 	Var h[TM_SLOTS];
 } DmGroup;
 
-/* element index of row b's token t, column col of the head, in [B][L][D] (i64) */
+/* element index of row b's token t, column col of the block's 64 channels, in [B][L][D] (i64) */
 static LLVMValueRef dm_xidx(Tmpl *T, const Lanes *ln, LLVMValueRef b, LLVMValueRef t, LLVMValueRef col)
 {
 	Irb *I = &T->I;
 	LLVMValueRef rowi = iadd(I, imul(I, sext64(I, b), sext64(I, ln->L)), sext64(I, t));   /* in 64 bits */
 	return iadd(I, imul(I, rowi, sext64(I, ln->D)),
 	            sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), col)));
+}
+
+/* the head of K channels the block's slice belongs to, and the slice's first column in it */
+static void dm_head_of(Tmpl *T, const Lanes *ln, LLVMValueRef *head, LLVMValueRef *col0)
+{
+	Irb *I = &T->I;
+	int per = T->mx->k / 64;
+	*head = LLVMBuildUDiv(I->b, ln->head, ci32(I, per), "khead");
+	*col0 = imul(I, LLVMBuildURem(I->b, ln->head, ci32(I, per), ""), ci32(I, 64));
 }
 
 /* the group's rows, slots and states (h0 at the slot, or 0) */
@@ -139,18 +159,204 @@ static void dm_elements(Tmpl *T, Lanes *ln, const KSig *s, DmGroup *G, LLVMValue
 	}
 }
 
+/* K = 64: each group's A fragments by the B fragments held since
+ * lanes_init; the next group's loads go ahead of this group's work. The step is
+ * latency-bound (the H200 at B = 256 was 2.83x its floor), and each
+ * group's loads waited on the group before it. (All groups' at once: 64
+ * registers more, and ptxas spills.) */
+static void dm_token64(Tmpl *T, Lanes *ln, const KSig *s, DmGroup G[DM_GROUPS], LLVMValueRef t, LLVMValueRef first0)
+{
+	Irb *I = &T->I;
+	LLVMValueRef a[DM_GROUPS][4][4];
+	dm_load_a(T, ln, &G[0], t, a[0]);
+	for (int gi = 0; gi < DM_GROUPS; gi++) {
+		if (gi + 1 < DM_GROUPS)
+			dm_load_a(T, ln, &G[gi + 1], t, a[gi + 1]);
+		/* a group wholly past B does nothing: a test the same in the whole block, so every lane of a
+		 * warp meets the mma.sync of a live group (and the kernel has no barrier) */
+		IfBlk f;
+		if_begin(I, &f, G[gi].live, "group");
+		LLVMValueRef acc[MX_MAXPROJ][2][4];
+		dm_project(T, ln, a[gi], acc);
+		dm_elements(T, ln, s, &G[gi], t, acc, first0);
+		if_end(I, &f);
+	}
+}
+
+/* K > 64: shared memory, in 32-bit words, unpadded (96 KB at K = 256: the
+ * most an sm_86 or sm_89 block may take is 99). The block's slice of each
+ * projection's weights as bf16 pairs of rows (2kp, 2kp + 1) of its 64
+ * columns, staged once per call: word kp * 64 + (n ^ 8 (kp & 3)), so that
+ * the four kp of a B fragment's load (q) fall on four sets of 8 banks.
+ * Then the block's 64 rows of x at the head's K inputs, staged per token:
+ * word row * K/2 + (kw ^ 4 (row & 7)), so that an A fragment's 8 rows (g)
+ * fall on eight sets of 4 banks; the swizzle keeps 16-byte pieces whole. */
+static int dm_xs_off(const Tmpl *T) { return T->nbdproj * (T->mx->k / 2) * 64 * 4; }
+static int dm_smem(const Tmpl *T) { return dm_xs_off(T) + 16 * DM_GROUPS * (T->mx->k / 2) * 4; }
+
+/* byte offsets of weight word (j, kp, n) and of x word (row, kw) */
+static LLVMValueRef dm_wword(Tmpl *T, int j, LLVMValueRef kp, LLVMValueRef n)
+{
+	Irb *I = &T->I;
+	LLVMValueRef sw = LLVMBuildXor(I->b, n, LLVMBuildShl(I->b, LLVMBuildAnd(I->b, kp, ci32(I, 3), ""), ci32(I, 3), ""), "");
+	LLVMValueRef word = iadd(I, imul(I, iadd(I, ci32(I, j * (T->mx->k / 2)), kp), ci32(I, 64)), sw);
+	return imul(I, word, ci32(I, 4));
+}
+static LLVMValueRef dm_xword(Tmpl *T, LLVMValueRef row, LLVMValueRef kw)
+{
+	Irb *I = &T->I;
+	LLVMValueRef sw = LLVMBuildXor(I->b, kw, LLVMBuildShl(I->b, LLVMBuildAnd(I->b, row, ci32(I, 7), ""), ci32(I, 2), ""), "");
+	LLVMValueRef word = iadd(I, imul(I, row, ci32(I, T->mx->k / 2)), sw);
+	return iadd(I, ci32(I, dm_xs_off(T)), imul(I, word, ci32(I, 4)));
+}
+
+/* the slice's weights into shared memory (fp32 read, bf16 pairs kept, as
+ * lanes_init rounds them), every load independent: the call's one pass
+ * over them is bandwidth, not latency */
+static void dm_stage_w(Tmpl *T, Lanes *ln, LLVMValueRef khead, LLVMValueRef col0)
+{
+	Irb *I = &T->I;
+	int K = T->mx->k, per = (K / 2) * 64;
+	LLVMValueRef wbase = imul(I, khead, ci32(I, K * K));
+	for (int j = 0; j < T->nbdproj; j++) {
+		LLVMValueRef W = ln->param[T->mx->proj[T->bdproj[j]].weight];
+		Loop L;
+		loop_begin(I, &L, ln->tid, ci32(I, per), ci32(I, 128), "wstage");
+		L.unroll = 8;
+		LLVMValueRef e = loop_i(I, &L);
+		LLVMValueRef kp = LLVMBuildLShr(I->b, e, ci32(I, 6), ""), n = LLVMBuildAnd(I->b, e, ci32(I, 63), "");
+		LLVMValueRef i0 = iadd(I, wbase, iadd(I, imul(I, kp, ci32(I, 2 * K)), iadd(I, col0, n)));
+		LLVMValueRef v0 = ld(I, I->f32, gep_f32(I, W, sext64(I, i0)), 4);
+		LLVMValueRef v1 = ld(I, I->f32, gep_f32(I, W, sext64(I, iadd(I, i0, ci32(I, K)))), 4);
+		st(I, pack_bf16x2(I, v0, v1), smem_ptr(I, dm_wword(T, j, kp, n)), 4);
+		loop_end(I, &L);
+	}
+}
+
+/* the block's 64 rows of x at token t, the head's K inputs, into shared
+ * memory in 16-byte pieces (rows past B: zeros) */
+static void dm_stage_x(Tmpl *T, Lanes *ln, const KSig *s, LLVMValueRef t, LLVMValueRef khead)
+{
+	Irb *I = &T->I;
+	int K = T->mx->k, per = K / 8;   /* 16-byte pieces of a row */
+	LLVMTypeRef v4 = LLVMVectorType(I->i32, 4);
+	LLVMValueRef B = ksig_arg(T, s, "i32:B");
+	LLVMValueRef b0 = imul(I, ln->b, ci32(I, 16 * DM_GROUPS));
+	Loop L;
+	loop_begin(I, &L, ln->tid, ci32(I, 16 * DM_GROUPS * per), ci32(I, 128), "xstage");
+	L.unroll = 4;
+	LLVMValueRef e = loop_i(I, &L);
+	LLVMValueRef row = LLVMBuildUDiv(I->b, e, ci32(I, per), ""), c8 = LLVMBuildURem(I->b, e, ci32(I, per), "");
+	LLVMValueRef b = iadd(I, b0, row);
+	Var v = var_init(I, LLVMConstNull(v4), "xv");
+	IfBlk f;
+	if_begin(I, &f, ilt(I, b, B), "x_in");
+	LLVMValueRef rowi = iadd(I, imul(I, sext64(I, b), sext64(I, ln->L)), sext64(I, t));
+	LLVMValueRef at = iadd(I, imul(I, rowi, sext64(I, ln->D)),
+	                       sext64(I, iadd(I, imul(I, khead, ci32(I, K)), imul(I, c8, ci32(I, 8)))));
+	var_set(I, v, ld(I, v4, gep_bf16(I, ln->x, at), 16));
+	if_end(I, &f);
+	st(I, var_get(I, v), smem_ptr(I, dm_xword(T, row, imul(I, c8, ci32(I, 4)))), 16);
+	loop_end(I, &L);
+}
+
+/* K > 64: per DM_WALK groups, the head's K/16 k-steps once, A and B
+ * fragments from shared memory (dm_stage_w, dm_stage_x), the groups
+ * sharing each step's B fragments; then each live group's element stage.
+ * Two groups a walk: all four groups' sums held at once spilt 400 bytes.
+ * A group past B multiplies zeros: no branch splits the walk, and every
+ * lane meets every mma.sync. */
+static void dm_walk_wide(Tmpl *T, Lanes *ln, const KSig *s, DmGroup *G, int g0, LLVMValueRef t, LLVMValueRef first0)
+{
+	Irb *I = &T->I;
+	int K = T->mx->k;
+	Var acc[DM_WALK][MX_MAXPROJ][2][4];
+	for (int gi = 0; gi < DM_WALK; gi++)
+		for (int j = 0; j < T->nbdproj; j++)
+			for (int nt = 0; nt < 2; nt++)
+				for (int e = 0; e < 4; e++)
+					acc[gi][j][nt][e] = var_init(I, cf32(I, 0.0), "acc");
+	Loop Lk;
+	loop_begin(I, &Lk, ci32(I, 0), ci32(I, K / 2), ci32(I, 8), "ks");
+	Lk.unroll = 2;
+	LLVMValueRef k8 = loop_i(I, &Lk);   /* the k-step's first pair of inputs */
+	LLVMValueRef b[MX_MAXPROJ][2][2];
+	for (int j = 0; j < T->nbdproj; j++)
+		for (int nt = 0; nt < 2; nt++) {
+			LLVMValueRef n = wcol(T, I, ln->w, ln->g, nt);
+			for (int r = 0; r < 2; r++) {
+				LLVMValueRef kp = iadd(I, iadd(I, k8, ln->q), ci32(I, 4 * r));
+				b[j][nt][r] = ld(I, I->i32, smem_ptr(I, dm_wword(T, j, kp, n)), 4);
+			}
+		}
+	for (int gi = 0; gi < DM_WALK; gi++) {
+		LLVMValueRef a[4];
+		for (int e = 0; e < 4; e++) {   /* a0: row g, k 2q; a1: row g+8; a2, a3: k + 8 */
+			int r = e & 1, hi = e >> 1;
+			LLVMValueRef row = iadd(I, ln->g, ci32(I, 16 * (g0 + gi) + 8 * r));
+			LLVMValueRef kw = iadd(I, iadd(I, k8, ln->q), ci32(I, 4 * hi));
+			a[e] = ld(I, I->i32, smem_ptr(I, dm_xword(T, row, kw)), 4);
+		}
+		for (int j = 0; j < T->nbdproj; j++)
+			for (int nt = 0; nt < 2; nt++) {
+				LLVMValueRef c[4], d[4];
+				for (int e = 0; e < 4; e++)
+					c[e] = var_get(I, acc[gi][j][nt][e]);
+				mma_bf16(I, d, a, b[j][nt], c);
+				for (int e = 0; e < 4; e++)
+					var_set(I, acc[gi][j][nt][e], d[e]);
+			}
+	}
+	loop_end(I, &Lk);
+	for (int gi = 0; gi < DM_WALK; gi++) {
+		LLVMValueRef sum[MX_MAXPROJ][2][4];
+		for (int j = 0; j < T->nbdproj; j++)
+			for (int nt = 0; nt < 2; nt++)
+				for (int e = 0; e < 4; e++)
+					sum[j][nt][e] = var_get(I, acc[gi][j][nt][e]);
+		IfBlk f;
+		if_begin(I, &f, G[g0 + gi].live, "group");
+		dm_elements(T, ln, s, &G[g0 + gi], t, sum, first0);
+		if_end(I, &f);
+	}
+}
+
+/* the channels' bias of each block-diagonal projection (lanes_init loads
+ * them with the fragments it holds, at K = 64 only) */
+static void dm_load_bias(Tmpl *T, Lanes *ln)
+{
+	Irb *I = &T->I;
+	LLVMValueRef hbase = imul(I, ln->head, ci32(I, 64));
+	for (int j = 0; j < T->nbdproj; j++) {
+		LLVMValueRef bias = ln->param[T->mx->proj[T->bdproj[j]].bias];
+		CHECK(bias);
+		for (int c = 0; c < 4; c++)
+			ln->bias[j][c] = ld(I, I->f32, gep_f32(I, bias, sext64(I, iadd(I, hbase, ln->ch[c]))), 4);
+	}
+}
+
 void tmpl_decode_mma(Tmpl *T)
 {
 	Irb *I = &T->I;
-	CHECK(T->mx->k == 64 && T->nbdproj > 0);
-	char rows[32];
+	int K = T->mx->k;
+	CHECK(K % 64 == 0 && K <= 256 && T->nbdproj > 0);
+	char rows[32], smem[16];
 	snprintf(rows, sizeof rows, "cdiv(B,%d)", 16 * DM_GROUPS);
-	Launch *l = tmpl_decode_open(T, "decode_mma", "1", "H", rows, 128, "0");
+	snprintf(smem, sizeof smem, "%d", K == 64 ? 0 : dm_smem(T));
+	/* a block per 64 channels: D/64, which is H at K = 64 */
+	Launch *l = tmpl_decode_open(T, "decode_mma", "1", K == 64 ? "H" : "D/64", rows, 128, smem);
 	launch_flops(l, proj_flops(T));
 	const KSig *s = &l->sig;
 	T->k.slots_adjacent = 0;   /* the slots in the mma's column order: lanes_init's ch, wcol */
 	Lanes ln;
-	lanes_init(T, &ln, s, 1);   /* head ctaid.y, row block ctaid.z, weight fragments, channel parameters */
+	/* the slice ctaid.y, row block ctaid.z, channel parameters; at K = 64 the weight fragments */
+	lanes_init(T, &ln, s, K == 64);
+	LLVMValueRef khead = NULL, col0 = NULL;
+	if (K > 64) {
+		dm_load_bias(T, &ln);
+		dm_head_of(T, &ln, &khead, &col0);
+		dm_stage_w(T, &ln, khead, col0);
+	}
 	LLVMValueRef hT = ksig_arg(T, s, "state:hT");
 	LLVMValueRef first0 = b2f(I, LLVMBuildNot(I->b, state_given(I, ln.h0), ""));
 	DmGroup G[DM_GROUPS];
@@ -159,23 +365,14 @@ void tmpl_decode_mma(Tmpl *T)
 	Loop Lt;
 	loop_begin(I, &Lt, ci32(I, 0), ln.L, ci32(I, 1), "t");
 	LLVMValueRef t = loop_i(I, &Lt);
-	/* the next group's x loaded before this group's work: the step is
-	 * latency-bound (the H200 at B = 256 was 2.83x its floor), and each
-	 * group's loads waited on the group before it. (All groups' at once:
-	 * 64 registers more, and ptxas spills.) */
-	LLVMValueRef a[DM_GROUPS][4][4];
-	dm_load_a(T, &ln, &G[0], t, a[0]);
-	for (int gi = 0; gi < DM_GROUPS; gi++) {
-		if (gi + 1 < DM_GROUPS)
-			dm_load_a(T, &ln, &G[gi + 1], t, a[gi + 1]);
-		/* a group wholly past B does nothing: a test the same in the whole block, so every lane of a
-		 * warp meets the mma.sync of a live group (and the kernel has no barrier) */
-		IfBlk f;
-		if_begin(I, &f, G[gi].live, "group");
-		LLVMValueRef acc[MX_MAXPROJ][2][4];
-		dm_project(T, &ln, a[gi], acc);
-		dm_elements(T, &ln, s, &G[gi], t, acc, first0);
-		if_end(I, &f);
+	if (K == 64) {
+		dm_token64(T, &ln, s, G, t, first0);
+	} else {
+		bar_sync(I);   /* the weights staged; the last token's x read by every warp */
+		dm_stage_x(T, &ln, s, t, khead);
+		bar_sync(I);
+		for (int gi = 0; gi < DM_GROUPS; gi += DM_WALK)
+			dm_walk_wide(T, &ln, s, G, gi, t, first0);
 	}
 	loop_end(I, &Lt);
 	for (int gi = 0; gi < DM_GROUPS; gi++)

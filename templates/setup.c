@@ -60,9 +60,9 @@ int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen)
 		         "multiple of 16 from 16 to 256", T->v->file, T->v->line, T->v->name, mx->name, mx->k);
 		return -1;
 	}
-	if (T->v->mma && (mx->k != 64 || T->nbdproj == 0)) {
-		snprintf(err, errlen, "%s:%d: variant %s: the decode step on tensor cores (mma) takes heads of 64 channels "
-		         "and block-diagonal projections; mixer %s has heads of %d and %d such projections", T->v->file,
+	if (T->v->mma && (mx->k % 64 != 0 || T->nbdproj == 0)) {
+		snprintf(err, errlen, "%s:%d: variant %s: the decode step on tensor cores (mma) takes heads of a multiple "
+		         "of 64 channels and block-diagonal projections; mixer %s has heads of %d and %d such projections", T->v->file,
 		         T->v->line, T->v->name, mx->name, mx->k, T->nbdproj);
 		return -1;
 	}

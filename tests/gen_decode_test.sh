@@ -34,17 +34,26 @@ heads=$src/tests/grids/decode_heads.lua
 "$py" - "$work/heads/manifest.json" <<'PY'
 import json, sys
 bad = []
+mma = []
 for v in json.load(open(sys.argv[1]))["variants"]:
     k = int(v["mixer"][5:])
     rows = 8 * max(1, 256 // k)
     want = [["K", str(k)], ["H", "D/K"], ["NDB", "cdiv(B,%d)" % rows]]
     if v["vars"] != want: bad.append("%s: vars %r, expected %r" % (v["mixer"], v["vars"], want))
     if v["rules"][0]["expr"] != "D%%%d==0" % k: bad.append("%s: rule %r" % (v["mixer"], v["rules"][0]["expr"]))
-    if v["forward"][-1]["block"][0] != (k if k > 128 else 256): bad.append("%s: block %r" % (v["mixer"], v["forward"][-1]["block"]))
+    last = v["forward"][-1]
+    if v["name"].endswith("_mma"):   # a block per 64 channels of a head and 64 rows; weights and x staged
+        mma.append(k)
+        smem = 2 * (k // 2) * 64 * 4 + 64 * (k // 2) * 4
+        if last["grid"] != ["1", "D/64", "cdiv(B,64)"] or last["block"][0] != 128 or last["smem"] != str(smem):
+            bad.append("%s: grid %r block %r smem %r, expected smem %d" % (v["name"], last["grid"], last["block"],
+                                                                        last["smem"], smem))
+    elif last["block"][0] != (k if k > 128 else 256): bad.append("%s: block %r" % (v["mixer"], last["block"]))
+if sorted(mma) != [128, 256]: bad.append("tensor-core steps for heads of %r, expected 128 and 256" % sorted(mma))
 if bad: print("\n".join("     " + b for b in bad))
 sys.exit(1 if bad else 0)
 PY
-check $? "each head size's plan: K, blocks of 8 rows per row lane, the width rule, K or 256 threads"
+check $? "each head size's plan: K, blocks of 8 rows per row lane, the width rule, K or 256 threads; on tensor cores at 128 and 256 a block per 64 channels"
 out=$(HEADS_K=128 "$recur" gen "$heads" --lua "$src/lua" -o "$work/heads128" -q 2>&1)
 [ $? != 0 ] && echo "$out" | grep -q 'decode_heads.lua:2[0-9]:.*heads of 128 channels: its block-diagonal projections run apart'
 check $? "a scan variant with heads of 128 and apart = false is refused at its line"
@@ -82,9 +91,9 @@ printf 'local R = require "recur"\nreturn R.decode { mixer = require "arch.samu"
 out=$("$recur" gen "$work/mma_samu.lua" --lua "$src/lua" -o "$work/mma_samu" -q 2>&1)
 [ $? != 0 ] && echo "$out" | grep -q 'mma_samu.lua:2:.*mma = true runs the block-diagonal projections on tensor cores, and mixer samu has none'
 check $? "mma = true for a mixer without block-diagonal projections is refused at its line"
-sed 's/out\[#out + 1\] = R.decode { mixer = rglru(k) }/out[#out + 1] = R.decode { mixer = rglru(k), mma = true }/' "$heads" > "$work/mma_heads.lua"
+sed 's/R.decode { mixer = m }/R.decode { mixer = m, mma = true }/' "$heads" > "$work/mma_heads.lua"
 out=$("$recur" gen "$work/mma_heads.lua" --lua "$src/lua" -o "$work/mma_heads" -q 2>&1)
-[ $? != 0 ] && echo "$out" | grep -q 'mma_heads.lua:2[0-9]:.*mma = true takes heads of 64 channels; mixer rglru16 has 16'
+[ $? != 0 ] && echo "$out" | grep -q 'mma_heads.lua:2[0-9]:.*mma = true takes heads of a multiple of 64 channels.*mixer rglru16 has 16'
 check $? "mma = true with heads of 16 is refused at its line"
 
 n=$(ls "$work/out" | grep -cE '^([a-z0-9]+)\.\1_decode\.ptx$')
@@ -137,7 +146,7 @@ if [ -n "$ptxas" ]; then
 			echo "$log" | grep -q '[1-9][0-9]* bytes spill stores' && bad="$bad $(basename "$f"):$sm:spills"
 		done
 	done
-	[ -z "$bad" ]; check $? "ptxas accepts every decode module without spills: thirteen for sm_90, three for sm_80 (${bad:-all clean})"
+	[ -z "$bad" ]; check $? "ptxas accepts every decode module without spills: fifteen for sm_90, three for sm_80 (${bad:-all clean})"
 else
 	echo "     (no ptxas: the modules were not compiled)"
 fi

@@ -1,6 +1,7 @@
 -- RG-LRU's lines (lua/arch/rglru.lua) with heads of K channels, for the
 -- decode step's other head sizes: RecurrentGemma's 256 (2B: width 2560 in
--- 10 heads, 9B: 4096 in 16), Griffin 7B's 176, and 16 and 128. The scans
+-- 10 heads, 9B: 4096 in 16), Griffin 7B's 176, and 16 and 128; 128 and 256
+-- on tensor cores as well (mma = true). The scans
 -- run the projections of heads other than 64 apart (tests/grids/apart.lua);
 -- HEADS_K=K in the environment asks for a scan variant of one K with
 -- apart = false instead, which the generator refuses at its line.
@@ -21,5 +22,10 @@ end
 local K = tonumber(os.getenv("HEADS_K") or "0")
 if K > 0 then return R.variants { mixer = rglru(K), chunk = { 8 }, prefix = { 32 }, fused = { true }, apart = { false } } end
 local out = {}
-for _, k in ipairs { 16, 128, 176, 256 } do out[#out + 1] = R.decode { mixer = rglru(k) } end
+for _, k in ipairs { 16, 128, 176, 256 } do
+  local m = rglru(k)
+  out[#out + 1] = R.decode { mixer = m }
+  -- on tensor cores where the heads are a multiple of 64 channels
+  if k % 64 == 0 then out[#out + 1] = R.decode { mixer = m, mma = true } end
+end
 return out
