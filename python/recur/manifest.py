@@ -18,10 +18,11 @@ ParamSpec = namedtuple("ParamSpec", "name dims init a b")
 ParamSpec.__doc__ = "A mixer parameter at one width: name, dims, init kind and its numbers a, b."
 
 Variant = namedtuple("Variant", "name mixer target scan prefix chunk fused shared_sfu fused_output "
-                                "fused_write materialized resident_launches state")
+                                "fused_write materialized resident_launches state mma")
 Variant.__doc__ = ("A variant's attributes from manifest.json; resident_launches: (backward, index) of "
                    "each launch whose blocks wait on each other (they must all be resident at once); state: "
-                   "the fields of the sequence state its kernels take (frozenset, e.g. {'reset'}).")
+                   "the fields of the sequence state its kernels take (frozenset, e.g. {'reset'}); mma: a decode "
+                   "step on tensor cores (R.decode { mma = true }).")
 
 
 class Manifest:
@@ -105,8 +106,10 @@ class Manifest:
 
     def decode_variant(self, mixer, pin=None):
         """The mixer's decode step (R.decode): pin where given (it must be
-        one), else the first the folder lists; ValueError saying how to make
-        one where it has none."""
+        one), else the first on tensor cores (mma = true: as fast or faster
+        than the fp32 step at every batch measured, and its weights rounded
+        as the scans' are), else the first the folder lists; ValueError
+        saying how to make one where it has none."""
         names = [n for n in self.all_of(mixer) if self.variants[n].scan == "decode"]
         if not names:
             raise ValueError("%s holds no decode step of mixer %r: generate one, e.g. "
@@ -115,7 +118,7 @@ class Manifest:
         if pin and pin not in names:
             raise ValueError("%r is not a decode step of mixer %r in %s (it has: %s)"
                              % (pin, mixer, self.path, ", ".join(names)))
-        return pin or names[0]
+        return pin or ([n for n in names if self.variants[n].mma] or names)[0]
 
     def _read_attributes(self):
         with open(self.path, "rb") as f:
@@ -132,7 +135,8 @@ class Manifest:
                                 chunk=int(v.get("chunk", 0)), fused=bool(v.get("fused")),
                                 shared_sfu=bool(v.get("shared_sfu")), fused_output=bool(v.get("fused_output")),
                                 fused_write=bool(v.get("fused_write")), materialized=bool(v.get("materialized")),
-                                resident_launches=tuple(resident), state=frozenset(v.get("state") or ()))
+                                resident_launches=tuple(resident), state=frozenset(v.get("state") or ()),
+                                mma=bool(v.get("mma")))
         return out
 
     # ---- shapes ----

@@ -366,8 +366,8 @@ def decode_step(x, params, state, kernels, mixer, index=None, start=False, varia
     states are not read, each row starts anew (a reset at its first
     token). Runs the folder's decode step (recur gen of R.decode { mixer =
     ... }, e.g. lua/variants/decode.lua): variant, where the folder has
-    several (rglru_decode, rglru_decode_mma), else the first; no
-    autograd."""
+    several (rglru_decode, rglru_decode_mma), else the one on tensor cores
+    where there is one, else the first; no autograd."""
     if isinstance(x, torch.Tensor) and x.dtype == torch.float32 and _autocast_bf16():
         x = x.to(torch.bfloat16)
     with torch.no_grad():

@@ -745,7 +745,9 @@ class DecodeStep(_StateFolder):
 
     def test_the_decode_variant_apart(self):
         self.assertNotIn("rglru_decode", self.k.variants("rglru"))
-        self.assertEqual(self.k.decode_variant("rglru"), "rglru_decode")
+        self.assertNotIn("rglru_decode_mma", self.k.variants("rglru"))
+        # the tensor-core step first, though the folder lists the fp32 one before it
+        self.assertEqual(self.k.decode_variant("rglru"), "rglru_decode_mma")
         with self.assertRaises(ValueError) as e:
             kernels().decode_variant("rglru")
         self.assertIn("decode.lua", str(e.exception))
@@ -760,7 +762,7 @@ class DecodeStep(_StateFolder):
         y = m.step(x, state, index=idx)
         m.step(x, state, start=True)
         (_, name, _, _, _, st), (_, _, _, _, _, st2) = self.calls
-        self.assertEqual(name, "rglru_decode")
+        self.assertEqual(name, "rglru_decode_mma")
         self.assertEqual(st[:2], (state.data_ptr(), state.data_ptr()))   # h0 = hT: in place
         self.assertEqual(st2[:2], (0, state.data_ptr()))                  # start: no h0
         self.assertEqual(self.indexes, [idx.data_ptr(), 0])                 # int32 goes as it is
@@ -770,8 +772,8 @@ class DecodeStep(_StateFolder):
     def test_a_decode_step_pinned(self):
         m = recur.RGLRU(self.k, 128)
         x, state = torch.randn(2, 1, 128).bfloat16(), m.new_state(2)
-        m.step(x, state, variant="rglru_decode_mma")
-        self.assertEqual(self.calls[-1][1], "rglru_decode_mma")
+        m.step(x, state, variant="rglru_decode")
+        self.assertEqual(self.calls[-1][1], "rglru_decode")
         for pin in ("rglru_nope", "fused_grouped_prefix32_hierarchical_chunk8"):
             with self.assertRaises(ValueError) as e:
                 m.step(x, state, variant=pin)
