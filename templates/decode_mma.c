@@ -8,8 +8,8 @@
  * and DM_GROUPS groups of 16 rows: grid (1, D/64, cdiv(B, 16 DM_GROUPS)),
  * so that lanes_init finds the slice at ctaid.y (its channels' parameters
  * at 64 ctaid.y + ch). Warp w owns channels 16w .. 16w+15; at each token,
- * for each group, it multiplies the group's 16 x rows (the A fragments,
- * read straight from x: bf16 pairs, rows g and g+8) by its head's weight
+ * for each group, it multiplies the group's 16 x rows (the A fragments:
+ * bf16 pairs, rows g and g+8) by its head's weight
  * columns, so lane (g, q) holds rows g and g + 8 at its 4 channels: 8
  * slots, each with its fp32 state in a register for all the call's
  * tokens. The element stage is the mixer's own expressions per slot, as in
@@ -263,7 +263,11 @@ static void dm_stage_x(Tmpl *T, Lanes *ln, const KSig *s, LLVMValueRef t, LLVMVa
 /* K > 64: per DM_WALK groups, the head's K/16 k-steps once, A and B
  * fragments from shared memory (dm_stage_w, dm_stage_x), the groups
  * sharing each step's B fragments; then each live group's element stage.
- * Two groups a walk: all four groups' sums held at once spilt 400 bytes.
+ * Two groups a walk (209 registers for RG-LRU at K = 256): four would read
+ * each B fragment once rather than twice, at 255 registers, the cap (no
+ * spill for RG-LRU; with the fragments read from global memory instead,
+ * 400 bytes), and an SM holds two blocks either way (96 KB each). Which is
+ * faster awaits a GPU.
  * A group past B multiplies zeros: no branch splits the walk, and every
  * lane meets every mma.sync. */
 static void dm_walk_wide(Tmpl *T, Lanes *ln, const KSig *s, DmGroup *G, int g0, LLVMValueRef t, LLVMValueRef first0)
