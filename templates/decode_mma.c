@@ -325,20 +325,6 @@ static void dm_walk_wide(Tmpl *T, Lanes *ln, const KSig *s, DmGroup *G, int g0, 
 	}
 }
 
-/* the channels' bias of each block-diagonal projection (lanes_init loads
- * them with the fragments it holds, at K = 64 only) */
-static void dm_load_bias(Tmpl *T, Lanes *ln)
-{
-	Irb *I = &T->I;
-	LLVMValueRef hbase = imul(I, ln->head, ci32(I, 64));
-	for (int j = 0; j < T->nbdproj; j++) {
-		LLVMValueRef bias = ln->param[T->mx->proj[T->bdproj[j]].bias];
-		CHECK(bias);
-		for (int c = 0; c < 4; c++)
-			ln->bias[j][c] = ld(I, I->f32, gep_f32(I, bias, sext64(I, iadd(I, hbase, ln->ch[c]))), 4);
-	}
-}
-
 void tmpl_decode_mma(Tmpl *T)
 {
 	Irb *I = &T->I;
@@ -357,7 +343,8 @@ void tmpl_decode_mma(Tmpl *T)
 	lanes_init(T, &ln, s, K == 64);
 	LLVMValueRef khead = NULL, col0 = NULL;
 	if (K > 64) {
-		dm_load_bias(T, &ln);
+		for (int j = 0; j < T->nbdproj; j++)   /* lanes_init loads them with the fragments it holds */
+			lanes_bias(T, &ln, j, imul(I, ln.head, ci32(I, 64)));
 		dm_head_of(T, &ln, &khead, &col0);
 		dm_stage_w(T, &ln, khead, col0);
 	}

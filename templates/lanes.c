@@ -114,11 +114,17 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 					ln->wfrag[j][ks][nt][r] = pack_bf16x2(I, v0, v1);
 				}
 			}
-		LLVMValueRef bias = ln->param[pj->bias];
-		CHECK(bias);
-		for (int c = 0; c < 4; c++)
-			ln->bias[j][c] = ld(I, I->f32, gep_f32(I, bias, sext64(I, iadd(I, hbase, ln->ch[c]))), 4);
+		lanes_bias(T, ln, j, hbase);
 	}
+}
+
+void lanes_bias(Tmpl *T, Lanes *ln, int j, LLVMValueRef hbase)
+{
+	Irb *I = &T->I;
+	LLVMValueRef bias = ln->param[T->mx->proj[T->bdproj[j]].bias];
+	CHECK(bias);
+	for (int c = 0; c < 4; c++)
+		ln->bias[j][c] = ld(I, I->f32, gep_f32(I, bias, sext64(I, iadd(I, hbase, ln->ch[c]))), 4);
 }
 
 LLVMValueRef in_seq(Tmpl *T, const Lanes *ln, LLVMValueRef t)

@@ -329,6 +329,9 @@ void wmat_dx_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2]);    
 int gate_frags_hold(Tmpl *T, Lanes *ln);
 /* lane geometry, params and weight fragments for the kernel being built */
 void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights);
+/* ln->bias[j]: block-diagonal projection j's bias at the lanes' channels
+ * hbase + ch (lanes_init's, with the weights) */
+void lanes_bias(Tmpl *T, Lanes *ln, int j, LLVMValueRef hbase);
 /* the channel of a projection's mma column 16w + 8nt + n8: itself, or with
  * T->k.slots_adjacent the one that puts columns 2q, 2q+1 of both n-tiles on channels
  * 4q .. 4q+3 (ln->ch): the weights' columns are permuted to match */
