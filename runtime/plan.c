@@ -898,6 +898,18 @@ static int state_check(const recur_variant *v, const recur_seqstate *st, const r
 			return rt_vfail(err, errlen, "variant %s at %s: the sequence state gives %s, which its kernels do "
 			                "not take (they take: %s); generate a variant with it (%s)", v->d->name, shape,
 			                rt_state_name[i], v->d->state_text[0] ? v->d->state_text : "none", how[i]);
+	/* the [B][D] states move through 16-byte accesses where a kernel can
+	 * (templates/decode_rows.c): a misaligned one would fault mid-call, so
+	 * it is refused here, as recur.h promises for every tensor */
+	static const int wide[] = { RT_STATE_H0, RT_STATE_HT, RT_STATE_DHT, RT_STATE_DH0, RT_STATE_MAP_H };
+	for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) {
+		CUdeviceptr p = rt_state_ptr(st, wide[i]);
+		if (p % 16)
+			return rt_vfail(err, errlen, "variant %s at %s: the sequence state's %s = 0x%llx is not 16-byte "
+			                "aligned; the kernels move states with 16-byte accesses (recur.h: every tensor starts "
+			                "on a 16-byte boundary)", v->d->name, shape, rt_state_name[wide[i]],
+			                (unsigned long long)p);
+	}
 	/* the map is of a row under continuation: t = 0 no reset unless
 	 * marked, which h0 makes so (zeros for a part that starts from
 	 * nothing); map_h is hT less h0's share (templates/rowmap.c) */

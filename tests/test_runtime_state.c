@@ -20,7 +20,8 @@
  * - A decode step (scan "decode", state h0 hT index, "backward": []) loads,
  *   gets h0, hT and index in its forward's arg slots, runs in place, and
  *   refuses recur_backward, recur_backward_ws and a graph with a backward
- *   before anything reaches the driver, naming the variant; its backward
+ *   before anything reaches the driver, naming the variant; an h0 or hT
+ *   off a 16-byte boundary is refused before any launch; its backward
  *   workspaces take no room in recur_workspace_sizes.
  * - cu_seqlens (a docs variant, state reset cu_seqlens h0 hT dhT dh0):
  *   the offsets reach "state:cu_seqlens" and ndocs "i32:ndocs" (0 for a
@@ -411,6 +412,15 @@ static void decode(recur_rt *rt)
 	st.index = 0;
 	rc = recur_forward(v, s, &io, 0, err, sizeof err);
 	check(rc == 0 && arg(4) == 0, "no index: a null pointer in its slot (slot b for row b)", "%s", err);
+	for (int k = 0; k < 2; k++) {   /* h0, then hT, 4 bytes past a 16-byte boundary */
+		st = (recur_seqstate){.h0 = t[4] + (k == 0 ? 4 : 0), .hT = t[5] + (k == 1 ? 4 : 0)};
+		hc.nlaunch = 0;
+		err[0] = 0;
+		rc = recur_forward(v, s, &io, 0, err, sizeof err);
+		check(rc != 0 && hc.nlaunch == 0 && has(err, k == 0 ? "state's h0" : "state's hT") &&
+		          has(err, "not 16-byte aligned"),
+		      "a state 4 bytes off a 16-byte boundary: refused before any launch, naming it", "%s", err);
+	}
 
 	/* after a forward, so that no "without a forward" answers instead; hT
 	 * apart from h0, which the variant that is no decode step refuses */
