@@ -128,6 +128,8 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 		json_object_set_new(o, "apart", json_true());
 	if (v->mma)   /* a decode step on tensor cores: what a caller without a pin runs */
 		json_object_set_new(o, "mma", json_true());
+	if (v->rows)   /* a decode step of one kernel, a block a row (R.decode's rows) */
+		json_object_set_new(o, "rows", json_true());
 	json_object_set_new(o, "scan", json_string(v->decode    ? "decode"
 	                                            : v->onepass ? "onepass"
 	                                            : v->lookback ? "lookback"

@@ -116,6 +116,10 @@ FILE:LINE, and the generator then writes nothing.
     weights rounded to bf16 as the scans round them, where the plain step
     runs them as fp32 multiply-adds with fp32 weights, 8 * max(1, 256 / K)
     rows per block.
+    rows = true (no block-diagonal projections; widths up to 8192): one
+    kernel, a block of 256 threads per row over its whole width
+    (<mixer>_decode_rows), the token stage's sums over the width made
+    inside it, where the plain step runs them in a kernel ahead of its own.
     A script may return it beside R.variants sets, or alone.
     A script returns one R.variants{...} or a list of them. A manifest
     holds one mixer per name and each variant once: a set listed twice,
@@ -773,7 +777,7 @@ function R.variants(o)
                              string.format("grouped_prefix%d_%s_chunk%d", p, sc, c)
                 vars[#vars + 1] = {
                   name = name, chunk = c, prefix = p, fused = fu, shared_sfu = sf,
-                  fused_output = fo, fused_write = fw, resets = rs or dc, states = hs, map = mp, mma = false, apart = ap,
+                  fused_output = fo, fused_write = fw, resets = rs or dc, states = hs, map = mp, mma = false, rows = false, apart = ap,
                   docs = dc,
                   materialized = (not fu) and ntoken == 0,
                   scan = sc, controller = ctl, file = file, line = line,
@@ -798,10 +802,12 @@ end
 -- pool of states in place by the call's tokens (see the header).
 function R.decode(o)
   if not plain(o) then fail("R.decode takes a table { mixer = m }, got %s", describe(o)) end
-  check_keys(o, { mixer = true, controller = true, rules = true, mma = true }, "R.decode")
+  check_keys(o, { mixer = true, controller = true, rules = true, mma = true, rows = true }, "R.decode")
   local st = set_mixer(o, "R.decode")
   local mma = o.mma
   if mma ~= nil and type(mma) ~= "boolean" then fail("R.decode: mma must be true or false, got %s", describe(mma)) end
+  local rows = o.rows
+  if rows ~= nil and type(rows) ~= "boolean" then fail("R.decode: rows must be true or false, got %s", describe(rows)) end
   local ctl = o.controller
   if ctl ~= nil and (not text(ctl) or ctl == "" or #ctl > MAXNAME) then
     fail("controller must be a non-empty line of text of at most %d characters, got %s", MAXNAME, describe(ctl))
@@ -815,14 +821,19 @@ function R.decode(o)
     fail("R.decode: mma = true takes heads of a multiple of 64 channels (a block of 4 warps owns 64 of a "
          .. "head's output channels); mixer %s has %d", st.name, st.k)
   end
+  if rows and nblock > 0 then
+    fail("R.decode: rows = true runs a row's whole width in one block, and the block-diagonal projections of "
+         .. "mixer %s would need every head's weights in each: the plain step or mma = true runs them", st.name)
+  end
   local file, line = site()
   st.used_at = st.used_at or line
   -- chunk and prefix mean nothing to the step kernel; they hold the
   -- smallest of each so that the variant reads as any other. A token
   -- stage runs in a pass of its own with its shared functions once per
-  -- token, as in the scans.
+  -- token, as in the scans (rows = true: inside the step's one kernel).
   local vars = { {
-    name = st.name .. "_decode" .. (mma and "_mma" or ""), mma = mma or false, chunk = CHUNKS[1], prefix = PREFIXES[1], fused = ntoken == 0, shared_sfu = ntoken > 0,
+    name = st.name .. "_decode" .. (mma and "_mma" or rows and "_rows" or ""), mma = mma or false,
+    rows = rows or false, chunk = CHUNKS[1], prefix = PREFIXES[1], fused = ntoken == 0, shared_sfu = ntoken > 0,
     fused_output = true, fused_write = true, resets = false, states = false, map = false, materialized = false,
     apart = false, docs = false, scan = "decode", controller = ctl or st.controller, file = file, line = line,
   } }

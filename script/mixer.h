@@ -91,6 +91,8 @@ typedef struct {
 	bool decode;           /* a decode step (scan "decode", R.decode): a forward only, which advances
 	                        * states in place by the call's tokens (state:h0, hT, index) */
 	bool mma;              /* a decode step whose projections run on tensor cores (R.decode's mma) */
+	bool rows;             /* a decode step of one kernel, a block per row over the whole width, the
+	                        * token stage inside it (R.decode's rows; templates/decode_rows.c) */
 	bool apart;            /* the block-diagonal projections run in kernels of their own, stored for the
 	                        * scans (templates/proj.c): heads of K != 64 channels, or asked for */
 	char controller[MX_NAME];

@@ -295,7 +295,7 @@ static void rd_mixer(const Rd *rd, int t, Mixer *mx, const ExGraph **src)
 static void rd_canonical(const Variant *v, const char *mixer, char *buf, size_t n)
 {
 	if (v->decode) {   /* R.decode's one variant: named by its mixer, as a manifest names each variant once */
-		snprintf(buf, n, "%s_decode%s", mixer, v->mma ? "_mma" : "");
+		snprintf(buf, n, "%s_decode%s", mixer, v->mma ? "_mma" : v->rows ? "_rows" : "");
 		return;
 	}
 	snprintf(buf, n, "%s%s%s%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->apart ? "apart_" : "",
@@ -329,6 +329,7 @@ static void rd_variant(const Rd *rd, int e, const char *mixer, int ntoken, Varia
 	v->states = rd_bool(rd, e, "states", of);
 	v->map = rd_bool(rd, e, "map", of);
 	v->mma = rd_bool(rd, e, "mma", of);
+	v->rows = rd_bool(rd, e, "rows", of);
 	v->materialized = rd_bool(rd, e, "materialized", of);
 	v->apart = rd_bool(rd, e, "apart", of);
 	v->docs = rd_bool(rd, e, "docs", of);
@@ -354,8 +355,10 @@ static void rd_variant(const Rd *rd, int e, const char *mixer, int ntoken, Varia
 		        "variant", of);
 	if (v->map && !v->states)
 		rd_fail(rd, "%s: map comes with the states (map_h = hT - exp(map_loga) h0): states true", of);
-	if (v->mma && !v->decode)
-		rd_fail(rd, "%s: mma is an option of decode steps (R.decode)", of);
+	if ((v->mma || v->rows) && !v->decode)
+		rd_fail(rd, "%s: %s is an option of decode steps (R.decode)", of, v->mma ? "mma" : "rows");
+	if (v->mma && v->rows)
+		rd_fail(rd, "%s: mma and rows are two forms of the decode step: one of them", of);
 	if (v->decode && (v->resets || v->states || v->fused != (ntoken == 0)))
 		rd_fail(rd, "%s: a decode step takes its states as h0, hT and index (resets and states false) and is "
 		        "fused unless the mixer has a token stage", of);

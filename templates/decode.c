@@ -15,7 +15,8 @@
  * are staged; the projections are fp32 dot products, the
  * element stage the mixer's own expressions (emit_expr), the lane-invariant
  * ones hoisted out of the token loop. A token stage (per-token projections
- * over the whole width) is the scans' tok_fwd pass ahead of this kernel.
+ * over the whole width) is a token pass ahead of this kernel (tmpl_tok_step:
+ * the scans' tok_fwd, a warp per token).
  *
  * States: row b's slot is index[b] (no index: b); a negative slot makes the
  * row padding: its state is neither read nor written, nor its y
@@ -312,15 +313,17 @@ static void dec_tokens(Tmpl *T, Dec *d, LLVMValueRef tid, EmitEnv base, int nk)
 }
 
 Launch *tmpl_decode_open(Tmpl *T, const char *kname, const char *g0, const char *g1, const char *g2, int block,
-                         const char *smem)
+                         const char *smem, int minblocks)
 {
 	Irb *I = &T->I;
 	Launch *l = tmpl_launch(T, 1, kname, g0, g1, g2, block, smem);
+	l->minblocks = minblocks;
 	KSig *s = &l->sig;
 	ksig_add(T, s, "x", I->gptr);
 	ksig_add(T, s, "y", I->gptr);
 	ksig_params(T, s);
-	ksig_tok(T, s);
+	if (!T->v->rows)   /* the token pass's values; a step of one kernel makes its own */
+		ksig_tok(T, s);
 	ksig_add(T, s, "state:h0", I->gptr);
 	ksig_add(T, s, "state:hT", I->gptr);
 	ksig_add(T, s, "state:index", I->gptr);
@@ -341,7 +344,7 @@ void tmpl_decode(Tmpl *T)
 	Dec d = { .g = dec_geo(T) };
 	char smem[16];
 	snprintf(smem, sizeof smem, "%d", d.g.smem);
-	const KSig *s = &tmpl_decode_open(T, "decode", "H", "NDB", "1", d.g.threads, smem)->sig;
+	const KSig *s = &tmpl_decode_open(T, "decode", "H", "NDB", "1", d.g.threads, smem, 0)->sig;
 	LLVMValueRef tid = tid_x(I);
 	dec_init(T, &d, s, tid);
 	if (d.g.w_smem)

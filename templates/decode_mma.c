@@ -334,7 +334,7 @@ void tmpl_decode_mma(Tmpl *T)
 	snprintf(rows, sizeof rows, "cdiv(B,%d)", 16 * DM_GROUPS);
 	snprintf(smem, sizeof smem, "%d", K == 64 ? 0 : dm_smem(T));
 	/* a block per 64 channels: D/64, which is H at K = 64 */
-	Launch *l = tmpl_decode_open(T, "decode_mma", "1", K == 64 ? "H" : "D/64", rows, 128, smem);
+	Launch *l = tmpl_decode_open(T, "decode_mma", "1", K == 64 ? "H" : "D/64", rows, 128, smem, 0);
 	launch_flops(l, proj_flops(T));
 	const KSig *s = &l->sig;
 	T->k.slots_adjacent = 0;   /* the slots in the mma's column order: lanes_init's ch, wcol */

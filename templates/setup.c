@@ -66,6 +66,12 @@ int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen)
 		         T->v->line, T->v->name, mx->name, mx->k, T->nbdproj);
 		return -1;
 	}
+	if (T->v->rows && (!T->v->decode || T->nbdproj > 0)) {
+		snprintf(err, errlen, "%s:%d: variant %s: the decode step of one kernel a row (rows) runs a row's whole "
+		         "width in a block, which cannot hold every head's block-diagonal weights; mixer %s has %d such "
+		         "projections", T->v->file, T->v->line, T->v->name, mx->name, T->nbdproj);
+		return -1;
+	}
 	if (!T->v->decode && !T->v->apart && mx->k != 64) {
 		snprintf(err, errlen, "%s:%d: variant %s: mixer %s has heads of %d channels; the scan kernels run the "
 		         "projections of heads of 64, others apart (apart = true)", T->v->file, T->v->line, T->v->name,
@@ -326,10 +332,16 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 	/* tmpl_derive ran before: it grows the mixer's graph, which from here
 	 * on is only read (variants build concurrently) */
 	CHECK(T->derived);
+	if (T->v->rows) {   /* forward only: one kernel, the token stage inside */
+		tmpl_decode_rows_plan(T);
+		tmpl_decode_rows(T);
+		irb_dispose(&T->I);
+		return;
+	}
 	if (T->v->decode) {   /* forward only: the token stage, then the step */
 		tmpl_decode_plan(T);
 		if (T->ntokval > 0)
-			tmpl_tok_fwd(T);
+			tmpl_tok_step(T);
 		if (T->v->mma)
 			tmpl_decode_mma(T);
 		else

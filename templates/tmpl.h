@@ -563,9 +563,12 @@ void docs_store_hT(Tmpl *T, Lanes *ln, const Step *st, LLVMValueRef h[TM_SLOTS])
 static inline int docs_states(const Tmpl *T) { return T->v->docs && !T->k.docs_quiet; }
 LLVMValueRef docs_events(Tmpl *T, const Lanes *ln, LLVMValueRef t0, int ntok);
 void tmpl_tok_fwd(Tmpl *T);        /* controller pass: token projections and the token values */
+void tmpl_tok_step(Tmpl *T);       /* the same for a decode step: a token a warp, 8 loads in flight a lane */
 void tmpl_decode_plan(Tmpl *T);    /* a decode variant's plan (decode.c), in place of tmpl_plan */
 void tmpl_decode(Tmpl *T);         /* its step kernel */
 void tmpl_decode_mma(Tmpl *T);     /* or the same on tensor cores (R.decode's mma, decode_mma.c) */
+void tmpl_decode_rows_plan(Tmpl *T);   /* or one kernel, a block a row, the token stage inside (R.decode's */
+void tmpl_decode_rows(Tmpl *T);        /* rows, decode_rows.c): its plan, then the kernel */
 /* a decode step's launch: its signature (x, y, parameters, token values,
  * h0, hT, index, B, L, D), opened for building, h0 and hT free to alias */
 /* row b's state slot in a decode step: index[b] where index is given
@@ -576,8 +579,11 @@ LLVMValueRef decode_slot(Irb *I, LLVMValueRef index, LLVMValueRef has_index, LLV
  * expressions in env, h = a h + b (b alone at a reset: env->first > 0),
  * env->h set to it; returns y */
 LLVMValueRef decode_advance(Tmpl *T, EmitEnv *env, Var h);
+/* a decode step kernel's launch and signature (x, y, parameters, the token
+ * values unless it makes them, the states, B, L, D), opened; minblocks as
+ * Launch's */
 Launch *tmpl_decode_open(Tmpl *T, const char *kname, const char *g0, const char *g1, const char *g2, int block,
-                         const char *smem);
+                         const char *smem, int minblocks);
 void tmpl_tok_bwd(Tmpl *T);        /* z adjoints summed over channels -> projection adjoints */
 void tmpl_tok_dx(Tmpl *T);         /* dx += w * dproj, weight-gradient partials */
 /* 1/sqrt(D) or 1, per token projection j */

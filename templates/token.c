@@ -6,7 +6,8 @@
  * over whole tokens instead:
  *   tok_fwd  (forward, first) one warp per 4 tokens: the projections in fp32
  *            from 16-byte loads of x, then the token stage's values z
- *            (with shared_sfu: softplus(u), sigmoid(v), ... once per token)
+ *            (with shared_sfu: softplus(u), sigmoid(v), ... once per token);
+ *            a decode step's runs one warp per token, its loads batched
  *   tok_bwd  (backward, after bwd_apply) one warp per token: the adjoints of
  *            the token values summed over the H per-head partials of bwd_apply in a
  *            fixed order, the token stage's derivative, the projections'
@@ -60,12 +61,56 @@ LLVMValueRef tok_pack8(Irb *I, LLVMValueRef in[8])
 	return v;
 }
 
-void tmpl_tok_fwd(Tmpl *T)
+/* One 8-channel chunk c of the tokens' rows into their sums: acc[j][k] +=
+ * w_j[c..c+7] . x[row k][c..c+7], the chunk's products added in channel
+ * order. ok (NULL: always) masks a chunk past the width: its values are read
+ * at chunk 0 and replaced by zeros, so the sums keep their values. */
+static void tok_chunk(Tmpl *T, const Launch *l, LLVMValueRef x, LLVMValueRef c, LLVMValueRef ok,
+                      int tpw, const LLVMValueRef *row, const LLVMValueRef *valid, Var acc[][TOKS_PER_WARP])
 {
 	Irb *I = &T->I;
 	Mixer *mx = T->mx;
+	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4), v4f = LLVMVectorType(I->f32, 4);
+	LLVMValueRef xv[TOKS_PER_WARP][8];
+	for (int k = 0; k < tpw; k++) {
+		LLVMValueRef v = ld(I, v4i, gep_bf16(I, x, iadd(I, row[k], sext64(I, c))), 16);
+		LLVMValueRef in = ok ? land(I, valid[k], ok) : valid[k];
+		tok_unpack8(I, LLVMBuildSelect(I->b, in, v, LLVMConstNull(v4i), ""), xv[k]);
+	}
+	for (int j = 0; j < T->ntokproj; j++) {
+		LLVMValueRef w = ksig_param(T, &l->sig, mx->proj[T->tokproj[j]].weight);
+		LLVMValueRef wv[8];
+		for (int h = 0; h < 2; h++) {
+			LLVMValueRef v = ld(I, v4f, gep_f32(I, w, sext64(I, iadd(I, c, ci32(I, 4 * h)))), 16);
+			if (ok)   /* a weight of chunk 0 times a zero could still be a NaN */
+				v = LLVMBuildSelect(I->b, ok, v, LLVMConstNull(v4f), "");
+			for (int e = 0; e < 4; e++)
+				wv[4 * h + e] = LLVMBuildExtractElement(I->b, v, ci32(I, e), "");
+		}
+		for (int k = 0; k < tpw; k++) {
+			LLVMValueRef s = var_get(I, acc[j][k]);
+			for (int e = 0; e < 8; e++)
+				s = fadd(I, s, fmul(I, wv[e], xv[k][e]));
+			var_set(I, acc[j][k], s);
+		}
+	}
+}
+
+/* The token pass: tpw tokens a warp, a lane walking the width's 8-channel
+ * chunks lane, lane + 32, ... in turn. walk 0: a loop LLVM unrolls by 2 --
+ * the scans' pass, thousands of tokens, each weight load shared by 4 of them.
+ * walk n > 0: n chunks a trip, the last trip's masked, so a lane has n
+ * loads in flight -- the decode step's, with one to a few hundred tokens,
+ * where each dependent trip costs a memory latency. Either way a token's sum
+ * adds the same products in the same order: the step's token values are the
+ * forward's. */
+static void tok_fwd_emit(Tmpl *T, int tpw, int walk)
+{
+	Irb *I = &T->I;
+	Mixer *mx = T->mx;
+	CHECK(tpw >= 1 && tpw <= TOKS_PER_WARP);
 	char grid[64];
-	snprintf(grid, sizeof grid, "cdiv(B*L,%d)", 8 * TOKS_PER_WARP);
+	snprintf(grid, sizeof grid, "cdiv(B*L,%d)", 8 * tpw);
 	Launch *l = tmpl_launch(T, 1, "tok_fwd", grid, "1", "1", 256, "0");
 	ksig_add(T, &l->sig, "x", I->gptr);
 	ksig_params(T, &l->sig);
@@ -79,40 +124,29 @@ void tmpl_tok_fwd(Tmpl *T)
 	LLVMValueRef tid = tid_x(I);
 	LLVMValueRef lane = LLVMBuildAnd(I->b, tid, ci32(I, 31), "lane");
 	LLVMValueRef warp = LLVMBuildLShr(I->b, tid, ci32(I, 5), "warp");
-	LLVMValueRef t0 = imul(I, iadd(I, imul(I, ctaid(I, 0), ci32(I, 8)), warp), ci32(I, TOKS_PER_WARP));
+	LLVMValueRef t0 = imul(I, iadd(I, imul(I, ctaid(I, 0), ci32(I, 8)), warp), ci32(I, tpw));
 	LLVMValueRef valid[TOKS_PER_WARP], row[TOKS_PER_WARP];
-	for (int k = 0; k < TOKS_PER_WARP; k++) {
+	for (int k = 0; k < tpw; k++) {
 		LLVMValueRef t = iadd(I, t0, ci32(I, k));
 		valid[k] = ilt(I, t, BL);
 		row[k] = imul(I, sext64(I, LLVMBuildSelect(I->b, valid[k], t, ci32(I, 0), "")), sext64(I, D));
 	}
 	Var acc[MX_MAXPROJ][TOKS_PER_WARP];
 	for (int j = 0; j < T->ntokproj; j++)
-		for (int k = 0; k < TOKS_PER_WARP; k++)
+		for (int k = 0; k < tpw; k++)
 			acc[j][k] = var_init(I, cf32(I, 0.0), "acc");
-	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4), v4f = LLVMVectorType(I->f32, 4);
+	LLVMValueRef nc = LLVMBuildLShr(I->b, D, ci32(I, 3), "");
 	Loop L;
-	loop_begin(I, &L, lane, LLVMBuildLShr(I->b, D, ci32(I, 3), ""), ci32(I, 32), "c8");
-	L.unroll = 2;
-	LLVMValueRef c = imul(I, loop_i(I, &L), ci32(I, 8));
-	LLVMValueRef xv[TOKS_PER_WARP][8];
-	for (int k = 0; k < TOKS_PER_WARP; k++) {
-		LLVMValueRef v = ld(I, v4i, gep_bf16(I, x, iadd(I, row[k], sext64(I, c))), 16);
-		tok_unpack8(I, LLVMBuildSelect(I->b, valid[k], v, LLVMConstNull(v4i), ""), xv[k]);
-	}
-	for (int j = 0; j < T->ntokproj; j++) {
-		LLVMValueRef w = ksig_param(T, &l->sig, mx->proj[T->tokproj[j]].weight);
-		LLVMValueRef wv[8];
-		for (int h = 0; h < 2; h++) {
-			LLVMValueRef v = ld(I, v4f, gep_f32(I, w, sext64(I, iadd(I, c, ci32(I, 4 * h)))), 16);
-			for (int e = 0; e < 4; e++)
-				wv[4 * h + e] = LLVMBuildExtractElement(I->b, v, ci32(I, e), "");
-		}
-		for (int k = 0; k < TOKS_PER_WARP; k++) {
-			LLVMValueRef s = var_get(I, acc[j][k]);
-			for (int e = 0; e < 8; e++)
-				s = fadd(I, s, fmul(I, wv[e], xv[k][e]));
-			var_set(I, acc[j][k], s);
+	loop_begin(I, &L, lane, nc, ci32(I, 32 * (walk > 0 ? walk : 1)), "c8");
+	if (walk == 0) {
+		L.unroll = 2;
+		tok_chunk(T, l, x, imul(I, loop_i(I, &L), ci32(I, 8)), NULL, tpw, row, valid, acc);
+	} else {
+		for (int u = 0; u < walk; u++) {
+			LLVMValueRef c8 = iadd(I, loop_i(I, &L), ci32(I, 32 * u));
+			LLVMValueRef ok = ilt(I, c8, nc);
+			LLVMValueRef c = imul(I, LLVMBuildSelect(I->b, ok, c8, ci32(I, 0), ""), ci32(I, 8));
+			tok_chunk(T, l, x, c, ok, tpw, row, valid, acc);
 		}
 	}
 	loop_end(I, &L);
@@ -121,7 +155,7 @@ void tmpl_tok_fwd(Tmpl *T)
 		if (mx->param[p].kind == PK_SCALAR)
 			scal[p] = ld(I, I->f32, ksig_param(T, &l->sig, p), 4);
 	LLVMValueRef tokp = ksig_arg(T, &l->sig, "ws:tok"), tproj = ksig_arg(T, &l->sig, "ws:tproj");
-	for (int k = 0; k < TOKS_PER_WARP; k++) {
+	for (int k = 0; k < tpw; k++) {
 		LLVMValueRef pv[MX_MAXPROJ] = { 0 };
 		for (int j = 0; j < T->ntokproj; j++) {
 			LLVMValueRef s = var_get(I, acc[j][k]);
@@ -143,6 +177,17 @@ void tmpl_tok_fwd(Tmpl *T)
 		if_end(I, &f);
 	}
 	irb_ret(I);
+}
+
+void tmpl_tok_fwd(Tmpl *T)
+{
+	tok_fwd_emit(T, TOKS_PER_WARP, 0);
+}
+
+/* 8 chunks a trip: at D = 1024 a lane's 4 in one trip, at 4096 its 16 in two */
+void tmpl_tok_step(Tmpl *T)
+{
+	tok_fwd_emit(T, 1, 8);
 }
 
 void tmpl_tok_bwd(Tmpl *T)

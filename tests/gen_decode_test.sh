@@ -9,7 +9,10 @@
 # the script's line. Heads of any multiple of 16 up to 256 channels
 # (RecurrentGemma's 256, Griffin 7B's 176) make a decode step; the scans
 # run such heads' projections apart (gen_apart_test.sh). mma = true puts the projections on tensor cores
-# (heads of 64, block-diagonal projections only).
+# (heads of 64, block-diagonal projections only). A step's token pass runs
+# a warp per token with its loads in flight together; rows = true (no
+# block-diagonal projections) makes the step one kernel, a block a row,
+# the token stage inside.
 #   usage: gen_decode_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
 set -u
 recur=$1 src=$2 work=$3
@@ -91,6 +94,47 @@ printf 'local R = require "recur"\nreturn R.decode { mixer = require "arch.samu"
 out=$("$recur" gen "$work/mma_samu.lua" --lua "$src/lua" -o "$work/mma_samu" -q 2>&1)
 [ $? != 0 ] && echo "$out" | grep -q 'mma_samu.lua:2:.*mma = true runs the block-diagonal projections on tensor cores, and mixer samu has none'
 check $? "mma = true for a mixer without block-diagonal projections is refused at its line"
+# one kernel a row (rows = true): the mixers without block-diagonal
+# projections -- SAMU with its token stage, and one without any
+cat > "$work/rows.lua" <<'LUA'
+local R = require "recur"
+local m = R.mixer("lone", { k = 64 })
+local lam = m:param("lam", "channel", R.decay(0.9^2, 0.999^2))
+m:recurrence { log_a = -R.softplus(lam), b = m.x }
+m:output(m.h)
+return { R.decode { mixer = require "arch.samu", rows = true }, R.decode { mixer = m, rows = true } }
+LUA
+"$recur" gen "$work/rows.lua" --lua "$src/lua" -o "$work/rows" -q; check $? "gen of the one-kernel step (rows = true) for SAMU and for a mixer without a token stage"
+"$py" - "$work/rows/manifest.json" <<'PY'
+import json, sys
+bad, seen = [], []
+for v in json.load(open(sys.argv[1]))["variants"]:
+    mx = v["mixer"]
+    seen.append(mx)
+    ks = [(l["kernel"], l["grid"], l["block"][0]) for l in v["forward"]]
+    if v["name"] != mx + "_decode_rows" or v.get("rows") is not True or v["scan"] != "decode" or v["backward"] != []:
+        bad.append("%s: %s rows %r scan %s" % (mx, v["name"], v.get("rows"), v["scan"]))
+    if ks != [(mx + "_decode_rows", ["B", "1", "1"], 256)]:   # a block a row; no token pass ahead
+        bad.append("%s: forward %r" % (mx, ks))
+    if v["workspaces"]: bad.append("%s: workspaces %r" % (mx, v["workspaces"]))
+    if [r["expr"] for r in v["rules"]] != ["D%64==0", "D<=8192"]: bad.append("%s: rules %r" % (mx, v["rules"]))
+    ntok = 2 if mx == "samu" else 0   # x staged (16 KB), then two buffers of 8 warp sums a projection
+    if v["forward"][0]["smem"] != str(16384 + 2 * 8 * max(ntok, 1) * 4):
+        bad.append("%s: smem %r" % (mx, v["forward"][0]["smem"]))
+if sorted(seen) != ["lone", "samu"]: bad.append("variants of %r" % seen)
+if bad: print("\n".join("     " + b for b in bad))
+sys.exit(1 if bad else 0)
+PY
+check $? "the one-kernel step: MIXER_decode_rows, rows true, a block of 256 threads a row, no workspace, widths to 8192"
+f=$work/rows/samu.samu_decode_rows.ptx g=$work/rows/lone.lone_decode_rows.ptx
+nb=$(grep -c 'bar.sync' "$f"); nx=$(grep -c 'ld.global.nc.v4.u32' "$f"); ng=$(grep -c 'bar.sync' "$g")
+[ "$nb" = 1 ] && [ "$nx" = 4 ] && [ "$ng" = 0 ]
+check $? "SAMU's reads x once (4 chunks of 16 bytes) and meets one barrier a token ($nx, $nb); without a token stage, none ($ng)"
+printf 'local R = require "recur"\nreturn R.decode { mixer = require "arch.rglru", rows = true }\n' > "$work/rows_rglru.lua"
+out=$("$recur" gen "$work/rows_rglru.lua" --lua "$src/lua" -o "$work/rows_rglru" -q 2>&1)
+[ $? != 0 ] && echo "$out" | grep -q 'rows_rglru.lua:2:.*rows = true runs a row.s whole width in one block.*mixer rglru' && [ ! -e "$work/rows_rglru" ]
+check $? "rows = true for a mixer with block-diagonal projections is refused at its line, writing nothing"
+
 sed 's/R.decode { mixer = m }/R.decode { mixer = m, mma = true }/' "$heads" > "$work/mma_heads.lua"
 out=$("$recur" gen "$work/mma_heads.lua" --lua "$src/lua" -o "$work/mma_heads" -q 2>&1)
 [ $? != 0 ] && echo "$out" | grep -q 'mma_heads.lua:2[0-9]:.*mma = true takes heads of a multiple of 64 channels.*mixer rglru16 has 16'
@@ -116,6 +160,8 @@ for v in m["variants"]:
     ks = [l["kernel"] for l in v["forward"]]
     want = ([mx + "_tok_fwd"] if v["shared_sfu"] else []) + [mx + "_decode"]   # a token stage: shared_sfu
     if ks != want: bad.append("%s: forward %r, expected %r" % (mx, ks, want))
+    if v["shared_sfu"] and v["forward"][0]["grid"][0] != "cdiv(B*L,8)":   # a step has few tokens: a warp each
+        bad.append("%s: the token pass's grid %r, expected a warp per token" % (mx, v["forward"][0]["grid"]))
     last = v["forward"][-1]
     for a in ("x", "y", "state:h0", "state:hT", "state:index", "i32:B", "i32:L", "i32:D"):
         if a not in last["args"]: bad.append("%s: the step kernel lacks arg %s" % (mx, a))
@@ -136,17 +182,35 @@ for m in $mixers; do
 done
 [ -z "$plain" ]; check $? "each step kernel reads its 8 rows' states with coherent loads (short:${plain:- none})"
 
+# a step's token pass has a few tokens and a dependent trip costs a memory
+# latency: a lane's walk over the width issues 8 loads of x a trip, the
+# last trip masked (the scans' pass, unrolled by LLVM, has a remainder loop
+# and 12)
+short=""; nt=0
+for m in $mixers; do
+	f="$work/out/$m.${m}_decode.ptx"
+	grep -q "\.entry ${m}_tok_fwd" "$f" || continue
+	nt=$((nt + 1))
+	k=$(awk "/\.entry ${m}_tok_fwd/,/^}/" "$f" | grep -c 'ld\.global\.nc\.v4\.u32')
+	[ "$k" = 8 ] || short="$short $m:$k"
+done
+[ "$nt" -ge 1 ] && [ -z "$short" ]; check $? "each of the $nt token passes loads 8 chunks of x a trip, and no more (off:${short:- none})"
+
 ptxas=${PTXAS:-$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)}
 if [ -n "$ptxas" ]; then
 	bad=""
-	for f in "$work/out"/*_decode.ptx "$work/out80"/*_decode*.ptx "$work/heads"/*_decode.ptx "$work/mma"/*.ptx; do
+	n90=0 n80=0
+	for f in "$work/out"/*_decode.ptx "$work/out80"/*_decode*.ptx "$work/heads"/*_decode.ptx "$work/mma"/*.ptx \
+	         "$work/rows"/*.ptx; do
 		sm=$(grep -m1 -o 'sm_[0-9]*' "$f")
+		if [ "$sm" = sm_80 ]; then n80=$((n80 + 1)); else n90=$((n90 + 1)); fi
 		for _ in 1; do
 			log=$("$ptxas" -arch=$sm -v "$f" -o /dev/null 2>&1) || { bad="$bad $(basename "$f"):$sm:refused"; continue; }
 			echo "$log" | grep -q '[1-9][0-9]* bytes spill stores' && bad="$bad $(basename "$f"):$sm:spills"
 		done
 	done
-	[ -z "$bad" ]; check $? "ptxas accepts every decode module without spills: fifteen for sm_90, three for sm_80 (${bad:-all clean})"
+	[ -z "$bad" ] && [ "$n90" = 15 ] && [ "$n80" = 4 ]
+	check $? "ptxas accepts every decode module without spills: $n90 for sm_90, $n80 for sm_80 (${bad:-all clean})"
 else
 	echo "     (no ptxas: the modules were not compiled)"
 fi
