@@ -420,11 +420,14 @@ static void bwd_group_split(Bwd *bw, LLVMValueRef ckpt, LLVMValueRef NG, Var uR[
 	LLVMValueRef in = NULL;
 	if (T->chunk <= 32 || T->quad_groups == 1)
 		in = LLVMBuildICmp(I->b, LLVMIntSLE, iadd(I, bw->gb, ci32(I, 16 * T->chunk)), bw->ln->L, "");
-	/* a docs variant's groups with a start or an end get a full copy of
-	 * their own (H100, 64 documents in 131072 tokens with a state each:
-	 * RG-LRU 1.294-1.296 -> 1.270-1.278 ms, SAMU 0.894-0.899 ->
-	 * 0.869-0.872); not at chunks over 8 or prefix 64, where RG-LRU's
-	 * copies at 255 registers spill 16 to 136 bytes */
+	/* three copies: groups without reset marks (a docs variant's: without
+	 * a start or an end) run the plain step, the marks' selects off its
+	 * chain; groups with them a full copy of their own (H100, 64 documents'
+	 * starts marked in 131072 tokens: RG-LRU 1.206-1.208 -> 1.169-1.172 ms,
+	 * SAMU 0.815-0.819 -> 0.790; with a document's state each, 1.294-1.296
+	 * -> 1.270-1.278 and 0.894-0.899 -> 0.869-0.872). Not at chunks
+	 * over 8 or prefix 64, where RG-LRU's copies at 255 registers spill 16
+	 * to 136 bytes. */
 	emit_split_docs(T, bw->ln, in, bw->gb, 16 * T->chunk, T->chunk <= 8 && T->prefix <= 32, bwd_group_body, &ga);
 }
 

@@ -260,21 +260,22 @@ void docs_store_hT(Tmpl *T, Lanes *ln, const Step *st, LLVMValueRef h[TM_SLOTS])
 }
 
 /* whether any of tokens t0 .. t0 + ntok - 1 of the lane's row (those inside
- * it) starts from h0 or ends a sequence: an i1 the same in every thread of
- * the block, whose threads each read ntok / threads codes (a block-wide
- * barrier: every thread must reach it) */
-LLVMValueRef docs_events(Tmpl *T, const Lanes *ln, LLVMValueRef t0, int ntok)
+ * it) is marked: for a docs variant, its code has one of the bits given
+ * (DOC_START | DOC_END: it starts from h0 or ends a sequence); for a resets
+ * variant, the caller marks it a reset (bits 1). An i1 the same in every
+ * thread of the block, whose threads each read ntok / threads codes or
+ * marks (a block-wide barrier: every thread must reach it). */
+LLVMValueRef tile_holds(Tmpl *T, const Lanes *ln, LLVMValueRef t0, int ntok, int bits)
 {
 	Irb *I = &T->I;
+	CHECK(T->v->resets);
 	int nt = T->k.threads;
 	LLVMValueRef any = ci32(I, 0);
 	for (int k = 0; k < (ntok + nt - 1) / nt; k++) {
 		LLVMValueRef e = iadd(I, tid_x(I), ci32(I, k * nt));
 		LLVMValueRef t = iadd(I, t0, e);
 		LLVMValueRef ok = land(I, ilt(I, e, ci32(I, ntok)), ilt(I, t, ln->L));
-		any = LLVMBuildOr(I->b, any, docs_code_at(T, ln, t, ok), "");
+		any = LLVMBuildOr(I->b, any, T->v->docs ? docs_code_at(T, ln, t, ok) : reset_mark_at(T, ln, t, ok), "");
 	}
-	LLVMValueRef ev = LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildAnd(I->b, any, ci32(I, DOC_START | DOC_END), ""),
-	                                ci32(I, 0), "");
-	return bar_or(I, ev);
+	return bar_or(I, LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildAnd(I->b, any, ci32(I, bits), ""), ci32(I, 0), ""));
 }

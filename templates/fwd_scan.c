@@ -444,10 +444,11 @@ void tmpl_fwd_apply(Tmpl *T)
 	LLVMValueRef in = NULL;
 	if (!(lb && T->nbdproj > 0 && T->quad_groups == 1 && T->chunk > 8))
 		in = LLVMBuildICmp(I->b, LLVMIntSLE, imul(I, iadd(I, lane_tile(I, &ln), ci32(I, 1)), ci32(I, T->chunk * T->prefix)), ln.L, "");
-	/* a docs variant's two copies, not bwd_apply's three (on the H100, 64
-	 * documents in 131072 tokens, the three took RG-LRU's fwd_scan from
-	 * 0.441 to 0.409 ms with final states but SAMU's from 0.284 to 0.303
-	 * without them) */
+	/* two copies, not bwd_apply's three (on the H100, 64 documents in
+	 * 131072 tokens: a resets variant's three spill 64 bytes in RG-LRU's
+	 * fwd_scan, and a plain copy and the rest lost 2%; a docs variant's
+	 * three took RG-LRU's fwd_scan from 0.441 to 0.409 ms with final states
+	 * but SAMU's from 0.284 to 0.303 without them) */
 	emit_split_docs(T, &ln, in, imul(I, lane_tile(I, &ln), ci32(I, T->chunk * T->prefix)), T->chunk * T->prefix, 0,
 	                fwd_apply_tile_body, &ta);
 	irb_ret(I);

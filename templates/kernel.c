@@ -37,6 +37,7 @@ void tmpl_open(Tmpl *T, Launch *l)
 	}
 	T->k.threads = l->block;
 	T->k.docs_quiet = 0;
+	T->k.marks_quiet = 0;
 	T->k.gates_inline = gates_inline(T);
 	T->k.proj_inline = T->k.gates_inline;   /* an unfused reduce or apply may add them (kern_proj) */
 	/* A lane takes 4 adjacent channels where it can: a row's 16 channels

@@ -137,21 +137,24 @@ LLVMValueRef f16_overflow(Irb *I, LLVMValueRef a, LLVMValueRef b)
 	return LLVMBuildOr(I->b, fgt(I, fabs_(I, a), cf32(I, F16_MAP_MAX)), fgt(I, fabs_(I, b), cf32(I, F16_MAP_MAX)), "");
 }
 
-/* body under `cond` as a copy for blocks wholly inside the sequence (quiet:
- * built without the states' accesses, Kern.docs_quiet); the lanes' state is
- * then put back to `start`, where the next copy starts (a body may leave,
- * say, a segment marked as staged) */
-static void full_copy(Tmpl *T, Lanes *ln, const Lanes *start, LLVMValueRef cond, const char *name, int quiet,
-                      void (*body)(void *arg), void *arg)
+/* body under `cond` as a copy for blocks wholly inside the sequence, built
+ * with the Kern flags given (docs_quiet: without the states' accesses,
+ * marks_quiet: without the reset marks); the lanes' state is then put back
+ * to `start`, where the next copy starts (a body may leave, say, a segment
+ * marked as staged) */
+static void full_copy(Tmpl *T, Lanes *ln, const Lanes *start, LLVMValueRef cond, const char *name, int docs_quiet,
+                      int marks_quiet, void (*body)(void *arg), void *arg)
 {
 	Irb *I = &T->I;
 	IfBlk f;
 	if_begin(I, &f, cond, name);
 	ln->full = 1;
-	int was = T->k.docs_quiet;
-	T->k.docs_quiet = quiet || was;
+	int dq = T->k.docs_quiet, mq = T->k.marks_quiet;
+	T->k.docs_quiet = dq || docs_quiet;
+	T->k.marks_quiet = mq || marks_quiet;
 	body(arg);
-	T->k.docs_quiet = was;
+	T->k.docs_quiet = dq;
+	T->k.marks_quiet = mq;
 	*ln = *start;
 	if_end(I, &f);
 }
@@ -172,7 +175,7 @@ void emit_split(Tmpl *T, Lanes *ln, LLVMValueRef in, void (*body)(void *arg), vo
 		return;
 	}
 	Lanes start = *ln;
-	full_copy(T, ln, &start, in, "full", 0, body, arg);
+	full_copy(T, ln, &start, in, "full", 0, 0, body, arg);
 	rest_copy(T, LLVMBuildNot(T->I.b, in, ""), "part", body, arg);
 }
 
@@ -180,23 +183,24 @@ void emit_split_docs(Tmpl *T, Lanes *ln, LLVMValueRef in, LLVMValueRef t0, int n
                      void (*body)(void *arg), void *arg)
 {
 	Irb *I = &T->I;
-	if (!T->v->docs || !in) {
+	int docs = T->v->docs != 0;
+	if (!in || !(docs || (T->v->resets && three))) {
 		emit_split(T, ln, in, body, arg);
 		return;
 	}
-	/* a start or an end is a few tokens in thousands: most copies run the
-	 * resets variant's step, with no test of a state per step */
-	LLVMValueRef events = docs_events(T, ln, t0, ntok);
+	/* a reset, a start or an end is a few tokens in thousands: most copies
+	 * run a step with no test per step of what they do not hold */
+	LLVMValueRef held = tile_holds(T, ln, t0, ntok, docs ? DOC_START | DOC_END : 1);
 	Lanes start = *ln;
-	LLVMValueRef quiet = land(I, in, LLVMBuildNot(I->b, events, ""));
-	full_copy(T, ln, &start, quiet, "quiet", 1, body, arg);
+	LLVMValueRef quiet = land(I, in, LLVMBuildNot(I->b, held, ""));
+	full_copy(T, ln, &start, quiet, docs ? "quiet" : "plain", docs, !docs, body, arg);
 	if (!three) {
 		rest_copy(T, LLVMBuildNot(I->b, quiet, ""), "events", body, arg);
 		return;
 	}
-	/* and the tiles that have one a full copy of their own: a block's
+	/* and the tiles that hold them a full copy of their own: a block's
 	 * tiles are a fixed share of the row, and the block with the most
-	 * events sets the kernel's time */
-	full_copy(T, ln, &start, land(I, in, events), "events", 0, body, arg);
+	 * marks sets the kernel's time */
+	full_copy(T, ln, &start, land(I, in, held), "marked", 0, 0, body, arg);
 	rest_copy(T, LLVMBuildNot(I->b, in, ""), "part", body, arg);
 }

@@ -144,7 +144,7 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 	 * loads row tq's (reset_mark_at, docs_code_at). (Packing a
 	 * segment's marks into one register, bit k for step k, made ptxas spill
 	 * more, not less, in five of the RG-LRU variants of state.lua.) */
-	LLVMValueRef ml = ln->reset || ln->dcode ? ilt(I, tq, ci32(I, 16)) : NULL, mv[8];
+	LLVMValueRef ml = (ln->reset || ln->dcode) && !T->k.marks_quiet ? ilt(I, tq, ci32(I, 16)) : NULL, mv[8];
 	for (int k = 0; k < n; k++) {
 		LLVMValueRef t = iadd(I, gb, iadd(I, imul(I, row, ci32(I, T->chunk)), iadd(I, i0, ci32(I, k))));
 		LLVMValueRef valid = in_seq(T, ln, t);

@@ -92,7 +92,7 @@ void store_slots(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef out, LLVMValueRef v
  * gave marks (ok); 0 otherwise. One predicated load, no branch: a branch
  * around it split the step's code where bwd_apply has no register to
  * spare, and the predicate keeps a null pointer unread. */
-LLVMValueRef reset_mark_at(Tmpl *T, Lanes *ln, LLVMValueRef t, LLVMValueRef ok)
+LLVMValueRef reset_mark_at(Tmpl *T, const Lanes *ln, LLVMValueRef t, LLVMValueRef ok)
 {
 	Irb *I = &T->I;
 	LLVMValueRef given = LLVMBuildICmp(I->b, LLVMIntNE, LLVMBuildPtrToInt(I->b, ln->reset, I->i64, ""),
@@ -127,6 +127,10 @@ void step_marks(Tmpl *T, Lanes *ln, Step *st)
 	CHECK(!T->v->resets || ln->reset || ln->dcode);
 	if (st->marked)
 		return;
+	if (T->k.marks_quiet) {   /* a copy for tokens with none (emit_split_docs) */
+		st->marked = 1;
+		return;
+	}
 	if (T->v->docs) {   /* the marks and where sequences start from h0 and end (docs.c) */
 		docs_load_codes(T, ln, st);
 	} else {

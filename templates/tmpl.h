@@ -106,6 +106,8 @@ typedef struct {
 	LLVMValueRef *inv_memo;   /* 8 x graph length: the hoisted lane-invariant values (lanes_init) */
 	int docs_quiet;           /* docs: the code being emitted covers tokens with no start or end
 	                           * (emit_split_docs): no state is read or written */
+	int marks_quiet;          /* resets: the code being emitted covers tokens with no reset mark
+	                           * (emit_split_docs): none is read or staged */
 } Kern;
 
 /* One variant's templates: its configuration and geometry (tmpl_setup), the
@@ -348,13 +350,16 @@ LLVMValueRef f16_overflow(Irb *I, LLVMValueRef a, LLVMValueRef b);
  * copy of the code), and under !in as it is, from the same lanes' state;
  * once, as it is, where `in` is NULL (the copy would spill) */
 void emit_split(Tmpl *T, Lanes *ln, LLVMValueRef in, void (*body)(void *arg), void *arg);
-/* emit_split, and for a docs variant the full copy taken only where tokens
- * t0 .. t0 + ntok - 1 of the row have no start or end, and built without
- * the states' accesses (Kern.docs_quiet); with `three` the tiles inside the
- * sequence that have one take a second full copy, built as it is, and the
- * sequence's edge the last; without, the second copy takes both. (A copy
- * for tiles without reset marks as well lost 1-3% on the H100:
- * bench/experiments/2026-12-05-marks-plain-copy.) */
+/* emit_split, but the full copy taken only where tokens t0 .. t0 + ntok - 1
+ * of the row hold nothing it does not handle: for a docs variant, no start
+ * or end, and built without the states' accesses (Kern.docs_quiet); for a
+ * resets variant where `three` is asked, no reset mark, and built without
+ * reading marks (Kern.marks_quiet: the plain variant's step). With `three`
+ * the tiles inside the sequence that do hold them take a second full copy,
+ * built as it is, and the sequence's edge the last; without, a docs
+ * variant's second copy takes both. (A docs variant's copy for tiles
+ * without marks as well lost 1-3% on the H100: bench/experiments/
+ * 2026-12-05-marks-plain-copy.) */
 void emit_split_docs(Tmpl *T, Lanes *ln, LLVMValueRef in, LLVMValueRef t0, int ntok, int three,
                      void (*body)(void *arg), void *arg);
 /* timestep of row r at step i of the group starting at row gb */
@@ -370,7 +375,7 @@ LLVMValueRef state_load(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef o
 LLVMValueRef state_given(Irb *I, LLVMValueRef p);   /* i1: the optional pointer p is not null */
 void state_store(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef ok, LLVMValueRef v);
 /* reset[b][t] as i32 0 / 1 where ok (a row inside the sequence), else 0: one predicated load */
-LLVMValueRef reset_mark_at(Tmpl *T, Lanes *ln, LLVMValueRef t, LLVMValueRef ok);
+LLVMValueRef reset_mark_at(Tmpl *T, const Lanes *ln, LLVMValueRef t, LLVMValueRef ok);
 LLVMValueRef step_isfirst(Tmpl *T, const Step *st, int s);
 LLVMValueRef step_first(Tmpl *T, const Step *st, int s);
 /* gate step: step_inputs, then projections (mma) and log_a, b for each slot; fused or loaded */
@@ -561,7 +566,7 @@ void docs_store_hT(Tmpl *T, Lanes *ln, const Step *st, LLVMValueRef h[TM_SLOTS])
 /* whether the code being emitted reads and writes a docs variant's states
  * (not in a copy for tokens with no start or end: emit_split_docs) */
 static inline int docs_states(const Tmpl *T) { return T->v->docs && !T->k.docs_quiet; }
-LLVMValueRef docs_events(Tmpl *T, const Lanes *ln, LLVMValueRef t0, int ntok);
+LLVMValueRef tile_holds(Tmpl *T, const Lanes *ln, LLVMValueRef t0, int ntok, int bits);
 void tmpl_tok_fwd(Tmpl *T);        /* controller pass: token projections and the token values */
 void tmpl_tok_step(Tmpl *T);       /* the same for a decode step: a token a warp, 8 loads in flight a lane */
 void tmpl_decode_plan(Tmpl *T);    /* a decode variant's plan (decode.c), in place of tmpl_plan */
