@@ -6,9 +6,11 @@
  * launches, and x read twice. Without block-diagonal projections nothing
  * ties a block to a head, so here a block owns one row over its whole
  * width: 256 threads, the row's 8-channel chunk q at thread q % 256 (up to
- * DR_CHUNKS a thread: D <= 8192), its states in registers. Per token:
- *   1. each thread loads its chunks of x (16 bytes each) and adds
- *      w_j[c] x[c] over them, channel by channel; the warp adds its lanes'
+ * DR_CHUNKS a thread: D <= 8192), its states in its own slots of shared
+ * memory for all the call's tokens. Per token:
+ *   1. each thread takes its chunks of x (copied in while the token before
+ *      was stepped) and adds w_j[c] x[c] over them, channel by channel;
+ *      the warp adds its lanes'
  *      sums (butterfly), and every thread the block's 8 warp sums in warp
  *      order through shared memory: each token projection, the same bits
  *      in every thread and on every run;
@@ -35,21 +37,26 @@
 #define DR_WARPS (DR_THREADS / 32)
 #define DR_CHUNKS 4                               /* 8-channel chunks a thread, at most */
 #define DR_WIDTH (DR_THREADS * 8 * DR_CHUNKS)     /* the widest row: 8192 */
-/* blocks an SM holds (registers: 128 a thread): at B = 256 every row's
- * block in one wave of the H100's or H200's 132 SMs, where one a SM (187
- * registers unbounded) takes two. sm_80's ptxas spills at 128 (24 bytes),
- * so the portable target keeps one. */
-#define DR_MINBLOCKS(T) ((T)->portable ? 1 : 2)
+/* blocks an SM holds (registers: 128 a thread, no spill with the states in
+ * shared memory): at B = 256 every row's block in one wave of the H100's
+ * or H200's 132 SMs, where one a SM takes two. Shared memory (64 KB a
+ * block) lets sm_86 and sm_89 hold one. */
+#define DR_MINBLOCKS 2
 
-/* Shared memory: each thread's x chunks as loaded, [DR_CHUNKS][DR_THREADS]
- * x 16 bytes, read back after the barrier (held in registers across it
- * with the states, x took the thread past 128 registers, and LLVM merges a
- * second load of x from memory with the first); then the warp sums' two
- * buffers, fp32 [2][DR_WARPS][ntokproj] */
-#define DR_XS_BYTES (DR_CHUNKS * DR_THREADS * 16)
+/* Shared memory, 64 KB. Each thread's x chunks of two tokens, [2]
+ * [DR_CHUNKS][DR_THREADS] x 16 bytes: token t + 1's copied in (cp.async)
+ * while token t is stepped, so a token after the first waits for no load
+ * of x, and read again after the token's barrier rather than held across
+ * it. Then the row's states, fp32 [DR_CHUNKS][2][DR_THREADS][4], kept over
+ * the call's tokens; a warp's 16-byte access is 512 consecutive bytes.
+ * Then the warp sums' two buffers, fp32 [2][DR_WARPS][ntokproj]. A thread
+ * reads only its own x and state slots. (x and the 32 states held in
+ * registers took the thread past 128.) */
+#define DR_XS_BYTES (2 * DR_CHUNKS * DR_THREADS * 16)
+#define DR_HS_BYTES (DR_CHUNKS * 2 * DR_THREADS * 16)
 static int dr_smem(const Tmpl *T)
 {
-	return DR_XS_BYTES + 2 * DR_WARPS * (T->ntokproj > 0 ? T->ntokproj : 1) * 4;
+	return DR_XS_BYTES + DR_HS_BYTES + 2 * DR_WARPS * (T->ntokproj > 0 ? T->ntokproj : 1) * 4;
 }
 
 /* the plan: a block per row, no workspace (nothing leaves the kernel but
@@ -73,7 +80,6 @@ typedef struct {
 	LLVMValueRef b, slot, L, D, x, y, h0, hT, first0;
 	LLVMValueRef live[DR_CHUNKS];   /* the chunk is inside the width */
 	LLVMValueRef c[DR_CHUNKS];      /* its first channel (0 where not live), i32 */
-	Var h[DR_CHUNKS][8];
 } Row;
 
 /* 8 fp32 at p[idx..idx+7] as two 16-byte accesses */
@@ -87,14 +93,40 @@ static void dr_load8(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef out[
 	}
 }
 
-static void dr_store8(Irb *I, LLVMValueRef p, LLVMValueRef idx, Var v[8])
+static void dr_store8(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef v[8])
 {
 	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4);
 	for (int h = 0; h < 2; h++) {
 		LLVMValueRef q = LLVMGetUndef(v4f);
 		for (int e = 0; e < 4; e++)
-			q = LLVMBuildInsertElement(I->b, q, var_get(I, v[4 * h + e]), ci32(I, e), "");
+			q = LLVMBuildInsertElement(I->b, q, v[4 * h + e], ci32(I, e), "");
 		st(I, q, gep_f32(I, p, iadd(I, idx, ci64(I, 4 * h))), 16);
+	}
+}
+
+/* the thread's states of chunk i in shared memory: 8 values in, or out */
+static LLVMValueRef dr_hs(Irb *I, int i, int h)
+{
+	return smem_ptr(I, iadd(I, ci32(I, DR_XS_BYTES),
+	                        imul(I, iadd(I, tid_x(I), ci32(I, (2 * i + h) * DR_THREADS)), ci32(I, 16))));
+}
+
+static void dr_hs_get(Irb *I, int i, LLVMValueRef out[8])
+{
+	for (int h = 0; h < 2; h++) {
+		LLVMValueRef v = ld(I, LLVMVectorType(I->f32, 4), dr_hs(I, i, h), 16);
+		for (int e = 0; e < 4; e++)
+			out[4 * h + e] = LLVMBuildExtractElement(I->b, v, ci32(I, e), "");
+	}
+}
+
+static void dr_hs_put(Irb *I, int i, LLVMValueRef v[8])
+{
+	for (int h = 0; h < 2; h++) {
+		LLVMValueRef q = LLVMGetUndef(LLVMVectorType(I->f32, 4));
+		for (int e = 0; e < 4; e++)
+			q = LLVMBuildInsertElement(I->b, q, v[4 * h + e], ci32(I, e), "");
+		st(I, q, dr_hs(I, i, h), 16);
 	}
 }
 
@@ -104,46 +136,61 @@ static LLVMValueRef dr_sidx(Irb *I, const Row *r, int i)
 	return iadd(I, imul(I, sext64(I, r->slot), sext64(I, r->D)), sext64(I, r->c[i]));
 }
 
-/* the row's states at the thread's chunks: h0[slot], or zero */
-static void dr_states_in(Tmpl *T, Row *r)
+/* the row's states at the thread's chunks, h0[slot] or zero, into its
+ * shared slots */
+static void dr_states_in(Tmpl *T, const Row *r)
 {
 	Irb *I = &T->I;
 	LLVMValueRef given = state_given(I, r->h0);
 	for (int i = 0; i < DR_CHUNKS; i++) {
-		for (int e = 0; e < 8; e++)
-			r->h[i][e] = var_init(I, cf32(I, 0.0), "h");
 		IfBlk f;
-		if_begin(I, &f, land(I, given, r->live[i]), "h_in");
+		if_begin(I, &f, r->live[i], "h_in");
+		Var h[8];
+		for (int e = 0; e < 8; e++)
+			h[e] = var_init(I, cf32(I, 0.0), "h");
+		IfBlk g;
+		if_begin(I, &g, given, "h0");
 		LLVMValueRef v[8];
 		dr_load8(I, r->h0, dr_sidx(I, r, i), v);
 		for (int e = 0; e < 8; e++)
-			var_set(I, r->h[i][e], v[e]);
+			var_set(I, h[e], v[e]);
+		if_end(I, &g);
+		LLVMValueRef hv[8];
+		for (int e = 0; e < 8; e++)
+			hv[e] = var_get(I, h[e]);
+		dr_hs_put(I, i, hv);
 		if_end(I, &f);
 	}
 }
 
-/* the thread's slot for chunk i of x in shared memory */
-static LLVMValueRef dr_xs(Irb *I, int i)
+/* the thread's slot for chunk i of token t's x in shared memory */
+static LLVMValueRef dr_xs(Irb *I, LLVMValueRef t, int i)
 {
-	return smem_ptr(I, imul(I, iadd(I, tid_x(I), ci32(I, DR_THREADS * i)), ci32(I, 16)));
+	LLVMValueRef half = imul(I, LLVMBuildAnd(I->b, t, ci32(I, 1), ""), ci32(I, DR_XS_BYTES / 2));
+	return iadd(I, half, imul(I, iadd(I, tid_x(I), ci32(I, DR_THREADS * i)), ci32(I, 16)));
 }
 
-/* x of token t at chunk i: 8 bf16 in 16 bytes, zero past the width, kept
- * in shared memory for dr_xs_get */
-static void dr_load_x(Tmpl *T, const Row *r, LLVMValueRef t, int i, LLVMValueRef out[8])
+/* token t's x into the thread's slots (zeros past the width), one group
+ * of copies; where t = L the group is empty */
+static void dr_fetch_x(Tmpl *T, const Row *r, LLVMValueRef t)
 {
 	Irb *I = &T->I;
-	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4);
+	IfBlk f;
+	if_begin(I, &f, ilt(I, t, r->L), "x_next");
 	LLVMValueRef rowi = iadd(I, imul(I, sext64(I, r->b), sext64(I, r->L)), sext64(I, t));   /* b * L + t */
-	LLVMValueRef v = ld(I, v4i, gep_bf16(I, r->x, iadd(I, imul(I, rowi, sext64(I, r->D)), sext64(I, r->c[i]))), 16);
-	v = LLVMBuildSelect(I->b, r->live[i], v, LLVMConstNull(v4i), "");
-	st(I, v, dr_xs(I, i), 16);
-	tok_unpack8(I, v, out);
+	LLVMValueRef base = gep_bf16(I, r->x, imul(I, rowi, sext64(I, r->D)));
+	for (int i = 0; i < DR_CHUNKS; i++) {
+		LLVMValueRef n = LLVMBuildSelect(I->b, r->live[i], ci32(I, 16), ci32(I, 0), "");
+		cp_async16(I, dr_xs(I, t, i), gep_bf16(I, base, sext64(I, r->c[i])), n);
+	}
+	if_end(I, &f);
+	cp_async_commit(I);
 }
 
-static void dr_xs_get(Irb *I, int i, LLVMValueRef out[8])
+/* chunk i of token t's x, 8 values, from the thread's slot */
+static void dr_xs_get(Irb *I, LLVMValueRef t, int i, LLVMValueRef out[8])
 {
-	tok_unpack8(I, ld(I, LLVMVectorType(I->i32, 4), dr_xs(I, i), 16), out);
+	tok_unpack8(I, ld(I, LLVMVectorType(I->i32, 4), smem_ptr(I, dr_xs(I, t, i)), 16), out);
 }
 
 /* 1 and 2: the token projections summed over the row (thread, warp, then
@@ -156,7 +203,7 @@ static void dr_token_stage(Tmpl *T, const KSig *s, const Row *r, LLVMValueRef t,
 	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4);
 	LLVMValueRef lane = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 31), "lane");
 	LLVMValueRef warp = LLVMBuildLShr(I->b, tid_x(I), ci32(I, 5), "warp");
-	LLVMValueRef buf = iadd(I, ci32(I, DR_XS_BYTES), imul(I, LLVMBuildAnd(I->b, t, ci32(I, 1), ""),
+	LLVMValueRef buf = iadd(I, ci32(I, DR_XS_BYTES + DR_HS_BYTES), imul(I, LLVMBuildAnd(I->b, t, ci32(I, 1), ""),
 	                                                      ci32(I, DR_WARPS * T->ntokproj * 4)));
 	for (int j = 0; j < T->ntokproj; j++) {
 		LLVMValueRef w = ksig_param(T, s, mx->proj[T->tokproj[j]].weight);
@@ -195,7 +242,7 @@ static void dr_token_stage(Tmpl *T, const KSig *s, const Row *r, LLVMValueRef t,
 }
 
 /* 3: the element stage of token t on chunk i: the states' steps, y stored */
-static void dr_elements(Tmpl *T, const KSig *s, Row *r, LLVMValueRef t, int i, LLVMValueRef xv[8],
+static void dr_elements(Tmpl *T, const KSig *s, const Row *r, LLVMValueRef t, int i, LLVMValueRef xv[8],
                         const LLVMValueRef *scal, LLVMValueRef tok[TM_MAXZ])
 {
 	Irb *I = &T->I;
@@ -207,15 +254,19 @@ static void dr_elements(Tmpl *T, const KSig *s, Row *r, LLVMValueRef t, int i, L
 		if (mx->param[p].kind == PK_CHANNEL)
 			dr_load8(I, ksig_param(T, s, p), sext64(I, r->c[i]), pc[p]);
 	LLVMValueRef first = fsel(I, ieq(I, t, ci32(I, 0)), r->first0, cf32(I, 0.0));
-	LLVMValueRef yv[8];
+	LLVMValueRef hv[8], yv[8];
+	dr_hs_get(I, i, hv);
 	for (int e = 0; e < 8; e++) {
 		LLVMValueRef pv[MX_MAXPARAM] = { 0 };
 		for (int p = 0; p < mx->nparam; p++)
 			pv[p] = mx->param[p].kind == PK_CHANNEL ? pc[p][e] : scal[p];
 		LLVMValueRef none[MX_MAXPROJ] = { 0 };
 		EmitEnv env = { .x = xv[e], .first = first, .param = pv, .proj = none, .tok = tok };
-		yv[e] = decode_advance(T, &env, r->h[i][e]);
+		Var h = var_init(I, hv[e], "h");
+		yv[e] = decode_advance(T, &env, h);
+		hv[e] = var_get(I, h);
 	}
+	dr_hs_put(I, i, hv);
 	LLVMValueRef rowi = iadd(I, imul(I, sext64(I, r->b), sext64(I, r->L)), sext64(I, t));
 	st(I, tok_pack8(I, yv), gep_bf16(I, r->y, iadd(I, imul(I, rowi, sext64(I, r->D)), sext64(I, r->c[i]))), 16);
 	if_end(I, &f);
@@ -228,7 +279,7 @@ void tmpl_decode_rows(Tmpl *T)
 	CHECK(T->nbdproj == 0 && T->v->rows);
 	char smem[16];
 	snprintf(smem, sizeof smem, "%d", dr_smem(T));
-	const KSig *s = &tmpl_decode_open(T, "decode_rows", "B", "1", "1", DR_THREADS, smem, DR_MINBLOCKS(T))->sig;
+	const KSig *s = &tmpl_decode_open(T, "decode_rows", "B", "1", "1", DR_THREADS, smem, DR_MINBLOCKS)->sig;
 
 	Row r = { .b = ctaid(I, 0) };
 	r.L = ksig_arg(T, s, "i32:L");
@@ -254,23 +305,29 @@ void tmpl_decode_rows(Tmpl *T)
 	for (int p = 0; p < mx->nparam; p++)
 		if (mx->param[p].kind == PK_SCALAR)
 			scal[p] = ld(I, I->f32, ksig_param(T, s, p), 4);
+	dr_fetch_x(T, &r, ci32(I, 0));
 	Loop Lt;
 	loop_begin(I, &Lt, ci32(I, 0), r.L, ci32(I, 1), "t");
 	LLVMValueRef t = loop_i(I, &Lt);
+	/* token t + 1's x on its way; token t's (the group before) landed */
+	dr_fetch_x(T, &r, iadd(I, t, ci32(I, 1)));
+	cp_async_wait(I, 1);
 	LLVMValueRef xv[DR_CHUNKS][8];
 	for (int i = 0; i < DR_CHUNKS; i++)
-		dr_load_x(T, &r, t, i, xv[i]);
+		dr_xs_get(I, t, i, xv[i]);
 	LLVMValueRef tok[TM_MAXZ] = { 0 };
 	dr_token_stage(T, s, &r, t, xv, scal, tok);
 	for (int i = 0; i < DR_CHUNKS; i++) {
-		dr_xs_get(I, i, xv[i]);
+		dr_xs_get(I, t, i, xv[i]);
 		dr_elements(T, s, &r, t, i, xv[i], scal, tok);
 	}
 	loop_end(I, &Lt);
 	for (int i = 0; i < DR_CHUNKS; i++) {
 		IfBlk f;
 		if_begin(I, &f, land(I, state_given(I, r.hT), r.live[i]), "h_out");
-		dr_store8(I, r.hT, dr_sidx(I, &r, i), r.h[i]);
+		LLVMValueRef hv[8];
+		dr_hs_get(I, i, hv);
+		dr_store8(I, r.hT, dr_sidx(I, &r, i), hv);
 		if_end(I, &f);
 	}
 	if_end(I, &fr);

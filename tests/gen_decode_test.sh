@@ -118,8 +118,8 @@ for v in json.load(open(sys.argv[1]))["variants"]:
         bad.append("%s: forward %r" % (mx, ks))
     if v["workspaces"]: bad.append("%s: workspaces %r" % (mx, v["workspaces"]))
     if [r["expr"] for r in v["rules"]] != ["D%64==0", "D<=8192"]: bad.append("%s: rules %r" % (mx, v["rules"]))
-    ntok = 2 if mx == "samu" else 0   # x staged (16 KB), then two buffers of 8 warp sums a projection
-    if v["forward"][0]["smem"] != str(16384 + 2 * 8 * max(ntok, 1) * 4):
+    ntok = 2 if mx == "samu" else 0   # x of two tokens and the states (32 + 32 KB), two buffers of 8 warp sums
+    if v["forward"][0]["smem"] != str(65536 + 2 * 8 * max(ntok, 1) * 4):
         bad.append("%s: smem %r" % (mx, v["forward"][0]["smem"]))
 if sorted(seen) != ["lone", "samu"]: bad.append("variants of %r" % seen)
 if bad: print("\n".join("     " + b for b in bad))
@@ -127,9 +127,10 @@ sys.exit(1 if bad else 0)
 PY
 check $? "the one-kernel step: MIXER_decode_rows, rows true, a block of 256 threads a row, no workspace, widths to 8192"
 f=$work/rows/samu.samu_decode_rows.ptx g=$work/rows/lone.lone_decode_rows.ptx
-nb=$(grep -c 'bar.sync' "$f"); nx=$(grep -c 'ld.global.nc.v4.u32' "$f"); ng=$(grep -c 'bar.sync' "$g")
-[ "$nb" = 1 ] && [ "$nx" = 4 ] && [ "$ng" = 0 ]
-check $? "SAMU's reads x once (4 chunks of 16 bytes) and meets one barrier a token ($nx, $nb); without a token stage, none ($ng)"
+nb=$(grep -c 'bar.sync' "$f"); ng=$(grep -c 'bar.sync' "$g")
+nx=$(grep -c 'cp.async.cg.shared.global' "$f"); nl=$(grep -c 'ld.global.nc.v4.u32' "$f")
+[ "$nb" = 1 ] && [ "$nx" = 8 ] && [ "$nl" = 0 ] && [ "$ng" = 0 ]
+check $? "SAMU's copies x into shared memory a token ahead (4 chunks before the loop, 4 in it: $nx; $nl loads through registers) and meets one barrier a token ($nb); without a token stage, none ($ng)"
 printf 'local R = require "recur"\nreturn R.decode { mixer = require "arch.rglru", rows = true }\n' > "$work/rows_rglru.lua"
 out=$("$recur" gen "$work/rows_rglru.lua" --lua "$src/lua" -o "$work/rows_rglru" -q 2>&1)
 [ $? != 0 ] && echo "$out" | grep -q 'rows_rglru.lua:2:.*rows = true runs a row.s whole width in one block.*mixer rglru' && [ ! -e "$work/rows_rglru" ]
