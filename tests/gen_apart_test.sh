@@ -16,20 +16,22 @@ py=$(command -v /usr/bin/python3 || command -v python3)
 grid=$src/tests/grids/apart.lua
 # heads of 256: the shipped grid (its prefix-32 variants are apart.lua's at 256)
 "$recur" gen "$src/lua/variants/recurrentgemma.lua" --lua "$src/lua" -o "$work/k256" -q
-check $? "gen of lua/variants/recurrentgemma.lua: RG-LRU with heads of 256 in the three scan kinds, projections apart, and its decode step"
+check $? "gen of lua/variants/recurrentgemma.lua: RG-LRU with heads of 256 in the three scan kinds, projections apart, and its decode steps"
 APART_K=176 "$recur" gen "$grid" --lua "$src/lua" -o "$work/k176" -q
 check $? "gen of tests/grids/apart.lua at heads of 176"
 
 "$py" - "$work/k256/manifest.json" "$work/k176/manifest.json" <<'PY'
 import json, sys
-bad = []
+bad, steps = [], []
 for path, k in ((sys.argv[1], 256), (sys.argv[2], 176)):
     m = json.load(open(path))
     if m["mixers"]["rglru"]["k"] != k: bad.append("%s: mixer k %r" % (path, m["mixers"]["rglru"]["k"]))
     for v in m["variants"]:
         n = v["name"]
         if v["scan"] == "decode":   # the shipped grid's decode step: checked by gen_decode_test's kind
-            if k != 256 or n != "rglru_decode" or v["backward"]: bad.append("%s: a decode step here" % n)
+            if k != 256 or n not in ("rglru_decode", "rglru_decode_mma") or v["backward"]:
+                bad.append("%s: a decode step here" % n)
+            steps.append(n)
             continue
         fw = [l["kernel"] for l in v["forward"]]
         bw = [l["kernel"] for l in v["backward"]]
@@ -59,10 +61,11 @@ for path, k in ((sys.argv[1], 256), (sys.argv[2], 176)):
             if l.get("flops") != want: bad.append("%s: %s flops %r, expected %r" % (n, l["kernel"], l.get("flops"), want))
         if any(r["expr"] == "D%%%d==0" % k for r in v["rules"]) is False:
             bad.append("%s: no width rule for K = %d: %r" % (n, k, v["rules"]))
+if sorted(steps) != ["rglru_decode", "rglru_decode_mma"]: bad.append("decode steps %r, expected fp32 and mma" % steps)
 if bad: print("\n".join("     " + b for b in bad[:12]))
 sys.exit(1 if bad else 0)
 PY
-check $? "each plan: proj_fwd first, proj_dx, proj_dw, param_reduce last; scans over D/64, the weights over D/K and slabs; 4K tensor FLOP per element in each projection kernel"
+check $? "each plan: proj_fwd first, proj_dx, proj_dw, param_reduce last; scans over D/64, the weights over D/K and slabs; 4K tensor FLOP per element in each projection kernel; both decode steps at 256"
 # bwd_apply at chunk 8 takes 16-bit maps so that three blocks share an SM
 # (at most 75 KB of shared memory, and ptxas told to fit three)
 bad=""
