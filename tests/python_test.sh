@@ -37,6 +37,8 @@ return {
   R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true }, docs = { true } },
   R.decode { mixer = require "arch.rglru" },
   R.decode { mixer = require "arch.rglru", mma = true },
+  R.decode { mixer = require "arch.samu" },
+  R.decode { mixer = require "arch.samu", rows = true },
 }
 LUA
 "$recur" gen "$work/resets.lua" --lua "$src/lua" -o "$work/resets" -q || exit 1

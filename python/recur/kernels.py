@@ -91,8 +91,9 @@ class Kernels:
         key = (mixer, B, T, D, pin)
         name = self._decode_cache.get(key)
         if name is None:
-            name = self.decode_variant(mixer, pin)
-            why = self.manifest.check_shape(name, _lib.shape(B, T, D))
+            s = _lib.shape(B, T, D)
+            name = self.manifest.decode_variant(mixer, pin, s)
+            why = self.manifest.check_shape(name, s)
             if why:
                 raise ValueError("recur %s decode step %s refuses %dx%dx%d: %s" % (mixer, name, B, T, D, why))
             self._decode_cache[key] = name

@@ -769,6 +769,16 @@ class DecodeStep(_StateFolder):
         self.assertTrue(torch.equal(y, x))
         report("decode step in place through", "custom_op" if recur.HAS_CUSTOM_OP else "a plain call")
 
+    def test_one_kernel_a_row_where_the_width_fits(self):
+        # SAMU's folder lists the two-launch step first; rows = true runs where its rules take the
+        # width (to 8192), the two-launch step beyond
+        state = torch.zeros(2, 128)
+        recur.SAMU(self.k, 128).step(torch.randn(2, 1, 128).bfloat16(), state)
+        wide = recur.SAMU(self.k, 8256)
+        wide.step(torch.randn(2, 1, 8256).bfloat16(), wide.new_state(2))
+        self.assertEqual([c[1] for c in self.calls], ["samu_decode_rows", "samu_decode"])
+        self.assertTrue(self.k.manifest.variants["samu_decode_rows"].rows)
+
     def test_a_decode_step_pinned(self):
         m = recur.RGLRU(self.k, 128)
         x, state = torch.randn(2, 1, 128).bfloat16(), m.new_state(2)
