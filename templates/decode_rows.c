@@ -10,10 +10,9 @@
  * memory for all the call's tokens. Per token:
  *   1. each thread takes its chunks of x (copied in while the token before
  *      was stepped) and adds w_j[c] x[c] over them, channel by channel;
- *      the warp adds its lanes'
- *      sums (butterfly), and every thread the block's 8 warp sums in warp
- *      order through shared memory: each token projection, the same bits
- *      in every thread and on every run;
+ *      the warp adds its lanes' sums (butterfly), and every thread the
+ *      block's 8 warp sums in warp order through shared memory: each token
+ *      projection, the same bits in every thread and on every run;
  *   2. every thread makes the token values from them (the mixer's
  *      per-token expressions, evaluated precisely as the token pass does);
  *   3. the element stage on each of its channels: the state's step and y,
