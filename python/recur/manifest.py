@@ -109,11 +109,13 @@ class Manifest:
         """The mixer's decode step (R.decode): pin where given (it must be
         one), else the first on tensor cores (mma = true: as fast or faster
         than the fp32 step at every batch measured, and its weights rounded
-        as the scans' are), else the first of one kernel a row (rows =
-        true: 1.5-2.4x faster than the two-launch step at one token), else
-        the first the folder lists -- with shape (a _lib.Shape), the first
-        of those whose rules take it (rows = true holds widths to 8192);
-        ValueError saying how to make one where it has none."""
+        as the scans' are), else -- for calls of one token -- the first of
+        one kernel a row (rows = true: 1.5-2.4x faster than the two-launch
+        step there; at 16 tokens and B = 1 2.2x slower, so calls of more
+        tokens keep the folder's order), else the first the folder lists;
+        with shape (a _lib.Shape), the first of those whose rules take it
+        (rows = true holds widths to 8192). ValueError saying how to make
+        one where it has none."""
         names = [n for n in self.all_of(mixer) if self.variants[n].scan == "decode"]
         if not names:
             raise ValueError("%s holds no decode step of mixer %r: generate one, e.g. "
@@ -124,8 +126,10 @@ class Manifest:
                              % (pin, mixer, self.path, ", ".join(names)))
         if pin:
             return pin
-        order = ([n for n in names if self.variants[n].mma] + [n for n in names if self.variants[n].rows] +
-                 [n for n in names if not self.variants[n].mma and not self.variants[n].rows])
+        one_token = shape is not None and shape.L == 1
+        rows = [n for n in names if self.variants[n].rows]
+        order = ([n for n in names if self.variants[n].mma] + (rows if one_token else []) +
+                 [n for n in names if not self.variants[n].mma and (not self.variants[n].rows or not one_token)])
         if shape is not None:
             for n in order:
                 if self.check_shape(n, shape) is None:

@@ -770,13 +770,16 @@ class DecodeStep(_StateFolder):
         report("decode step in place through", "custom_op" if recur.HAS_CUSTOM_OP else "a plain call")
 
     def test_one_kernel_a_row_where_the_width_fits(self):
-        # SAMU's folder lists the two-launch step first; rows = true runs where its rules take the
-        # width (to 8192), the two-launch step beyond
+        # SAMU's folder lists the two-launch step first; a call of one token runs rows = true where
+        # its rules take the width (to 8192), the two-launch step beyond, and a call of more tokens
+        # the folder's first (the row kernel walks their sums one after another)
         state = torch.zeros(2, 128)
-        recur.SAMU(self.k, 128).step(torch.randn(2, 1, 128).bfloat16(), state)
+        m = recur.SAMU(self.k, 128)
+        m.step(torch.randn(2, 1, 128).bfloat16(), state)
         wide = recur.SAMU(self.k, 8256)
         wide.step(torch.randn(2, 1, 8256).bfloat16(), wide.new_state(2))
-        self.assertEqual([c[1] for c in self.calls], ["samu_decode_rows", "samu_decode"])
+        m.step(torch.randn(2, 4, 128).bfloat16(), state)
+        self.assertEqual([c[1] for c in self.calls], ["samu_decode_rows", "samu_decode", "samu_decode"])
         self.assertTrue(self.k.manifest.variants["samu_decode_rows"].rows)
 
     def test_a_decode_step_pinned(self):
