@@ -278,7 +278,7 @@ if [ "$mode" = decode ]; then
 			--out "$EXP/bench_heads.json" >> "$EXP/bench_decode.log" 2>&1 || rc=1
 		# the C example: a graph replayed per token, in place with an index and a padding row
 		if [ -x .carry/decode_loop ]; then
-			for v in rglru_decode rglru_decode_mma; do
+			for v in rglru_decode rglru_decode_mma samu_decode samu_decode_rows; do
 				for bd in "1 1024" "256 4096"; do
 					.carry/decode_loop "$Dd" $v $bd 1000 >> "$EXP/bench_decode.log" 2>&1 || rc=1
 				done
