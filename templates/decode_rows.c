@@ -81,52 +81,60 @@ typedef struct {
 	LLVMValueRef c[DR_CHUNKS];      /* its first channel (0 where not live), i32 */
 } Row;
 
-/* 8 fp32 at p[idx..idx+7] as two 16-byte accesses */
-static void dr_load8(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef out[8])
+/* 8 fp32 as two 16-byte accesses, values 0-3 at p[0] and 4-7 at p[1]
+ * (global or shared) */
+static void dr_ld8(Irb *I, LLVMValueRef p[2], LLVMValueRef out[8])
 {
-	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4);
 	for (int h = 0; h < 2; h++) {
-		LLVMValueRef v = ld(I, v4f, gep_f32(I, p, iadd(I, idx, ci64(I, 4 * h))), 16);
+		LLVMValueRef v = ld(I, LLVMVectorType(I->f32, 4), p[h], 16);
 		for (int e = 0; e < 4; e++)
 			out[4 * h + e] = LLVMBuildExtractElement(I->b, v, ci32(I, e), "");
 	}
 }
 
-static void dr_store8(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef v[8])
-{
-	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4);
-	for (int h = 0; h < 2; h++) {
-		LLVMValueRef q = LLVMGetUndef(v4f);
-		for (int e = 0; e < 4; e++)
-			q = LLVMBuildInsertElement(I->b, q, v[4 * h + e], ci32(I, e), "");
-		st(I, q, gep_f32(I, p, iadd(I, idx, ci64(I, 4 * h))), 16);
-	}
-}
-
-/* the thread's states of chunk i in shared memory: 8 values in, or out */
-static LLVMValueRef dr_hs(Irb *I, int i, int h)
-{
-	return smem_ptr(I, iadd(I, ci32(I, DR_XS_BYTES),
-	                        imul(I, iadd(I, tid_x(I), ci32(I, (2 * i + h) * DR_THREADS)), ci32(I, 16))));
-}
-
-static void dr_hs_get(Irb *I, int i, LLVMValueRef out[8])
-{
-	for (int h = 0; h < 2; h++) {
-		LLVMValueRef v = ld(I, LLVMVectorType(I->f32, 4), dr_hs(I, i, h), 16);
-		for (int e = 0; e < 4; e++)
-			out[4 * h + e] = LLVMBuildExtractElement(I->b, v, ci32(I, e), "");
-	}
-}
-
-static void dr_hs_put(Irb *I, int i, LLVMValueRef v[8])
+static void dr_st8(Irb *I, LLVMValueRef p[2], LLVMValueRef v[8])
 {
 	for (int h = 0; h < 2; h++) {
 		LLVMValueRef q = LLVMGetUndef(LLVMVectorType(I->f32, 4));
 		for (int e = 0; e < 4; e++)
 			q = LLVMBuildInsertElement(I->b, q, v[4 * h + e], ci32(I, e), "");
-		st(I, q, dr_hs(I, i, h), 16);
+		st(I, q, p[h], 16);
 	}
+}
+
+/* p[idx] and p[idx + 4] in global memory */
+static void dr_global8(Irb *I, LLVMValueRef p, LLVMValueRef idx, LLVMValueRef at[2])
+{
+	for (int h = 0; h < 2; h++)
+		at[h] = gep_f32(I, p, iadd(I, idx, ci64(I, 4 * h)));
+}
+
+/* the thread's states of chunk i in shared memory, both halves */
+static void dr_hs(Irb *I, int i, LLVMValueRef at[2])
+{
+	for (int h = 0; h < 2; h++)
+		at[h] = smem_ptr(I, iadd(I, ci32(I, DR_XS_BYTES),
+		                         imul(I, iadd(I, tid_x(I), ci32(I, (2 * i + h) * DR_THREADS)), ci32(I, 16))));
+}
+
+static void dr_hs_get(Irb *I, int i, LLVMValueRef out[8])
+{
+	LLVMValueRef at[2];
+	dr_hs(I, i, at);
+	dr_ld8(I, at, out);
+}
+
+static void dr_hs_put(Irb *I, int i, LLVMValueRef v[8])
+{
+	LLVMValueRef at[2];
+	dr_hs(I, i, at);
+	dr_st8(I, at, v);
+}
+
+/* element (b, t, 0) of the row's token t in [B][L][D], i64 */
+static LLVMValueRef dr_token_at(Irb *I, const Row *r, LLVMValueRef t)
+{
+	return imul(I, iadd(I, imul(I, sext64(I, r->b), sext64(I, r->L)), sext64(I, t)), sext64(I, r->D));
 }
 
 /* slot * D + c of chunk i, i64 */
@@ -149,8 +157,9 @@ static void dr_states_in(Tmpl *T, const Row *r)
 			h[e] = var_init(I, cf32(I, 0.0), "h");
 		IfBlk g;
 		if_begin(I, &g, given, "h0");
-		LLVMValueRef v[8];
-		dr_load8(I, r->h0, dr_sidx(I, r, i), v);
+		LLVMValueRef v[8], at[2];
+		dr_global8(I, r->h0, dr_sidx(I, r, i), at);
+		dr_ld8(I, at, v);
 		for (int e = 0; e < 8; e++)
 			var_set(I, h[e], v[e]);
 		if_end(I, &g);
@@ -176,8 +185,7 @@ static void dr_fetch_x(Tmpl *T, const Row *r, LLVMValueRef t)
 	Irb *I = &T->I;
 	IfBlk f;
 	if_begin(I, &f, ilt(I, t, r->L), "x_next");
-	LLVMValueRef rowi = iadd(I, imul(I, sext64(I, r->b), sext64(I, r->L)), sext64(I, t));   /* b * L + t */
-	LLVMValueRef base = gep_bf16(I, r->x, imul(I, rowi, sext64(I, r->D)));
+	LLVMValueRef base = gep_bf16(I, r->x, dr_token_at(I, r, t));
 	for (int i = 0; i < DR_CHUNKS; i++) {
 		LLVMValueRef n = LLVMBuildSelect(I->b, r->live[i], ci32(I, 16), ci32(I, 0), "");
 		cp_async16(I, dr_xs(I, t, i), gep_bf16(I, base, sext64(I, r->c[i])), n);
@@ -250,8 +258,11 @@ static void dr_elements(Tmpl *T, const KSig *s, const Row *r, LLVMValueRef t, in
 	if_begin(I, &f, r->live[i], "chunk");
 	LLVMValueRef pc[MX_MAXPARAM][8] = { { 0 } };   /* the channel parameters at the chunk's 8 channels */
 	for (int p = 0; p < mx->nparam; p++)
-		if (mx->param[p].kind == PK_CHANNEL)
-			dr_load8(I, ksig_param(T, s, p), sext64(I, r->c[i]), pc[p]);
+		if (mx->param[p].kind == PK_CHANNEL) {
+			LLVMValueRef at[2];
+			dr_global8(I, ksig_param(T, s, p), sext64(I, r->c[i]), at);
+			dr_ld8(I, at, pc[p]);
+		}
 	LLVMValueRef first = fsel(I, ieq(I, t, ci32(I, 0)), r->first0, cf32(I, 0.0));
 	LLVMValueRef hv[8], yv[8];
 	dr_hs_get(I, i, hv);
@@ -266,8 +277,7 @@ static void dr_elements(Tmpl *T, const KSig *s, const Row *r, LLVMValueRef t, in
 		hv[e] = var_get(I, h);
 	}
 	dr_hs_put(I, i, hv);
-	LLVMValueRef rowi = iadd(I, imul(I, sext64(I, r->b), sext64(I, r->L)), sext64(I, t));
-	st(I, tok_pack8(I, yv), gep_bf16(I, r->y, iadd(I, imul(I, rowi, sext64(I, r->D)), sext64(I, r->c[i]))), 16);
+	st(I, tok_pack8(I, yv), gep_bf16(I, r->y, iadd(I, dr_token_at(I, r, t), sext64(I, r->c[i]))), 16);
 	if_end(I, &f);
 }
 
@@ -324,9 +334,10 @@ void tmpl_decode_rows(Tmpl *T)
 	for (int i = 0; i < DR_CHUNKS; i++) {
 		IfBlk f;
 		if_begin(I, &f, land(I, state_given(I, r.hT), r.live[i]), "h_out");
-		LLVMValueRef hv[8];
+		LLVMValueRef hv[8], at[2];
 		dr_hs_get(I, i, hv);
-		dr_store8(I, r.hT, dr_sidx(I, &r, i), hv);
+		dr_global8(I, r.hT, dr_sidx(I, &r, i), at);
+		dr_st8(I, at, hv);
 		if_end(I, &f);
 	}
 	if_end(I, &fr);
