@@ -127,9 +127,8 @@ class Manifest:
         if pin:
             return pin
         one_token = shape is not None and shape.L == 1
-        rows = [n for n in names if self.variants[n].rows]
-        order = ([n for n in names if self.variants[n].mma] + (rows if one_token else []) +
-                 [n for n in names if not self.variants[n].mma and (not self.variants[n].rows or not one_token)])
+        v = self.variants   # sorted is stable: the folder's order within each rank
+        order = sorted(names, key=lambda n: 0 if v[n].mma else 1 if v[n].rows and one_token else 2)
         if shape is not None:
             for n in order:
                 if self.check_shape(n, shape) is None:
