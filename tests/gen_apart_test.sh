@@ -109,14 +109,16 @@ if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
 	# differ in prefix or chunk alone, which the scans' own tests cover)
 	mods=$(ls "$work"/k256/*prefix32*.ptx "$work"/k176/*chunk8.ptx)
 	n=$(echo "$mods" | wc -l)
-	bad=$(echo "$mods" | xargs -P 2 -I{} sh -c 'log=$("$0" -arch=sm_90 -v "$1" -o /dev/null 2>&1) || { echo "     $1: ptxas failed"; exit 0; }
+	. "$src/tests/ptxas_cache.sh"
+	export -f ptxas_cached
+	bad=$(echo "$mods" | xargs -P 2 -I{} bash -c 'log=$(ptxas_cached "$0" "-arch=sm_90 -v" "$1") || { echo "     $1: ptxas failed"; exit 0; }
 		echo "$log" | grep -qE "[1-9][0-9]* bytes spill (stores|loads)" && echo "     $(basename "$1"): spills"; exit 0' "$ptxas" {})
 	[ -n "$bad" ] && echo "$bad"
 	[ -z "$bad" ]; check $? "ptxas accepts $n modules for sm_90 without spills"
 	# Ampere's (the portable path: no clusters; A100 users own most GPUs): the one-pass winner
 	APART_K=256 "$recur" gen "$grid" --lua "$src/lua" --sm sm_80 -o "$work/k256_80" -q &&
 		f=$work/k256_80/rglru.apart_fused_grouped_prefix32_onepass_chunk8.ptx &&
-		log=$("$ptxas" -arch=sm_80 -v "$f" -o /dev/null 2>&1) && ! echo "$log" | grep -qE "[1-9][0-9]* bytes spill"
+		log=$(ptxas_cached "$ptxas" "-arch=sm_80 -v" "$f") && ! echo "$log" | grep -qE "[1-9][0-9]* bytes spill"
 	check $? "heads of 256 for sm_80: ptxas accepts the one-pass module without spills"
 else
 	echo "skip ptxas: not found"

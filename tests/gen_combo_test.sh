@@ -81,7 +81,7 @@ run_case() {
 	if [ -n "$ptxas" ]; then
 		for f in "$out"/*.ptx; do
 			local pl=$work/res/$name.ptxas.$(basename "$f" .ptx)
-			if ! "$ptxas" -arch=sm_90 -v "$f" -o /dev/null > "$pl" 2>&1; then
+			if ! ptxas_cached "$ptxas" "-arch=sm_90 -v" "$f" > "$pl"; then
 				verdict FAIL "ptxas rejects $(basename "$f"): $(grep -m1 -i error "$pl")"; return
 			fi
 			grep -q "[1-9][0-9]* bytes spill stores" "$pl" && spill=" (spills)"
@@ -94,7 +94,8 @@ run_case() {
 	[ "${RECUR_COMBO_KEEP:-0}" = 1 ] || rm -rf "$out"
 	verdict ok "built $nptx variant(s)${ptxas:+, ptxas accepts}$spill"
 }
-export -f run_case
+. "$src/tests/ptxas_cache.sh"
+export -f run_case ptxas_cached
 export recur work cases ptxas
 start=$(date +%s)
 awk '{ print $1, $2 }' "$work/index" |

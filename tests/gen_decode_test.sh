@@ -198,6 +198,7 @@ done
 [ "$nt" -ge 1 ] && [ -z "$short" ]; check $? "each of the $nt token passes loads 8 chunks of x a trip, and no more (off:${short:- none})"
 
 ptxas=${PTXAS:-$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)}
+. "$src/tests/ptxas_cache.sh"
 if [ -n "$ptxas" ]; then
 	bad=""
 	n90=0 n80=0
@@ -206,7 +207,7 @@ if [ -n "$ptxas" ]; then
 		sm=$(grep -m1 -o 'sm_[0-9]*' "$f")
 		if [ "$sm" = sm_80 ]; then n80=$((n80 + 1)); else n90=$((n90 + 1)); fi
 		for _ in 1; do
-			log=$("$ptxas" -arch=$sm -v "$f" -o /dev/null 2>&1) || { bad="$bad $(basename "$f"):$sm:refused"; continue; }
+			log=$(ptxas_cached "$ptxas" "-arch=$sm -v" "$f") || { bad="$bad $(basename "$f"):$sm:refused"; continue; }
 			echo "$log" | grep -q '[1-9][0-9]* bytes spill stores' && bad="$bad $(basename "$f"):$sm:spills"
 		done
 	done

@@ -1,0 +1,34 @@
+# Sourced by the gen tests that assemble their modules (not a test of its
+# own): ptxas with the results cached by PTX content, as ptx_lib.sh's
+# ptxas_all caches the PTX checks'. ptxas is deterministic, so a module
+# whose text, flags and ptxas version are unchanged gets the same log and
+# status without the seconds ptxas takes; any change to one is a new key.
+#   ptxas_cached PTXAS FLAGS FILE   prints what "PTXAS FLAGS FILE -o /dev/null"
+#                                   prints and returns its status; cached in
+#                                   $RECUR_PTXAS_CACHE (unset or "none": no
+#                                   cache), under the key ptx_lib.sh uses.
+#                                   Only acceptances are kept: a refusal is
+#                                   compiled again on every run.
+ptxas_cached() {
+	local cache=${RECUR_PTXAS_CACHE:-none} key log rc tmp
+	if [ "$cache" = none ] || ! mkdir -p "$cache" 2> /dev/null; then
+		# shellcheck disable=SC2086
+		"$1" $2 "$3" -o /dev/null 2>&1
+		return
+	fi
+	key=$({ printf '%s\n' "$2 $("$1" --version 2>&1 | tail -1)"; cat "$3"; } | sha256sum | cut -c1-64)
+	if [ -f "$cache/$key.rc" ] && [ -f "$cache/$key.log" ]; then
+		cat "$cache/$key.log"
+		return "$(cat "$cache/$key.rc")"
+	fi
+	# shellcheck disable=SC2086
+	log=$("$1" $2 "$3" -o /dev/null 2>&1)
+	rc=$?
+	printf '%s\n' "$log"
+	if [ "$rc" = 0 ]; then   # whole files only: written aside, then renamed (tests run side by side)
+		tmp=$cache/$key.$BASHPID
+		printf '%s\n' "$log" > "$tmp.log" && echo 0 > "$tmp.rc" &&
+			mv "$tmp.log" "$cache/$key.log" && mv "$tmp.rc" "$cache/$key.rc"
+	fi
+	return "$rc"
+}
