@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-enum { G_OUT, G_SM, G_PTX, G_LUA, G_INC, G_ONLY, G_DUMP_IR, G_DUMP_PTX, G_JOBS, G_QUIET, G_TIMINGS, G_CUBIN, G_REBUILD };
+enum { G_OUT, G_SM, G_PTX, G_LUA, G_INC, G_ONLY, G_DUMP_IR, G_DUMP_PTX, G_JOBS, G_QUIET, G_TIMINGS, G_CUBIN, G_REBUILD,
+       G_CACHE };
 
 static const CliOpt OPTS[] = {
 	[G_OUT] = { "-o", "DIR", CLI_PTX_DIR, "output folder: manifest.json and one PTX file per variant", 0 },
@@ -25,7 +26,11 @@ static const CliOpt OPTS[] = {
 	              "also compile each variant to machine code with ptxas ($PTXAS, else PATH, else /usr/local/cuda/bin), "
 	              "loaded instead of the PTX on a GPU of that target", 0 },
 	[G_REBUILD] = { "--rebuild", NULL, NULL,
-	                "build every module; by default one whose content key the output folder holds is taken over", 0 },
+	                "build every module; by default one whose content key the output folder (or the cache) holds "
+	                "is taken over", 0 },
+	[G_CACHE] = { "--cache", "DIR", NULL,
+	              "keep each module's PTX in DIR by content key, for any output folder to take over "
+	              "(default: $RECUR_GEN_CACHE; unset or empty, no cache)", 0 },
 	[G_TIMINGS] = { "--timings", NULL, NULL, "print the time of each stage (script, derive, IR, O3, PTX, ...) at the end", 0 },
 };
 
@@ -62,6 +67,7 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 	case G_TIMINGS: g->o.timings = 1; return 0;
 	case G_CUBIN: g->o.cubin = 1; return 0;
 	case G_REBUILD: g->o.rebuild = 1; return 0;
+	case G_CACHE: return cli_parse_path(v, &g->o.cache, err, n);
 	case G_JOBS:
 		if (cli_parse_int(v, 1, 64, &g->o.jobs, err, n) == 0)
 			return 0;
@@ -80,6 +86,10 @@ int cli_gen(int argc, char **argv)
 		return rc > 0 ? 0 : 2;
 	if (!g.o.lua_root)
 		g.o.lua_root = cli_lua_root();
+	if (!g.o.cache) {
+		const char *env = getenv("RECUR_GEN_CACHE");
+		g.o.cache = env && *env ? env : NULL;
+	}
 	char def[4096];
 	if (!g.script) {
 		snprintf(def, sizeof def, "%s/variants/all.lua", g.o.lua_root);

@@ -13,6 +13,7 @@
 #include "hash.h"
 #include "cubin.h"
 #include "reuse.h"
+#include "cache.h"
 #include <errno.h>
 #include <math.h>
 #include <jansson.h>
@@ -235,6 +236,8 @@ typedef struct {
 	char key[HASH_HEX];        /* content key of the PTX: see module_key */
 	char cubin_key[HASH_HEX];  /* and of the cubin: the PTX's, ptxas and its options */
 	int reused_ptx, reused_cubin;
+	int cached_ptx;            /* the PTX came from the cache (o->cache) */
+	char cache_err[512];       /* why the cache could not keep it, or "" */
 	double t[NSTAGE];          /* seconds in each stage */
 	int rc;
 	char err[2048];
@@ -292,12 +295,18 @@ static int module_ptx(Job *j, const Build *b, LLVMModuleRef mod)
 	j->t[ST_KEY] = t1 - t0;
 	if ((j->reused_ptx = reuse_ptx(b->old, j->key, &j->ptx)))
 		return 0;
+	const char *cache = b->o->rebuild ? NULL : b->o->cache;
+	if (cache && (j->cached_ptx = cache_get_ptx(cache, j->key, &j->ptx)))
+		return 0;
 	if (target_optimize(&j->tg, mod, j->err, sizeof j->err) != 0)
 		return -1;
 	double t2 = now_s();
 	j->t[ST_O3] = t2 - t1;
 	int rc = target_ptx(&j->tg, mod, &j->ptx, j->err, sizeof j->err);
 	j->t[ST_PTX] = now_s() - t2;
+	/* a store that cannot keep the module costs the next run a build, not this one */
+	if (rc == 0 && b->o->cache)
+		(void)cache_put_ptx(b->o->cache, j->key, j->ptx, j->cache_err, sizeof j->cache_err);
 	return rc;
 }
 
@@ -528,21 +537,40 @@ static int publish(const Job *job, int nj, json_t *man, json_t *variants, const 
 /* The closing line: how many modules were built and how many taken over. */
 static void say_built(const Job *job, int nj, const GenOpts *o)
 {
-	int rp = 0, rc = 0, nc = 0;
+	int rp = 0, rc = 0, nc = 0, cp = 0;
 	for (int i = 0; i < nj; i++) {
 		rp += job[i].reused_ptx;
 		rc += job[i].reused_cubin;
 		nc += job[i].cubin != NULL;
+		cp += job[i].cached_ptx;
 	}
+	rp += cp;
 	int ntgt = nj ? job[nj - 1].ti + 1 : 1;
 	if (ntgt > 1)
 		fprintf(stderr, "wrote %d variants for %d targets to %s: PTX of %d built, %d unchanged", nj / ntgt, ntgt,
 		        o->outdir, nj - rp, rp);
 	else
 		fprintf(stderr, "wrote %d variants to %s: PTX of %d built, %d unchanged", nj, o->outdir, nj - rp, rp);
+	if (cp)
+		fprintf(stderr, " (%d from the cache)", cp);
 	if (nc)
 		fprintf(stderr, "; cubins of %d built, %d unchanged", nc - rc, rc);
 	fprintf(stderr, "\n");
+}
+
+/* The cache's trouble, once for the run: generation went on without it. */
+static void warn_cache(const Job *job, int nj, const GenOpts *o)
+{
+	int nbad = 0;
+	const char *first = NULL;
+	for (int i = 0; i < nj; i++)
+		if (job[i].cache_err[0]) {
+			nbad++;
+			first = first ? first : job[i].cache_err;
+		}
+	if (nbad)
+		fprintf(stderr, "recur gen: warning: the cache %s could not keep %d module%s (%s); they were built, and a "
+		        "later run builds them again\n", o->cache, nbad, nbad > 1 ? "s" : "", first);
 }
 
 static const char *const stage_name[NSTAGE] = { "IR", "key", "O3", "PTX", "cubin" };
@@ -619,6 +647,8 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 	phase[1] = t1 - t0;
 	phase[2] = t2 - t1;
 	phase[3] = now_s() - t2;
+	if (rc == 0 && o->cache)
+		warn_cache(job, nj, o);
 	if (rc == 0 && o->timings)
 		print_timings(job, nj, phase, o);
 	if (rc == 0 && o->verbose)

@@ -16,7 +16,8 @@ typedef struct {
 	int dump_ir, dump_ptx, verbose;
 	int timings;           /* per-stage times on stderr at the end */
 	int cubin;             /* also a cubin per variant, by ptxas */
-	int rebuild;           /* build every module, taking none over from outdir */
+	int rebuild;           /* build every module, taking none over from outdir or the cache */
+	const char *cache;     /* a store of PTX by content key shared by output folders (gen/cache.h), or NULL */
 	int jobs;              /* variants built at once; 0 = one per CPU (at most 64) */
 } GenOpts;
 

@@ -7,6 +7,7 @@
 #   usage: gen_reuse_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
 set -u
 recur=$1 src=$2 work=$3
+unset RECUR_GEN_CACHE   # the counts below are the output folder's alone; the cache is checked on its own
 rm -rf "$work"; mkdir -p "$work"
 pass=0 fail=0
 check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
@@ -73,6 +74,38 @@ out=$(gen "$work/a.lua" "$work/bad" --sm sm_80,sm_80); rc=$?
 [ $rc != 0 ] && echo "$out" | grep -q "sm_80 is given twice"; check $? "a target given twice is refused ($out)"
 out=$(gen "$work/a.lua" "$work/bad" --sm sm_80,,sm_90); rc=$?
 [ $rc != 0 ] && echo "$out" | grep -q "separated by commas"; check $? "an empty target is refused ($out)"
+
+# a cache shared by output folders (--cache DIR, $RECUR_GEN_CACHE): a module
+# built once is taken from it into any folder, checked by its checksum
+cache=$work/cache
+out=$(gen "$work/a.lua" "$work/k1" --cache "$cache")
+echo "$out" | grep -q "PTX of 2 built, 0 unchanged" && [ "$(ls "$cache" | wc -l)" = 2 ]
+check $? "--cache: a first generation builds both modules and keeps them ($out)"
+out=$(RECUR_GEN_CACHE=$cache gen "$work/a.lua" "$work/k2")
+echo "$out" | grep -q "PTX of 0 built, 2 unchanged (2 from the cache)"
+check $? "\$RECUR_GEN_CACHE: another folder takes both from the cache ($out)"
+k1=$(sums "$work/k1")
+[ "$(sums "$work/k2")" = "$k1" ] && [ "$(sums "$work/fresh")" = "$k1" ]
+check $? "and writes exactly what a fresh generation does, manifest included"
+e=$(ls "$cache"/*.ptx | head -1)
+printf '.' >> "$e"
+out=$(gen "$work/a.lua" "$work/k3" --cache "$cache")
+echo "$out" | grep -q "PTX of 1 built, 1 unchanged (1 from the cache)" && [ "$(sums "$work/k3")" = "$k1" ]
+check $? "a damaged cache entry is built again, not taken ($out)"
+out=$(gen "$work/a.lua" "$work/k4" --cache "$cache")
+echo "$out" | grep -q "(2 from the cache)"; check $? "and the build mends the entry ($out)"
+sed -i '2s/^/ /' "$e"
+out=$(gen "$work/a.lua" "$work/k5" --cache "$cache")
+echo "$out" | grep -q "PTX of 1 built" && [ "$(sums "$work/k5")" = "$k1" ]
+check $? "an entry edited inside its PTX fails its checksum and is built again ($out)"
+out=$(gen "$work/a.lua" "$work/k6" --cache "$cache" --rebuild)
+echo "$out" | grep -q "PTX of 2 built, 0 unchanged$"; check $? "--rebuild takes nothing from the cache ($out)"
+echo "not a folder" > "$work/cachefile"
+out=$(gen "$work/a.lua" "$work/k7" --cache "$work/cachefile"); rc=$?
+[ $rc = 0 ] && echo "$out" | grep -q "warning: the cache .*cachefile could not keep 2 modules" && [ "$(sums "$work/k7")" = "$k1" ]
+check $? "a cache that cannot be written is a warning naming it; the folder is written all the same ($out)"
+out=$(RECUR_GEN_CACHE= gen "$work/a.lua" "$work/k8")
+echo "$out" | grep -q "PTX of 2 built, 0 unchanged$"; check $? "an empty \$RECUR_GEN_CACHE is no cache ($out)"
 
 if ptxas=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null); then
 	out=$(PTXAS=$ptxas gen "$work/a.lua" "$work/cu" --cubin); check $? "--cubin ($out)"
