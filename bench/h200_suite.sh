@@ -26,7 +26,8 @@
 #          bench/h200_suite.sh ncu       Nsight Compute (--set full) of the kernels
 #                                        matching $NCU_KERNELS (a regex) for each
 #                                        MIXER/VARIANT in $VARIANTS at $NCU_SHAPE
-#                                        (default 1x32768x1024)
+#                                        (default 1x32768x1024); a decode step
+#                                        with NCU_STEP=T (bench --step T)
 #          bench/h200_suite.sh sass      Nsight Compute's source counters of the
 #                                        same kernels: every SASS instruction with
 #                                        its executed count and stall samples, as
@@ -406,7 +407,8 @@ if [ "$mode" = ncu ]; then
 		[ -n "$NCU" ] || break
 		m=${mv%%/*}
 		"$NCU" --set full -k "regex:${NCU_KERNELS:-scan|apply|reduce}" -c "${NCU_COUNT:-3}" \
-			"$BIN" bench --dir "$D" --shapes "${NCU_SHAPE:-1x32768x1024}" --mixer "$m" --variant "${mv#*/}" --rounds 1 --samples 1 \
+			"$BIN" bench --dir "$D" --shapes "${NCU_SHAPE:-1x32768x1024}" --mixer "$m" --variant "${mv#*/}" \
+			${NCU_STEP:+--step "$NCU_STEP"} --rounds 1 --samples 1 \
 			--out "$TMPD/ncu_bench.json" > "$EXP/ncu_$m.txt" 2>&1 || rc=1
 		grep -E "^  [a-z_]+ \(|Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|No Eligible|Theoretical Occ|Block Limit|Memory Throughput|Compute \(SM\) Th" \
 			"$EXP/ncu_$m.txt" | head -80
@@ -419,6 +421,7 @@ if [ "$mode" = sass ]; then
 		rm -f "$TMPD/sass_$m.ncu-rep"
 		"$NCU" --section SourceCounters --section InstructionStats -k "regex:${NCU_KERNELS:-.}" -c "${NCU_COUNT:-4}" \
 			-o "$TMPD/sass_$m" "$BIN" bench --dir "$D" --shapes "${NCU_SHAPE:-1x32768x1024}" --mixer "$m" --variant "${mv#*/}" \
+			${NCU_STEP:+--step "$NCU_STEP"} \
 			--rounds 1 --samples 1 --out "$TMPD/ncu_bench.json" > "$EXP/sass_$m.log" 2>&1 || rc=1
 		"$NCU" -i "$TMPD/sass_$m.ncu-rep" --page source --csv --print-source sass > "$TMPD/sass_$m.csv" 2>> "$EXP/sass_$m.log" || rc=1
 		xz -9 -c "$TMPD/sass_$m.csv" > "$EXP/sass_$m.csv.xz" || rc=1
