@@ -7,10 +7,18 @@
 # Where the files go: under $DEST (default $OUT if set, else the repository
 # root), in the repository's layout:
 #   $DEST/bench/results/                  the canonical results (modes results,
-#                                         verify, all, others)
+#                                         verify, all, others), on an H200 only:
+#                                         on another GPU they go to the
+#                                         experiment folder; modes decode and
+#                                         heads copy their tables there
+#                                         (decode_h200.json, decode_t16_h200.json,
+#                                         decode_k256_h200.json, heads_h200.json,
+#                                         calibration_heads_h200.json), on an
+#                                         H200 only
 #   $DEST/bench/experiments/DATE-SLUG/    one experiment's files (modes quick,
-#                                         ab, ncu, sass); DATE is today (UTC),
-#                                         SLUG is $EXP_SLUG (default: the mode)
+#                                         ab, ncu, sass and the rest); DATE is
+#                                         today (UTC), SLUG is $EXP_SLUG
+#                                         (default: the mode)
 # Run from the repository root with OUT unset and the files land where they
 # are committed; with OUT set, copy $OUT/bench over the tree afterwards.
 #   usage: bench/h200_suite.sh results   calibrate every variant at the seed's
@@ -103,6 +111,26 @@ DEST=${DEST:-${OUT:-.}}
 if [ "$DEST" = . ]; then pre=""; else pre="${DEST%/}/"; fi
 RES="${pre}bench/results"
 EXP="${pre}bench/experiments/$(date -u +%Y-%m-%d)-${EXP_SLUG:-$mode}"
+# bench/results/ holds the H200's numbers alone: on another card the modes
+# that write there write into the experiment folder instead, and decode and
+# heads promote their tables to bench/results/ only on an H200
+GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+case "$GPU_NAME" in
+	*H200*) H200=1 ;;
+	*) H200=""
+	   case "$mode" in results|verify|all|others)
+		echo "$mode: the GPU is ${GPU_NAME:-unknown}, not an H200: the results go to $EXP, not $RES"
+		RES=$EXP ;;
+	   esac ;;
+esac
+# a table of this run over its canonical name in bench/results/, on an H200 alone
+promote() {   # FILE NAME
+	if [ -n "$H200" ] && [ -f "$1" ]; then
+		mkdir -p "$RES" && cp "$1" "$RES/$2" && echo "promoted $(basename "$1") to $RES/$2"
+	else
+		echo "not promoted to $RES/$2: ${GPU_NAME:-an unknown GPU} is not an H200, or $(basename "$1") is missing"
+	fi
+}
 case "$mode" in
 	results|verify|all|others) mkdir -p "$RES"; W=$RES ;;
 	*) mkdir -p "$EXP"; W=$EXP ;;
@@ -286,6 +314,9 @@ if [ "$mode" = decode ]; then
 			done
 		fi
 		grep -vE "^\[|^ *$" "$EXP/bench_decode.log" | head -60
+		promote "$EXP/bench_decode.json" decode_h200.json
+		promote "$EXP/bench_decode_t16.json" decode_t16_h200.json
+		promote "$EXP/bench_heads.json" decode_k256_h200.json
 	esac
 fi
 if [ "$mode" = heads ]; then
@@ -343,6 +374,8 @@ if [ "$mode" = heads ]; then
 			grep "^layer" "$EXP/layer_heads.log"
 		fi
 		grep -vE "^\[|^ *$" "$EXP/bench_heads.log" | tail -60
+		promote "$EXP/bench_heads.json" heads_h200.json
+		promote "$EXP/calibration_heads.json" calibration_heads_h200.json
 	esac
 fi
 if [ "$mode" = sanitize ]; then
