@@ -207,7 +207,6 @@ static void dr_token_stage(Tmpl *T, const KSig *s, const Row *r, LLVMValueRef t,
 {
 	Irb *I = &T->I;
 	Mixer *mx = T->mx;
-	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4);
 	LLVMValueRef lane = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 31), "lane");
 	LLVMValueRef warp = LLVMBuildLShr(I->b, tid_x(I), ci32(I, 5), "warp");
 	LLVMValueRef buf = iadd(I, ci32(I, DR_XS_BYTES + DR_HS_BYTES), imul(I, LLVMBuildAnd(I->b, t, ci32(I, 1), ""),
@@ -215,13 +214,12 @@ static void dr_token_stage(Tmpl *T, const KSig *s, const Row *r, LLVMValueRef t,
 	for (int j = 0; j < T->ntokproj; j++) {
 		LLVMValueRef w = ksig_param(T, s, mx->proj[T->tokproj[j]].weight);
 		LLVMValueRef acc = cf32(I, 0.0);
-		for (int i = 0; i < DR_CHUNKS; i++)
-			for (int h = 0; h < 2; h++) {
-				LLVMValueRef v = ld(I, v4f, gep_f32(I, w, sext64(I, iadd(I, r->c[i], ci32(I, 4 * h)))), 16);
-				v = LLVMBuildSelect(I->b, r->live[i], v, LLVMConstNull(v4f), "");   /* x is zero there too */
-				for (int e = 0; e < 4; e++)
-					acc = fadd(I, acc, fmul(I, LLVMBuildExtractElement(I->b, v, ci32(I, e), ""), xv[i][4 * h + e]));
-			}
+		for (int i = 0; i < DR_CHUNKS; i++) {
+			LLVMValueRef wv[8];
+			tok_w8(I, w, r->c[i], r->live[i], wv);   /* x is zero past the width too */
+			for (int e = 0; e < 8; e++)
+				acc = fadd(I, acc, fmul(I, wv[e], xv[i][e]));
+		}
 		for (int m = 16; m >= 1; m >>= 1)   /* butterfly: every lane holds the warp's sum */
 			acc = fadd(I, acc, shfl_xor_f(I, acc, m));
 		IfBlk f;

@@ -596,6 +596,9 @@ LLVMValueRef tok_proj_scale(Tmpl *T, int j, LLVMValueRef D);
 /* the 8 bf16 of a 16-byte word as floats, and back */
 void tok_unpack8(Irb *I, LLVMValueRef v4, LLVMValueRef out[8]);
 LLVMValueRef tok_pack8(Irb *I, LLVMValueRef in[8]);
+/* a token projection's fp32 weights w[c .. c+7] (c an i32 channel) by two
+ * 16-byte loads; zeros where ok is false (NULL: always as read) */
+void tok_w8(Irb *I, LLVMValueRef w, LLVMValueRef c, LLVMValueRef ok, LLVMValueRef out[8]);
 /* the launch's compulsory DRAM bytes as a shape expression: every tensor
  * (B*L*D bf16) and workspace argument once, plus bytes_extra */
 void tmpl_launch_bytes(const Tmpl *T, const Launch *l, char *buf, size_t n);

@@ -61,6 +61,18 @@ LLVMValueRef tok_pack8(Irb *I, LLVMValueRef in[8])
 	return v;
 }
 
+void tok_w8(Irb *I, LLVMValueRef w, LLVMValueRef c, LLVMValueRef ok, LLVMValueRef out[8])
+{
+	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4);
+	for (int h = 0; h < 2; h++) {
+		LLVMValueRef v = ld(I, v4f, gep_f32(I, w, sext64(I, iadd(I, c, ci32(I, 4 * h)))), 16);
+		if (ok)   /* a weight of chunk 0 times a zero could still be a NaN */
+			v = LLVMBuildSelect(I->b, ok, v, LLVMConstNull(v4f), "");
+		for (int e = 0; e < 4; e++)
+			out[4 * h + e] = LLVMBuildExtractElement(I->b, v, ci32(I, e), "");
+	}
+}
+
 /* One 8-channel chunk c of the tokens' rows into their sums: acc[j][k] +=
  * w_j[c..c+7] . x[row k][c..c+7], the chunk's products added in channel
  * order. ok (NULL: always) masks a chunk past the width: its values are read
@@ -70,7 +82,7 @@ static void tok_chunk(Tmpl *T, const Launch *l, LLVMValueRef x, LLVMValueRef c, 
 {
 	Irb *I = &T->I;
 	Mixer *mx = T->mx;
-	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4), v4f = LLVMVectorType(I->f32, 4);
+	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4);
 	LLVMValueRef xv[TOKS_PER_WARP][8];
 	for (int k = 0; k < tpw; k++) {
 		LLVMValueRef v = ld(I, v4i, gep_bf16(I, x, iadd(I, row[k], sext64(I, c))), 16);
@@ -78,15 +90,8 @@ static void tok_chunk(Tmpl *T, const Launch *l, LLVMValueRef x, LLVMValueRef c, 
 		tok_unpack8(I, LLVMBuildSelect(I->b, in, v, LLVMConstNull(v4i), ""), xv[k]);
 	}
 	for (int j = 0; j < T->ntokproj; j++) {
-		LLVMValueRef w = ksig_param(T, &l->sig, mx->proj[T->tokproj[j]].weight);
 		LLVMValueRef wv[8];
-		for (int h = 0; h < 2; h++) {
-			LLVMValueRef v = ld(I, v4f, gep_f32(I, w, sext64(I, iadd(I, c, ci32(I, 4 * h)))), 16);
-			if (ok)   /* a weight of chunk 0 times a zero could still be a NaN */
-				v = LLVMBuildSelect(I->b, ok, v, LLVMConstNull(v4f), "");
-			for (int e = 0; e < 4; e++)
-				wv[4 * h + e] = LLVMBuildExtractElement(I->b, v, ci32(I, e), "");
-		}
+		tok_w8(I, ksig_param(T, &l->sig, mx->proj[T->tokproj[j]].weight), c, ok, wv);
 		for (int k = 0; k < tpw; k++) {
 			LLVMValueRef s = var_get(I, acc[j][k]);
 			for (int e = 0; e < 8; e++)
