@@ -11,8 +11,9 @@ enum { G_OUT, G_SM, G_PTX, G_LUA, G_INC, G_ONLY, G_DUMP_IR, G_DUMP_PTX, G_JOBS, 
 
 static const CliOpt OPTS[] = {
 	[G_OUT] = { "-o", "DIR", CLI_PTX_DIR, "output folder: manifest.json and one PTX file per variant", 0 },
-	[G_SM] = { "--sm", "SM", "sm_90", "target GPU: sm_90 or sm_90a (Hopper), sm_80 (Ampere, Ada), sm_86, sm_89; a list (sm_80,sm_90) "
-	           "generates every variant for each, the runtime loading the one for the device", 0 },
+	[G_SM] = { "--sm", "SM", "sm_90", "target GPU: sm_90 or sm_90a (Hopper; sm_90a runs the projections apart on wgmma), sm_80 "
+	           "(Ampere, Ada), sm_86, sm_89; a list (sm_80,sm_90) generates every variant for each, the runtime "
+	           "loading the one for the device", 0 },
 	[G_PTX] = { "--ptx", "VERSION", "8.0", "PTX ISA version", 0 },
 	[G_LUA] = { "--lua", "DIR", NULL,
 	            "folder of recur.lua (default: $RECUR_LUA, else the source tree's lua/, else ./lua)", 0 },

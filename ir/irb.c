@@ -44,6 +44,11 @@ static LLVMValueRef inline_asm(LLVMTypeRef fty, const char *as, const char *cons
 	                        LLVMInlineAsmDialectATT, 0);
 }
 
+LLVMValueRef irb_asm(LLVMTypeRef fty, const char *as, const char *cons, int side_effects)
+{
+	return inline_asm(fty, as, cons, side_effects);
+}
+
 static void add_attr(Irb *I, LLVMValueRef fn, unsigned idx, const char *name)
 {
 	unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));

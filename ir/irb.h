@@ -42,6 +42,9 @@ void irb_dispose(Irb *I);
  * minctasm) with nargs parameters of the given types; pointer params get noalias. */
 LLVMValueRef irb_kernel(Irb *I, const char *name, LLVMTypeRef *types, int nargs, int maxntid, int minctasm);
 LLVMValueRef irb_arg(Irb *I, int i);
+/* an inline PTX block of type fty (constraints cons); side_effects keeps it
+ * in place: for the instructions LLVM has no intrinsic for */
+LLVMValueRef irb_asm(LLVMTypeRef fty, const char *as, const char *cons, int side_effects);
 /* pointer parameter i of the kernel being built may share memory with
  * another (it loses irb_kernel's noalias) */
 void irb_may_alias(Irb *I, int i);

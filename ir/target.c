@@ -270,6 +270,8 @@ int target_clusters(const char *sm)
 	return 0;
 }
 
+int target_wgmma(const char *sm) { return strcmp(sm, "sm_90a") == 0; }
+
 void target_llvm_version(char *buf, size_t n)
 {
 	unsigned a, b, c;

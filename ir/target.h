@@ -33,5 +33,8 @@ void target_llvm_version(char *buf, size_t n);
 /* whether sm (a target target_check accepts) has thread-block clusters,
  * distributed shared memory and programmatic dependent launch */
 int target_clusters(const char *sm);
+/* whether sm (a target target_check accepts) has the warpgroup tensor-core
+ * instructions (wgmma): sm_90a, whose modules load on sm_90 devices alone */
+int target_wgmma(const char *sm);
 
 #endif

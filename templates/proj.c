@@ -18,11 +18,9 @@
  * stride over row tiles. The column tiles are the grid's x, so the blocks
  * reading one row tile of x run together and share it through L2.
  * Operands are bf16 with fp32 accumulation, as in the fused scans. */
-#include "tmpl.h"
+#include "proj.h"
 #include "diag.h"
 #include <stdio.h>
-
-#define PROJ_THREADS 128
 
 static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
 int proj_nc(const Tmpl *T) { return gcd(T->mx->k, 64); }
@@ -140,11 +138,7 @@ static void stage_weights(Tmpl *T, LLVMValueRef W, LLVMValueRef hp, LLVMValueRef
 			LLVMValueRef k = idiv(I, e, ci32(I, nc / 4)), c4 = imul(I, isub(I, e, imul(I, k, ci32(I, nc / 4))), ci32(I, 4));
 			LLVMValueRef g = iadd(I, hbase, iadd(I, imul(I, k, ci32(I, K)), iadd(I, n0, c4)));
 			LLVMValueRef v = ld(I, v4f, gep_f32(I, W, sext64(I, g)), 16);
-			LLVMValueRef w = LLVMGetUndef(I->v2i32);
-			for (int p = 0; p < 2; p++)
-				w = LLVMBuildInsertElement(I->b, w, pack_bf16x2(I, LLVMBuildExtractElement(I->b, v, ci32(I, 2 * p), ""),
-				                                                 LLVMBuildExtractElement(I->b, v, ci32(I, 2 * p + 1), "")),
-				                           ci32(I, p), "");
+			LLVMValueRef w = pack_bf16x4(I, v);
 			st(I, w, smem_ptr(I, iadd(I, ci32(I, base), iadd(I, imul(I, k, ci32(I, stride)), imul(I, c4, ci32(I, 2))))), 8);
 		} else {            /* W row n0 + c: 4 adjacent outputs k, one column of 4 rows here */
 			LLVMValueRef c = idiv(I, e, ci32(I, K / 4)), k4 = imul(I, isub(I, e, imul(I, c, ci32(I, K / 4))), ci32(I, 4));
@@ -161,9 +155,19 @@ static void stage_weights(Tmpl *T, LLVMValueRef W, LLVMValueRef hp, LLVMValueRef
 	}
 }
 
+LLVMValueRef pack_bf16x4(Irb *I, LLVMValueRef v)
+{
+	LLVMValueRef w = LLVMGetUndef(I->v2i32);
+	for (int p = 0; p < 2; p++)
+		w = LLVMBuildInsertElement(I->b, w, pack_bf16x2(I, LLVMBuildExtractElement(I->b, v, ci32(I, 2 * p), ""),
+		                                                 LLVMBuildExtractElement(I->b, v, ci32(I, 2 * p + 1), "")),
+		                           ci32(I, p), "");
+	return w;
+}
+
 /* the launch of proj_fwd or proj_dx: the NX column tiles by GY blocks
  * striding over row tiles (templates/plan.c sizes GY) */
-static Launch *proj_launch(Tmpl *T, int fwd, const char *name, int smem)
+Launch *proj_launch(Tmpl *T, int fwd, const char *name, int smem)
 {
 	char sm[16];
 	snprintf(sm, sizeof sm, "%d", smem);
@@ -173,7 +177,7 @@ static Launch *proj_launch(Tmpl *T, int fwd, const char *name, int smem)
 }
 
 /* one argument per projection apart: "ws:PREFIX" and the weight's name */
-static void ksig_each(Tmpl *T, KSig *s, const char *prefix)
+void ksig_each(Tmpl *T, KSig *s, const char *prefix)
 {
 	char a[64];
 	for (int j = 0; j < T->napj; j++) {
@@ -182,19 +186,41 @@ static void ksig_each(Tmpl *T, KSig *s, const char *prefix)
 	}
 }
 
-static LLVMValueRef ksig_each_arg(Tmpl *T, const KSig *s, const char *prefix, int j)
+LLVMValueRef ksig_each_arg(Tmpl *T, const KSig *s, const char *prefix, int j)
 {
 	char a[64];
 	snprintf(a, sizeof a, "ws:%s%s", prefix, apj_weight(T, j));
 	return ksig_arg(T, s, a);
 }
 
-/* A thread's place in a projection kernel: lane (g, q) of warp w, the
- * rows B*L and width D, and (proj_fwd, proj_dx: proj_tile) the block's
- * column tile: head hp, its first column n0 inside the head, c0 in the width */
-typedef struct { LLVMValueRef lane, w, g, q, BL, D, c0, hp, n0; } ProjLanes;
+Launch *proj_fwd_open(Tmpl *T, int smem)
+{
+	Irb *I = &T->I;
+	Launch *l = proj_launch(T, 1, "proj_fwd", smem);
+	ksig_add(T, &l->sig, "x", I->gptr);
+	ksig_params(T, &l->sig);
+	ksig_each(T, &l->sig, "proj_");
+	ksig_add(T, &l->sig, "i32:B*L", I->i32);
+	ksig_add(T, &l->sig, "i32:D", I->i32);
+	tmpl_open(T, l);
+	return l;
+}
 
-static void proj_tile(Tmpl *T, ProjLanes *p)
+Launch *proj_dx_open(Tmpl *T, int smem)
+{
+	Irb *I = &T->I;
+	Launch *l = proj_launch(T, 0, "proj_dx", smem);
+	ksig_add(T, &l->sig, "dx", I->gptr);
+	ksig_params(T, &l->sig);
+	ksig_each(T, &l->sig, "dproj_");
+	ksig_add(T, &l->sig, "ws:dxd", I->gptr);
+	ksig_add(T, &l->sig, "i32:B*L", I->i32);
+	ksig_add(T, &l->sig, "i32:D", I->i32);
+	tmpl_open(T, l);
+	return l;
+}
+
+void proj_tile(Tmpl *T, ProjLanes *p)
 {
 	Irb *I = &T->I;
 	p->c0 = imul(I, ctaid(I, 0), ci32(I, proj_nc(T)));
@@ -202,7 +228,7 @@ static void proj_tile(Tmpl *T, ProjLanes *p)
 	p->n0 = isub(I, p->c0, imul(I, p->hp, ci32(I, T->mx->k)));
 }
 
-static void proj_lanes(Tmpl *T, const KSig *s, ProjLanes *p)
+void proj_lanes(Tmpl *T, const KSig *s, ProjLanes *p)
 {
 	Irb *I = &T->I;
 	p->BL = ksig_arg(T, s, "i32:B*L");
@@ -228,17 +254,15 @@ static LLVMValueRef out_col(Irb *I, const ProjLanes *p, LLVMValueRef base, int n
 
 void tmpl_proj_fwd(Tmpl *T)
 {
+	if (proj_wgmma(T)) {
+		proj_fwd_wg(T);
+		return;
+	}
 	Irb *I = &T->I;
 	const Mixer *mx = T->mx;
 	int K = mx->k, nc = proj_nc(T), na = T->napj;
 	int boff = a_bytes(T);
-	Launch *l = proj_launch(T, 1, "proj_fwd", boff + na * b_bytes(T));
-	ksig_add(T, &l->sig, "x", I->gptr);
-	ksig_params(T, &l->sig);
-	ksig_each(T, &l->sig, "proj_");
-	ksig_add(T, &l->sig, "i32:B*L", I->i32);
-	ksig_add(T, &l->sig, "i32:D", I->i32);
-	tmpl_open(T, l);
+	Launch *l = proj_fwd_open(T, boff + na * b_bytes(T));
 	ProjLanes p;
 	proj_lanes(T, &l->sig, &p);
 	proj_tile(T, &p);
@@ -290,18 +314,15 @@ void tmpl_proj_fwd(Tmpl *T)
 
 void tmpl_proj_dx(Tmpl *T)
 {
+	if (proj_wgmma(T)) {
+		proj_dx_wg(T);
+		return;
+	}
 	Irb *I = &T->I;
 	const Mixer *mx = T->mx;
 	int K = mx->k, nc = proj_nc(T), na = T->napj;
 	int boff = a_bytes(T);
-	Launch *l = proj_launch(T, 0, "proj_dx", boff + na * b_bytes(T));
-	ksig_add(T, &l->sig, "dx", I->gptr);
-	ksig_params(T, &l->sig);
-	ksig_each(T, &l->sig, "dproj_");
-	ksig_add(T, &l->sig, "ws:dxd", I->gptr);
-	ksig_add(T, &l->sig, "i32:B*L", I->i32);
-	ksig_add(T, &l->sig, "i32:D", I->i32);
-	tmpl_open(T, l);
+	Launch *l = proj_dx_open(T, boff + na * b_bytes(T));
 	LLVMValueRef dx = ksig_arg(T, &l->sig, "dx"), dxd = ksig_arg(T, &l->sig, "ws:dxd");
 	ProjLanes p;
 	proj_lanes(T, &l->sig, &p);

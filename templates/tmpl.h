@@ -127,6 +127,9 @@ typedef struct {
 	 * blocks each write their own weight-gradient slot, and no kernel is
 	 * launched early. Set by the caller after tmpl_setup. */
 	int portable;
+	/* the target is sm_90a: the projections apart may run on wgmma
+	 * (proj_wg.c). Set by the caller after tmpl_setup. */
+	int wgmma;
 	int nbdproj;                /* block-diagonal projections the scan kernels run (none where apart) */
 	int bdproj[MX_MAXPROJ];     /* their projection indices */
 	/* Projections apart (Variant.apart, proj.c): the block-diagonal

@@ -5,7 +5,8 @@
 # with large activations (the fp16 overflow guard); reset marks few and
 # many; packed documents with a
 # state each (lua/variants/docs.lua); the row's map and a sequence split
-# through it (examples/split_map.c); a single-pass backward
+# through it (examples/split_map.c); heads of 256 (the projections apart,
+# on wgmma too on a Hopper GPU); a single-pass backward
 # over the device's capacity refused; and calibration under a
 # memory budget (its winner within it; none below y and dx alone). Skips, saying why, where no
 # NVIDIA driver is present.
@@ -133,6 +134,21 @@ if "$recur" gen "$work/map.lua" --lua "$src/lua" -o "$work/map" -q; then
 else
 	echo "FAIL: recur gen of the map grid"; rc=1
 fi
+# heads of 256 channels (tests/grids/apart.lua, every scan kind): the
+# projections apart on mma.sync (sm_90), and on a compute-capability 9.0 GPU
+# on wgmma (sm_90a modules load there alone)
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)
+for sm in sm_90 sm_90a; do
+	if [ "$sm" = sm_90a ] && [ "$cc" != 9.0 ]; then
+		echo "skip heads of 256 for sm_90a: the GPU's compute capability is ${cc:-unknown}, not 9.0"
+		continue
+	fi
+	if APART_K=256 "$recur" gen "$src/tests/grids/apart.lua" --lua "$src/lua" --sm $sm -o "$work/apart_$sm" -q; then
+		"$recur" verify --dir "$work/apart_$sm" --shape 2x1000x2560 --shape 3x77x512 || rc=1
+	else
+		echo "FAIL: recur gen of tests/grids/apart.lua for $sm"; rc=1
+	fi
+done
 goldens=${RECUR_GOLDENS:-$src/tests/goldens}
 if [ -d "$goldens" ]; then
 	"$recur" verify --dir "$work/ptx" --goldens "$goldens" || rc=1

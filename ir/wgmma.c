@@ -1,0 +1,96 @@
+/* Hopper's warpgroup tensor-core instructions (see wgmma.h). */
+#include "wgmma.h"
+#include "diag.h"
+#include <stdio.h>
+
+LLVMValueRef wg_swz(Irb *I, LLVMValueRef r, LLVMValueRef k)
+{
+	LLVMValueRef chunk = LLVMBuildXor(I->b, LLVMBuildLShr(I->b, k, ci32(I, 3), ""), LLVMBuildAnd(I->b, r, ci32(I, 7), ""), "");
+	return iadd(I, imul(I, r, ci32(I, 128)), iadd(I, imul(I, chunk, ci32(I, 16)), imul(I, LLVMBuildAnd(I->b, k, ci32(I, 7), ""),
+	                                                                               ci32(I, 2))));
+}
+
+/* bits 0-13: the start address / 16; 16-29: the leading byte offset / 16
+ * (unused by swizzled K-major operands whose 16 columns lie in one 128-byte
+ * row: 1); 32-45: the stride byte offset / 16, 1024 between groups of 8
+ * rows; 62-63: 1, the 128-byte swizzle */
+LLVMValueRef wg_desc(Irb *I, LLVMValueRef block_off, int k0)
+{
+	LLVMValueRef addr = LLVMBuildPtrToInt(I->b, smem_ptr(I, iadd(I, block_off, ci32(I, 2 * k0))), I->i32, "");
+	LLVMValueRef lo = LLVMBuildAnd(I->b, LLVMBuildLShr(I->b, addr, ci32(I, 4), ""), ci32(I, 0x3fff), "");
+	unsigned long long hi = (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
+	return LLVMBuildOr(I->b, LLVMBuildZExt(I->b, lo, I->i64, ""), ci64(I, (long long)hi), "");
+}
+
+void wg_mma64(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, int accumulate)
+{
+	/* operands: $0..$31 the accumulators out, $32..$63 in (tied) where
+	 * accumulating, then the two descriptors and scale-d */
+	char as[1024], cons[512];
+	int at = 0, ct = 0, nin = accumulate ? 32 : 0;
+	at += snprintf(as + at, sizeof as - (size_t)at, "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, $%d, 0;\n\t"
+	               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {", 32 + nin + 2);
+	for (int i = 0; i < 32; i++)
+		at += snprintf(as + at, sizeof as - (size_t)at, "%s$%d", i ? ", " : "", i);
+	at += snprintf(as + at, sizeof as - (size_t)at, "}, $%d, $%d, p, 1, 1, 0, 0;\n\t}", 32 + nin, 33 + nin);
+	for (int i = 0; i < 32; i++)
+		ct += snprintf(cons + ct, sizeof cons - (size_t)ct, "=f,");
+	for (int i = 0; i < nin; i++)
+		ct += snprintf(cons + ct, sizeof cons - (size_t)ct, "%d,", i);
+	ct += snprintf(cons + ct, sizeof cons - (size_t)ct, "l,l,r,~{memory}");
+	CHECK(at > 0 && (size_t)at < sizeof as && ct > 0 && (size_t)ct < sizeof cons);
+	LLVMTypeRef f32s[32], in[35];
+	LLVMValueRef args[35];
+	for (int i = 0; i < 32; i++)
+		f32s[i] = I->f32;
+	for (int i = 0; i < nin; i++) {
+		in[i] = I->f32;
+		args[i] = acc[i];
+	}
+	in[nin] = in[nin + 1] = I->i64;
+	in[nin + 2] = I->i32;
+	args[nin] = da;
+	args[nin + 1] = db;
+	args[nin + 2] = ci32(I, accumulate);
+	LLVMTypeRef rt = LLVMStructTypeInContext(I->ctx, f32s, 32, 0);
+	LLVMTypeRef fty = LLVMFunctionType(rt, in, (unsigned)(nin + 3), 0);
+	LLVMValueRef r = LLVMBuildCall2(I->b, fty, irb_asm(fty, as, cons, 1), args, (unsigned)(nin + 3), "");
+	for (unsigned i = 0; i < 32; i++)
+		acc[i] = LLVMBuildExtractValue(I->b, r, i, "");
+}
+
+static void asm0(Irb *I, const char *as)
+{
+	LLVMTypeRef fty = LLVMFunctionType(I->voidt, NULL, 0, 0);
+	LLVMBuildCall2(I->b, fty, irb_asm(fty, as, "~{memory}", 1), NULL, 0, "");
+}
+
+void wg_fence(Irb *I) { asm0(I, "wgmma.fence.sync.aligned;"); }
+void wg_commit(Irb *I) { asm0(I, "wgmma.commit_group.sync.aligned;"); }
+void fence_proxy_async(Irb *I) { asm0(I, "fence.proxy.async.shared::cta;"); }
+
+/* The wait, its accumulators passed through it: values the compiler could
+ * otherwise read (or copy) before the wgmma that write them are done. */
+void wg_wait(Irb *I, int pending, LLVMValueRef *acc, int n)
+{
+	char as[64], cons[512];
+	int ct = 0;
+	CHECK(n >= 0 && n <= 64);
+	snprintf(as, sizeof as, "wgmma.wait_group.sync.aligned %d;", pending);
+	for (int i = 0; i < n; i++)
+		ct += snprintf(cons + ct, sizeof cons - (size_t)ct, "=f,");
+	for (int i = 0; i < n; i++)
+		ct += snprintf(cons + ct, sizeof cons - (size_t)ct, "%d,", i);
+	ct += snprintf(cons + ct, sizeof cons - (size_t)ct, "~{memory}");
+	CHECK(ct > 0 && (size_t)ct < sizeof cons);
+	LLVMTypeRef f32s[64];
+	for (int i = 0; i < n; i++)
+		f32s[i] = I->f32;
+	LLVMTypeRef rt = n ? LLVMStructTypeInContext(I->ctx, f32s, (unsigned)n, 0) : I->voidt;
+	LLVMTypeRef fty = LLVMFunctionType(rt, f32s, (unsigned)n, 0);
+	LLVMValueRef r = LLVMBuildCall2(I->b, fty, irb_asm(fty, as, cons, 1), acc, (unsigned)n, "");
+	for (unsigned i = 0; i < (unsigned)n; i++)
+		acc[i] = LLVMBuildExtractValue(I->b, r, i, "");
+}
+
+void wg_align_smem(Irb *I) { LLVMSetAlignment(I->smem, 1024); }

@@ -1,0 +1,39 @@
+/* Hopper's warpgroup tensor-core instructions (wgmma, sm_90a): a warpgroup
+ * of 4 warps multiplies operands it reads from shared memory through
+ * descriptors, asynchronously, into fp32 accumulators in its registers.
+ *
+ * Operands are 64 x 64 bf16 blocks in the 128-byte-swizzled K-major layout
+ * (CUTLASS's Swizzle<3,4,3>): row r's 128 bytes hold its 64 contraction
+ * elements, 16-byte chunk c stored at chunk c ^ (r & 7), blocks 1024-byte
+ * aligned (the swizzle is taken from the address bits). LLVM 19 has no
+ * intrinsics for these: inline PTX, each with side effects and a memory
+ * clobber so that no shared-memory access moves across it. */
+#ifndef RECUR_WGMMA_H
+#define RECUR_WGMMA_H
+#include "irb.h"
+
+#define WG_BLOCK 8192   /* bytes of one 64 x 64 bf16 operand block */
+
+/* the byte offset of element (r, k) in a swizzled block (k in 0..63, even
+ * k for a pair, a multiple of 8 for a chunk) */
+LLVMValueRef wg_swz(Irb *I, LLVMValueRef r, LLVMValueRef k);
+/* the descriptor of the 64-row, 16-column slice of a block at shared byte
+ * offset block_off (1024-aligned) whose columns start at k0 (0, 16, 32, 48) */
+LLVMValueRef wg_desc(Irb *I, LLVMValueRef block_off, int k0);
+/* acc (32 fp32 a thread, the m16n8 fragment order of warp w's rows 16w..
+ * per 8-column tile) = A B^T (+ acc where accumulate): A and B 64 x 16
+ * slices by their descriptors, D[m][n] = sum_k A[m][k] B[n][k] */
+void wg_mma64(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, int accumulate);
+void wg_fence(Irb *I);                 /* wgmma.fence: registers written before are seen */
+void wg_commit(Irb *I);                /* close the warpgroup's group of wgmma */
+/* wait until at most pending groups fly; the n accumulators acc are read
+ * after it (they pass through it) */
+void wg_wait(Irb *I, int pending, LLVMValueRef *acc, int n);
+/* fence.proxy.async.shared::cta: this thread's shared-memory writes (st,
+ * cp.async) made visible to the wgmma that read them after a barrier */
+void fence_proxy_async(Irb *I);
+/* the dynamic shared array's alignment raised to 1024 bytes (the swizzled
+ * blocks' atoms); the module's other kernels see the same array */
+void wg_align_smem(Irb *I);
+
+#endif

@@ -1,0 +1,39 @@
+/* The projection kernels' shared pieces: proj.c (mma.sync, every target)
+ * and proj_wg.c (wgmma, sm_90a). */
+#ifndef RECUR_PROJ_H
+#define RECUR_PROJ_H
+
+#include "tmpl.h"
+
+#define PROJ_THREADS 128
+
+/* A thread's place in a projection kernel: lane (g, q) of warp w, the
+ * rows B*L and width D, and (proj_fwd, proj_dx: proj_tile) the block's
+ * column tile: head hp, its first column n0 inside the head, c0 in the width */
+typedef struct { LLVMValueRef lane, w, g, q, BL, D, c0, hp, n0; } ProjLanes;
+
+void proj_lanes(Tmpl *T, const KSig *s, ProjLanes *p);
+void proj_tile(Tmpl *T, ProjLanes *p);
+/* the launch of proj_fwd or proj_dx: the NX column tiles by GY blocks
+ * striding over row tiles (templates/plan.c sizes GY) */
+Launch *proj_launch(Tmpl *T, int fwd, const char *name, int smem);
+/* proj_fwd's and proj_dx's launch and signature (x or dx, the parameters,
+ * the projections' or their adjoints' workspaces, [dxd,] B*L, D), the
+ * kernel opened: one for both forms, so that the runtime's arguments fit
+ * either */
+Launch *proj_fwd_open(Tmpl *T, int smem);
+Launch *proj_dx_open(Tmpl *T, int smem);
+/* a float4 of weights as two bf16 pairs (an 8-byte shared store) */
+LLVMValueRef pack_bf16x4(Irb *I, LLVMValueRef v4f);
+/* one argument per projection apart: "ws:PREFIX" and the weight's name */
+void ksig_each(Tmpl *T, KSig *s, const char *prefix);
+LLVMValueRef ksig_each_arg(Tmpl *T, const KSig *s, const char *prefix, int j);
+
+/* proj_fwd and proj_dx on wgmma (proj_wg.c) where proj_wgmma says so:
+ * an sm_90a target, heads of a multiple of 64 channels, at most two
+ * projections (their accumulators are 64 registers a thread) */
+int proj_wgmma(const Tmpl *T);
+void proj_fwd_wg(Tmpl *T);
+void proj_dx_wg(Tmpl *T);
+
+#endif

@@ -1,0 +1,328 @@
+/* proj_fwd and proj_dx on Hopper's warpgroup tensor cores (sm_90a): the
+ * math of proj.c's, where a block of one warpgroup multiplies a tile of 64
+ * rows by the 64 columns of its head slice with wgmma, both operands read
+ * from shared memory through descriptors (no fragments in registers, 32
+ * accumulators a thread a projection).
+ *
+ * The contraction is cut in blocks of 64: proj_fwd's K/64 blocks of x's
+ * head rows, proj_dx's K/64 of each adjoint in turn. The block's weight
+ * slice is staged once as bf16 blocks [n][k] (K-major, 128-byte swizzle,
+ * ir/wgmma.h); the rows' blocks pass through a ring of WG_STAGES buffers,
+ * filled by cp.async three blocks ahead (across row tiles: the block's
+ * next tile is GY further), so that loads fly while the tensor cores work.
+ * Each trip: this block's copies waited for, made visible to the async
+ * proxy, a barrier (every thread's copies; every thread past the last
+ * trip's wgmma, so its buffer may be refilled), the refill, then the
+ * block's 4 x 16-column steps per projection and a wait for them. */
+#include "proj.h"
+#include "wgmma.h"
+#include "diag.h"
+
+#ifndef WG_STAGES
+#define WG_STAGES 4     /* the ring's buffers */
+#endif
+#ifndef WG_AHEAD
+#define WG_AHEAD 3      /* blocks copied ahead of the one multiplied */
+#endif
+#ifndef WG_PENDING
+#define WG_PENDING 0    /* wgmma groups left in flight at the end of a trip (not the tile's last) */
+#endif
+_Static_assert(WG_AHEAD + WG_PENDING < WG_STAGES, "a refill waits for the trip that read its buffer");
+
+int proj_wgmma(const Tmpl *T) { return T->wgmma && T->mx->k % 64 == 0 && T->napj <= 2; }
+
+/* A kernel's operand plan: the contraction's blocks of 64 (nkb), A's
+ * tensor and column for each, the weight blocks and the ring in shared
+ * memory */
+typedef struct {
+	int fwd, nkb, kbh;                    /* blocks in all; per projection (K/64) */
+	LLVMValueRef src[MX_MAXPROJ];         /* A's tensors: x, or the adjoints */
+	int wblk, ring, obuf, smem;           /* shared offsets: weight blocks, the ring, the output
+	                                       * tile (epilogue); bytes in all */
+	ProjLanes p;
+	LLVMValueRef ntile;
+} Wg;
+
+/* A's tensor and head-relative column of contraction block kb */
+static LLVMValueRef a_src(const Wg *g, int kb) { return g->fwd ? g->src[0] : g->src[kb / g->kbh]; }
+static int a_col(const Wg *g, int kb) { return 64 * (kb % g->kbh); }
+
+static void wg_plan(Tmpl *T, Wg *g, int fwd)
+{
+	g->fwd = fwd;
+	g->kbh = T->mx->k / 64;
+	g->nkb = fwd ? g->kbh : T->napj * g->kbh;
+	g->wblk = 0;
+	g->ring = T->napj * g->kbh * WG_BLOCK;
+	g->obuf = g->ring + WG_STAGES * WG_BLOCK;
+	g->smem = g->obuf + 2 * WG_BLOCK;   /* 64 rows of 64 columns: 2 projections in bf16, or dx's sums in fp32 */
+}
+
+/* the copies of contraction block kb of row tile t into ring buffer slot
+ * (when t < ntile), then a commit: one group a trip, empty or not */
+static void wg_copy(Tmpl *T, const Wg *g, LLVMValueRef t, int kb, LLVMValueRef slot)
+{
+	Irb *I = &T->I;
+	const ProjLanes *p = &g->p;
+	IfBlk f;
+	if_begin(I, &f, ilt(I, t, g->ntile), "wg_copy");
+	LLVMValueRef base = iadd(I, ci32(I, g->ring), imul(I, slot, ci32(I, WG_BLOCK)));
+	LLVMValueRef col0 = iadd(I, imul(I, p->hp, ci32(I, T->mx->k)), ci32(I, a_col(g, kb)));
+	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), "");
+	for (int it = 0; it < 64 * 8 / PROJ_THREADS; it++) {   /* 64 rows of 8 chunks of 16 bytes */
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * PROJ_THREADS / 8));
+		LLVMValueRef row = iadd(I, imul(I, t, ci32(I, PROJ_ROWS)), r);
+		LLVMValueRef ok = ilt(I, row, p->BL);   /* a row past B*L reads nothing and lands as zeros */
+		LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, p->D)), sext64(I, iadd(I, col0, imul(I, c, ci32(I, 8)))));
+		cp_async16(I, iadd(I, base, wg_swz(I, r, imul(I, c, ci32(I, 8)))),
+		           gep_bf16(I, a_src(g, kb), LLVMBuildSelect(I->b, ok, idx, ci64(I, 0), "")),
+		           LLVMBuildSelect(I->b, ok, ci32(I, 16), ci32(I, 0), ""));
+	}
+	if_end(I, &f);
+	cp_async_commit(I);
+}
+
+/* The weight slice of every projection as bf16 blocks [n][k] at wblk, block
+ * j kbh + kb holding contraction columns 64 kb.. of projection j: forward,
+ * B[n][k] = W_j[hp][k][n0 + n] (a float4 is 4 columns n of one row k: four
+ * 2-byte stores); proj_dx, B[n][m] = W_j[hp][n0 + n][m] (4 adjacent m: one
+ * 8-byte store) */
+static void wg_stage_weights(Tmpl *T, const Wg *g, const KSig *s)
+{
+	Irb *I = &T->I;
+	const ProjLanes *p = &g->p;
+	int K = T->mx->k, n = K * 64 / 4;   /* float4 loads a projection */
+	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4);
+	LLVMValueRef hbase = imul(I, p->hp, ci32(I, K * K));
+	for (int j = 0; j < T->napj; j++) {
+		LLVMValueRef W = ksig_param(T, s, T->mx->proj[T->apj[j]].weight);
+		int jb = g->wblk + j * g->kbh * WG_BLOCK;
+		Loop L;   /* a loop, not unrolled: 64 loads in flight would take 256 registers */
+		loop_begin(I, &L, tid_x(I), ci32(I, n), ci32(I, PROJ_THREADS), "wst");
+		{
+			LLVMValueRef e = loop_i(I, &L);
+			if (g->fwd) {   /* e: row k of W, columns 4 (e % 16).. of the slice */
+				LLVMValueRef k = LLVMBuildLShr(I->b, e, ci32(I, 4), ""), n4 = imul(I, LLVMBuildAnd(I->b, e, ci32(I, 15), ""), ci32(I, 4));
+				LLVMValueRef gi = iadd(I, hbase, iadd(I, imul(I, k, ci32(I, K)), iadd(I, p->n0, n4)));
+				LLVMValueRef v = ld(I, v4f, gep_f32(I, W, sext64(I, gi)), 16);
+				LLVMValueRef blk = iadd(I, ci32(I, jb), imul(I, LLVMBuildLShr(I->b, k, ci32(I, 6), ""), ci32(I, WG_BLOCK)));
+				LLVMValueRef kk = LLVMBuildAnd(I->b, k, ci32(I, 63), "");
+				for (int i = 0; i < 4; i++) {
+					LLVMValueRef h = f32_to_bf16(I, LLVMBuildExtractElement(I->b, v, ci32(I, i), ""));
+					st(I, h, smem_ptr(I, iadd(I, blk, wg_swz(I, iadd(I, n4, ci32(I, i)), kk))), 2);
+				}
+			} else {        /* e: row n0 + nn of W, columns m = 4 (e % (K/4)).. */
+				LLVMValueRef nn = idiv(I, e, ci32(I, K / 4));
+				LLVMValueRef m4 = imul(I, isub(I, e, imul(I, nn, ci32(I, K / 4))), ci32(I, 4));
+				LLVMValueRef gi = iadd(I, hbase, iadd(I, imul(I, iadd(I, p->n0, nn), ci32(I, K)), m4));
+				LLVMValueRef v = ld(I, v4f, gep_f32(I, W, sext64(I, gi)), 16);
+				LLVMValueRef w = pack_bf16x4(I, v);
+				LLVMValueRef blk = iadd(I, ci32(I, jb), imul(I, LLVMBuildLShr(I->b, m4, ci32(I, 6), ""), ci32(I, WG_BLOCK)));
+				st(I, w, smem_ptr(I, iadd(I, blk, wg_swz(I, nn, LLVMBuildAnd(I->b, m4, ci32(I, 63), "")))), 8);
+			}
+		}
+		loop_end(I, &L);
+	}
+}
+
+/* Epilogue: what a kernel does with its accumulators of a row tile */
+typedef void (*WgOut)(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMValueRef acc[][32], void *ctx);
+
+/* the row of accumulator pair r (g, or g + 8) of warp w's 16 in the tile
+ * at row0, and the column of its n-tile i from column base */
+static LLVMValueRef acc_row(Irb *I, const ProjLanes *p, LLVMValueRef row0, int r)
+{
+	return iadd(I, row0, iadd(I, imul(I, p->w, ci32(I, 16)), iadd(I, p->g, ci32(I, 8 * r))));
+}
+
+static LLVMValueRef acc_col(Irb *I, const ProjLanes *p, LLVMValueRef base, int i)
+{
+	return iadd(I, base, iadd(I, ci32(I, 8 * i), imul(I, p->q, ci32(I, 2))));
+}
+
+/* The kernel's body after its signature: weights staged, the ring primed
+ * with the first 3 blocks, then the block's row tiles (ctaid.y, GY apart),
+ * each through its nkb contraction blocks, and out */
+static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgOut out, void *ctx)
+{
+	Irb *I = &T->I;
+	int na = g->fwd ? T->napj : 1;   /* accumulator sets: a projection each, or dx's one */
+	wg_align_smem(I);
+	wg_stage_weights(T, g, s);
+	g->ntile = idiv(I, iadd(I, g->p.BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
+	LLVMValueRef GY = nctaid(I, 1);
+	for (int st = 0; st < WG_AHEAD; st++)
+		wg_copy(T, g, iadd(I, ctaid(I, 1), imul(I, ci32(I, st / g->nkb), GY)), st % g->nkb, ci32(I, st));
+	Var trip = var_init(I, ci32(I, 0), "trip");   /* contraction blocks done by the block */
+	Loop L;
+	loop_begin(I, &L, ctaid(I, 1), g->ntile, GY, "rt");
+	LLVMValueRef t = loop_i(I, &L);
+	LLVMValueRef acc[2][32];
+	for (int kb = 0; kb < g->nkb; kb++) {
+		LLVMValueRef n = iadd(I, var_get(I, trip), ci32(I, kb));
+		cp_async_wait(I, WG_AHEAD - 1);   /* block n's copies (the later ones may fly) */
+		fence_proxy_async(I);
+		bar_sync(I);
+		int ahead = kb + WG_AHEAD;
+		wg_copy(T, g, iadd(I, t, imul(I, ci32(I, ahead / g->nkb), GY)), ahead % g->nkb,
+		        LLVMBuildURem(I->b, iadd(I, n, ci32(I, WG_AHEAD)), ci32(I, WG_STAGES), ""));
+		LLVMValueRef abuf = iadd(I, ci32(I, g->ring), imul(I, LLVMBuildURem(I->b, n, ci32(I, WG_STAGES), ""), ci32(I, WG_BLOCK)));
+		wg_fence(I);
+		for (int ks = 0; ks < 4; ks++)
+			for (int j = 0; j < na; j++) {
+				int wb = g->fwd ? j * g->kbh + kb : kb;
+				if (kb == 0 && ks == 0)
+					for (int e = 0; e < 32; e++)
+						acc[j][e] = LLVMGetUndef(I->f32);
+				wg_mma64(I, acc[j], wg_desc(I, abuf, 16 * ks), wg_desc(I, ci32(I, g->wblk + wb * WG_BLOCK), 16 * ks),
+				         kb > 0 || ks > 0);
+			}
+		wg_commit(I);
+		if (kb < g->nkb - 1 && WG_PENDING > 0) {
+			wg_wait(I, WG_PENDING, NULL, 0);
+			continue;
+		}
+		LLVMValueRef all[64];
+		for (int j = 0; j < na; j++)
+			for (int e = 0; e < 32; e++)
+				all[32 * j + e] = acc[j][e];
+		wg_wait(I, 0, all, 32 * na);
+		for (int j = 0; j < na; j++)
+			for (int e = 0; e < 32; e++)
+				acc[j][e] = all[32 * j + e];
+	}
+	var_set(I, trip, iadd(I, var_get(I, trip), ci32(I, g->nkb)));
+	out(T, g, s, imul(I, t, ci32(I, PROJ_ROWS)), acc, ctx);
+	loop_end(I, &L);
+	irb_ret(I);
+}
+
+/* proj_fwd's epilogue: each projection with its bias rounded to bf16 into
+ * the output tile (block j of obuf, swizzled: a warp's 4-byte pairs fall in
+ * 32 banks), then written out a 16-byte chunk a thread, a row's 128 bytes
+ * by 8 lanes, where the accumulators' pairs would write 16 bytes of 8 rows */
+typedef struct { LLVMValueRef out[2], bias[2][8][2]; } FwdOut;
+
+static void fwd_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMValueRef acc[][32], void *ctx)
+{
+	(void)s;
+	Irb *I = &T->I;
+	const FwdOut *o = ctx;
+	const ProjLanes *p = &g->p;
+	for (int j = 0; j < T->napj; j++)
+		for (int r = 0; r < 2; r++) {
+			LLVMValueRef tr = acc_row(I, p, ci32(I, 0), r);   /* the row in the tile */
+			for (int i = 0; i < 8; i++) {
+				LLVMValueRef v = pack_bf16x2(I, fadd(I, acc[j][4 * i + 2 * r], o->bias[j][i][0]),
+				                             fadd(I, acc[j][4 * i + 2 * r + 1], o->bias[j][i][1]));
+				LLVMValueRef at = iadd(I, ci32(I, g->obuf + j * WG_BLOCK), wg_swz(I, tr, acc_col(I, p, ci32(I, 0), i)));
+				st(I, v, smem_ptr(I, at), 4);
+			}
+		}
+	bar_sync(I);
+	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4);
+	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), "");
+	for (int it = 0; it < T->napj * 64 * 8 / PROJ_THREADS; it++) {
+		int j = it * PROJ_THREADS / 512;   /* 512 chunks a projection */
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, (it * PROJ_THREADS / 8) % 64));
+		LLVMValueRef v = ld(I, v4i, smem_ptr(I, iadd(I, ci32(I, g->obuf + j * WG_BLOCK), wg_swz(I, r, imul(I, c, ci32(I, 8))))), 16);
+		LLVMValueRef row = iadd(I, row0, r);
+		IfBlk f;
+		if_begin(I, &f, ilt(I, row, p->BL), "out");
+		LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, p->D)), sext64(I, iadd(I, p->c0, imul(I, c, ci32(I, 8)))));
+		st(I, v, gep_bf16(I, o->out[j], idx), 16);
+		if_end(I, &f);
+	}
+}
+
+void proj_fwd_wg(Tmpl *T)
+{
+	Irb *I = &T->I;
+	Wg g;
+	wg_plan(T, &g, 1);
+	Launch *l = proj_fwd_open(T, g.smem);
+	proj_lanes(T, &l->sig, &g.p);
+	proj_tile(T, &g.p);
+	g.src[0] = ksig_arg(T, &l->sig, "x");
+	FwdOut o;
+	for (int j = 0; j < T->napj; j++) {
+		o.out[j] = ksig_each_arg(T, &l->sig, "proj_", j);
+		LLVMValueRef bp = ksig_param(T, &l->sig, T->mx->proj[T->apj[j]].bias);
+		for (int i = 0; i < 8; i++)
+			for (int e = 0; e < 2; e++)
+				o.bias[j][i][e] = ld(I, I->f32, gep_f32(I, bp, sext64(I, iadd(I, acc_col(I, &g.p, g.p.c0, i), ci32(I, e)))), 4);
+	}
+	wg_body(T, &g, &l->sig, fwd_out, &o);
+}
+
+/* proj_dx's epilogue: the sums in fp32 into the output tile (rows of 256
+ * bytes, 16-byte chunk c of row r at c ^ (r & 7)), then a thread a chunk
+ * of 8 columns: dx's own term (bf16, from bwd_apply) read as 16 bytes,
+ * added, rounded once and written as 16 bytes */
+static LLVMValueRef dx_chunk(Irb *I, const Wg *g, LLVMValueRef r, LLVMValueRef c16)
+{
+	LLVMValueRef sw = LLVMBuildXor(I->b, c16, LLVMBuildAnd(I->b, r, ci32(I, 7), ""), "");
+	return iadd(I, ci32(I, g->obuf), iadd(I, imul(I, r, ci32(I, 256)), imul(I, sw, ci32(I, 16))));
+}
+
+static void dx_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMValueRef acc[][32], void *ctx)
+{
+	(void)ctx;
+	Irb *I = &T->I;
+	const ProjLanes *p = &g->p;
+	LLVMValueRef dx = ksig_arg(T, s, "dx"), dxd = ksig_arg(T, s, "ws:dxd");
+	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2), v4f = LLVMVectorType(I->f32, 4), v4i = LLVMVectorType(I->i32, 4);
+	/* the own terms first, all in flight while the sums are staged: a row
+	 * past B*L reads row B*L - 1 (never written) */
+	enum { NIT = 64 * 8 / PROJ_THREADS };
+	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), ""), row[NIT], idx[NIT], own[NIT];
+	for (int it = 0; it < NIT; it++) {
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * PROJ_THREADS / 8));
+		row[it] = iadd(I, row0, r);
+		LLVMValueRef rr = LLVMBuildSelect(I->b, ilt(I, row[it], p->BL), row[it], isub(I, p->BL, ci32(I, 1)), "");
+		LLVMValueRef col = sext64(I, iadd(I, p->c0, imul(I, c, ci32(I, 8))));
+		idx[it] = iadd(I, imul(I, sext64(I, row[it]), sext64(I, p->D)), col);
+		own[it] = ld(I, v4i, gep_bf16(I, dxd, iadd(I, imul(I, sext64(I, rr), sext64(I, p->D)), col)), 16);
+	}
+	for (int r = 0; r < 2; r++) {
+		LLVMValueRef tr = acc_row(I, p, ci32(I, 0), r);
+		for (int i = 0; i < 8; i++) {   /* columns 8i + 2q, + 1: chunk 2i + q / 2, bytes 8 (q & 1) */
+			LLVMValueRef c16 = iadd(I, ci32(I, 2 * i), LLVMBuildLShr(I->b, p->q, ci32(I, 1), ""));
+			LLVMValueRef at = iadd(I, dx_chunk(I, g, tr, c16), imul(I, LLVMBuildAnd(I->b, p->q, ci32(I, 1), ""), ci32(I, 8)));
+			LLVMValueRef v = LLVMGetUndef(v2f);
+			for (int e = 0; e < 2; e++)
+				v = LLVMBuildInsertElement(I->b, v, acc[0][4 * i + 2 * r + e], ci32(I, e), "");
+			st(I, v, smem_ptr(I, at), 8);
+		}
+	}
+	bar_sync(I);
+	for (int it = 0; it < NIT; it++) {
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * PROJ_THREADS / 8));
+		IfBlk f;
+		if_begin(I, &f, ilt(I, row[it], p->BL), "out");
+		LLVMValueRef sum[2];
+		for (int h = 0; h < 2; h++)
+			sum[h] = ld(I, v4f, smem_ptr(I, dx_chunk(I, g, r, iadd(I, imul(I, c, ci32(I, 2)), ci32(I, h)))), 16);
+		LLVMValueRef v = LLVMGetUndef(v4i);
+		for (int w = 0; w < 4; w++) {
+			LLVMValueRef o = LLVMBuildExtractElement(I->b, own[it], ci32(I, w), "");
+			LLVMValueRef lo = fadd(I, unpack_bf16_lo(I, o), LLVMBuildExtractElement(I->b, sum[w / 2], ci32(I, 2 * (w % 2)), ""));
+			LLVMValueRef hi = fadd(I, unpack_bf16_hi(I, o), LLVMBuildExtractElement(I->b, sum[w / 2], ci32(I, 2 * (w % 2) + 1), ""));
+			v = LLVMBuildInsertElement(I->b, v, pack_bf16x2(I, lo, hi), ci32(I, w), "");
+		}
+		st(I, v, gep_bf16(I, dx, idx[it]), 16);
+		if_end(I, &f);
+	}
+}
+
+void proj_dx_wg(Tmpl *T)
+{
+	Wg g;
+	wg_plan(T, &g, 0);
+	Launch *l = proj_dx_open(T, g.smem);
+	proj_lanes(T, &l->sig, &g.p);
+	proj_tile(T, &g.p);
+	for (int j = 0; j < T->napj; j++)
+		g.src[j] = ksig_each_arg(T, &l->sig, "dproj_", j);
+	wg_body(T, &g, &l->sig, dx_out, NULL);
+}
