@@ -83,7 +83,8 @@
 #                                        verify or bench: one call each)
 #          bench/h200_suite.sh heads     the carried sets apartK (APART_K=K recur gen
 #                                        tests/grids/apart.lua, K in $APART_KS,
-#                                        default 64 256 128 176 16): verify at
+#                                        default 64 256 128 176 16; K_90a: the
+#                                        set made with --sm sm_90a): verify at
 #                                        widths K divides; then the set rg (recur
 #                                        gen lua/variants/recurrentgemma.lua)
 #                                        calibrated and timed at RecurrentGemma
@@ -331,7 +332,7 @@ if [ "$mode" = heads ]; then
 		[ -d "$PTXROOT/$set" ] || { echo "heads: no carried PTX set $set"; rc=1; continue; }
 		[ -n "${NOWARM:-}" ] || WARM_SHAPE=1x64x2816 bash bench/jit_warm.sh "$BIN" "$PTXROOT/$set" "" "$TMPD/jit_warm.log" || rc=1
 		case " ${HEADS_PARTS:-verify bench} " in *" verify "*)
-			case $k in
+			case ${k%_90a} in   # apartK_90a: the same grid for sm_90a (the projections on wgmma)
 				rg) continue ;;
 				64) shapes="3x1000x1024 1x8192x1024 2x333x128" ;;   # beside the fused kernels' shapes
 				256) shapes="2x1000x2560 1x4096x4096 3x77x512" ;;
