@@ -14,15 +14,15 @@ LLVMValueRef wg_swz(Irb *I, LLVMValueRef r, LLVMValueRef k)
  * (unused by swizzled K-major operands whose 16 columns lie in one 128-byte
  * row: 1); 32-45: the stride byte offset / 16, 1024 between groups of 8
  * rows; 62-63: 1, the 128-byte swizzle */
-LLVMValueRef wg_desc(Irb *I, LLVMValueRef block_off, int k0)
+LLVMValueRef wg_desc(Irb *I, LLVMValueRef block_off, int off)
 {
-	LLVMValueRef addr = LLVMBuildPtrToInt(I->b, smem_ptr(I, iadd(I, block_off, ci32(I, 2 * k0))), I->i32, "");
+	LLVMValueRef addr = LLVMBuildPtrToInt(I->b, smem_ptr(I, iadd(I, block_off, ci32(I, off))), I->i32, "");
 	LLVMValueRef lo = LLVMBuildAnd(I->b, LLVMBuildLShr(I->b, addr, ci32(I, 4), ""), ci32(I, 0x3fff), "");
 	unsigned long long hi = (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
 	return LLVMBuildOr(I->b, LLVMBuildZExt(I->b, lo, I->i64, ""), ci64(I, (long long)hi), "");
 }
 
-void wg_mma64(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, int accumulate)
+void wg_mma64(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, int accumulate, int mn)
 {
 	/* operands: $0..$31 the accumulators out, $32..$63 in (tied) where
 	 * accumulating, then the two descriptors and scale-d */
@@ -32,7 +32,7 @@ void wg_mma64(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, in
 	               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {", 32 + nin + 2);
 	for (int i = 0; i < 32; i++)
 		at += snprintf(as + at, sizeof as - (size_t)at, "%s$%d", i ? ", " : "", i);
-	at += snprintf(as + at, sizeof as - (size_t)at, "}, $%d, $%d, p, 1, 1, 0, 0;\n\t}", 32 + nin, 33 + nin);
+	at += snprintf(as + at, sizeof as - (size_t)at, "}, $%d, $%d, p, 1, 1, %d, %d;\n\t}", 32 + nin, 33 + nin, !!mn, !!mn);
 	for (int i = 0; i < 32; i++)
 		ct += snprintf(cons + ct, sizeof cons - (size_t)ct, "=f,");
 	for (int i = 0; i < nin; i++)

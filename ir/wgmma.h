@@ -17,13 +17,18 @@
 /* the byte offset of element (r, k) in a swizzled block (k in 0..63, even
  * k for a pair, a multiple of 8 for a chunk) */
 LLVMValueRef wg_swz(Irb *I, LLVMValueRef r, LLVMValueRef k);
-/* the descriptor of the 64-row, 16-column slice of a block at shared byte
- * offset block_off (1024-aligned) whose columns start at k0 (0, 16, 32, 48) */
-LLVMValueRef wg_desc(Irb *I, LLVMValueRef block_off, int k0);
+/* the descriptor of a 64 x 16 operand slice in a block at shared byte
+ * offset block_off (1024-aligned), the slice starting at byte off inside
+ * it: K-major (the block's rows are the operand's rows), the slice of
+ * columns k0.. at off = 2 k0; MN-major (the block's rows are the
+ * contraction, its 64 columns the operand's rows), contraction rows k0..
+ * at off = 128 k0 (8-row groups 1024 bytes apart in both) */
+LLVMValueRef wg_desc(Irb *I, LLVMValueRef block_off, int off);
 /* acc (32 fp32 a thread, the m16n8 fragment order of warp w's rows 16w..
  * per 8-column tile) = A B^T (+ acc where accumulate): A and B 64 x 16
- * slices by their descriptors, D[m][n] = sum_k A[m][k] B[n][k] */
-void wg_mma64(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, int accumulate);
+ * slices by their descriptors, D[m][n] = sum_k A[m][k] B[n][k]; both
+ * K-major, or both MN-major (mn: wgmma's transpose bits) */
+void wg_mma64(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, int accumulate, int mn);
 void wg_fence(Irb *I);                 /* wgmma.fence: registers written before are seen */
 void wg_commit(Irb *I);                /* close the warpgroup's group of wgmma */
 /* wait until at most pending groups fly; the n accumulators acc are read

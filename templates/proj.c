@@ -220,6 +220,24 @@ Launch *proj_dx_open(Tmpl *T, int smem)
 	return l;
 }
 
+Launch *proj_dw_open(Tmpl *T, int smem, int minblocks)
+{
+	Irb *I = &T->I;
+	char g0[16], sm[16];
+	snprintf(g0, sizeof g0, "%d", proj_dw_tiles(T));
+	snprintf(sm, sizeof sm, "%d", smem);
+	Launch *l = tmpl_launch(T, 0, "proj_dw", g0, "H", "GW", PROJ_THREADS, sm);
+	l->minblocks = minblocks;
+	launch_flops(l, proj_flops(T));
+	ksig_add(T, &l->sig, "x", I->gptr);
+	ksig_each(T, &l->sig, "dproj_");
+	ksig_each(T, &l->sig, "part_");
+	ksig_add(T, &l->sig, "i32:B*L", I->i32);
+	ksig_add(T, &l->sig, "i32:D", I->i32);
+	tmpl_open(T, l);
+	return l;
+}
+
 void proj_tile(Tmpl *T, ProjLanes *p)
 {
 	Irb *I = &T->I;
@@ -403,21 +421,15 @@ static void dw_stage(Tmpl *T, LLVMValueRef x, LLVMValueRef dp[], LLVMValueRef t,
 
 void tmpl_proj_dw(Tmpl *T)
 {
+	if (proj_wgmma_dw(T)) {
+		proj_dw_wg(T);
+		return;
+	}
 	Irb *I = &T->I;
 	int K = T->mx->k, nc = proj_nc(T), na = T->napj, nmt = K / nc;
 	int ds = b_stride(T);   /* an adjoint's row stride (x's: DW_XS) */
-	char g0[16], sm[16];
-	snprintf(g0, sizeof g0, "%d", proj_dw_tiles(T));
-	snprintf(sm, sizeof sm, "%d", 2 * dw_buf(T));
-	Launch *l = tmpl_launch(T, 0, "proj_dw", g0, "H", "GW", PROJ_THREADS, sm);
-	l->minblocks = 3;   /* 161 registers at K = 256 (174 free): the 396 slots plan_proj_grids counts */
-	launch_flops(l, proj_flops(T));
-	ksig_add(T, &l->sig, "x", I->gptr);
-	ksig_each(T, &l->sig, "dproj_");
-	ksig_each(T, &l->sig, "part_");
-	ksig_add(T, &l->sig, "i32:B*L", I->i32);
-	ksig_add(T, &l->sig, "i32:D", I->i32);
-	tmpl_open(T, l);
+	/* 161 registers at K = 256 (174 free): the 396 slots plan_proj_grids counts */
+	Launch *l = proj_dw_open(T, 2 * dw_buf(T), 3);
 	ProjLanes p;
 	proj_lanes(T, &l->sig, &p);   /* its tile: kt and m0 below */
 	LLVMValueRef x = ksig_arg(T, &l->sig, "x"), BL = p.BL, D = p.D, lane = p.lane, w = p.w;

@@ -23,6 +23,9 @@ Launch *proj_launch(Tmpl *T, int fwd, const char *name, int smem);
  * either */
 Launch *proj_fwd_open(Tmpl *T, int smem);
 Launch *proj_dx_open(Tmpl *T, int smem);
+/* proj_dw's (x, the adjoints, the slabs' partial sums, B*L, D; a block per
+ * (k tile, m tile) of a head and slab), minblocks a launch bound */
+Launch *proj_dw_open(Tmpl *T, int smem, int minblocks);
 /* a float4 of weights as two bf16 pairs (an 8-byte shared store) */
 LLVMValueRef pack_bf16x4(Irb *I, LLVMValueRef v4f);
 /* one argument per projection apart: "ws:PREFIX" and the weight's name */
@@ -35,5 +38,9 @@ LLVMValueRef ksig_each_arg(Tmpl *T, const KSig *s, const char *prefix, int j);
 int proj_wgmma(const Tmpl *T);
 void proj_fwd_wg(Tmpl *T);
 void proj_dx_wg(Tmpl *T);
+/* proj_dw on wgmma as well (operands MN-major): where proj_wgmma says and
+ * proj_wg.c is built with WG_DW 1, not yet the default: not run on a GPU */
+int proj_wgmma_dw(const Tmpl *T);
+void proj_dw_wg(Tmpl *T);
 
 #endif

@@ -58,6 +58,24 @@ static void wg_plan(Tmpl *T, Wg *g, int fwd)
 	g->smem = g->obuf + 2 * WG_BLOCK;   /* 64 rows of 64 columns: 2 projections in bf16, or dx's sums in fp32 */
 }
 
+/* The copies of 64 rows (row tile t) by 64 columns (from col0) of a
+ * [B*L][D] bf16 tensor into a swizzled block at shared offset base, 4
+ * chunks of 16 bytes a thread, by cp.async (the caller commits) */
+static void copy_block(Tmpl *T, const ProjLanes *p, LLVMValueRef src, LLVMValueRef t, LLVMValueRef col0, LLVMValueRef base)
+{
+	Irb *I = &T->I;
+	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), "");
+	for (int it = 0; it < 64 * 8 / PROJ_THREADS; it++) {   /* 64 rows of 8 chunks of 16 bytes */
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * PROJ_THREADS / 8));
+		LLVMValueRef row = iadd(I, imul(I, t, ci32(I, PROJ_ROWS)), r);
+		LLVMValueRef ok = ilt(I, row, p->BL);   /* a row past B*L reads nothing and lands as zeros */
+		LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, p->D)), sext64(I, iadd(I, col0, imul(I, c, ci32(I, 8)))));
+		cp_async16(I, iadd(I, base, wg_swz(I, r, imul(I, c, ci32(I, 8)))),
+		           gep_bf16(I, src, LLVMBuildSelect(I->b, ok, idx, ci64(I, 0), "")),
+		           LLVMBuildSelect(I->b, ok, ci32(I, 16), ci32(I, 0), ""));
+	}
+}
+
 /* the copies of contraction block kb of row tile t into ring buffer slot
  * (when t < ntile), then a commit: one group a trip, empty or not */
 static void wg_copy(Tmpl *T, const Wg *g, LLVMValueRef t, int kb, LLVMValueRef slot)
@@ -68,16 +86,7 @@ static void wg_copy(Tmpl *T, const Wg *g, LLVMValueRef t, int kb, LLVMValueRef s
 	if_begin(I, &f, ilt(I, t, g->ntile), "wg_copy");
 	LLVMValueRef base = iadd(I, ci32(I, g->ring), imul(I, slot, ci32(I, WG_BLOCK)));
 	LLVMValueRef col0 = iadd(I, imul(I, p->hp, ci32(I, T->mx->k)), ci32(I, a_col(g, kb)));
-	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), "");
-	for (int it = 0; it < 64 * 8 / PROJ_THREADS; it++) {   /* 64 rows of 8 chunks of 16 bytes */
-		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * PROJ_THREADS / 8));
-		LLVMValueRef row = iadd(I, imul(I, t, ci32(I, PROJ_ROWS)), r);
-		LLVMValueRef ok = ilt(I, row, p->BL);   /* a row past B*L reads nothing and lands as zeros */
-		LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, p->D)), sext64(I, iadd(I, col0, imul(I, c, ci32(I, 8)))));
-		cp_async16(I, iadd(I, base, wg_swz(I, r, imul(I, c, ci32(I, 8)))),
-		           gep_bf16(I, a_src(g, kb), LLVMBuildSelect(I->b, ok, idx, ci64(I, 0), "")),
-		           LLVMBuildSelect(I->b, ok, ci32(I, 16), ci32(I, 0), ""));
-	}
+	copy_block(T, p, a_src(g, kb), t, col0, base);
 	if_end(I, &f);
 	cp_async_commit(I);
 }
@@ -174,8 +183,8 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgOut out, void *ctx)
 				if (kb == 0 && ks == 0)
 					for (int e = 0; e < 32; e++)
 						acc[j][e] = LLVMGetUndef(I->f32);
-				wg_mma64(I, acc[j], wg_desc(I, abuf, 16 * ks), wg_desc(I, ci32(I, g->wblk + wb * WG_BLOCK), 16 * ks),
-				         kb > 0 || ks > 0);
+				wg_mma64(I, acc[j], wg_desc(I, abuf, 2 * 16 * ks), wg_desc(I, ci32(I, g->wblk + wb * WG_BLOCK), 2 * 16 * ks),
+				         kb > 0 || ks > 0, 0);
 			}
 		wg_commit(I);
 		if (kb < g->nkb - 1 && WG_PENDING > 0) {
@@ -325,4 +334,111 @@ void proj_dx_wg(Tmpl *T)
 	for (int j = 0; j < T->napj; j++)
 		g.src[j] = ksig_each_arg(T, &l->sig, "dproj_", j);
 	wg_body(T, &g, &l->sig, dx_out, NULL);
+}
+
+/* proj_dw on wgmma: dW_j[hp][k][m] = sum over the slab's rows of
+ * x[row][hp K + k] dP_j[row][hp K + m], a block per (k tile, m tile) of
+ * head hp and slab as proj.c's, D = A B^T with A = x^T (64 k by the rows)
+ * and B = dP_j^T: both read as loaded, blocks of 64 rows of 128 bytes
+ * whose rows are the contraction, so MN-major (wgmma's transpose bits).
+ * A stage of the ring holds a row tile's x block and each adjoint's; one
+ * trip a row tile, the accumulators across the slab, written once. */
+#ifndef WG_DW
+#define WG_DW 0
+#endif
+
+int proj_wgmma_dw(const Tmpl *T) { return WG_DW && proj_wgmma(T); }
+
+typedef struct {
+	ProjLanes p;
+	LLVMValueRef x, dp[MX_MAXPROJ], xcol, dcol, t1;
+	int stage;   /* bytes of a stage: x's block, then each adjoint's */
+} WgDw;
+
+/* row tile t's blocks (when t < t1) into ring slot `slot`, then a commit */
+static void dw_copy(Tmpl *T, const WgDw *d, LLVMValueRef t, LLVMValueRef slot)
+{
+	Irb *I = &T->I;
+	IfBlk f;
+	if_begin(I, &f, ilt(I, t, d->t1), "dw_copy");
+	LLVMValueRef base = imul(I, slot, ci32(I, d->stage));
+	copy_block(T, &d->p, d->x, t, d->xcol, base);
+	for (int j = 0; j < T->napj; j++)
+		copy_block(T, &d->p, d->dp[j], t, d->dcol, iadd(I, base, ci32(I, (1 + j) * WG_BLOCK)));
+	if_end(I, &f);
+	cp_async_commit(I);
+}
+
+void proj_dw_wg(Tmpl *T)
+{
+	Irb *I = &T->I;
+	int K = T->mx->k, nmt = K / 64, na = T->napj;
+	WgDw d;
+	d.stage = (1 + na) * WG_BLOCK;
+	Launch *l = proj_dw_open(T, WG_STAGES * d.stage, 2);
+	proj_lanes(T, &l->sig, &d.p);
+	wg_align_smem(I);
+	const ProjLanes *p = &d.p;
+	d.x = ksig_arg(T, &l->sig, "x");
+	LLVMValueRef part[MX_MAXPROJ];
+	for (int j = 0; j < na; j++) {
+		d.dp[j] = ksig_each_arg(T, &l->sig, "dproj_", j);
+		part[j] = ksig_each_arg(T, &l->sig, "part_", j);
+	}
+	LLVMValueRef kt = idiv(I, ctaid(I, 0), ci32(I, nmt));
+	LLVMValueRef k0 = imul(I, kt, ci32(I, 64));
+	LLVMValueRef m0 = imul(I, isub(I, ctaid(I, 0), imul(I, kt, ci32(I, nmt))), ci32(I, 64));
+	LLVMValueRef hp = ctaid(I, 1), slab = ctaid(I, 2), GW = nctaid(I, 2);
+	d.xcol = iadd(I, imul(I, hp, ci32(I, K)), k0);
+	d.dcol = iadd(I, imul(I, hp, ci32(I, K)), m0);
+	/* the slab's rows: whole tiles of 64, slab after slab (proj.c's order) */
+	LLVMValueRef ntile = idiv(I, iadd(I, p->BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
+	LLVMValueRef per = idiv(I, iadd(I, ntile, isub(I, GW, ci32(I, 1))), GW);
+	LLVMValueRef tstart = imul(I, slab, per);
+	LLVMValueRef t1 = imul(I, iadd(I, slab, ci32(I, 1)), per);
+	d.t1 = LLVMBuildSelect(I->b, ilt(I, t1, ntile), t1, ntile, "");
+	for (int st = 0; st < WG_AHEAD; st++)
+		dw_copy(T, &d, iadd(I, tstart, ci32(I, st)), ci32(I, st));
+	Var acc[2][32];
+	for (int j = 0; j < na; j++)
+		for (int e = 0; e < 32; e++)
+			acc[j][e] = var_init(I, cf32(I, 0.0), "dw");
+	Loop L;
+	loop_begin(I, &L, tstart, d.t1, ci32(I, 1), "rt");
+	LLVMValueRef t = loop_i(I, &L), n = isub(I, t, tstart);
+	cp_async_wait(I, WG_AHEAD - 1);
+	fence_proxy_async(I);
+	bar_sync(I);
+	dw_copy(T, &d, iadd(I, t, ci32(I, WG_AHEAD)), LLVMBuildURem(I->b, iadd(I, n, ci32(I, WG_AHEAD)), ci32(I, WG_STAGES), ""));
+	LLVMValueRef base = imul(I, LLVMBuildURem(I->b, n, ci32(I, WG_STAGES), ""), ci32(I, d.stage));
+	LLVMValueRef all[64];
+	for (int j = 0; j < na; j++)
+		for (int e = 0; e < 32; e++)
+			all[32 * j + e] = var_get(I, acc[j][e]);
+	wg_fence(I);
+	for (int ks = 0; ks < 4; ks++)   /* contraction rows 16 ks.. of the tile */
+		for (int j = 0; j < na; j++)
+			wg_mma64(I, all + 32 * j, wg_desc(I, base, 128 * 16 * ks), wg_desc(I, iadd(I, base, ci32(I, (1 + j) * WG_BLOCK)), 128 * 16 * ks),
+			         1, 1);
+	wg_commit(I);
+	wg_wait(I, 0, all, 32 * na);
+	for (int j = 0; j < na; j++)
+		for (int e = 0; e < 32; e++)
+			var_set(I, acc[j][e], all[32 * j + e]);
+	loop_end(I, &L);
+	/* the slab's partial: [GW][H][K][K], c0 c1 at k = 16w + g, c2 c3 at + 8 */
+	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2);
+	for (int j = 0; j < na; j++)
+		for (int r = 0; r < 2; r++) {
+			LLVMValueRef k = acc_row(I, p, k0, r);
+			LLVMValueRef rowk = iadd(I, imul(I, iadd(I, imul(I, slab, idiv(I, p->D, ci32(I, K))), hp), ci32(I, K)), k);
+			for (int i = 0; i < 8; i++) {
+				LLVMValueRef v = LLVMGetUndef(v2f);
+				for (int e = 0; e < 2; e++)
+					v = LLVMBuildInsertElement(I->b, v, var_get(I, acc[j][4 * i + 2 * r + e]), ci32(I, e), "");
+				LLVMValueRef idx = iadd(I, imul(I, sext64(I, rowk), ci64(I, K)), sext64(I, acc_col(I, p, m0, i)));
+				st(I, v, gep_f32(I, part[j], idx), 8);
+			}
+		}
+	irb_ret(I);
 }
