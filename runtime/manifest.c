@@ -958,7 +958,7 @@ static int suits(const char *t, int major, int minor, int *rank)
 		return 1;   /* a manifest that names no target: its modules are all there is */
 	*rank = tm * 10 + tn;
 	if (tm == major && tn == minor)
-		return 2;
+		return ta ? 3 : 2;   /* sm_90a before sm_90 on its own device: its kernels use what only it has */
 	if (ta || tm > major || (tm == major && tn > minor))
 		return 0;
 	return 1;

@@ -101,8 +101,9 @@ CUdeviceptr rt_state_ptr(const recur_seqstate *st, int i);
 /* "sm_90" -> 9, 0, 0; "sm_90a" -> 9, 0, 1: 0, or -1 for anything else */
 int rt_parse_sm(const char *s, int *major, int *minor, int *arch_specific);
 /* the entry of variant `name` whose module suits a device of compute
- * capability major.minor best (its own target, else the newest older one
- * the driver compiles for it), or -1 */
+ * capability major.minor best (its own target, the arch-specific one
+ * (sm_90a) first, else the newest older one the driver compiles for it),
+ * or -1 */
 int rt_manifest_pick(const recur_manifest *m, const char *name, int major, int minor);
 /* -1, with "variant NAME has modules for ... only; the device is ..." in err */
 int rt_manifest_no_module(const recur_manifest *m, const char *name, int major, int minor, char *err, size_t errlen);

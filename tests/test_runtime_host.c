@@ -392,6 +392,8 @@ static void targets(void)
 		{ { "sm_90", "sm_80" }, 2, "PTX for sm_90", "the device's own target, whatever the order" },
 		{ { "sm_80", "sm_86" }, 2, "PTX for sm_86", "the newest older target when the device's is not there" },
 		{ { "sm_89", "sm_100", "sm_90a" }, 3, "PTX for sm_90a", "an sm_90a module on its own target" },
+		{ { "sm_80", "sm_90", "sm_90a" }, 3, "PTX for sm_90a", "sm_90a before sm_90 on an sm_90 device" },
+		{ { "sm_90a", "sm_90", "sm_80" }, 3, "PTX for sm_90a", "sm_90a before sm_90, whatever the order" },
 	};
 	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
 		targets_manifest(cases[c].tg, cases[c].n);
@@ -408,6 +410,16 @@ static void targets(void)
 	rc = load_with(rt, what, sizeof what);
 	check(rc != 0 && has(what, "used twice for target sm_80"), "one name twice for one target is refused", "%s",
 	      what);
+	const char *hopper[] = { "sm_90", "sm_90a" };
+	targets_manifest(hopper, 2);
+	char hpath[300];
+	snprintf(hpath, sizeof hpath, "%s/cubin.json", dir);
+	recur_manifest *hm = NULL;
+	rc = recur_manifest_load(hpath, &hm, err, sizeof err);
+	rc = rc || recur_manifest_select(hm, 10, 0, err, sizeof err);
+	check(rc == 0 && hm && !strcmp(recur_manifest_variant_target(hm, 0), "sm_90"),
+	      "a newer device than sm_90 takes sm_90's module, never sm_90a's", "rc %d: %s", rc, err);
+	recur_manifest_free(hm);
 	const char *two[] = { "sm_80", "sm_90" };
 	targets_manifest(two, 2);
 	char path[300];
