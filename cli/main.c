@@ -52,6 +52,11 @@ static int help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* Tables go to stdout and progress to stderr; sent to one file (`> log
+	 * 2>&1`), a fully buffered stdout would be written in 4 KB pieces
+	 * that cut its lines where a progress line lands. Whole lines, in the
+	 * order printed. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 2) {
 		cli_usage(stderr, COMMANDS, NCOMMANDS);
 		return 2;

@@ -134,6 +134,18 @@ if "$recur" gen "$work/map.lua" --lua "$src/lua" -o "$work/map" -q; then
 else
 	echo "FAIL: recur gen of the map grid"; rc=1
 fi
+# bench's tables (stdout) and progress (stderr) into one file: every line
+# whole (a fully buffered stdout once cut a kernel's profile row in two
+# where a progress row landed)
+"$recur" bench --dir "$work/ptx" --mixer rglru --variant fused_grouped_prefix32_lookback_chunk8 --rounds 1 --samples 2 \
+	--shapes 1x8192x1024,1x4096x1024,2x4096x1024,1x2048x1024 --profile --out "$work/both.json" > "$work/both.log" 2>&1 || rc=1
+cut=$(grep -E '^  (forward|backward) ' "$work/both.log" | awk 'NF != 11' | head -3)
+rows=$(grep -cE '^  (forward|backward) ' "$work/both.log")
+if [ -z "$cut" ] && [ "$rows" -ge 16 ]; then
+	echo "ok   bench's profile rows whole with stderr in the same file ($rows rows)"
+else
+	echo "FAIL bench's profile rows cut or missing ($rows rows): $cut"; rc=1
+fi
 # heads of 256 channels (tests/grids/apart.lua, every scan kind): the
 # projections apart on mma.sync (sm_90), and on a compute-capability 9.0 GPU
 # on wgmma (sm_90a modules load there alone)
