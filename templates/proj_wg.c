@@ -13,7 +13,11 @@
  * Each trip: this block's copies waited for, made visible to the async
  * proxy, a barrier (every thread's copies; every thread past the last
  * trip's wgmma, so its buffer may be refilled), the refill, then the
- * block's 4 x 16-column steps per projection and a wait for them. */
+ * block's 4 x 16-column steps per projection and a wait for them. A row
+ * tile ends in an epilogue through shared memory, written as 16-byte
+ * chunks (bench/experiments/2026-12-06-proj-wgmma/: the ring's depth and
+ * wgmma left in flight changed nothing there, the epilogue a third).
+ * proj_dw follows, behind WG_DW until a GPU has run it. */
 #include "proj.h"
 #include "wgmma.h"
 #include "diag.h"
