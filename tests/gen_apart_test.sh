@@ -104,9 +104,13 @@ check $? "a width that heads of 176 do not divide is illegal, with the reason"
 # 64-column block of the contraction: 4 steps of 16 for each of the 2 projections, 8 in
 # proj_dx's per projection), the shared array aligned for the swizzled operands; heads of
 # 176 keep mma.sync, and sm_90's modules have no wgmma
-APART_K=256 "$recur" gen "$grid" --lua "$src/lua" --sm sm_90a -o "$work/k256_90a" -q &&
-	APART_K=176 "$recur" gen "$grid" --lua "$src/lua" --sm sm_90a -o "$work/k176_90a" -q
-check $? "gen of tests/grids/apart.lua for sm_90a at heads of 256 and 176"
+# (one scan kind: the projection kernels are the same in the three)
+printf '%s\n' 'local R = require "recur"' \
+	'return R.variants { mixer = require "arch.rglru_heads" (tonumber(os.getenv("APART_K"))), chunk = { 8 },' \
+	'  prefix = { 32 }, fused = { true }, apart = { true }, scan = { "lookback" } }' > "$work/wg.lua"
+APART_K=256 "$recur" gen "$work/wg.lua" --lua "$src/lua" --sm sm_90a -o "$work/k256_90a" -q &&
+	APART_K=176 "$recur" gen "$work/wg.lua" --lua "$src/lua" --sm sm_90a -o "$work/k176_90a" -q
+check $? "gen of the look-back variant for sm_90a at heads of 256 and 176"
 wg() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" | grep -c 'wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16'; }
 f=$work/k256_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
 got="$(wg "$f" proj_fwd) $(wg "$f" proj_dx) $(wg "$f" proj_dw) $(grep -c '^\.target sm_90a' "$f") $(grep -c 'align 1024 .b8 recur_smem' "$f")"
