@@ -154,7 +154,7 @@ static LLVMValueRef acc_col(Irb *I, const ProjLanes *p, LLVMValueRef base, int i
 }
 
 /* The kernel's body after its signature: weights staged, the ring primed
- * with the first 3 blocks, then the block's row tiles (ctaid.y, GY apart),
+ * with the first WG_AHEAD blocks, then the block's row tiles (ctaid.y, GY apart),
  * each through its nkb contraction blocks, and out */
 static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgOut out, void *ctx)
 {
