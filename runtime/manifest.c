@@ -980,6 +980,20 @@ int rt_manifest_pick(const recur_manifest *m, const char *name, int major, int m
 	return bs > 0 ? best : -1;
 }
 
+/* The newest target recur gen makes that a device of compute capability
+ * major.minor runs: its own where recur gen has it, else the newest older
+ * one (ir/target.c's table, sm_90a left out: it runs on sm_90 alone) */
+static const char *gen_target_for(int major, int minor)
+{
+	static const struct { int cc; const char *sm; } t[] = {
+		{ 90, "sm_90" }, { 89, "sm_89" }, { 86, "sm_86" }, { 80, "sm_80" },
+	};
+	for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+		if (major * 10 + minor >= t[i].cc)
+			return t[i].sm;
+	return "sm_80";
+}
+
 int rt_manifest_no_module(const recur_manifest *m, const char *name, int major, int minor, char *err, size_t errlen)
 {
 	char list[256] = "";
@@ -991,9 +1005,14 @@ int rt_manifest_no_module(const recur_manifest *m, const char *name, int major, 
 	if (major < 8)
 		snprintf(err, errlen, "variant %s has modules for %s only; the device is sm_%d%d, and the kernels need "
 		         "sm_80 or newer (bf16 tensor cores)", name, list, major, minor);
+	else if (major * 10 + minor > 90)
+		snprintf(err, errlen, "variant %s has modules for %s only; the device is sm_%d%d: regenerate with recur "
+		         "gen --sm sm_90 (the driver compiles sm_90 PTX for newer GPUs; sm_90a's runs on sm_90 alone)",
+		         name, list, major, minor);
 	else
 		snprintf(err, errlen, "variant %s has modules for %s only; the device is sm_%d%d: regenerate with recur "
-		         "gen --sm sm_%d%d (sm_80 serves any Ampere or Ada GPU)", name, list, major, minor, major, minor);
+		         "gen --sm %s (sm_80 serves any Ampere or Ada GPU)", name, list, major, minor,
+		         gen_target_for(major, minor));
 	return -1;
 }
 

@@ -420,6 +420,24 @@ static void targets(void)
 	check(rc == 0 && hm && !strcmp(recur_manifest_variant_target(hm, 0), "sm_90"),
 	      "a newer device than sm_90 takes sm_90's module, never sm_90a's", "rc %d: %s", rc, err);
 	recur_manifest_free(hm);
+	/* a folder of sm_90a alone: a newer device is told the target recur gen
+	 * makes for it (sm_90), never one it does not (sm_100); an Orin (8.7) sm_86 */
+	const char *only90a[] = { "sm_90a" };
+	targets_manifest(only90a, 1);
+	static const struct { int major, minor; const char *want; } hint[] = {
+		{ 10, 0, "recur gen --sm sm_90 (the driver compiles" }, { 12, 0, "recur gen --sm sm_90 (" },
+		{ 8, 7, "recur gen --sm sm_86 (" }, { 8, 9, "recur gen --sm sm_89 (" },
+	};
+	for (size_t i = 0; i < sizeof hint / sizeof *hint; i++) {
+		hm = NULL;
+		err[0] = 0;
+		rc = recur_manifest_load(hpath, &hm, err, sizeof err);
+		rc = rc ? -2 : recur_manifest_select(hm, hint[i].major, hint[i].minor, err, sizeof err);
+		check(rc == -1 && has(err, "modules for sm_90a only") && has(err, hint[i].want),
+		      "an sm_90a-only folder on another device names the target to generate", "sm_%d%d: rc %d: %s",
+		      hint[i].major, hint[i].minor, rc, err);
+		recur_manifest_free(hm);
+	}
 	const char *two[] = { "sm_80", "sm_90" };
 	targets_manifest(two, 2);
 	char path[300];
