@@ -2,10 +2,11 @@
  * of 4 warps multiplies operands it reads from shared memory through
  * descriptors, asynchronously, into fp32 accumulators in its registers.
  *
- * Operands are 64 x 64 bf16 blocks in the 128-byte-swizzled K-major layout
- * (CUTLASS's Swizzle<3,4,3>): row r's 128 bytes hold its 64 contraction
- * elements, 16-byte chunk c stored at chunk c ^ (r & 7), blocks 1024-byte
- * aligned (the swizzle is taken from the address bits). LLVM 19 has no
+ * Operands are 64 x 64 bf16 blocks of rows of 128 bytes with the 128-byte
+ * swizzle (CUTLASS's Swizzle<3,4,3>): 16-byte chunk c of row r stored at
+ * chunk c ^ (r & 7), blocks 1024-byte aligned (the swizzle is taken from
+ * the address bits). A row holds an operand row's 64 contraction elements
+ * (K-major) or one contraction row of 64 operand rows (MN-major). LLVM 19 has no
  * intrinsics for these: inline PTX, each with side effects and a memory
  * clobber so that no shared-memory access moves across it. */
 #ifndef RECUR_WGMMA_H

@@ -167,7 +167,7 @@ LLVMValueRef pack_bf16x4(Irb *I, LLVMValueRef v)
 
 /* the launch of proj_fwd or proj_dx: the NX column tiles by GY blocks
  * striding over row tiles (templates/plan.c sizes GY) */
-Launch *proj_launch(Tmpl *T, int fwd, const char *name, int smem)
+static Launch *proj_launch(Tmpl *T, int fwd, const char *name, int smem)
 {
 	char sm[16];
 	snprintf(sm, sizeof sm, "%d", smem);

@@ -14,9 +14,6 @@ typedef struct { LLVMValueRef lane, w, g, q, BL, D, c0, hp, n0; } ProjLanes;
 
 void proj_lanes(Tmpl *T, const KSig *s, ProjLanes *p);
 void proj_tile(Tmpl *T, ProjLanes *p);
-/* the launch of proj_fwd or proj_dx: the NX column tiles by GY blocks
- * striding over row tiles (templates/plan.c sizes GY) */
-Launch *proj_launch(Tmpl *T, int fwd, const char *name, int smem);
 /* proj_fwd's and proj_dx's launch and signature (x or dx, the parameters,
  * the projections' or their adjoints' workspaces, [dxd,] B*L, D), the
  * kernel opened: one for both forms, so that the runtime's arguments fit
