@@ -421,9 +421,23 @@ static int mix_profile(Bench *bn, Mix *mx, char *err, size_t n)
 				       K->kernel, K->cluster, K->max_clusters, K->max_clusters * K->cluster,
 				       K->grid[0] * K->grid[1] * K->grid[2]);
 		}
+	/* the variant's own memory floor: every kernel's bytes at the copy rate,
+	 * beside the mixer's (10 B an element, the row's floor) */
+	double mb = 0, ms = 0;
+	for (int p = 0; p < 2; p++)
+		for (int i = 0; i < r->nprof[p]; i++) {
+			mb += r->prof[p][i].bytes * 1e-6;
+			ms += r->prof[p][i].ms;
+		}
+	if (mb > 0 && r->floor.gb_per_s > 0) {
+		double at = mb / r->floor.gb_per_s;   /* MB / (GB/s) = ms */
+		printf("  all kernels: %.1f MB, %.3f ms at %.0f GB/s; their times sum to %.3f ms (%.2fx)\n", mb, at,
+		       r->floor.gb_per_s, ms, ms / at);
+	}
 	printf("  (smem: static + dynamic per block; blk/SM: blocks that fit an SM; MB: what each kernel must move,\n"
 	       "   every tensor and workspace it touches once; GB/s: that over its time; TFLOP/s: the tensor-core\n"
-	       "   FLOP of its projections, each product once, over its time)\n");
+	       "   FLOP of its projections, each product once, over its time; all kernels: their bytes at the copy\n"
+	       "   rate, the variant's own memory floor, and how far their times are from it)\n");
 	return 0;
 }
 

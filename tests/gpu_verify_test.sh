@@ -141,10 +141,12 @@ fi
 	--shapes 1x8192x1024,1x4096x1024,2x4096x1024,1x2048x1024 --profile --out "$work/both.json" > "$work/both.log" 2>&1 || rc=1
 cut=$(grep -E '^  (forward|backward) ' "$work/both.log" | awk 'NF != 11' | head -3)
 rows=$(grep -cE '^  (forward|backward) ' "$work/both.log")
-if [ -z "$cut" ] && [ "$rows" -ge 16 ]; then
-	echo "ok   bench's profile rows whole with stderr in the same file ($rows rows)"
+# and each profile's line of the variant's own memory floor (every kernel's bytes at the copy rate)
+own=$(grep -cE '^  all kernels: [0-9.]+ MB, [0-9.]+ ms at [0-9]+ GB/s; their times sum to [0-9.]+ ms \([0-9.]+x\)$' "$work/both.log")
+if [ -z "$cut" ] && [ "$rows" -ge 16 ] && [ "$own" = 4 ]; then
+	echo "ok   bench's profile rows whole with stderr in the same file ($rows rows), each profile's own floor ($own)"
 else
-	echo "FAIL bench's profile rows cut or missing ($rows rows): $cut"; rc=1
+	echo "FAIL bench's profile rows cut or missing ($rows rows, $own floor lines of 4): $cut"; rc=1
 fi
 # heads of 256 channels (tests/grids/apart.lua, every scan kind): the
 # projections apart on mma.sync (sm_90), and on a compute-capability 9.0 GPU
