@@ -93,8 +93,8 @@ static const CliOpt OPTS[] = {
 	                1 },
 	[B_MIXER] = { "--mixer", "NAME", NULL, "run this mixer (default: every mixer)", 1 },
 	[B_OUT] = { "--out", "FILE", BENCH_DEFAULT_OUT, "the results JSON", 0 },
-	[B_PROFILE] = { "--profile", NULL, NULL, "per-kernel times and forward+backward as a CUDA graph, after the rounds",
-	                0 },
+	[B_PROFILE] = { "--profile", NULL, NULL, "per-kernel times, bytes and TFLOP/s, the variant's own memory floor, "
+	                "and forward+backward as a CUDA graph, after the rounds", 0 },
 	[B_SEED] = CLI_OPT_SEED,
 	[B_RESETS] = { "--resets", "P", NULL, "every call gives reset marks at rate P (packed documents: 64 in 131072 "
 	               "tokens is 0.00049); the variants must take them", 0 },
