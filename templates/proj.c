@@ -165,17 +165,6 @@ LLVMValueRef pack_bf16x4(Irb *I, LLVMValueRef v)
 	return w;
 }
 
-/* the launch of proj_fwd or proj_dx: the NX column tiles by GY blocks
- * striding over row tiles (templates/plan.c sizes GY) */
-static Launch *proj_launch(Tmpl *T, int fwd, const char *name, int smem)
-{
-	char sm[16];
-	snprintf(sm, sizeof sm, "%d", smem);
-	Launch *l = tmpl_launch(T, fwd, name, "NX", "GY", "1", PROJ_THREADS, sm);
-	launch_flops(l, proj_flops(T));
-	return l;
-}
-
 /* one argument per projection apart: "ws:PREFIX" and the weight's name */
 void ksig_each(Tmpl *T, KSig *s, const char *prefix)
 {
@@ -193,27 +182,20 @@ LLVMValueRef ksig_each_arg(Tmpl *T, const KSig *s, const char *prefix, int j)
 	return ksig_arg(T, s, a);
 }
 
-Launch *proj_fwd_open(Tmpl *T, int smem)
+/* the NX column tiles by GY blocks striding over row tiles (templates/plan.c
+ * sizes GY) */
+Launch *proj_open(Tmpl *T, int fwd, int smem)
 {
 	Irb *I = &T->I;
-	Launch *l = proj_launch(T, 1, "proj_fwd", smem);
-	ksig_add(T, &l->sig, "x", I->gptr);
+	char sm[16];
+	snprintf(sm, sizeof sm, "%d", smem);
+	Launch *l = tmpl_launch(T, fwd, fwd ? "proj_fwd" : "proj_dx", "NX", "GY", "1", PROJ_THREADS, sm);
+	launch_flops(l, proj_flops(T));
+	ksig_add(T, &l->sig, fwd ? "x" : "dx", I->gptr);
 	ksig_params(T, &l->sig);
-	ksig_each(T, &l->sig, "proj_");
-	ksig_add(T, &l->sig, "i32:B*L", I->i32);
-	ksig_add(T, &l->sig, "i32:D", I->i32);
-	tmpl_open(T, l);
-	return l;
-}
-
-Launch *proj_dx_open(Tmpl *T, int smem)
-{
-	Irb *I = &T->I;
-	Launch *l = proj_launch(T, 0, "proj_dx", smem);
-	ksig_add(T, &l->sig, "dx", I->gptr);
-	ksig_params(T, &l->sig);
-	ksig_each(T, &l->sig, "dproj_");
-	ksig_add(T, &l->sig, "ws:dxd", I->gptr);
+	ksig_each(T, &l->sig, fwd ? "proj_" : "dproj_");
+	if (!fwd)
+		ksig_add(T, &l->sig, "ws:dxd", I->gptr);
 	ksig_add(T, &l->sig, "i32:B*L", I->i32);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
 	tmpl_open(T, l);
@@ -280,7 +262,7 @@ void tmpl_proj_fwd(Tmpl *T)
 	const Mixer *mx = T->mx;
 	int K = mx->k, nc = proj_nc(T), na = T->napj;
 	int boff = a_bytes(T);
-	Launch *l = proj_fwd_open(T, boff + na * b_bytes(T));
+	Launch *l = proj_open(T, 1, boff + na * b_bytes(T));
 	ProjLanes p;
 	proj_lanes(T, &l->sig, &p);
 	proj_tile(T, &p);
@@ -340,7 +322,7 @@ void tmpl_proj_dx(Tmpl *T)
 	const Mixer *mx = T->mx;
 	int K = mx->k, nc = proj_nc(T), na = T->napj;
 	int boff = a_bytes(T);
-	Launch *l = proj_dx_open(T, boff + na * b_bytes(T));
+	Launch *l = proj_open(T, 0, boff + na * b_bytes(T));
 	LLVMValueRef dx = ksig_arg(T, &l->sig, "dx"), dxd = ksig_arg(T, &l->sig, "ws:dxd");
 	ProjLanes p;
 	proj_lanes(T, &l->sig, &p);

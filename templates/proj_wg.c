@@ -253,7 +253,7 @@ void proj_fwd_wg(Tmpl *T)
 	Irb *I = &T->I;
 	Wg g;
 	wg_plan(T, &g, 1);
-	Launch *l = proj_fwd_open(T, g.smem);
+	Launch *l = proj_open(T, 1, g.smem);
 	proj_lanes(T, &l->sig, &g.p);
 	proj_tile(T, &g.p);
 	g.src[0] = ksig_arg(T, &l->sig, "x");
@@ -332,7 +332,7 @@ void proj_dx_wg(Tmpl *T)
 {
 	Wg g;
 	wg_plan(T, &g, 0);
-	Launch *l = proj_dx_open(T, g.smem);
+	Launch *l = proj_open(T, 0, g.smem);
 	proj_lanes(T, &l->sig, &g.p);
 	proj_tile(T, &g.p);
 	for (int j = 0; j < T->napj; j++)
