@@ -36,17 +36,10 @@ void irb_dispose(Irb *I)
 	LLVMDisposeBuilder(I->b);
 }
 
-/* An inline PTX block of type fty; side_effects keeps it in place
- * (LLVM 19 has no intrinsic for the instructions that use it) */
-static LLVMValueRef inline_asm(LLVMTypeRef fty, const char *as, const char *cons, int side_effects)
+LLVMValueRef irb_asm(LLVMTypeRef fty, const char *as, const char *cons, int side_effects)
 {
 	return LLVMGetInlineAsm(fty, (char *)as, strlen(as), (char *)cons, strlen(cons), side_effects, 0,
 	                        LLVMInlineAsmDialectATT, 0);
-}
-
-LLVMValueRef irb_asm(LLVMTypeRef fty, const char *as, const char *cons, int side_effects)
-{
-	return inline_asm(fty, as, cons, side_effects);
 }
 
 static void add_attr(Irb *I, LLVMValueRef fn, unsigned idx, const char *name)
@@ -284,7 +277,7 @@ LLVMValueRef f_tanh(Irb *I, LLVMValueRef a)
 {
 	LLVMTypeRef fty = LLVMFunctionType(I->f32, &I->f32, 1, 0);
 	const char *as = "tanh.approx.f32 $0, $1;", *cons = "=f,f";
-	LLVMValueRef fn = inline_asm(fty, as, cons, 0);
+	LLVMValueRef fn = irb_asm(fty, as, cons, 0);
 	LLVMValueRef c = LLVMBuildCall2(I->b, fty, fn, &a, 1, "");
 	unsigned mem = LLVMGetEnumAttributeKindForName("memory", 6), nounw = LLVMGetEnumAttributeKindForName("nounwind", 8);
 	CHECK(mem != 0 && nounw != 0);
@@ -302,7 +295,7 @@ static LLVMValueRef ld_if(Irb *I, LLVMTypeRef ty, const char *as, const char *co
 	LLVMTypeRef in[2] = { I->gptr, I->i32 };
 	LLVMTypeRef fty = LLVMFunctionType(ty, in, 2, 0);
 	LLVMValueRef args[2] = { p, ok };
-	return LLVMBuildCall2(I->b, fty, inline_asm(fty, as, cons, 0), args, 2, "");
+	return LLVMBuildCall2(I->b, fty, irb_asm(fty, as, cons, 0), args, 2, "");
 }
 
 /* The byte at global p zero-extended where ok != 0, else 0: one predicated
@@ -385,7 +378,7 @@ static LLVMValueRef cvt_x2(Irb *I, const char *as, LLVMValueRef lo, LLVMValueRef
 	LLVMTypeRef in[2] = { I->f32, I->f32 };
 	LLVMTypeRef fty = LLVMFunctionType(I->i32, in, 2, 0);
 	const char *cons = "=r,f,f";
-	LLVMValueRef fn = inline_asm(fty, as, cons, 0);
+	LLVMValueRef fn = irb_asm(fty, as, cons, 0);
 	LLVMValueRef args[2] = { hi, lo };   /* d.hi = first source */
 	return LLVMBuildCall2(I->b, fty, fn, args, 2, "");
 }
@@ -473,7 +466,7 @@ void ld_cluster_v4(Irb *I, LLVMValueRef v[4], LLVMValueRef off32, LLVMValueRef r
 	const char *as = "{\n\t.reg .u32 ra;\n\tmapa.shared::cluster.u32 ra, $4, $5;\n\t"
 	                 "ld.shared::cluster.v4.f32 {$0, $1, $2, $3}, [ra];\n\t}";
 	const char *cons = "=f,=f,=f,=f,r,r,~{memory}";
-	LLVMValueRef fn = inline_asm(fty, as, cons, 1);
+	LLVMValueRef fn = irb_asm(fty, as, cons, 1);
 	LLVMValueRef addr = LLVMBuildPtrToInt(I->b, smem_ptr(I, off32), I->i32, "");
 	LLVMValueRef args[2] = { addr, rank };
 	LLVMValueRef r = LLVMBuildCall2(I->b, fty, fn, args, 2, "");
@@ -492,7 +485,7 @@ void grid_dep_wait(Irb *I)
 {
 	LLVMTypeRef fty = LLVMFunctionType(I->voidt, NULL, 0, 0);
 	const char *as = "griddepcontrol.wait;", *cons = "~{memory}";
-	LLVMValueRef fn = inline_asm(fty, as, cons, 1);
+	LLVMValueRef fn = irb_asm(fty, as, cons, 1);
 	LLVMBuildCall2(I->b, fty, fn, NULL, 0, "");
 }
 

@@ -42,8 +42,8 @@ void irb_dispose(Irb *I);
  * minctasm) with nargs parameters of the given types; pointer params get noalias. */
 LLVMValueRef irb_kernel(Irb *I, const char *name, LLVMTypeRef *types, int nargs, int maxntid, int minctasm);
 LLVMValueRef irb_arg(Irb *I, int i);
-/* an inline PTX block of type fty (constraints cons); side_effects keeps it
- * in place: for the instructions LLVM has no intrinsic for */
+/* an inline PTX block of type fty (constraints cons): for the instructions
+ * LLVM 19 has no intrinsic for; side_effects keeps it in place */
 LLVMValueRef irb_asm(LLVMTypeRef fty, const char *as, const char *cons, int side_effects);
 /* pointer parameter i of the kernel being built may share memory with
  * another (it loses irb_kernel's noalias) */

@@ -22,23 +22,32 @@ LLVMValueRef wg_desc(Irb *I, LLVMValueRef block_off, int off)
 	return LLVMBuildOr(I->b, LLVMBuildZExt(I->b, lo, I->i64, ""), ci64(I, (long long)hi), "");
 }
 
+/* Constraints of n fp32 outputs $0.. and, where tied, the n inputs read
+ * in their registers ("=f,...,0,1,..."), then rest */
+static void f32_cons(char *cons, size_t size, int n, int tied, const char *rest)
+{
+	int ct = 0;
+	for (int i = 0; i < n; i++)
+		ct += snprintf(cons + ct, size - (size_t)ct, "=f,");
+	for (int i = 0; tied && i < n; i++)
+		ct += snprintf(cons + ct, size - (size_t)ct, "%d,", i);
+	ct += snprintf(cons + ct, size - (size_t)ct, "%s", rest);
+	CHECK(ct > 0 && (size_t)ct < size);
+}
+
 void wg_mma64(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, int accumulate, int mn)
 {
 	/* operands: $0..$31 the accumulators out, $32..$63 in (tied) where
 	 * accumulating, then the two descriptors and scale-d */
 	char as[1024], cons[512];
-	int at = 0, ct = 0, nin = accumulate ? 32 : 0;
+	int at = 0, nin = accumulate ? 32 : 0;
 	at += snprintf(as + at, sizeof as - (size_t)at, "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, $%d, 0;\n\t"
 	               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {", 32 + nin + 2);
 	for (int i = 0; i < 32; i++)
 		at += snprintf(as + at, sizeof as - (size_t)at, "%s$%d", i ? ", " : "", i);
 	at += snprintf(as + at, sizeof as - (size_t)at, "}, $%d, $%d, p, 1, 1, %d, %d;\n\t}", 32 + nin, 33 + nin, !!mn, !!mn);
-	for (int i = 0; i < 32; i++)
-		ct += snprintf(cons + ct, sizeof cons - (size_t)ct, "=f,");
-	for (int i = 0; i < nin; i++)
-		ct += snprintf(cons + ct, sizeof cons - (size_t)ct, "%d,", i);
-	ct += snprintf(cons + ct, sizeof cons - (size_t)ct, "l,l,r,~{memory}");
-	CHECK(at > 0 && (size_t)at < sizeof as && ct > 0 && (size_t)ct < sizeof cons);
+	CHECK(at > 0 && (size_t)at < sizeof as);
+	f32_cons(cons, sizeof cons, 32, accumulate, "l,l,r,~{memory}");
 	LLVMTypeRef f32s[32], in[35];
 	LLVMValueRef args[35];
 	for (int i = 0; i < 32; i++)
@@ -74,15 +83,9 @@ void fence_proxy_async(Irb *I) { asm0(I, "fence.proxy.async.shared::cta;"); }
 void wg_wait(Irb *I, int pending, LLVMValueRef *acc, int n)
 {
 	char as[64], cons[512];
-	int ct = 0;
 	CHECK(n >= 0 && n <= 64);
 	snprintf(as, sizeof as, "wgmma.wait_group.sync.aligned %d;", pending);
-	for (int i = 0; i < n; i++)
-		ct += snprintf(cons + ct, sizeof cons - (size_t)ct, "=f,");
-	for (int i = 0; i < n; i++)
-		ct += snprintf(cons + ct, sizeof cons - (size_t)ct, "%d,", i);
-	ct += snprintf(cons + ct, sizeof cons - (size_t)ct, "~{memory}");
-	CHECK(ct > 0 && (size_t)ct < sizeof cons);
+	f32_cons(cons, sizeof cons, n, 1, "~{memory}");
 	LLVMTypeRef f32s[64];
 	for (int i = 0; i < n; i++)
 		f32s[i] = I->f32;
