@@ -62,6 +62,23 @@ static void wg_plan(Tmpl *T, Wg *g, int fwd)
 	g->smem = g->obuf + 2 * WG_BLOCK;   /* 64 rows of 64 columns: 2 projections in bf16, or dx's sums in fp32 */
 }
 
+/* The top of a trip: this thread's copies of the block to multiply landed
+ * (the later ones may fly) and made visible to the async proxy, then a
+ * barrier: every thread's copies, and every thread past the last trip's
+ * wgmma, so that its buffer may be refilled */
+static void ring_ready(Irb *I)
+{
+	cp_async_wait(I, WG_AHEAD - 1);
+	fence_proxy_async(I);
+	bar_sync(I);
+}
+
+/* the ring buffer of the block ahead trips after trip n */
+static LLVMValueRef ring_slot(Irb *I, LLVMValueRef n, int ahead)
+{
+	return LLVMBuildURem(I->b, ahead ? iadd(I, n, ci32(I, ahead)) : n, ci32(I, WG_STAGES), "");
+}
+
 /* The copies of 64 rows (row tile t) by 64 columns (from col0) of a
  * [B*L][D] bf16 tensor into a swizzled block at shared offset base, 4
  * chunks of 16 bytes a thread, by cp.async (the caller commits) */
@@ -173,13 +190,10 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgOut out, void *ctx)
 	LLVMValueRef acc[2][32];
 	for (int kb = 0; kb < g->nkb; kb++) {
 		LLVMValueRef n = iadd(I, var_get(I, trip), ci32(I, kb));
-		cp_async_wait(I, WG_AHEAD - 1);   /* block n's copies (the later ones may fly) */
-		fence_proxy_async(I);
-		bar_sync(I);
+		ring_ready(I);
 		int ahead = kb + WG_AHEAD;
-		wg_copy(T, g, iadd(I, t, imul(I, ci32(I, ahead / g->nkb), GY)), ahead % g->nkb,
-		        LLVMBuildURem(I->b, iadd(I, n, ci32(I, WG_AHEAD)), ci32(I, WG_STAGES), ""));
-		LLVMValueRef abuf = iadd(I, ci32(I, g->ring), imul(I, LLVMBuildURem(I->b, n, ci32(I, WG_STAGES), ""), ci32(I, WG_BLOCK)));
+		wg_copy(T, g, iadd(I, t, imul(I, ci32(I, ahead / g->nkb), GY)), ahead % g->nkb, ring_slot(I, n, WG_AHEAD));
+		LLVMValueRef abuf = iadd(I, ci32(I, g->ring), imul(I, ring_slot(I, n, 0), ci32(I, WG_BLOCK)));
 		wg_fence(I);
 		for (int ks = 0; ks < 4; ks++)
 			for (int j = 0; j < na; j++) {
@@ -410,11 +424,9 @@ void proj_dw_wg(Tmpl *T)
 	Loop L;
 	loop_begin(I, &L, tstart, d.t1, ci32(I, 1), "rt");
 	LLVMValueRef t = loop_i(I, &L), n = isub(I, t, tstart);
-	cp_async_wait(I, WG_AHEAD - 1);
-	fence_proxy_async(I);
-	bar_sync(I);
-	dw_copy(T, &d, iadd(I, t, ci32(I, WG_AHEAD)), LLVMBuildURem(I->b, iadd(I, n, ci32(I, WG_AHEAD)), ci32(I, WG_STAGES), ""));
-	LLVMValueRef base = imul(I, LLVMBuildURem(I->b, n, ci32(I, WG_STAGES), ""), ci32(I, d.stage));
+	ring_ready(I);
+	dw_copy(T, &d, iadd(I, t, ci32(I, WG_AHEAD)), ring_slot(I, n, WG_AHEAD));
+	LLVMValueRef base = imul(I, ring_slot(I, n, 0), ci32(I, d.stage));
 	LLVMValueRef all[64];
 	for (int j = 0; j < na; j++)
 		for (int e = 0; e < 32; e++)
