@@ -370,6 +370,17 @@ static void targets_manifest(const char *const *tg, int n)
 	write_in(dir, "cubin.json", text);
 }
 
+/* the manifest at path, loaded, then kept for a device of compute
+ * capability major.minor (*m: NULL where the load failed): 0, -1 from
+ * recur_manifest_select, or -2 where the manifest did not load */
+static int load_select(const char *path, int major, int minor, recur_manifest **m, char *err, size_t n)
+{
+	*m = NULL;
+	if (recur_manifest_load(path, m, err, n) != 0)
+		return -2;
+	return recur_manifest_select(*m, major, minor, err, n);
+}
+
 /* A folder of several targets: the runtime loads, per variant, the module
  * of the device's own target, else the newest older one; a variant with
  * none for the device is refused naming what there is; select keeps one
@@ -410,14 +421,13 @@ static void targets(void)
 	rc = load_with(rt, what, sizeof what);
 	check(rc != 0 && has(what, "used twice for target sm_80"), "one name twice for one target is refused", "%s",
 	      what);
+	char path[300];
+	snprintf(path, sizeof path, "%s/cubin.json", dir);
 	const char *hopper[] = { "sm_90", "sm_90a" };
 	targets_manifest(hopper, 2);
-	char hpath[300];
-	snprintf(hpath, sizeof hpath, "%s/cubin.json", dir);
 	recur_manifest *hm = NULL;
-	rc = recur_manifest_load(hpath, &hm, err, sizeof err);
-	rc = rc || recur_manifest_select(hm, 10, 0, err, sizeof err);
-	check(rc == 0 && hm && !strcmp(recur_manifest_variant_target(hm, 0), "sm_90"),
+	rc = load_select(path, 10, 0, &hm, err, sizeof err);
+	check(rc == 0 && !strcmp(recur_manifest_variant_target(hm, 0), "sm_90"),
 	      "a newer device than sm_90 takes sm_90's module, never sm_90a's", "rc %d: %s", rc, err);
 	recur_manifest_free(hm);
 	/* a folder of sm_90a alone: a newer device is told the target recur gen
@@ -429,10 +439,8 @@ static void targets(void)
 		{ 8, 7, "recur gen --sm sm_86 (" }, { 8, 9, "recur gen --sm sm_89 (" },
 	};
 	for (size_t i = 0; i < sizeof hint / sizeof *hint; i++) {
-		hm = NULL;
 		err[0] = 0;
-		rc = recur_manifest_load(hpath, &hm, err, sizeof err);
-		rc = rc ? -2 : recur_manifest_select(hm, hint[i].major, hint[i].minor, err, sizeof err);
+		rc = load_select(path, hint[i].major, hint[i].minor, &hm, err, sizeof err);
 		check(rc == -1 && has(err, "modules for sm_90a only") && has(err, hint[i].want),
 		      "an sm_90a-only folder on another device names the target to generate", "sm_%d%d: rc %d: %s",
 		      hint[i].major, hint[i].minor, rc, err);
@@ -440,8 +448,6 @@ static void targets(void)
 	}
 	const char *two[] = { "sm_80", "sm_90" };
 	targets_manifest(two, 2);
-	char path[300];
-	snprintf(path, sizeof path, "%s/cubin.json", dir);
 	recur_manifest *m = NULL;
 	rc = recur_manifest_load(path, &m, err, sizeof err);
 	int before = rc ? 0 : recur_manifest_nvariants(m);
