@@ -325,10 +325,11 @@ if [ "$mode" = heads ]; then
 	# heads of K channels, the projections apart (tests/grids/apart.lua, APART_K=K into set apartK):
 	# every variant verified at widths K divides, L no multiple of a tile, B > 1; then
 	# RecurrentGemma's layers (2B: 2560 = 10 x 256, 9B: 4096 = 16 x 256) calibrated and timed
+	RGSET=${HEADS_RG:-rg}   # the RecurrentGemma set timed (rg90a: made with --sm sm_90a)
 	for k in ${APART_KS:-64 256 128 176 16} rg; do
 		set=apart$k
 		if [ $k = rg ]; then   # lua/variants/recurrentgemma.lua: warmed for the bench only
-			case " ${HEADS_PARTS:-verify bench} " in *" bench "*) set=${HEADS_RG:-rg} ;; *) continue ;; esac
+			case " ${HEADS_PARTS:-verify bench} " in *" bench "*) set=$RGSET ;; *) continue ;; esac
 		fi
 		[ -d "$PTXROOT/$set" ] || { echo "heads: no carried PTX set $set"; rc=1; continue; }
 		[ -n "${NOWARM:-}" ] || WARM_SHAPE=1x64x2816 bash bench/jit_warm.sh "$BIN" "$PTXROOT/$set" "" "$TMPD/jit_warm.log" || rc=1
@@ -347,9 +348,9 @@ if [ "$mode" = heads ]; then
 	done
 	case " ${HEADS_PARTS:-verify bench} " in *" bench "*)
 		RG="${HEADS_SHAPES:-1x8192x2560,1x32768x2560,1x131072x2560,1x8192x4096,1x32768x4096,1x131072x4096}"
-		"$BIN" calibrate --dir "$PTXROOT/${HEADS_RG:-rg}" --shapes "$RG" --out "$EXP/calibration_heads.json" \
+		"$BIN" calibrate --dir "$PTXROOT/$RGSET" --shapes "$RG" --out "$EXP/calibration_heads.json" \
 			> "$EXP/bench_heads.log" 2>&1 || rc=1
-		"$BIN" bench --dir "$PTXROOT/${HEADS_RG:-rg}" --shapes "$RG" --calibration "$EXP/calibration_heads.json" \
+		"$BIN" bench --dir "$PTXROOT/$RGSET" --shapes "$RG" --calibration "$EXP/calibration_heads.json" \
 			--rounds 1 --samples 5 --profile --out "$EXP/bench_heads.json" >> "$EXP/bench_heads.log" 2>&1 || rc=1
 		# what running the projections apart costs: heads of 64 apart against the fused kernels
 		# (all.lua's), the same scan, chunk and prefix, per kernel
@@ -367,10 +368,10 @@ if [ "$mode" = heads ]; then
 		# the same math in PyTorch (cuBLAS batched projections, the chunked matrix scan of
 		# examples/train_lm.py, and through torch.compile), one layer forward+backward
 		lib=${RECUR_LIB:-$PWD/.carry/lib/librecur.so}
-		if [ -f "$lib" ] && [ -d "$PTXROOT/${HEADS_RG:-rg}" ]; then
+		if [ -f "$lib" ] && [ -d "$PTXROOT/$RGSET" ]; then
 			for sh in ${HEADS_TORCH:-1x8192x2560 1x32768x2560}; do
 				RECUR_LIB=$lib LD_LIBRARY_PATH=$(dirname "$lib") PYTHONDONTWRITEBYTECODE=1 \
-					python3 examples/train_lm.py --kernels "$PTXROOT/${HEADS_RG:-rg}" --calibration "$EXP/calibration_heads.json" \
+					python3 examples/train_lm.py --kernels "$PTXROOT/$RGSET" --calibration "$EXP/calibration_heads.json" \
 					--compare --bench-layer "$sh" --head 256 --out "$EXP/layer_heads" >> "$EXP/layer_heads.log" 2>&1 || rc=1
 			done
 			grep "^layer" "$EXP/layer_heads.log"
