@@ -131,7 +131,7 @@ if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
 	mods=$(ls "$work"/k256/*prefix32*.ptx "$work"/k176/*chunk8.ptx)
 	n=$(echo "$mods" | wc -l)
 	. "$src/tests/ptxas_cache.sh"
-	export -f ptxas_cached
+	export -f ptxas_cached ptxas_cache_key
 	bad=$(echo "$mods" | xargs -P 2 -I{} bash -c 'log=$(ptxas_cached "$0" "-arch=sm_90 -v" "$1") || { echo "     $1: ptxas failed"; exit 0; }
 		echo "$log" | grep -qE "[1-9][0-9]* bytes spill (stores|loads)" && echo "     $(basename "$1"): spills"; exit 0' "$ptxas" {})
 	[ -n "$bad" ] && echo "$bad"

@@ -95,7 +95,7 @@ run_case() {
 	verdict ok "built $nptx variant(s)${ptxas:+, ptxas accepts}$spill"
 }
 . "$src/tests/ptxas_cache.sh"
-export -f run_case ptxas_cached
+export -f run_case ptxas_cached ptxas_cache_key
 export recur work cases ptxas
 start=$(date +%s)
 awk '{ print $1, $2 }' "$work/index" |

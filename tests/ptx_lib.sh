@@ -79,6 +79,8 @@ find_ptxas() {
 # sha256 with the flags and ptxas's version ($RECUR_PTXAS_CACHE, default
 # beside WORK_DIR; "none": no cache), so unchanged PTX skips ptxas.
 PTXAS_FLAGS="-arch=sm_90 -v"
+# shellcheck source=tests/ptxas_cache.sh
+. "$(dirname "${BASH_SOURCE[0]}")/ptxas_cache.sh"
 ptxas_all() {
 	local out=$1
 	local cache=${RECUR_PTXAS_CACHE:-$(dirname "$work")/ptxas_cache}
@@ -89,7 +91,7 @@ ptxas_all() {
 		local v key
 		v=$(basename "$5" .ptx)
 		if [ "$4" != none ]; then
-			key=$({ printf '%s\n' "$3"; cat "$5"; } | sha256sum | cut -c1-64)
+			key=$(ptxas_cache_key "$3" "$5")
 			if [ -f "$4/$key.rc" ] && [ -f "$4/$key.log" ]; then
 				cp "$4/$key.log" "$6/$v.log"; cp "$4/$key.rc" "$6/$v.rc"; echo hit > "$6/$v.cached"
 				return
@@ -102,7 +104,7 @@ ptxas_all() {
 				cp "$6/$v.rc" "$4/$key.rc.$$" && mv "$4/$key.rc.$$" "$4/$key.rc"
 		fi
 	}
-	export -f ptxas_one
+	export -f ptxas_one ptxas_cache_key
 	ptx_files | xargs -P "$(nproc 2>/dev/null || echo 2)" -I{} bash -c 'ptxas_one "$@"' _ "$ptxas" "$PTXAS_FLAGS" "$salt" "$cache" {} "$out"
 	local hits
 	hits=$(ls "$out"/*.cached 2>/dev/null | wc -l)

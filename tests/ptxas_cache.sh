@@ -6,9 +6,15 @@
 #   ptxas_cached PTXAS FLAGS FILE   prints what "PTXAS FLAGS FILE -o /dev/null"
 #                                   prints and returns its status; cached in
 #                                   $RECUR_PTXAS_CACHE (unset or "none": no
-#                                   cache), under the key ptx_lib.sh uses.
+#                                   cache), under ptxas_cache_key's key.
 #                                   Only acceptances are kept: a refusal is
 #                                   compiled again on every run.
+# ptxas_cache_key SALT FILE: the key of FILE's result, SALT the flags and
+# ptxas's version ("FLAGS VERSION-LINE"); ptx_lib.sh's ptxas_all keys its
+# results by it too, so the two share entries
+ptxas_cache_key() {
+	{ printf '%s\n' "$1"; cat "$2"; } | sha256sum | cut -c1-64
+}
 ptxas_cached() {
 	local cache=${RECUR_PTXAS_CACHE:-none} key log rc tmp
 	if [ "$cache" = none ] || ! mkdir -p "$cache" 2> /dev/null; then
@@ -16,7 +22,7 @@ ptxas_cached() {
 		"$1" $2 "$3" -o /dev/null 2>&1
 		return
 	fi
-	key=$({ printf '%s\n' "$2 $("$1" --version 2>&1 | tail -1)"; cat "$3"; } | sha256sum | cut -c1-64)
+	key=$(ptxas_cache_key "$2 $("$1" --version 2>&1 | tail -1)" "$3")
 	if [ -f "$cache/$key.rc" ] && [ -f "$cache/$key.log" ]; then
 		cat "$cache/$key.log"
 		return "$(cat "$cache/$key.rc")"
