@@ -403,7 +403,7 @@ static void dw_stage(Tmpl *T, LLVMValueRef x, LLVMValueRef dp[], LLVMValueRef t,
 
 void tmpl_proj_dw(Tmpl *T)
 {
-	if (proj_wgmma_dw(T)) {
+	if (proj_wgmma(T)) {
 		proj_dw_wg(T);
 		return;
 	}

@@ -28,15 +28,12 @@ LLVMValueRef pack_bf16x4(Irb *I, LLVMValueRef v4f);
 void ksig_each(Tmpl *T, KSig *s, const char *prefix);
 LLVMValueRef ksig_each_arg(Tmpl *T, const KSig *s, const char *prefix, int j);
 
-/* proj_fwd and proj_dx on wgmma (proj_wg.c) where proj_wgmma says so:
- * an sm_90a target, heads of a multiple of 64 channels, at most two
+/* the three projection kernels on wgmma (proj_wg.c) where proj_wgmma says
+ * so: an sm_90a target, heads of a multiple of 64 channels, at most two
  * projections (their accumulators are 64 registers a thread) */
 int proj_wgmma(const Tmpl *T);
 void proj_fwd_wg(Tmpl *T);
 void proj_dx_wg(Tmpl *T);
-/* proj_dw on wgmma as well (operands MN-major): where proj_wgmma says and
- * proj_wg.c is built with WG_DW 1, not yet the default: not run on a GPU */
-int proj_wgmma_dw(const Tmpl *T);
-void proj_dw_wg(Tmpl *T);
+void proj_dw_wg(Tmpl *T);   /* operands MN-major */
 
 #endif

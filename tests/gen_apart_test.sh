@@ -100,10 +100,11 @@ out=$("$recur" list --dir "$work/k176" --plan --shape 2x300x640 2>&1)
 echo "$out" | grep -q "illegal (shape B=2 L=300 D=640: the width must be a multiple of 176"
 check $? "a width that heads of 176 do not divide is illegal, with the reason"
 
-# sm_90a: proj_fwd and proj_dx on wgmma where the heads are a multiple of 64 (16 wgmma a
+# sm_90a: the projection kernels on wgmma where the heads are a multiple of 64 (16 wgmma a
 # 64-column block of the contraction: 4 steps of 16 for each of the 2 projections, 8 in
-# proj_dx's per projection), the shared array aligned for the swizzled operands; heads of
-# 176 keep mma.sync, and sm_90's modules have no wgmma
+# proj_dx's per projection; proj_dw's trip, a row tile of 64, 4 steps a projection), the
+# shared array aligned for the swizzled operands; heads of 176 keep mma.sync, and sm_90's
+# modules have no wgmma
 # (one scan kind: the projection kernels are the same in the three)
 printf '%s\n' 'local R = require "recur"' \
 	'return R.variants { mixer = require "arch.rglru_heads" (tonumber(os.getenv("APART_K"))), chunk = { 8 },' \
@@ -114,8 +115,8 @@ check $? "gen of the look-back variant for sm_90a at heads of 256 and 176"
 wg() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" | grep -c 'wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16'; }
 f=$work/k256_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
 got="$(wg "$f" proj_fwd) $(wg "$f" proj_dx) $(wg "$f" proj_dw) $(grep -c '^\.target sm_90a' "$f") $(grep -c 'align 1024 .b8 recur_smem' "$f")"
-[ "$got" = "32 32 0 1 1" ]
-check $? "sm_90a at K = 256: proj_fwd and proj_dx 32 wgmma each (4 blocks of 64 x 4 steps x 2), proj_dw none; target and 1024-byte alignment (got: $got)"
+[ "$got" = "32 32 8 1 1" ]
+check $? "sm_90a at K = 256: proj_fwd and proj_dx 32 wgmma each (4 blocks of 64 x 4 steps x 2), proj_dw 8 (4 steps x 2); target and 1024-byte alignment (got: $got)"
 f176=$work/k176_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
 got="$(grep -c wgmma "$f176") $(cat "$work"/k256/*.ptx | grep -c wgmma)"
 [ "$got" = "0 0" ]
