@@ -18,7 +18,7 @@ void proj_tile(Tmpl *T, ProjLanes *p);
  * parameters, the projections' or their adjoints' workspaces, [dxd,] B*L,
  * D), the kernel opened: one for both forms, so that the runtime's
  * arguments fit either */
-Launch *proj_open(Tmpl *T, int fwd, int smem);
+Launch *proj_open(Tmpl *T, int fwd, int smem, int threads);
 /* proj_dw's (x, the adjoints, the slabs' partial sums, B*L, D; a block per
  * (k tile, m tile) of a head and slab), minblocks a launch bound */
 Launch *proj_dw_open(Tmpl *T, int smem, int minblocks);
@@ -32,6 +32,11 @@ LLVMValueRef ksig_each_arg(Tmpl *T, const KSig *s, const char *prefix, int j);
  * so: an sm_90a target, heads of a multiple of 64 channels, at most two
  * projections (their accumulators are 64 registers a thread) */
 int proj_wgmma(const Tmpl *T);
+/* proj_fwd's and proj_dx's row tile and blocks an SM (templates/plan.c's
+ * grid): PROJ_ROWS and PROJ_PER_SM, or on wgmma with several warpgroups
+ * a block, 64 rows a group and one block */
+int proj_tile_rows(const Tmpl *T);
+int proj_per_sm(const Tmpl *T);
 void proj_fwd_wg(Tmpl *T);
 void proj_dx_wg(Tmpl *T);
 void proj_dw_wg(Tmpl *T);   /* operands MN-major */

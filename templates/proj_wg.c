@@ -34,17 +34,30 @@
 #define WG_PENDING 0    /* wgmma groups left in flight at the end of a trip (not the tile's last) */
 #endif
 _Static_assert(WG_AHEAD + WG_PENDING < WG_STAGES, "a refill waits for the trip that read its buffer");
+#ifndef WG_GROUPS
+#define WG_GROUPS 1     /* proj_fwd's and proj_dx's warpgroups a block, each its own 64 rows of a tile */
+#endif
+#define WG_RING_MAX 8           /* their ring's buffers, at most, where there are several groups */
+#define WG_SMEM_MAX 232448      /* a block's shared memory on sm_90, at most (227 KB) */
+
+/* A ring of buffers copied ahead: `stages` buffers, the one multiplied
+ * and `ahead` in flight (ahead + WG_PENDING < stages) */
+typedef struct { int stages, ahead; } Ring;
 
 int proj_wgmma(const Tmpl *T) { return T->wgmma && T->mx->k % 64 == 0 && T->napj <= 2; }
+int proj_tile_rows(const Tmpl *T) { return proj_wgmma(T) ? 64 * WG_GROUPS : PROJ_ROWS; }
+int proj_per_sm(const Tmpl *T) { return proj_wgmma(T) && WG_GROUPS > 1 ? 1 : PROJ_PER_SM; }
 
 /* A kernel's operand plan: the contraction's blocks of 64 (nkb), A's
  * tensor and column for each, the weight blocks and the ring in shared
  * memory */
 typedef struct {
 	int fwd, nkb, kbh;                    /* blocks in all; per projection (K/64) */
+	int groups, threads, rows;            /* warpgroups, threads and rows (64 a group) of a tile */
 	LLVMValueRef src[MX_MAXPROJ];         /* A's tensors: x, or the adjoints */
 	int wblk, ring, obuf, smem;           /* shared offsets: weight blocks, the ring, the output
 	                                       * tile (epilogue); bytes in all */
+	Ring rg;                              /* the ring: a buffer holds a tile's rows of one block */
 	ProjLanes p;
 	LLVMValueRef ntile;
 } Wg;
@@ -53,47 +66,78 @@ typedef struct {
 static LLVMValueRef a_src(const Wg *g, int kb) { return g->fwd ? g->src[0] : g->src[kb / g->kbh]; }
 static int a_col(const Wg *g, int kb) { return 64 * (kb % g->kbh); }
 
+/* With one group a block two blocks share an SM (4 buffers of 8 KB, 3
+ * ahead); with several, one block takes the SM and its ring as many
+ * buffers as the rest of 227 KB holds (WG_RING_MAX at most): the weight
+ * slice is staged once for all groups and the copies in flight grow
+ * from 2 x 24 KB an SM to 7 x 16. Two groups (H100, bench/experiments/
+ * 2026-12-06-proj-wgmma-groups/): proj_fwd -13% at D = 4096, proj_dx
+ * +3 to +11%, the layer within 2% either way: one stays the default. */
 static void wg_plan(Tmpl *T, Wg *g, int fwd)
 {
 	g->fwd = fwd;
 	g->kbh = T->mx->k / 64;
 	g->nkb = fwd ? g->kbh : T->napj * g->kbh;
+	g->groups = WG_GROUPS;
+	g->threads = 128 * g->groups;
+	g->rows = 64 * g->groups;
 	g->wblk = 0;
 	g->ring = T->napj * g->kbh * WG_BLOCK;
-	g->obuf = g->ring + WG_STAGES * WG_BLOCK;
-	g->smem = g->obuf + 2 * WG_BLOCK;   /* 64 rows of 64 columns: 2 projections in bf16, or dx's sums in fp32 */
+	int obytes = g->groups * 2 * WG_BLOCK;   /* a group's 64 rows of 64 columns: 2 projections in bf16, or dx's sums in fp32 */
+	g->rg = (Ring){ WG_STAGES, WG_AHEAD };
+	if (g->groups > 1) {
+		int fit = (WG_SMEM_MAX - g->ring - obytes) / (g->groups * WG_BLOCK);
+		g->rg.stages = fit < WG_RING_MAX ? fit : WG_RING_MAX;
+		g->rg.ahead = g->rg.stages - 1 - WG_PENDING;
+	}
+	CHECK(g->rg.ahead >= 1 && g->rg.ahead + WG_PENDING < g->rg.stages);
+	g->obuf = g->ring + g->rg.stages * g->groups * WG_BLOCK;
+	g->smem = g->obuf + obytes;
+	CHECK(g->smem <= WG_SMEM_MAX);
 }
 
 /* The top of a trip: this thread's copies of the block to multiply landed
  * (the later ones may fly) and made visible to the async proxy, then a
  * barrier: every thread's copies, and every thread past the last trip's
  * wgmma, so that its buffer may be refilled */
-static void ring_ready(Irb *I)
+static void ring_ready(Irb *I, const Ring *rg)
 {
-	cp_async_wait(I, WG_AHEAD - 1);
+	cp_async_wait(I, rg->ahead - 1);
 	fence_proxy_async(I);
 	bar_sync(I);
 }
 
 /* the ring buffer of the block ahead trips after trip n */
-static LLVMValueRef ring_slot(Irb *I, LLVMValueRef n, int ahead)
+static LLVMValueRef ring_slot(Irb *I, const Ring *rg, LLVMValueRef n, int ahead)
 {
-	return LLVMBuildURem(I->b, ahead ? iadd(I, n, ci32(I, ahead)) : n, ci32(I, WG_STAGES), "");
+	return LLVMBuildURem(I->b, ahead ? iadd(I, n, ci32(I, ahead)) : n, ci32(I, rg->stages), "");
 }
 
-/* The copies of 64 rows (row tile t) by 64 columns (from col0) of a
- * [B*L][D] bf16 tensor into a swizzled block at shared offset base, 4
- * chunks of 16 bytes a thread, by cp.async (the caller commits) */
-static void copy_block(Tmpl *T, const ProjLanes *p, LLVMValueRef src, LLVMValueRef t, LLVMValueRef col0, LLVMValueRef base)
+/* the shared offset of row r's chunk c (a multiple of 8 columns) in a
+ * tile's swizzled blocks from base, a block each 64 rows */
+static LLVMValueRef tile_at(Irb *I, int rows, LLVMValueRef base, LLVMValueRef r, LLVMValueRef c8)
+{
+	if (rows == 64)
+		return iadd(I, base, wg_swz(I, r, c8));
+	LLVMValueRef blk = imul(I, LLVMBuildLShr(I->b, r, ci32(I, 6), ""), ci32(I, WG_BLOCK));
+	return iadd(I, iadd(I, base, blk), wg_swz(I, LLVMBuildAnd(I->b, r, ci32(I, 63), ""), c8));
+}
+
+/* The copies of `rows` rows (row tile t) by 64 columns (from col0) of a
+ * [B*L][D] bf16 tensor into swizzled blocks from shared offset base (a
+ * block each 64 rows), 4 chunks of 16 bytes a thread of `threads`, by
+ * cp.async (the caller commits) */
+static void copy_block(Tmpl *T, const ProjLanes *p, LLVMValueRef src, LLVMValueRef t, LLVMValueRef col0, LLVMValueRef base,
+                       int rows, int threads)
 {
 	Irb *I = &T->I;
 	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), "");
-	for (int it = 0; it < 64 * 8 / PROJ_THREADS; it++) {   /* 64 rows of 8 chunks of 16 bytes */
-		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * PROJ_THREADS / 8));
-		LLVMValueRef row = iadd(I, imul(I, t, ci32(I, PROJ_ROWS)), r);
+	for (int it = 0; it < rows * 8 / threads; it++) {   /* rows of 8 chunks of 16 bytes */
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * threads / 8));
+		LLVMValueRef row = iadd(I, imul(I, t, ci32(I, rows)), r);
 		LLVMValueRef ok = ilt(I, row, p->BL);   /* a row past B*L reads nothing and lands as zeros */
 		LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, p->D)), sext64(I, iadd(I, col0, imul(I, c, ci32(I, 8)))));
-		cp_async16(I, iadd(I, base, wg_swz(I, r, imul(I, c, ci32(I, 8)))),
+		cp_async16(I, tile_at(I, rows, base, r, imul(I, c, ci32(I, 8))),
 		           gep_bf16(I, src, LLVMBuildSelect(I->b, ok, idx, ci64(I, 0), "")),
 		           LLVMBuildSelect(I->b, ok, ci32(I, 16), ci32(I, 0), ""));
 	}
@@ -107,9 +151,9 @@ static void wg_copy(Tmpl *T, const Wg *g, LLVMValueRef t, int kb, LLVMValueRef s
 	const ProjLanes *p = &g->p;
 	IfBlk f;
 	if_begin(I, &f, ilt(I, t, g->ntile), "wg_copy");
-	LLVMValueRef base = iadd(I, ci32(I, g->ring), imul(I, slot, ci32(I, WG_BLOCK)));
+	LLVMValueRef base = iadd(I, ci32(I, g->ring), imul(I, slot, ci32(I, g->groups * WG_BLOCK)));
 	LLVMValueRef col0 = iadd(I, imul(I, p->hp, ci32(I, T->mx->k)), ci32(I, a_col(g, kb)));
-	copy_block(T, p, a_src(g, kb), t, col0, base);
+	copy_block(T, p, a_src(g, kb), t, col0, base, g->rows, g->threads);
 	if_end(I, &f);
 	cp_async_commit(I);
 }
@@ -130,7 +174,7 @@ static void wg_stage_weights(Tmpl *T, const Wg *g, const KSig *s)
 		LLVMValueRef W = ksig_param(T, s, T->mx->proj[T->apj[j]].weight);
 		int jb = g->wblk + j * g->kbh * WG_BLOCK;
 		Loop L;   /* a loop, not unrolled: 64 loads in flight would take 256 registers */
-		loop_begin(I, &L, tid_x(I), ci32(I, n), ci32(I, PROJ_THREADS), "wst");
+		loop_begin(I, &L, tid_x(I), ci32(I, n), ci32(I, g->threads), "wst");
 		{
 			LLVMValueRef e = loop_i(I, &L);
 			if (g->fwd) {   /* e: row k of W, columns 4 (e % 16).. of the slice */
@@ -161,7 +205,8 @@ static void wg_stage_weights(Tmpl *T, const Wg *g, const KSig *s)
 typedef void (*WgOut)(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMValueRef acc[][32], void *ctx);
 
 /* the row of accumulator pair r (g, or g + 8) of warp w's 16 in the tile
- * at row0, and the column of its n-tile i from column base */
+ * at row0 (warp w of group w / 4, whose rows are 64 (w / 4).. of the
+ * tile: the rows 16 w..), and the column of its n-tile i from column base */
 static LLVMValueRef acc_row(Irb *I, const ProjLanes *p, LLVMValueRef row0, int r)
 {
 	return iadd(I, row0, iadd(I, imul(I, p->w, ci32(I, 16)), iadd(I, p->g, ci32(I, 8 * r))));
@@ -181,9 +226,11 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgOut out, void *ctx)
 	int na = g->fwd ? T->napj : 1;   /* accumulator sets: a projection each, or dx's one */
 	wg_align_smem(I);
 	wg_stage_weights(T, g, s);
-	g->ntile = idiv(I, iadd(I, g->p.BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
+	g->ntile = idiv(I, iadd(I, g->p.BL, ci32(I, g->rows - 1)), ci32(I, g->rows));
 	LLVMValueRef GY = nctaid(I, 1);
-	for (int st = 0; st < WG_AHEAD; st++)
+	/* the group's own rows of each buffer */
+	LLVMValueRef gblk = g->groups > 1 ? imul(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 7), ""), ci32(I, WG_BLOCK)) : NULL;
+	for (int st = 0; st < g->rg.ahead; st++)
 		wg_copy(T, g, iadd(I, ctaid(I, 1), imul(I, ci32(I, st / g->nkb), GY)), st % g->nkb, ci32(I, st));
 	Var trip = var_init(I, ci32(I, 0), "trip");   /* contraction blocks done by the block */
 	Loop L;
@@ -192,10 +239,12 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgOut out, void *ctx)
 	LLVMValueRef acc[2][32];
 	for (int kb = 0; kb < g->nkb; kb++) {
 		LLVMValueRef n = iadd(I, var_get(I, trip), ci32(I, kb));
-		ring_ready(I);
-		int ahead = kb + WG_AHEAD;
-		wg_copy(T, g, iadd(I, t, imul(I, ci32(I, ahead / g->nkb), GY)), ahead % g->nkb, ring_slot(I, n, WG_AHEAD));
-		LLVMValueRef abuf = iadd(I, ci32(I, g->ring), imul(I, ring_slot(I, n, 0), ci32(I, WG_BLOCK)));
+		ring_ready(I, &g->rg);
+		int ahead = kb + g->rg.ahead;
+		wg_copy(T, g, iadd(I, t, imul(I, ci32(I, ahead / g->nkb), GY)), ahead % g->nkb, ring_slot(I, &g->rg, n, g->rg.ahead));
+		LLVMValueRef abuf = iadd(I, ci32(I, g->ring), imul(I, ring_slot(I, &g->rg, n, 0), ci32(I, g->groups * WG_BLOCK)));
+		if (gblk)
+			abuf = iadd(I, abuf, gblk);
 		wg_fence(I);
 		for (int ks = 0; ks < 4; ks++)
 			for (int j = 0; j < na; j++) {
@@ -221,7 +270,7 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgOut out, void *ctx)
 				acc[j][e] = all[32 * j + e];
 	}
 	var_set(I, trip, iadd(I, var_get(I, trip), ci32(I, g->nkb)));
-	out(T, g, s, imul(I, t, ci32(I, PROJ_ROWS)), acc, ctx);
+	out(T, g, s, imul(I, t, ci32(I, g->rows)), acc, ctx);
 	loop_end(I, &L);
 	irb_ret(I);
 }
@@ -244,17 +293,19 @@ static void fwd_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVM
 			for (int i = 0; i < 8; i++) {
 				LLVMValueRef v = pack_bf16x2(I, fadd(I, acc[j][4 * i + 2 * r], o->bias[j][i][0]),
 				                             fadd(I, acc[j][4 * i + 2 * r + 1], o->bias[j][i][1]));
-				LLVMValueRef at = iadd(I, ci32(I, g->obuf + j * WG_BLOCK), wg_swz(I, tr, acc_col(I, p, ci32(I, 0), i)));
+				LLVMValueRef at = tile_at(I, g->rows, ci32(I, g->obuf + j * g->groups * WG_BLOCK), tr, acc_col(I, p, ci32(I, 0), i));
 				st(I, v, smem_ptr(I, at), 4);
 			}
 		}
 	bar_sync(I);
 	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4);
 	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), "");
-	for (int it = 0; it < T->napj * 64 * 8 / PROJ_THREADS; it++) {
-		int j = it * PROJ_THREADS / 512;   /* 512 chunks a projection */
-		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, (it * PROJ_THREADS / 8) % 64));
-		LLVMValueRef v = ld(I, v4i, smem_ptr(I, iadd(I, ci32(I, g->obuf + j * WG_BLOCK), wg_swz(I, r, imul(I, c, ci32(I, 8))))), 16);
+	int chunks = g->rows * 8;   /* a projection's */
+	for (int it = 0; it < T->napj * chunks / g->threads; it++) {
+		int j = it * g->threads / chunks;
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, (it * g->threads / 8) % g->rows));
+		LLVMValueRef at = tile_at(I, g->rows, ci32(I, g->obuf + j * g->groups * WG_BLOCK), r, imul(I, c, ci32(I, 8)));
+		LLVMValueRef v = ld(I, v4i, smem_ptr(I, at), 16);
 		LLVMValueRef row = iadd(I, row0, r);
 		IfBlk f;
 		if_begin(I, &f, ilt(I, row, p->BL), "out");
@@ -269,7 +320,7 @@ void proj_fwd_wg(Tmpl *T)
 	Irb *I = &T->I;
 	Wg g;
 	wg_plan(T, &g, 1);
-	Launch *l = proj_open(T, 1, g.smem);
+	Launch *l = proj_open(T, 1, g.smem, g.threads);
 	proj_lanes(T, &l->sig, &g.p);
 	proj_tile(T, &g.p);
 	g.src[0] = ksig_arg(T, &l->sig, "x");
@@ -303,10 +354,10 @@ static void dx_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMV
 	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2), v4f = LLVMVectorType(I->f32, 4), v4i = LLVMVectorType(I->i32, 4);
 	/* the own terms first, all in flight while the sums are staged: a row
 	 * past B*L reads row B*L - 1 (never written) */
-	enum { NIT = 64 * 8 / PROJ_THREADS };
+	enum { NIT = 64 * 8 / 128 };   /* chunks a thread: 8 a row, 64 rows a group's 128 threads */
 	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), ""), row[NIT], idx[NIT], own[NIT];
 	for (int it = 0; it < NIT; it++) {
-		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * PROJ_THREADS / 8));
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * g->threads / 8));
 		row[it] = iadd(I, row0, r);
 		LLVMValueRef rr = LLVMBuildSelect(I->b, ilt(I, row[it], p->BL), row[it], isub(I, p->BL, ci32(I, 1)), "");
 		LLVMValueRef col = sext64(I, iadd(I, p->c0, imul(I, c, ci32(I, 8))));
@@ -326,7 +377,7 @@ static void dx_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMV
 	}
 	bar_sync(I);
 	for (int it = 0; it < NIT; it++) {
-		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * PROJ_THREADS / 8));
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * g->threads / 8));
 		IfBlk f;
 		if_begin(I, &f, ilt(I, row[it], p->BL), "out");
 		LLVMValueRef sum[2];
@@ -348,7 +399,7 @@ void proj_dx_wg(Tmpl *T)
 {
 	Wg g;
 	wg_plan(T, &g, 0);
-	Launch *l = proj_open(T, 0, g.smem);
+	Launch *l = proj_open(T, 0, g.smem, g.threads);
 	proj_lanes(T, &l->sig, &g.p);
 	proj_tile(T, &g.p);
 	for (int j = 0; j < T->napj; j++)
@@ -376,9 +427,9 @@ static void dw_copy(Tmpl *T, const WgDw *d, LLVMValueRef t, LLVMValueRef slot)
 	IfBlk f;
 	if_begin(I, &f, ilt(I, t, d->t1), "dw_copy");
 	LLVMValueRef base = imul(I, slot, ci32(I, d->stage));
-	copy_block(T, &d->p, d->x, t, d->xcol, base);
+	copy_block(T, &d->p, d->x, t, d->xcol, base, PROJ_ROWS, PROJ_THREADS);
 	for (int j = 0; j < T->napj; j++)
-		copy_block(T, &d->p, d->dp[j], t, d->dcol, iadd(I, base, ci32(I, (1 + j) * WG_BLOCK)));
+		copy_block(T, &d->p, d->dp[j], t, d->dcol, iadd(I, base, ci32(I, (1 + j) * WG_BLOCK)), PROJ_ROWS, PROJ_THREADS);
 	if_end(I, &f);
 	cp_async_commit(I);
 }
@@ -411,7 +462,8 @@ void proj_dw_wg(Tmpl *T)
 	LLVMValueRef tstart = imul(I, slab, per);
 	LLVMValueRef t1 = imul(I, iadd(I, slab, ci32(I, 1)), per);
 	d.t1 = LLVMBuildSelect(I->b, ilt(I, t1, ntile), t1, ntile, "");
-	for (int st = 0; st < WG_AHEAD; st++)
+	const Ring rg = { WG_STAGES, WG_AHEAD };
+	for (int st = 0; st < rg.ahead; st++)
 		dw_copy(T, &d, iadd(I, tstart, ci32(I, st)), ci32(I, st));
 	Var acc[2][32];
 	for (int j = 0; j < na; j++)
@@ -420,9 +472,9 @@ void proj_dw_wg(Tmpl *T)
 	Loop L;
 	loop_begin(I, &L, tstart, d.t1, ci32(I, 1), "rt");
 	LLVMValueRef t = loop_i(I, &L), n = isub(I, t, tstart);
-	ring_ready(I);
-	dw_copy(T, &d, iadd(I, t, ci32(I, WG_AHEAD)), ring_slot(I, n, WG_AHEAD));
-	LLVMValueRef base = imul(I, ring_slot(I, n, 0), ci32(I, d.stage));
+	ring_ready(I, &rg);
+	dw_copy(T, &d, iadd(I, t, ci32(I, rg.ahead)), ring_slot(I, &rg, n, rg.ahead));
+	LLVMValueRef base = imul(I, ring_slot(I, &rg, n, 0), ci32(I, d.stage));
 	LLVMValueRef all[64];
 	for (int j = 0; j < na; j++)
 		for (int e = 0; e < 32; e++)
