@@ -97,3 +97,49 @@ void wg_wait(Irb *I, int pending, LLVMValueRef *acc, int n)
 }
 
 void wg_align_smem(Irb *I) { LLVMSetAlignment(I->smem, 1024); }
+
+static LLVMValueRef smem_addr32(Irb *I, LLVMValueRef off)
+{
+	return LLVMBuildPtrToInt(I->b, smem_ptr(I, off), I->i32, "");
+}
+
+void mbar_init(Irb *I, LLVMValueRef off, int count)
+{
+	LLVMTypeRef in[2] = { I->i32, I->i32 };
+	LLVMValueRef args[2] = { smem_addr32(I, off), ci32(I, count) };
+	LLVMTypeRef fty = LLVMFunctionType(I->voidt, in, 2, 0);
+	LLVMBuildCall2(I->b, fty, irb_asm(fty, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", 1), args, 2, "");
+}
+
+void mbar_arrive(Irb *I, LLVMValueRef off)
+{
+	LLVMTypeRef in[1] = { I->i32 };
+	LLVMValueRef args[1] = { smem_addr32(I, off) };
+	LLVMTypeRef fty = LLVMFunctionType(I->voidt, in, 1, 0);
+	LLVMBuildCall2(I->b, fty, irb_asm(fty, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", 1), args, 1, "");
+}
+
+/* a loop of try_wait (each may suspend the thread a while in hardware) */
+void mbar_wait(Irb *I, LLVMValueRef off, LLVMValueRef parity)
+{
+	LLVMTypeRef in[2] = { I->i32, I->i32 };
+	LLVMValueRef args[2] = { smem_addr32(I, off), parity };
+	LLVMTypeRef fty = LLVMFunctionType(I->i32, in, 2, 0);
+	LLVMValueRef tw = irb_asm(fty, "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n\t"
+	                               "selp.u32 $0, 1, 0, p;\n\t}", "=r,r,r,~{memory}", 1);
+	LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "mbar_wait");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "mbar_done");
+	LLVMBuildBr(I->b, spin);
+	LLVMPositionBuilderAtEnd(I->b, spin);
+	LLVMValueRef ok = LLVMBuildCall2(I->b, fty, tw, args, 2, "");
+	LLVMBuildCondBr(I->b, LLVMBuildICmp(I->b, LLVMIntNE, ok, ci32(I, 0), ""), done, spin);
+	LLVMPositionBuilderAtEnd(I->b, done);
+}
+
+void wg_setmaxnreg(Irb *I, int inc, int n)
+{
+	CHECK(n >= 24 && n <= 256 && n % 8 == 0);
+	char as[64];
+	snprintf(as, sizeof as, "setmaxnreg.%s.sync.aligned.u32 %d;", inc ? "inc" : "dec", n);
+	asm0(I, as);
+}

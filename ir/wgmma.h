@@ -42,4 +42,18 @@ void fence_proxy_async(Irb *I);
  * blocks' atoms); the module's other kernels see the same array */
 void wg_align_smem(Irb *I);
 
+/* mbarriers: 8-byte barriers in shared memory at byte offset off (a
+ * multiple of 8), arrivals counted per phase, the phases numbered from 0
+ * (parity = number & 1); the block's own, so a bar_sync after the init
+ * makes it visible. mbar_arrive releases this thread's writes before it,
+ * mbar_wait acquires them, spinning until the phase of that parity has
+ * completed (try_wait: sm_90). */
+void mbar_init(Irb *I, LLVMValueRef off, int count);
+void mbar_arrive(Irb *I, LLVMValueRef off);
+void mbar_wait(Irb *I, LLVMValueRef off, LLVMValueRef parity);
+/* setmaxnreg (sm_90a): the executing warpgroup's registers a thread
+ * raised (inc) or lowered to n, a multiple of 8 in 24..256; every warp of
+ * the warpgroup runs it */
+void wg_setmaxnreg(Irb *I, int inc, int n);
+
 #endif

@@ -184,12 +184,13 @@ LLVMValueRef ksig_each_arg(Tmpl *T, const KSig *s, const char *prefix, int j)
 
 /* the NX column tiles by GY blocks striding over row tiles (templates/plan.c
  * sizes GY) */
-Launch *proj_open(Tmpl *T, int fwd, int smem, int threads)
+Launch *proj_open(Tmpl *T, int fwd, int smem, int threads, int minblocks)
 {
 	Irb *I = &T->I;
 	char sm[16];
 	snprintf(sm, sizeof sm, "%d", smem);
 	Launch *l = tmpl_launch(T, fwd, fwd ? "proj_fwd" : "proj_dx", "NX", "GY", "1", threads, sm);
+	l->minblocks = minblocks;
 	launch_flops(l, proj_flops(T));
 	ksig_add(T, &l->sig, fwd ? "x" : "dx", I->gptr);
 	ksig_params(T, &l->sig);
@@ -262,7 +263,7 @@ void tmpl_proj_fwd(Tmpl *T)
 	const Mixer *mx = T->mx;
 	int K = mx->k, nc = proj_nc(T), na = T->napj;
 	int boff = a_bytes(T);
-	Launch *l = proj_open(T, 1, boff + na * b_bytes(T), PROJ_THREADS);
+	Launch *l = proj_open(T, 1, boff + na * b_bytes(T), PROJ_THREADS, 0);
 	ProjLanes p;
 	proj_lanes(T, &l->sig, &p);
 	proj_tile(T, &p);
@@ -322,7 +323,7 @@ void tmpl_proj_dx(Tmpl *T)
 	const Mixer *mx = T->mx;
 	int K = mx->k, nc = proj_nc(T), na = T->napj;
 	int boff = a_bytes(T);
-	Launch *l = proj_open(T, 0, boff + na * b_bytes(T), PROJ_THREADS);
+	Launch *l = proj_open(T, 0, boff + na * b_bytes(T), PROJ_THREADS, 0);
 	LLVMValueRef dx = ksig_arg(T, &l->sig, "dx"), dxd = ksig_arg(T, &l->sig, "ws:dxd");
 	ProjLanes p;
 	proj_lanes(T, &l->sig, &p);

@@ -17,8 +17,8 @@ void proj_tile(Tmpl *T, ProjLanes *p);
 /* proj_fwd's (fwd) or proj_dx's launch and signature (x or dx, the
  * parameters, the projections' or their adjoints' workspaces, [dxd,] B*L,
  * D), the kernel opened: one for both forms, so that the runtime's
- * arguments fit either */
-Launch *proj_open(Tmpl *T, int fwd, int smem, int threads);
+ * arguments fit either; minblocks a launch bound (0: none) */
+Launch *proj_open(Tmpl *T, int fwd, int smem, int threads, int minblocks);
 /* proj_dw's (x, the adjoints, the slabs' partial sums, B*L, D; a block per
  * (k tile, m tile) of a head and slab), minblocks a launch bound */
 Launch *proj_dw_open(Tmpl *T, int smem, int minblocks);

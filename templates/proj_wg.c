@@ -1,8 +1,8 @@
 /* proj_fwd and proj_dx on Hopper's warpgroup tensor cores (sm_90a): the
- * math of proj.c's, where a block of one warpgroup multiplies a tile of 64
- * rows by the 64 columns of its head slice with wgmma, both operands read
- * from shared memory through descriptors (no fragments in registers, 32
- * accumulators a thread a projection).
+ * math of proj.c's, where a warpgroup multiplies a tile of 64 rows by the
+ * 64 columns of its head slice with wgmma, both operands read from shared
+ * memory through descriptors (no fragments in registers, 32 accumulators
+ * a thread a projection).
  *
  * The contraction is cut in blocks of 64: proj_fwd's K/64 blocks of x's
  * head rows, proj_dx's K/64 of each adjoint in turn. The block's weight
@@ -10,16 +10,20 @@
  * ir/wgmma.h); the rows' blocks pass through a ring of WG_STAGES buffers,
  * filled by cp.async three blocks ahead (across row tiles: the block's
  * next tile is GY further), so that loads fly while the tensor cores work.
- * Each trip: this block's copies waited for, made visible to the async
- * proxy, a barrier (every thread's copies; every thread past the last
- * trip's wgmma, so its buffer may be refilled), the refill, then the
- * block's 4 x 16-column steps per projection and a wait for them. A row
- * tile ends in an epilogue through shared memory, written as 16-byte
- * chunks (bench/experiments/2026-12-06-proj-wgmma/: the ring's depth and
- * wgmma left in flight changed nothing there, the epilogue a third).
- * proj_dw is on it too (MN-major operands, below): on an H100 it went
- * from 2.7 to 1.55 ms at 1x131072x4096 (bench/experiments/2026-12-06-
- * proj-dw-wgmma/). */
+ * A second warpgroup copies (WG_PRODUCER): for each trip it waits for its
+ * copies, makes them visible to the async proxy and arrives at the
+ * buffer's full mbarrier, then refills the buffer the multiplying
+ * warpgroup released last (its empty mbarrier); that one waits on full,
+ * runs its 4 x 16-column steps per projection, waits for them and
+ * releases the buffer: no block barrier a trip, and the registers moved
+ * to it (setmaxnreg: 200 a thread, the copier 56, two blocks an SM). A
+ * row tile ends in an epilogue through shared memory, written as 16-byte
+ * chunks. Measured on an H100 (bench/experiments/2026-12-06-proj-wgmma,
+ * -groups and -producer): the epilogue took a third off; the ring's depth,
+ * wgmma left in flight and two multiplying warpgroups a block did not
+ * pay; the producer 2-13%.
+ * proj_dw is on wgmma too (MN-major operands, below; every thread copies):
+ * 2.7 -> 1.55 ms at 1x131072x4096 (2026-12-06-proj-dw-wgmma/). */
 #include "proj.h"
 #include "wgmma.h"
 #include "diag.h"
@@ -38,6 +42,12 @@ _Static_assert(WG_AHEAD + WG_PENDING < WG_STAGES, "a refill waits for the trip t
 #define WG_GROUPS 1     /* proj_fwd's and proj_dx's warpgroups a block, each its own 64 rows of a tile */
 #endif
 #define WG_RING_MAX 8           /* their ring's buffers, at most, where there are several groups */
+#ifndef WG_PRODUCER
+#define WG_PRODUCER 1   /* proj_fwd's and proj_dx's copies by a warpgroup of their own, a barrier a buffer */
+#endif
+#ifndef WG_PRODUCER_REGS
+#define WG_PRODUCER_REGS 56   /* its registers a thread; the multiplying warpgroup takes the rest of two blocks an SM */
+#endif
 #define WG_SMEM_MAX 232448      /* a block's shared memory on sm_90, at most (227 KB) */
 
 /* A ring of buffers copied ahead: `stages` buffers, the one multiplied
@@ -53,7 +63,12 @@ int proj_per_sm(const Tmpl *T) { return proj_wgmma(T) && WG_GROUPS > 1 ? 1 : PRO
  * memory */
 typedef struct {
 	int fwd, nkb, kbh;                    /* blocks in all; per projection (K/64) */
-	int groups, threads, rows;            /* warpgroups, threads and rows (64 a group) of a tile */
+	int groups, threads, rows;            /* warpgroups, their threads and rows (64 a group) of a tile */
+	int producer;                         /* a copying warpgroup beside them (WG_PRODUCER) */
+	int bars;                             /* its ring's mbarriers: full[stages], then empty[stages] */
+	int launch;                           /* the block's threads */
+	int cthreads;                         /* the threads that copy the rows' blocks ... */
+	LLVMValueRef ctid;                    /* ... and this thread's index among them */
 	LLVMValueRef src[MX_MAXPROJ];         /* A's tensors: x, or the adjoints */
 	int wblk, ring, obuf, smem;           /* shared offsets: weight blocks, the ring, the output
 	                                       * tile (epilogue); bytes in all */
@@ -80,6 +95,8 @@ static void wg_plan(Tmpl *T, Wg *g, int fwd)
 	g->nkb = fwd ? g->kbh : T->napj * g->kbh;
 	g->groups = WG_GROUPS;
 	g->threads = 128 * g->groups;
+	g->producer = WG_PRODUCER;
+	CHECK(!g->producer || g->groups == 1);
 	g->rows = 64 * g->groups;
 	g->wblk = 0;
 	g->ring = T->napj * g->kbh * WG_BLOCK;
@@ -92,7 +109,9 @@ static void wg_plan(Tmpl *T, Wg *g, int fwd)
 	}
 	CHECK(g->rg.ahead >= 1 && g->rg.ahead + WG_PENDING < g->rg.stages);
 	g->obuf = g->ring + g->rg.stages * g->groups * WG_BLOCK;
-	g->smem = g->obuf + obytes;
+	g->bars = g->obuf + obytes;
+	g->smem = g->bars + (g->producer ? 2 * 8 * g->rg.stages : 0);
+	g->launch = g->threads + 128 * g->producer;
 	CHECK(g->smem <= WG_SMEM_MAX);
 }
 
@@ -113,6 +132,16 @@ static LLVMValueRef ring_slot(Irb *I, const Ring *rg, LLVMValueRef n, int ahead)
 	return LLVMBuildURem(I->b, ahead ? iadd(I, n, ci32(I, ahead)) : n, ci32(I, rg->stages), "");
 }
 
+/* a barrier of the threads that multiply: all the block's, or with a
+ * producer warpgroup beside them barrier 1 of theirs alone */
+static void wg_bar(Irb *I, const Wg *g)
+{
+	if (g->producer)
+		bar_named(I, ci32(I, 1), g->threads);
+	else
+		bar_sync(I);
+}
+
 /* the shared offset of row r's chunk c (a multiple of 8 columns) in a
  * tile's swizzled blocks from base, a block each 64 rows */
 static LLVMValueRef tile_at(Irb *I, int rows, LLVMValueRef base, LLVMValueRef r, LLVMValueRef c8)
@@ -128,12 +157,12 @@ static LLVMValueRef tile_at(Irb *I, int rows, LLVMValueRef base, LLVMValueRef r,
  * block each 64 rows), 4 chunks of 16 bytes a thread of `threads`, by
  * cp.async (the caller commits) */
 static void copy_block(Tmpl *T, const ProjLanes *p, LLVMValueRef src, LLVMValueRef t, LLVMValueRef col0, LLVMValueRef base,
-                       int rows, int threads)
+                       int rows, int threads, LLVMValueRef tid)
 {
 	Irb *I = &T->I;
-	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), "");
+	LLVMValueRef c = LLVMBuildAnd(I->b, tid, ci32(I, 7), "");
 	for (int it = 0; it < rows * 8 / threads; it++) {   /* rows of 8 chunks of 16 bytes */
-		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * threads / 8));
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid, ci32(I, 3), ""), ci32(I, it * threads / 8));
 		LLVMValueRef row = iadd(I, imul(I, t, ci32(I, rows)), r);
 		LLVMValueRef ok = ilt(I, row, p->BL);   /* a row past B*L reads nothing and lands as zeros */
 		LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, p->D)), sext64(I, iadd(I, col0, imul(I, c, ci32(I, 8)))));
@@ -153,7 +182,7 @@ static void wg_copy(Tmpl *T, const Wg *g, LLVMValueRef t, int kb, LLVMValueRef s
 	if_begin(I, &f, ilt(I, t, g->ntile), "wg_copy");
 	LLVMValueRef base = iadd(I, ci32(I, g->ring), imul(I, slot, ci32(I, g->groups * WG_BLOCK)));
 	LLVMValueRef col0 = iadd(I, imul(I, p->hp, ci32(I, T->mx->k)), ci32(I, a_col(g, kb)));
-	copy_block(T, p, a_src(g, kb), t, col0, base, g->rows, g->threads);
+	copy_block(T, p, a_src(g, kb), t, col0, base, g->rows, g->cthreads, g->ctid);
 	if_end(I, &f);
 	cp_async_commit(I);
 }
@@ -174,7 +203,7 @@ static void wg_stage_weights(Tmpl *T, const Wg *g, const KSig *s)
 		LLVMValueRef W = ksig_param(T, s, T->mx->proj[T->apj[j]].weight);
 		int jb = g->wblk + j * g->kbh * WG_BLOCK;
 		Loop L;   /* a loop, not unrolled: 64 loads in flight would take 256 registers */
-		loop_begin(I, &L, tid_x(I), ci32(I, n), ci32(I, g->threads), "wst");
+		loop_begin(I, &L, tid_x(I), ci32(I, n), ci32(I, g->launch), "wst");
 		{
 			LLVMValueRef e = loop_i(I, &L);
 			if (g->fwd) {   /* e: row k of W, columns 4 (e % 16).. of the slice */
@@ -217,61 +246,188 @@ static LLVMValueRef acc_col(Irb *I, const ProjLanes *p, LLVMValueRef base, int i
 	return iadd(I, base, iadd(I, ci32(I, 8 * i), imul(I, p->q, ci32(I, 2))));
 }
 
-/* The kernel's body after its signature: weights staged, the ring primed
- * with the first WG_AHEAD blocks, then the block's row tiles (ctaid.y, GY apart),
- * each through its nkb contraction blocks, and out */
-static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgOut out, void *ctx)
+/* the ring's mbarrier of slot: full (its blocks landed) or empty (the
+ * wgmma that read it are done) */
+static LLVMValueRef ring_bar(Irb *I, const Wg *g, int empty, LLVMValueRef slot)
+{
+	return iadd(I, ci32(I, g->bars + empty * 8 * g->rg.stages), imul(I, slot, ci32(I, 8)));
+}
+
+/* the phase parity of trip n's use of its slot, the (n / stages)-th */
+static LLVMValueRef use_parity(Irb *I, const Ring *rg, LLVMValueRef n)
+{
+	return LLVMBuildAnd(I->b, LLVMBuildUDiv(I->b, n, ci32(I, rg->stages), ""), ci32(I, 1), "");
+}
+
+/* The block's trips in order: row tiles ctaid.y, GY apart, each through
+ * its nkb contraction blocks (trip n = the tiles before times nkb + kb),
+ * the ring primed with the first `ahead` blocks; trip() at each, end()
+ * after each tile */
+typedef struct {
+	void (*trip)(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n, void *arg);
+	void (*end)(Tmpl *T, Wg *g, LLVMValueRef t, void *arg);
+	void *arg;
+} WgTrips;
+
+static void wg_trips(Tmpl *T, Wg *g, int prime, const WgTrips *w)
 {
 	Irb *I = &T->I;
-	int na = g->fwd ? T->napj : 1;   /* accumulator sets: a projection each, or dx's one */
-	wg_align_smem(I);
-	wg_stage_weights(T, g, s);
-	g->ntile = idiv(I, iadd(I, g->p.BL, ci32(I, g->rows - 1)), ci32(I, g->rows));
 	LLVMValueRef GY = nctaid(I, 1);
-	/* the group's own rows of each buffer */
-	LLVMValueRef gblk = g->groups > 1 ? imul(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 7), ""), ci32(I, WG_BLOCK)) : NULL;
-	for (int st = 0; st < g->rg.ahead; st++)
+	for (int st = 0; prime && st < g->rg.ahead; st++)
 		wg_copy(T, g, iadd(I, ctaid(I, 1), imul(I, ci32(I, st / g->nkb), GY)), st % g->nkb, ci32(I, st));
-	Var trip = var_init(I, ci32(I, 0), "trip");   /* contraction blocks done by the block */
+	Var trip = var_init(I, ci32(I, 0), "trip");
 	Loop L;
 	loop_begin(I, &L, ctaid(I, 1), g->ntile, GY, "rt");
 	LLVMValueRef t = loop_i(I, &L);
-	LLVMValueRef acc[2][32];
-	for (int kb = 0; kb < g->nkb; kb++) {
-		LLVMValueRef n = iadd(I, var_get(I, trip), ci32(I, kb));
-		ring_ready(I, &g->rg);
-		int ahead = kb + g->rg.ahead;
-		wg_copy(T, g, iadd(I, t, imul(I, ci32(I, ahead / g->nkb), GY)), ahead % g->nkb, ring_slot(I, &g->rg, n, g->rg.ahead));
-		LLVMValueRef abuf = iadd(I, ci32(I, g->ring), imul(I, ring_slot(I, &g->rg, n, 0), ci32(I, g->groups * WG_BLOCK)));
-		if (gblk)
-			abuf = iadd(I, abuf, gblk);
-		wg_fence(I);
-		for (int ks = 0; ks < 4; ks++)
-			for (int j = 0; j < na; j++) {
-				int wb = g->fwd ? j * g->kbh + kb : kb;
-				if (kb == 0 && ks == 0)
-					for (int e = 0; e < 32; e++)
-						acc[j][e] = LLVMGetUndef(I->f32);
-				wg_mma64(I, acc[j], wg_desc(I, abuf, 2 * 16 * ks), wg_desc(I, ci32(I, g->wblk + wb * WG_BLOCK), 2 * 16 * ks),
-				         kb > 0 || ks > 0, 0);
-			}
-		wg_commit(I);
-		if (kb < g->nkb - 1 && WG_PENDING > 0) {
-			wg_wait(I, WG_PENDING, NULL, 0);
-			continue;
-		}
-		LLVMValueRef all[64];
-		for (int j = 0; j < na; j++)
-			for (int e = 0; e < 32; e++)
-				all[32 * j + e] = acc[j][e];
-		wg_wait(I, 0, all, 32 * na);
-		for (int j = 0; j < na; j++)
-			for (int e = 0; e < 32; e++)
-				acc[j][e] = all[32 * j + e];
-	}
+	for (int kb = 0; kb < g->nkb; kb++)
+		w->trip(T, g, t, kb, iadd(I, var_get(I, trip), ci32(I, kb)), w->arg);
 	var_set(I, trip, iadd(I, var_get(I, trip), ci32(I, g->nkb)));
-	out(T, g, s, imul(I, t, ci32(I, g->rows)), acc, ctx);
+	if (w->end)
+		w->end(T, g, t, w->arg);
 	loop_end(I, &L);
+}
+
+/* the copies of the block `ahead` trips after trip n (tile t, block kb) */
+static void copy_ahead(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n)
+{
+	Irb *I = &T->I;
+	int a = kb + g->rg.ahead;
+	wg_copy(T, g, iadd(I, t, imul(I, ci32(I, a / g->nkb), nctaid(I, 1))), a % g->nkb, ring_slot(I, &g->rg, n, g->rg.ahead));
+}
+
+/* The producer warpgroup's trip: trip n's blocks landed (its copies waited
+ * for and made visible to the async proxy), full arrived at; then the
+ * buffer of trip n + ahead refilled once the wgmma of its last use
+ * (trip n + ahead - stages) have released it */
+static void produce_trip(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n, void *arg)
+{
+	(void)arg;
+	Irb *I = &T->I;
+	const Ring *rg = &g->rg;
+	cp_async_wait(I, rg->ahead - 1);
+	fence_proxy_async(I);
+	mbar_arrive(I, ring_bar(I, g, 0, ring_slot(I, rg, n, 0)));
+	LLVMValueRef m = iadd(I, n, ci32(I, rg->ahead - rg->stages));
+	IfBlk f;
+	if_begin(I, &f, LLVMBuildICmp(I->b, LLVMIntSGE, m, ci32(I, 0), ""), "reuse");
+	mbar_wait(I, ring_bar(I, g, 1, ring_slot(I, rg, n, rg->ahead)), use_parity(I, rg, m));
+	if_end(I, &f);
+	copy_ahead(T, g, t, kb, n);
+}
+
+/* The multiplying warps' state: accumulators, the epilogue */
+typedef struct {
+	LLVMValueRef acc[2][32], gblk;
+	WgOut out;
+	const KSig *s;
+	void *ctx;
+} WgMul;
+
+/* A trip of the warpgroups: the buffer's blocks ready (the producer's
+ * barrier, or this thread's copies and a block barrier, then the refill
+ * ahead), its 4 x 16-column steps per projection, a wait for them, and
+ * with a producer the buffer released */
+static void mul_trip(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n, void *arg)
+{
+	Irb *I = &T->I;
+	WgMul *m = arg;
+	int na = g->fwd ? T->napj : 1;   /* accumulator sets: a projection each, or dx's one */
+	if (g->producer) {
+		mbar_wait(I, ring_bar(I, g, 0, ring_slot(I, &g->rg, n, 0)), use_parity(I, &g->rg, n));
+	} else {
+		ring_ready(I, &g->rg);
+		copy_ahead(T, g, t, kb, n);
+	}
+	LLVMValueRef abuf = iadd(I, ci32(I, g->ring), imul(I, ring_slot(I, &g->rg, n, 0), ci32(I, g->groups * WG_BLOCK)));
+	if (m->gblk)
+		abuf = iadd(I, abuf, m->gblk);
+	wg_fence(I);
+	for (int ks = 0; ks < 4; ks++)
+		for (int j = 0; j < na; j++) {
+			int wb = g->fwd ? j * g->kbh + kb : kb;
+			if (kb == 0 && ks == 0)
+				for (int e = 0; e < 32; e++)
+					m->acc[j][e] = LLVMGetUndef(I->f32);
+			wg_mma64(I, m->acc[j], wg_desc(I, abuf, 2 * 16 * ks), wg_desc(I, ci32(I, g->wblk + wb * WG_BLOCK), 2 * 16 * ks),
+			         kb > 0 || ks > 0, 0);
+		}
+	wg_commit(I);
+	if (kb < g->nkb - 1 && WG_PENDING > 0) {
+		wg_wait(I, WG_PENDING, NULL, 0);
+		return;
+	}
+	LLVMValueRef all[64];
+	for (int j = 0; j < na; j++)
+		for (int e = 0; e < 32; e++)
+			all[32 * j + e] = m->acc[j][e];
+	wg_wait(I, 0, all, 32 * na);
+	for (int j = 0; j < na; j++)
+		for (int e = 0; e < 32; e++)
+			m->acc[j][e] = all[32 * j + e];
+	if (g->producer)
+		mbar_arrive(I, ring_bar(I, g, 1, ring_slot(I, &g->rg, n, 0)));
+}
+
+/* a tile's end: with a producer, a barrier of the warpgroup first (the
+ * output tile is free: every thread's reads of the last one are done;
+ * without, each trip's block barrier saw to it), then the epilogue */
+static void mul_end(Tmpl *T, Wg *g, LLVMValueRef t, void *arg)
+{
+	Irb *I = &T->I;
+	WgMul *m = arg;
+	if (g->producer)
+		wg_bar(I, g);
+	m->out(T, g, m->s, imul(I, t, ci32(I, g->rows)), m->acc, m->ctx);
+}
+
+/* The kernel's body after its signature: weights staged, then the trips
+ * (with a producer warpgroup: it copies, the other multiplies, a full
+ * and an empty mbarrier a buffer between them, and the registers moved
+ * to the multiplying one: two blocks an SM at 128 a thread), and out */
+static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgOut out, void *ctx)
+{
+	Irb *I = &T->I;
+	wg_align_smem(I);
+	CHECK(!g->producer || WG_PENDING == 0);   /* a buffer is released after its wgmma are waited for */
+	if (g->producer) {   /* a full barrier counts the producer's threads, an empty one the multiplying ones */
+		IfBlk f;
+		if_begin(I, &f, ieq(I, tid_x(I), ci32(I, 0)), "mbar_init");
+		for (int st = 0; st < g->rg.stages; st++) {
+			mbar_init(I, ring_bar(I, g, 0, ci32(I, st)), 128);
+			mbar_init(I, ring_bar(I, g, 1, ci32(I, st)), g->threads);
+		}
+		if_end(I, &f);
+	}
+	wg_stage_weights(T, g, s);
+	g->ntile = idiv(I, iadd(I, g->p.BL, ci32(I, g->rows - 1)), ci32(I, g->rows));
+	WgMul m = { .out = out, .s = s, .ctx = ctx };
+	/* the group's own rows of each buffer */
+	m.gblk = g->groups > 1 ? imul(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 7), ""), ci32(I, WG_BLOCK)) : NULL;
+	WgTrips mul = { mul_trip, mul_end, &m };
+	if (!g->producer) {
+		g->cthreads = g->threads;
+		g->ctid = tid_x(I);
+		wg_trips(T, g, 1, &mul);
+		irb_ret(I);
+		return;
+	}
+	/* the weights and the barriers' init seen by all: the first trip's
+	 * barrier does it where every thread copies */
+	fence_proxy_async(I);
+	bar_sync(I);
+	LLVMValueRef prod = LLVMBuildICmp(I->b, LLVMIntUGE, tid_x(I), ci32(I, g->threads), "");
+	IfBlk f;
+	if_begin(I, &f, prod, "produce");
+	wg_setmaxnreg(I, 0, WG_PRODUCER_REGS);
+	g->cthreads = 128;
+	g->ctid = isub(I, tid_x(I), ci32(I, g->threads));
+	WgTrips pr = { produce_trip, NULL, NULL };
+	wg_trips(T, g, 1, &pr);
+	if_end(I, &f);
+	if_begin(I, &f, LLVMBuildNot(I->b, prod, ""), "multiply");
+	wg_setmaxnreg(I, 1, 256 - WG_PRODUCER_REGS);
+	wg_trips(T, g, 0, &mul);
+	if_end(I, &f);
 	irb_ret(I);
 }
 
@@ -297,7 +453,7 @@ static void fwd_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVM
 				st(I, v, smem_ptr(I, at), 4);
 			}
 		}
-	bar_sync(I);
+	wg_bar(I, g);
 	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4);
 	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), "");
 	int chunks = g->rows * 8;   /* a projection's */
@@ -320,7 +476,7 @@ void proj_fwd_wg(Tmpl *T)
 	Irb *I = &T->I;
 	Wg g;
 	wg_plan(T, &g, 1);
-	Launch *l = proj_open(T, 1, g.smem, g.threads);
+	Launch *l = proj_open(T, 1, g.smem, g.launch, 2 * g.producer);
 	proj_lanes(T, &l->sig, &g.p);
 	proj_tile(T, &g.p);
 	g.src[0] = ksig_arg(T, &l->sig, "x");
@@ -375,7 +531,7 @@ static void dx_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMV
 			st(I, v, smem_ptr(I, at), 8);
 		}
 	}
-	bar_sync(I);
+	wg_bar(I, g);
 	for (int it = 0; it < NIT; it++) {
 		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * g->threads / 8));
 		IfBlk f;
@@ -399,7 +555,7 @@ void proj_dx_wg(Tmpl *T)
 {
 	Wg g;
 	wg_plan(T, &g, 0);
-	Launch *l = proj_open(T, 0, g.smem, g.threads);
+	Launch *l = proj_open(T, 0, g.smem, g.launch, 2 * g.producer);
 	proj_lanes(T, &l->sig, &g.p);
 	proj_tile(T, &g.p);
 	for (int j = 0; j < T->napj; j++)
@@ -427,9 +583,9 @@ static void dw_copy(Tmpl *T, const WgDw *d, LLVMValueRef t, LLVMValueRef slot)
 	IfBlk f;
 	if_begin(I, &f, ilt(I, t, d->t1), "dw_copy");
 	LLVMValueRef base = imul(I, slot, ci32(I, d->stage));
-	copy_block(T, &d->p, d->x, t, d->xcol, base, PROJ_ROWS, PROJ_THREADS);
+	copy_block(T, &d->p, d->x, t, d->xcol, base, PROJ_ROWS, PROJ_THREADS, tid_x(I));
 	for (int j = 0; j < T->napj; j++)
-		copy_block(T, &d->p, d->dp[j], t, d->dcol, iadd(I, base, ci32(I, (1 + j) * WG_BLOCK)), PROJ_ROWS, PROJ_THREADS);
+		copy_block(T, &d->p, d->dp[j], t, d->dcol, iadd(I, base, ci32(I, (1 + j) * WG_BLOCK)), PROJ_ROWS, PROJ_THREADS, tid_x(I));
 	if_end(I, &f);
 	cp_async_commit(I);
 }

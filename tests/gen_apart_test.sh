@@ -117,6 +117,15 @@ f=$work/k256_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
 got="$(wg "$f" proj_fwd) $(wg "$f" proj_dx) $(wg "$f" proj_dw) $(grep -c '^\.target sm_90a' "$f") $(grep -c 'align 1024 .b8 recur_smem' "$f")"
 [ "$got" = "32 32 8 1 1" ]
 check $? "sm_90a at K = 256: proj_fwd and proj_dx 32 wgmma each (4 blocks of 64 x 4 steps x 2), proj_dw 8 (4 steps x 2); target and 1024-byte alignment (got: $got)"
+# and proj_fwd's and proj_dx's copies by a warpgroup of their own: 256 threads, the registers
+# moved to the multiplying one (56 and 200 a thread), a full and an empty mbarrier wait a
+# trip (4 trips of a row tile in proj_fwd, 8 in proj_dx), the multiplying warpgroup's own
+# barrier twice around the epilogue, never the block's
+pw() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" > "$work/pw.ptx"
+	echo "$(grep -o 'maxntid [0-9]*' "$work/pw.ptx" | head -1 | cut -d' ' -f2)/$(grep -c 'setmaxnreg.dec.sync.aligned.u32 56;' "$work/pw.ptx")/$(grep -c 'setmaxnreg.inc.sync.aligned.u32 200;' "$work/pw.ptx")/$(grep -c 'mbarrier.try_wait.parity' "$work/pw.ptx")/$(grep -cE 'barrier.sync[[:space:]]+1, 128;' "$work/pw.ptx")/$(grep -cE 'bar(rier)?.sync[[:space:]]+0;' "$work/pw.ptx")"; }
+got="$(pw "$f" proj_fwd) $(pw "$f" proj_dx)"
+[ "$got" = "256/1/1/8/2/1 256/1/1/16/2/1" ]
+check $? "sm_90a at K = 256: proj_fwd and proj_dx with a producer warpgroup (threads/dec 56/inc 200/mbarrier waits/barrier 1/block barriers; got: $got)"
 f176=$work/k176_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
 got="$(grep -c wgmma "$f176") $(cat "$work"/k256/*.ptx | grep -c wgmma)"
 [ "$got" = "0 0" ]
