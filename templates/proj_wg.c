@@ -22,8 +22,9 @@
  * -groups and -producer): the epilogue took a third off; the ring's depth,
  * wgmma left in flight and two multiplying warpgroups a block did not
  * pay; the producer 2-13%.
- * proj_dw is on wgmma too (MN-major operands, below; every thread copies):
- * 2.7 -> 1.55 ms at 1x131072x4096 (2026-12-06-proj-dw-wgmma/). */
+ * proj_dw is on wgmma too (MN-major operands, below; every thread copies,
+ * a producer there did not pay): 2.7 -> 1.55 ms at 1x131072x4096
+ * (2026-12-06-proj-dw-wgmma/). */
 #include "proj.h"
 #include "wgmma.h"
 #include "diag.h"
@@ -45,6 +46,9 @@ _Static_assert(WG_AHEAD + WG_PENDING < WG_STAGES, "a refill waits for the trip t
 #ifndef WG_PRODUCER
 #define WG_PRODUCER 1   /* proj_fwd's and proj_dx's copies by a warpgroup of their own, a barrier a buffer */
 #endif
+#ifndef WG_DW_PRODUCER
+#define WG_DW_PRODUCER 0   /* and proj_dw's (H100: no gain, bench/experiments/2026-12-06-proj-wgmma-dw-producer/) */
+#endif
 #ifndef WG_PRODUCER_REGS
 #define WG_PRODUCER_REGS 56   /* its registers a thread; the multiplying warpgroup takes the rest of two blocks an SM */
 #endif
@@ -53,6 +57,7 @@ _Static_assert(WG_AHEAD + WG_PENDING < WG_STAGES, "a refill waits for the trip t
 /* A ring of buffers copied ahead: `stages` buffers, the one multiplied
  * and `ahead` in flight (ahead + WG_PENDING < stages) */
 typedef struct { int stages, ahead; } Ring;
+#define RING_BAR_BYTES(rg) (2 * 8 * (rg)->stages)   /* a producer's mbarriers: full and empty a buffer */
 
 int proj_wgmma(const Tmpl *T) { return T->wgmma && T->mx->k % 64 == 0 && T->napj <= 2; }
 int proj_tile_rows(const Tmpl *T) { return proj_wgmma(T) ? 64 * WG_GROUPS : PROJ_ROWS; }
@@ -110,7 +115,7 @@ static void wg_plan(Tmpl *T, Wg *g, int fwd)
 	CHECK(g->rg.ahead >= 1 && g->rg.ahead + WG_PENDING < g->rg.stages);
 	g->obuf = g->ring + g->rg.stages * g->groups * WG_BLOCK;
 	g->bars = g->obuf + obytes;
-	g->smem = g->bars + (g->producer ? 2 * 8 * g->rg.stages : 0);
+	g->smem = g->bars + (g->producer ? RING_BAR_BYTES(&g->rg) : 0);
 	g->launch = g->threads + 128 * g->producer;
 	CHECK(g->smem <= WG_SMEM_MAX);
 }
@@ -130,6 +135,81 @@ static void ring_ready(Irb *I, const Ring *rg)
 static LLVMValueRef ring_slot(Irb *I, const Ring *rg, LLVMValueRef n, int ahead)
 {
 	return LLVMBuildURem(I->b, ahead ? iadd(I, n, ci32(I, ahead)) : n, ci32(I, rg->stages), "");
+}
+
+/* A ring with a producer warpgroup: its mbarriers at shared offset bars,
+ * full[stages] (a buffer's blocks landed: the producer's 128 threads
+ * arrive) then empty[stages] (the wgmma that read it are done: the
+ * multiplying warpgroup's 128) */
+static LLVMValueRef ring_bar(Irb *I, int bars, const Ring *rg, int empty, LLVMValueRef slot)
+{
+	return iadd(I, ci32(I, bars + empty * 8 * rg->stages), imul(I, slot, ci32(I, 8)));
+}
+
+
+/* the barriers' init by thread 0 (a block barrier after it shows them) */
+static void ring_bars_init(Irb *I, int bars, const Ring *rg)
+{
+	IfBlk f;
+	if_begin(I, &f, ieq(I, tid_x(I), ci32(I, 0)), "mbar_init");
+	for (int st = 0; st < rg->stages; st++) {
+		mbar_init(I, ring_bar(I, bars, rg, 0, ci32(I, st)), 128);
+		mbar_init(I, ring_bar(I, bars, rg, 1, ci32(I, st)), 128);
+	}
+	if_end(I, &f);
+}
+
+/* the phase parity of trip n's use of its slot, the (n / stages)-th */
+static LLVMValueRef use_parity(Irb *I, const Ring *rg, LLVMValueRef n)
+{
+	return LLVMBuildAnd(I->b, LLVMBuildUDiv(I->b, n, ci32(I, rg->stages), ""), ci32(I, 1), "");
+}
+
+/* The producer's trip n before its refill: trip n's copies landed (this
+ * thread's waited for and made visible to the async proxy), full
+ * arrived at; then the buffer of trip n + ahead waited for until the
+ * wgmma of its last use (trip n + ahead - stages) released it */
+static void ring_produced(Irb *I, int bars, const Ring *rg, LLVMValueRef n)
+{
+	cp_async_wait(I, rg->ahead - 1);
+	fence_proxy_async(I);
+	mbar_arrive(I, ring_bar(I, bars, rg, 0, ring_slot(I, rg, n, 0)));
+	LLVMValueRef m = iadd(I, n, ci32(I, rg->ahead - rg->stages));
+	IfBlk f;
+	if_begin(I, &f, LLVMBuildICmp(I->b, LLVMIntSGE, m, ci32(I, 0), ""), "reuse");
+	mbar_wait(I, ring_bar(I, bars, rg, 1, ring_slot(I, rg, n, rg->ahead)), use_parity(I, rg, m));
+	if_end(I, &f);
+}
+
+/* the multiplying warpgroup's side: trip n's buffer full (wait), or read (release) */
+static void ring_take(Irb *I, int bars, const Ring *rg, LLVMValueRef n)
+{
+	mbar_wait(I, ring_bar(I, bars, rg, 0, ring_slot(I, rg, n, 0)), use_parity(I, rg, n));
+}
+
+static void ring_release(Irb *I, int bars, const Ring *rg, LLVMValueRef n)
+{
+	mbar_arrive(I, ring_bar(I, bars, rg, 1, ring_slot(I, rg, n, 0)));
+}
+
+/* The split of a block with a producer: the warpgroup of threads 128..
+ * copies with WG_PRODUCER_REGS registers a thread, the first multiplies
+ * with the rest (setmaxnreg; two blocks an SM hold 128 a thread at
+ * launch); returns whether this thread produces, the builder inside the
+ * producer's branch (wg_split_multiply moves it to the other) */
+static LLVMValueRef wg_split(Irb *I, IfBlk *f)
+{
+	LLVMValueRef prod = LLVMBuildICmp(I->b, LLVMIntUGE, tid_x(I), ci32(I, 128), "");
+	if_begin(I, f, prod, "produce");
+	wg_setmaxnreg(I, 0, WG_PRODUCER_REGS);
+	return prod;
+}
+
+static void wg_split_multiply(Irb *I, IfBlk *f, LLVMValueRef prod)
+{
+	if_end(I, f);
+	if_begin(I, f, LLVMBuildNot(I->b, prod, ""), "multiply");
+	wg_setmaxnreg(I, 1, 256 - WG_PRODUCER_REGS);
 }
 
 /* a barrier of the threads that multiply: all the block's, or with a
@@ -246,19 +326,6 @@ static LLVMValueRef acc_col(Irb *I, const ProjLanes *p, LLVMValueRef base, int i
 	return iadd(I, base, iadd(I, ci32(I, 8 * i), imul(I, p->q, ci32(I, 2))));
 }
 
-/* the ring's mbarrier of slot: full (its blocks landed) or empty (the
- * wgmma that read it are done) */
-static LLVMValueRef ring_bar(Irb *I, const Wg *g, int empty, LLVMValueRef slot)
-{
-	return iadd(I, ci32(I, g->bars + empty * 8 * g->rg.stages), imul(I, slot, ci32(I, 8)));
-}
-
-/* the phase parity of trip n's use of its slot, the (n / stages)-th */
-static LLVMValueRef use_parity(Irb *I, const Ring *rg, LLVMValueRef n)
-{
-	return LLVMBuildAnd(I->b, LLVMBuildUDiv(I->b, n, ci32(I, rg->stages), ""), ci32(I, 1), "");
-}
-
 /* The block's trips in order: row tiles ctaid.y, GY apart, each through
  * its nkb contraction blocks (trip n = the tiles before times nkb + kb),
  * the ring primed with the first `ahead` blocks; trip() at each, end()
@@ -302,16 +369,7 @@ static void copy_ahead(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n)
 static void produce_trip(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n, void *arg)
 {
 	(void)arg;
-	Irb *I = &T->I;
-	const Ring *rg = &g->rg;
-	cp_async_wait(I, rg->ahead - 1);
-	fence_proxy_async(I);
-	mbar_arrive(I, ring_bar(I, g, 0, ring_slot(I, rg, n, 0)));
-	LLVMValueRef m = iadd(I, n, ci32(I, rg->ahead - rg->stages));
-	IfBlk f;
-	if_begin(I, &f, LLVMBuildICmp(I->b, LLVMIntSGE, m, ci32(I, 0), ""), "reuse");
-	mbar_wait(I, ring_bar(I, g, 1, ring_slot(I, rg, n, rg->ahead)), use_parity(I, rg, m));
-	if_end(I, &f);
+	ring_produced(&T->I, g->bars, &g->rg, n);
 	copy_ahead(T, g, t, kb, n);
 }
 
@@ -333,7 +391,7 @@ static void mul_trip(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n, voi
 	WgMul *m = arg;
 	int na = g->fwd ? T->napj : 1;   /* accumulator sets: a projection each, or dx's one */
 	if (g->producer) {
-		mbar_wait(I, ring_bar(I, g, 0, ring_slot(I, &g->rg, n, 0)), use_parity(I, &g->rg, n));
+		ring_take(I, g->bars, &g->rg, n);
 	} else {
 		ring_ready(I, &g->rg);
 		copy_ahead(T, g, t, kb, n);
@@ -365,7 +423,7 @@ static void mul_trip(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n, voi
 		for (int e = 0; e < 32; e++)
 			m->acc[j][e] = all[32 * j + e];
 	if (g->producer)
-		mbar_arrive(I, ring_bar(I, g, 1, ring_slot(I, &g->rg, n, 0)));
+		ring_release(I, g->bars, &g->rg, n);
 }
 
 /* a tile's end: with a producer, a barrier of the warpgroup first (the
@@ -389,15 +447,8 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgOut out, void *ctx)
 	Irb *I = &T->I;
 	wg_align_smem(I);
 	CHECK(!g->producer || WG_PENDING == 0);   /* a buffer is released after its wgmma are waited for */
-	if (g->producer) {   /* a full barrier counts the producer's threads, an empty one the multiplying ones */
-		IfBlk f;
-		if_begin(I, &f, ieq(I, tid_x(I), ci32(I, 0)), "mbar_init");
-		for (int st = 0; st < g->rg.stages; st++) {
-			mbar_init(I, ring_bar(I, g, 0, ci32(I, st)), 128);
-			mbar_init(I, ring_bar(I, g, 1, ci32(I, st)), g->threads);
-		}
-		if_end(I, &f);
-	}
+	if (g->producer)
+		ring_bars_init(I, g->bars, &g->rg);
 	wg_stage_weights(T, g, s);
 	g->ntile = idiv(I, iadd(I, g->p.BL, ci32(I, g->rows - 1)), ci32(I, g->rows));
 	WgMul m = { .out = out, .s = s, .ctx = ctx };
@@ -415,17 +466,13 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgOut out, void *ctx)
 	 * barrier does it where every thread copies */
 	fence_proxy_async(I);
 	bar_sync(I);
-	LLVMValueRef prod = LLVMBuildICmp(I->b, LLVMIntUGE, tid_x(I), ci32(I, g->threads), "");
 	IfBlk f;
-	if_begin(I, &f, prod, "produce");
-	wg_setmaxnreg(I, 0, WG_PRODUCER_REGS);
+	LLVMValueRef prod = wg_split(I, &f);
 	g->cthreads = 128;
 	g->ctid = isub(I, tid_x(I), ci32(I, g->threads));
 	WgTrips pr = { produce_trip, NULL, NULL };
 	wg_trips(T, g, 1, &pr);
-	if_end(I, &f);
-	if_begin(I, &f, LLVMBuildNot(I->b, prod, ""), "multiply");
-	wg_setmaxnreg(I, 1, 256 - WG_PRODUCER_REGS);
+	wg_split_multiply(I, &f, prod);
 	wg_trips(T, g, 0, &mul);
 	if_end(I, &f);
 	irb_ret(I);
@@ -573,7 +620,10 @@ void proj_dx_wg(Tmpl *T)
 typedef struct {
 	ProjLanes p;
 	LLVMValueRef x, dp[MX_MAXPROJ], xcol, dcol, t1;
-	int stage;   /* bytes of a stage: x's block, then each adjoint's */
+	LLVMValueRef ctid;   /* the copying thread's index among the 128 that copy */
+	int stage;           /* bytes of a stage: x's block, then each adjoint's */
+	int bars;            /* with a producer warpgroup, its mbarriers */
+	Ring rg;
 } WgDw;
 
 /* row tile t's blocks (when t < t1) into ring slot `slot`, then a commit */
@@ -583,20 +633,76 @@ static void dw_copy(Tmpl *T, const WgDw *d, LLVMValueRef t, LLVMValueRef slot)
 	IfBlk f;
 	if_begin(I, &f, ilt(I, t, d->t1), "dw_copy");
 	LLVMValueRef base = imul(I, slot, ci32(I, d->stage));
-	copy_block(T, &d->p, d->x, t, d->xcol, base, PROJ_ROWS, PROJ_THREADS, tid_x(I));
+	copy_block(T, &d->p, d->x, t, d->xcol, base, PROJ_ROWS, PROJ_THREADS, d->ctid);
 	for (int j = 0; j < T->napj; j++)
-		copy_block(T, &d->p, d->dp[j], t, d->dcol, iadd(I, base, ci32(I, (1 + j) * WG_BLOCK)), PROJ_ROWS, PROJ_THREADS, tid_x(I));
+		copy_block(T, &d->p, d->dp[j], t, d->dcol, iadd(I, base, ci32(I, (1 + j) * WG_BLOCK)), PROJ_ROWS, PROJ_THREADS, d->ctid);
 	if_end(I, &f);
 	cp_async_commit(I);
+}
+
+/* the producer's loop over the slab's row tiles: trip n = t - tstart */
+static void dw_produce(Tmpl *T, WgDw *d, LLVMValueRef tstart)
+{
+	Irb *I = &T->I;
+	for (int st = 0; st < d->rg.ahead; st++)
+		dw_copy(T, d, iadd(I, tstart, ci32(I, st)), ci32(I, st));
+	Loop L;
+	loop_begin(I, &L, tstart, d->t1, ci32(I, 1), "pt");
+	LLVMValueRef t = loop_i(I, &L), n = isub(I, t, tstart);
+	ring_produced(I, d->bars, &d->rg, n);
+	dw_copy(T, d, iadd(I, t, ci32(I, d->rg.ahead)), ring_slot(I, &d->rg, n, d->rg.ahead));
+	loop_end(I, &L);
+}
+
+/* The multiplying loop: each row tile's buffer ready (the producer's
+ * barrier, or this thread's copies and a block barrier, then the refill
+ * ahead), its 4 x 16 contraction rows per adjoint into the accumulators */
+static void dw_multiply(Tmpl *T, WgDw *d, LLVMValueRef tstart, int producer, Var acc[][32])
+{
+	Irb *I = &T->I;
+	int na = T->napj;
+	const Ring *rg = &d->rg;
+	if (!producer)
+		for (int st = 0; st < rg->ahead; st++)
+			dw_copy(T, d, iadd(I, tstart, ci32(I, st)), ci32(I, st));
+	Loop L;
+	loop_begin(I, &L, tstart, d->t1, ci32(I, 1), "rt");
+	LLVMValueRef t = loop_i(I, &L), n = isub(I, t, tstart);
+	if (producer) {
+		ring_take(I, d->bars, rg, n);
+	} else {
+		ring_ready(I, rg);
+		dw_copy(T, d, iadd(I, t, ci32(I, rg->ahead)), ring_slot(I, rg, n, rg->ahead));
+	}
+	LLVMValueRef base = imul(I, ring_slot(I, rg, n, 0), ci32(I, d->stage));
+	LLVMValueRef all[64];
+	for (int j = 0; j < na; j++)
+		for (int e = 0; e < 32; e++)
+			all[32 * j + e] = var_get(I, acc[j][e]);
+	wg_fence(I);
+	for (int ks = 0; ks < 4; ks++)   /* contraction rows 16 ks.. of the tile */
+		for (int j = 0; j < na; j++)
+			wg_mma64(I, all + 32 * j, wg_desc(I, base, 128 * 16 * ks), wg_desc(I, iadd(I, base, ci32(I, (1 + j) * WG_BLOCK)), 128 * 16 * ks),
+			         1, 1);
+	wg_commit(I);
+	wg_wait(I, 0, all, 32 * na);
+	for (int j = 0; j < na; j++)
+		for (int e = 0; e < 32; e++)
+			var_set(I, acc[j][e], all[32 * j + e]);
+	if (producer)
+		ring_release(I, d->bars, rg, n);
+	loop_end(I, &L);
 }
 
 void proj_dw_wg(Tmpl *T)
 {
 	Irb *I = &T->I;
-	int K = T->mx->k, nmt = K / 64, na = T->napj;
+	int K = T->mx->k, nmt = K / 64, na = T->napj, producer = WG_DW_PRODUCER;
 	WgDw d;
 	d.stage = (1 + na) * WG_BLOCK;
-	Launch *l = proj_dw_open(T, WG_STAGES * d.stage, 2);
+	d.rg = (Ring){ WG_STAGES, WG_AHEAD };
+	d.bars = WG_STAGES * d.stage;
+	Launch *l = proj_dw_open(T, d.bars + (producer ? RING_BAR_BYTES(&d.rg) : 0), PROJ_THREADS + 128 * producer, 2);
 	proj_lanes(T, &l->sig, &d.p);
 	wg_align_smem(I);
 	const ProjLanes *p = &d.p;
@@ -618,34 +724,22 @@ void proj_dw_wg(Tmpl *T)
 	LLVMValueRef tstart = imul(I, slab, per);
 	LLVMValueRef t1 = imul(I, iadd(I, slab, ci32(I, 1)), per);
 	d.t1 = LLVMBuildSelect(I->b, ilt(I, t1, ntile), t1, ntile, "");
-	const Ring rg = { WG_STAGES, WG_AHEAD };
-	for (int st = 0; st < rg.ahead; st++)
-		dw_copy(T, &d, iadd(I, tstart, ci32(I, st)), ci32(I, st));
 	Var acc[2][32];
 	for (int j = 0; j < na; j++)
 		for (int e = 0; e < 32; e++)
 			acc[j][e] = var_init(I, cf32(I, 0.0), "dw");
-	Loop L;
-	loop_begin(I, &L, tstart, d.t1, ci32(I, 1), "rt");
-	LLVMValueRef t = loop_i(I, &L), n = isub(I, t, tstart);
-	ring_ready(I, &rg);
-	dw_copy(T, &d, iadd(I, t, ci32(I, rg.ahead)), ring_slot(I, &rg, n, rg.ahead));
-	LLVMValueRef base = imul(I, ring_slot(I, &rg, n, 0), ci32(I, d.stage));
-	LLVMValueRef all[64];
-	for (int j = 0; j < na; j++)
-		for (int e = 0; e < 32; e++)
-			all[32 * j + e] = var_get(I, acc[j][e]);
-	wg_fence(I);
-	for (int ks = 0; ks < 4; ks++)   /* contraction rows 16 ks.. of the tile */
-		for (int j = 0; j < na; j++)
-			wg_mma64(I, all + 32 * j, wg_desc(I, base, 128 * 16 * ks), wg_desc(I, iadd(I, base, ci32(I, (1 + j) * WG_BLOCK)), 128 * 16 * ks),
-			         1, 1);
-	wg_commit(I);
-	wg_wait(I, 0, all, 32 * na);
-	for (int j = 0; j < na; j++)
-		for (int e = 0; e < 32; e++)
-			var_set(I, acc[j][e], all[32 * j + e]);
-	loop_end(I, &L);
+	IfBlk f;
+	if (producer) {
+		ring_bars_init(I, d.bars, &d.rg);
+		bar_sync(I);
+		LLVMValueRef prod = wg_split(I, &f);
+		d.ctid = isub(I, tid_x(I), ci32(I, 128));
+		dw_produce(T, &d, tstart);
+		wg_split_multiply(I, &f, prod);
+	} else {
+		d.ctid = tid_x(I);
+	}
+	dw_multiply(T, &d, tstart, producer, acc);
 	/* the slab's partial: [GW][H][K][K], c0 c1 at k = 16w + g, c2 c3 at + 8 */
 	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2);
 	for (int j = 0; j < na; j++)
@@ -660,5 +754,7 @@ void proj_dw_wg(Tmpl *T)
 				st(I, v, gep_f32(I, part[j], idx), 8);
 			}
 		}
+	if (producer)
+		if_end(I, &f);
 	irb_ret(I);
 }
