@@ -1,5 +1,5 @@
 /* The projection kernels' shared pieces: proj.c (mma.sync, every target)
- * and proj_wg.c (wgmma, sm_90a). */
+ * and proj_wg.c, proj_wg_dw.c (wgmma, sm_90a; proj_wg.h). */
 #ifndef RECUR_PROJ_H
 #define RECUR_PROJ_H
 
@@ -28,8 +28,8 @@ LLVMValueRef pack_bf16x4(Irb *I, LLVMValueRef v4f);
 void ksig_each(Tmpl *T, KSig *s, const char *prefix);
 LLVMValueRef ksig_each_arg(Tmpl *T, const KSig *s, const char *prefix, int j);
 
-/* the three projection kernels on wgmma (proj_wg.c) where proj_wgmma says
- * so: an sm_90a target, heads of a multiple of 64 channels, at most two
+/* the three projection kernels on wgmma (proj_wg.c, proj_wg_dw.c) where proj_wgmma
+ * says so: an sm_90a target, heads of a multiple of 64 channels, at most two
  * projections (their accumulators are 64 registers a thread) */
 int proj_wgmma(const Tmpl *T);
 /* proj_fwd's and proj_dx's row tile and blocks an SM (templates/plan.c's

@@ -22,19 +22,11 @@
  * -groups and -producer): the epilogue took a third off; the ring's depth,
  * wgmma left in flight and two multiplying warpgroups a block did not
  * pay; the producer 2-13%.
- * proj_dw is on wgmma too (MN-major operands, below; every thread copies,
- * a producer there did not pay): 2.7 -> 1.55 ms at 1x131072x4096
- * (2026-12-06-proj-dw-wgmma/). */
-#include "proj.h"
-#include "wgmma.h"
+ * proj_dw on wgmma: proj_wg_dw.c; the ring, copies and accumulator
+ * layout the three share: proj_wg.h. */
+#include "proj_wg.h"
 #include "diag.h"
 
-#ifndef WG_STAGES
-#define WG_STAGES 4     /* the ring's buffers */
-#endif
-#ifndef WG_AHEAD
-#define WG_AHEAD 3      /* blocks copied ahead of the one multiplied */
-#endif
 #ifndef WG_PENDING
 #define WG_PENDING 0    /* wgmma groups left in flight at the end of a trip (not the tile's last) */
 #endif
@@ -46,18 +38,8 @@ _Static_assert(WG_AHEAD + WG_PENDING < WG_STAGES, "a refill waits for the trip t
 #ifndef WG_PRODUCER
 #define WG_PRODUCER 1   /* proj_fwd's and proj_dx's copies by a warpgroup of their own, a barrier a buffer */
 #endif
-#ifndef WG_DW_PRODUCER
-#define WG_DW_PRODUCER 0   /* and proj_dw's (H100: no gain, bench/experiments/2026-12-06-proj-wgmma-dw-producer/) */
-#endif
-#ifndef WG_PRODUCER_REGS
-#define WG_PRODUCER_REGS 56   /* its registers a thread; the multiplying warpgroup takes the rest of two blocks an SM */
-#endif
 #define WG_SMEM_MAX 232448      /* a block's shared memory on sm_90, at most (227 KB) */
 
-/* A ring of buffers copied ahead: `stages` buffers, the one multiplied
- * and `ahead` in flight (ahead + WG_PENDING < stages) */
-typedef struct { int stages, ahead; } Ring;
-#define RING_BAR_BYTES(rg) (2 * 8 * (rg)->stages)   /* a producer's mbarriers: full and empty a buffer */
 
 int proj_wgmma(const Tmpl *T) { return T->wgmma && T->mx->k % 64 == 0 && T->napj <= 2; }
 int proj_tile_rows(const Tmpl *T) { return proj_wgmma(T) ? 64 * WG_GROUPS : PROJ_ROWS; }
@@ -120,98 +102,6 @@ static void wg_plan(Tmpl *T, Wg *g, int fwd)
 	CHECK(g->smem <= WG_SMEM_MAX);
 }
 
-/* The top of a trip: this thread's copies of the block to multiply landed
- * (the later ones may fly) and made visible to the async proxy, then a
- * barrier: every thread's copies, and every thread past the last trip's
- * wgmma, so that its buffer may be refilled */
-static void ring_ready(Irb *I, const Ring *rg)
-{
-	cp_async_wait(I, rg->ahead - 1);
-	fence_proxy_async(I);
-	bar_sync(I);
-}
-
-/* the ring buffer of the block ahead trips after trip n */
-static LLVMValueRef ring_slot(Irb *I, const Ring *rg, LLVMValueRef n, int ahead)
-{
-	return LLVMBuildURem(I->b, ahead ? iadd(I, n, ci32(I, ahead)) : n, ci32(I, rg->stages), "");
-}
-
-/* A ring with a producer warpgroup: its mbarriers at shared offset bars,
- * full[stages] (a buffer's blocks landed: the producer's 128 threads
- * arrive) then empty[stages] (the wgmma that read it are done: the
- * multiplying warpgroup's 128) */
-static LLVMValueRef ring_bar(Irb *I, int bars, const Ring *rg, int empty, LLVMValueRef slot)
-{
-	return iadd(I, ci32(I, bars + empty * 8 * rg->stages), imul(I, slot, ci32(I, 8)));
-}
-
-
-/* the barriers' init by thread 0 (a block barrier after it shows them) */
-static void ring_bars_init(Irb *I, int bars, const Ring *rg)
-{
-	IfBlk f;
-	if_begin(I, &f, ieq(I, tid_x(I), ci32(I, 0)), "mbar_init");
-	for (int st = 0; st < rg->stages; st++) {
-		mbar_init(I, ring_bar(I, bars, rg, 0, ci32(I, st)), 128);
-		mbar_init(I, ring_bar(I, bars, rg, 1, ci32(I, st)), 128);
-	}
-	if_end(I, &f);
-}
-
-/* the phase parity of trip n's use of its slot, the (n / stages)-th */
-static LLVMValueRef use_parity(Irb *I, const Ring *rg, LLVMValueRef n)
-{
-	return LLVMBuildAnd(I->b, LLVMBuildUDiv(I->b, n, ci32(I, rg->stages), ""), ci32(I, 1), "");
-}
-
-/* The producer's trip n before its refill: trip n's copies landed (this
- * thread's waited for and made visible to the async proxy), full
- * arrived at; then the buffer of trip n + ahead waited for until the
- * wgmma of its last use (trip n + ahead - stages) released it */
-static void ring_produced(Irb *I, int bars, const Ring *rg, LLVMValueRef n)
-{
-	cp_async_wait(I, rg->ahead - 1);
-	fence_proxy_async(I);
-	mbar_arrive(I, ring_bar(I, bars, rg, 0, ring_slot(I, rg, n, 0)));
-	LLVMValueRef m = iadd(I, n, ci32(I, rg->ahead - rg->stages));
-	IfBlk f;
-	if_begin(I, &f, LLVMBuildICmp(I->b, LLVMIntSGE, m, ci32(I, 0), ""), "reuse");
-	mbar_wait(I, ring_bar(I, bars, rg, 1, ring_slot(I, rg, n, rg->ahead)), use_parity(I, rg, m));
-	if_end(I, &f);
-}
-
-/* the multiplying warpgroup's side: trip n's buffer full (wait), or read (release) */
-static void ring_take(Irb *I, int bars, const Ring *rg, LLVMValueRef n)
-{
-	mbar_wait(I, ring_bar(I, bars, rg, 0, ring_slot(I, rg, n, 0)), use_parity(I, rg, n));
-}
-
-static void ring_release(Irb *I, int bars, const Ring *rg, LLVMValueRef n)
-{
-	mbar_arrive(I, ring_bar(I, bars, rg, 1, ring_slot(I, rg, n, 0)));
-}
-
-/* The split of a block with a producer: the warpgroup of threads 128..
- * copies with WG_PRODUCER_REGS registers a thread, the first multiplies
- * with the rest (setmaxnreg; two blocks an SM hold 128 a thread at
- * launch); returns whether this thread produces, the builder inside the
- * producer's branch (wg_split_multiply moves it to the other) */
-static LLVMValueRef wg_split(Irb *I, IfBlk *f)
-{
-	LLVMValueRef prod = LLVMBuildICmp(I->b, LLVMIntUGE, tid_x(I), ci32(I, 128), "");
-	if_begin(I, f, prod, "produce");
-	wg_setmaxnreg(I, 0, WG_PRODUCER_REGS);
-	return prod;
-}
-
-static void wg_split_multiply(Irb *I, IfBlk *f, LLVMValueRef prod)
-{
-	if_end(I, f);
-	if_begin(I, f, LLVMBuildNot(I->b, prod, ""), "multiply");
-	wg_setmaxnreg(I, 1, 256 - WG_PRODUCER_REGS);
-}
-
 /* a barrier of the threads that multiply: all the block's, or with a
  * producer warpgroup beside them barrier 1 of theirs alone */
 static void wg_bar(Irb *I, const Wg *g)
@@ -220,36 +110,6 @@ static void wg_bar(Irb *I, const Wg *g)
 		bar_named(I, ci32(I, 1), g->threads);
 	else
 		bar_sync(I);
-}
-
-/* the shared offset of row r's chunk c (a multiple of 8 columns) in a
- * tile's swizzled blocks from base, a block each 64 rows */
-static LLVMValueRef tile_at(Irb *I, int rows, LLVMValueRef base, LLVMValueRef r, LLVMValueRef c8)
-{
-	if (rows == 64)
-		return iadd(I, base, wg_swz(I, r, c8));
-	LLVMValueRef blk = imul(I, LLVMBuildLShr(I->b, r, ci32(I, 6), ""), ci32(I, WG_BLOCK));
-	return iadd(I, iadd(I, base, blk), wg_swz(I, LLVMBuildAnd(I->b, r, ci32(I, 63), ""), c8));
-}
-
-/* The copies of `rows` rows (row tile t) by 64 columns (from col0) of a
- * [B*L][D] bf16 tensor into swizzled blocks from shared offset base (a
- * block each 64 rows), 4 chunks of 16 bytes a thread of `threads`, by
- * cp.async (the caller commits) */
-static void copy_block(Tmpl *T, const ProjLanes *p, LLVMValueRef src, LLVMValueRef t, LLVMValueRef col0, LLVMValueRef base,
-                       int rows, int threads, LLVMValueRef tid)
-{
-	Irb *I = &T->I;
-	LLVMValueRef c = LLVMBuildAnd(I->b, tid, ci32(I, 7), "");
-	for (int it = 0; it < rows * 8 / threads; it++) {   /* rows of 8 chunks of 16 bytes */
-		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid, ci32(I, 3), ""), ci32(I, it * threads / 8));
-		LLVMValueRef row = iadd(I, imul(I, t, ci32(I, rows)), r);
-		LLVMValueRef ok = ilt(I, row, p->BL);   /* a row past B*L reads nothing and lands as zeros */
-		LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, p->D)), sext64(I, iadd(I, col0, imul(I, c, ci32(I, 8)))));
-		cp_async16(I, tile_at(I, rows, base, r, imul(I, c, ci32(I, 8))),
-		           gep_bf16(I, src, LLVMBuildSelect(I->b, ok, idx, ci64(I, 0), "")),
-		           LLVMBuildSelect(I->b, ok, ci32(I, 16), ci32(I, 0), ""));
-	}
 }
 
 /* the copies of contraction block kb of row tile t into ring buffer slot
@@ -312,19 +172,6 @@ static void wg_stage_weights(Tmpl *T, const Wg *g, const KSig *s)
 
 /* Epilogue: what a kernel does with its accumulators of a row tile */
 typedef void (*WgOut)(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMValueRef acc[][32], void *ctx);
-
-/* the row of accumulator pair r (g, or g + 8) of warp w's 16 in the tile
- * at row0 (warp w of group w / 4, whose rows are 64 (w / 4).. of the
- * tile: the rows 16 w..), and the column of its n-tile i from column base */
-static LLVMValueRef acc_row(Irb *I, const ProjLanes *p, LLVMValueRef row0, int r)
-{
-	return iadd(I, row0, iadd(I, imul(I, p->w, ci32(I, 16)), iadd(I, p->g, ci32(I, 8 * r))));
-}
-
-static LLVMValueRef acc_col(Irb *I, const ProjLanes *p, LLVMValueRef base, int i)
-{
-	return iadd(I, base, iadd(I, ci32(I, 8 * i), imul(I, p->q, ci32(I, 2))));
-}
 
 /* The block's trips in order: row tiles ctaid.y, GY apart, each through
  * its nkb contraction blocks (trip n = the tiles before times nkb + kb),
@@ -608,153 +455,4 @@ void proj_dx_wg(Tmpl *T)
 	for (int j = 0; j < T->napj; j++)
 		g.src[j] = ksig_each_arg(T, &l->sig, "dproj_", j);
 	wg_body(T, &g, &l->sig, dx_out, NULL);
-}
-
-/* proj_dw on wgmma: dW_j[hp][k][m] = sum over the slab's rows of
- * x[row][hp K + k] dP_j[row][hp K + m], a block per (k tile, m tile) of
- * head hp and slab as proj.c's, D = A B^T with A = x^T (64 k by the rows)
- * and B = dP_j^T: both read as loaded, blocks of 64 rows of 128 bytes
- * whose rows are the contraction, so MN-major (wgmma's transpose bits).
- * A stage of the ring holds a row tile's x block and each adjoint's; one
- * trip a row tile, the accumulators across the slab, written once. */
-typedef struct {
-	ProjLanes p;
-	LLVMValueRef x, dp[MX_MAXPROJ], xcol, dcol, t1;
-	LLVMValueRef ctid;   /* the copying thread's index among the 128 that copy */
-	int stage;           /* bytes of a stage: x's block, then each adjoint's */
-	int bars;            /* with a producer warpgroup, its mbarriers */
-	Ring rg;
-} WgDw;
-
-/* row tile t's blocks (when t < t1) into ring slot `slot`, then a commit */
-static void dw_copy(Tmpl *T, const WgDw *d, LLVMValueRef t, LLVMValueRef slot)
-{
-	Irb *I = &T->I;
-	IfBlk f;
-	if_begin(I, &f, ilt(I, t, d->t1), "dw_copy");
-	LLVMValueRef base = imul(I, slot, ci32(I, d->stage));
-	copy_block(T, &d->p, d->x, t, d->xcol, base, PROJ_ROWS, PROJ_THREADS, d->ctid);
-	for (int j = 0; j < T->napj; j++)
-		copy_block(T, &d->p, d->dp[j], t, d->dcol, iadd(I, base, ci32(I, (1 + j) * WG_BLOCK)), PROJ_ROWS, PROJ_THREADS, d->ctid);
-	if_end(I, &f);
-	cp_async_commit(I);
-}
-
-/* the producer's loop over the slab's row tiles: trip n = t - tstart */
-static void dw_produce(Tmpl *T, WgDw *d, LLVMValueRef tstart)
-{
-	Irb *I = &T->I;
-	for (int st = 0; st < d->rg.ahead; st++)
-		dw_copy(T, d, iadd(I, tstart, ci32(I, st)), ci32(I, st));
-	Loop L;
-	loop_begin(I, &L, tstart, d->t1, ci32(I, 1), "pt");
-	LLVMValueRef t = loop_i(I, &L), n = isub(I, t, tstart);
-	ring_produced(I, d->bars, &d->rg, n);
-	dw_copy(T, d, iadd(I, t, ci32(I, d->rg.ahead)), ring_slot(I, &d->rg, n, d->rg.ahead));
-	loop_end(I, &L);
-}
-
-/* The multiplying loop: each row tile's buffer ready (the producer's
- * barrier, or this thread's copies and a block barrier, then the refill
- * ahead), its 4 x 16 contraction rows per adjoint into the accumulators */
-static void dw_multiply(Tmpl *T, WgDw *d, LLVMValueRef tstart, int producer, Var acc[][32])
-{
-	Irb *I = &T->I;
-	int na = T->napj;
-	const Ring *rg = &d->rg;
-	if (!producer)
-		for (int st = 0; st < rg->ahead; st++)
-			dw_copy(T, d, iadd(I, tstart, ci32(I, st)), ci32(I, st));
-	Loop L;
-	loop_begin(I, &L, tstart, d->t1, ci32(I, 1), "rt");
-	LLVMValueRef t = loop_i(I, &L), n = isub(I, t, tstart);
-	if (producer) {
-		ring_take(I, d->bars, rg, n);
-	} else {
-		ring_ready(I, rg);
-		dw_copy(T, d, iadd(I, t, ci32(I, rg->ahead)), ring_slot(I, rg, n, rg->ahead));
-	}
-	LLVMValueRef base = imul(I, ring_slot(I, rg, n, 0), ci32(I, d->stage));
-	LLVMValueRef all[64];
-	for (int j = 0; j < na; j++)
-		for (int e = 0; e < 32; e++)
-			all[32 * j + e] = var_get(I, acc[j][e]);
-	wg_fence(I);
-	for (int ks = 0; ks < 4; ks++)   /* contraction rows 16 ks.. of the tile */
-		for (int j = 0; j < na; j++)
-			wg_mma64(I, all + 32 * j, wg_desc(I, base, 128 * 16 * ks), wg_desc(I, iadd(I, base, ci32(I, (1 + j) * WG_BLOCK)), 128 * 16 * ks),
-			         1, 1);
-	wg_commit(I);
-	wg_wait(I, 0, all, 32 * na);
-	for (int j = 0; j < na; j++)
-		for (int e = 0; e < 32; e++)
-			var_set(I, acc[j][e], all[32 * j + e]);
-	if (producer)
-		ring_release(I, d->bars, rg, n);
-	loop_end(I, &L);
-}
-
-void proj_dw_wg(Tmpl *T)
-{
-	Irb *I = &T->I;
-	int K = T->mx->k, nmt = K / 64, na = T->napj, producer = WG_DW_PRODUCER;
-	WgDw d;
-	d.stage = (1 + na) * WG_BLOCK;
-	d.rg = (Ring){ WG_STAGES, WG_AHEAD };
-	d.bars = WG_STAGES * d.stage;
-	Launch *l = proj_dw_open(T, d.bars + (producer ? RING_BAR_BYTES(&d.rg) : 0), PROJ_THREADS + 128 * producer, 2);
-	proj_lanes(T, &l->sig, &d.p);
-	wg_align_smem(I);
-	const ProjLanes *p = &d.p;
-	d.x = ksig_arg(T, &l->sig, "x");
-	LLVMValueRef part[MX_MAXPROJ];
-	for (int j = 0; j < na; j++) {
-		d.dp[j] = ksig_each_arg(T, &l->sig, "dproj_", j);
-		part[j] = ksig_each_arg(T, &l->sig, "part_", j);
-	}
-	LLVMValueRef kt = idiv(I, ctaid(I, 0), ci32(I, nmt));
-	LLVMValueRef k0 = imul(I, kt, ci32(I, 64));
-	LLVMValueRef m0 = imul(I, isub(I, ctaid(I, 0), imul(I, kt, ci32(I, nmt))), ci32(I, 64));
-	LLVMValueRef hp = ctaid(I, 1), slab = ctaid(I, 2), GW = nctaid(I, 2);
-	d.xcol = iadd(I, imul(I, hp, ci32(I, K)), k0);
-	d.dcol = iadd(I, imul(I, hp, ci32(I, K)), m0);
-	/* the slab's rows: whole tiles of 64, slab after slab (proj.c's order) */
-	LLVMValueRef ntile = idiv(I, iadd(I, p->BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
-	LLVMValueRef per = idiv(I, iadd(I, ntile, isub(I, GW, ci32(I, 1))), GW);
-	LLVMValueRef tstart = imul(I, slab, per);
-	LLVMValueRef t1 = imul(I, iadd(I, slab, ci32(I, 1)), per);
-	d.t1 = LLVMBuildSelect(I->b, ilt(I, t1, ntile), t1, ntile, "");
-	Var acc[2][32];
-	for (int j = 0; j < na; j++)
-		for (int e = 0; e < 32; e++)
-			acc[j][e] = var_init(I, cf32(I, 0.0), "dw");
-	IfBlk f;
-	if (producer) {
-		ring_bars_init(I, d.bars, &d.rg);
-		bar_sync(I);
-		LLVMValueRef prod = wg_split(I, &f);
-		d.ctid = isub(I, tid_x(I), ci32(I, 128));
-		dw_produce(T, &d, tstart);
-		wg_split_multiply(I, &f, prod);
-	} else {
-		d.ctid = tid_x(I);
-	}
-	dw_multiply(T, &d, tstart, producer, acc);
-	/* the slab's partial: [GW][H][K][K], c0 c1 at k = 16w + g, c2 c3 at + 8 */
-	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2);
-	for (int j = 0; j < na; j++)
-		for (int r = 0; r < 2; r++) {
-			LLVMValueRef k = acc_row(I, p, k0, r);
-			LLVMValueRef rowk = iadd(I, imul(I, iadd(I, imul(I, slab, idiv(I, p->D, ci32(I, K))), hp), ci32(I, K)), k);
-			for (int i = 0; i < 8; i++) {
-				LLVMValueRef v = LLVMGetUndef(v2f);
-				for (int e = 0; e < 2; e++)
-					v = LLVMBuildInsertElement(I->b, v, var_get(I, acc[j][4 * i + 2 * r + e]), ci32(I, e), "");
-				LLVMValueRef idx = iadd(I, imul(I, sext64(I, rowk), ci64(I, K)), sext64(I, acc_col(I, p, m0, i)));
-				st(I, v, gep_f32(I, part[j], idx), 8);
-			}
-		}
-	if (producer)
-		if_end(I, &f);
-	irb_ret(I);
 }

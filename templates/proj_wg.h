@@ -1,0 +1,59 @@
+/* What the wgmma projection kernels share (proj_wg.c: proj_fwd and
+ * proj_dx; proj_wg_dw.c: proj_dw; proj_wg_ring.c holds it): the ring of
+ * shared buffers their rows' blocks are copied into ahead of the wgmma
+ * that read them, with its producer protocol (mbarriers a buffer), the
+ * copies themselves (cp.async into 128-byte swizzled blocks) and the
+ * accumulators' layout. */
+#ifndef RECUR_PROJ_WG_H
+#define RECUR_PROJ_WG_H
+
+#include "proj.h"
+#include "wgmma.h"
+
+#ifndef WG_STAGES
+#define WG_STAGES 4     /* the ring's buffers */
+#endif
+#ifndef WG_AHEAD
+#define WG_AHEAD 3      /* blocks copied ahead of the one multiplied */
+#endif
+#ifndef WG_PRODUCER_REGS
+#define WG_PRODUCER_REGS 56   /* a producer warpgroup's registers a thread; the multiplying one takes the rest of two blocks an SM */
+#endif
+
+/* A ring of buffers copied ahead: `stages` buffers, the one multiplied
+ * and `ahead` in flight */
+typedef struct { int stages, ahead; } Ring;
+#define RING_BAR_BYTES(rg) (2 * 8 * (rg)->stages)   /* a producer's mbarriers: full and empty a buffer */
+
+/* Every thread copies: the top of a trip (its copies landed, fenced, a
+ * block barrier) */
+void ring_ready(Irb *I, const Ring *rg);
+/* the ring buffer of the block ahead trips after trip n */
+LLVMValueRef ring_slot(Irb *I, const Ring *rg, LLVMValueRef n, int ahead);
+/* A producer warpgroup copies (its mbarriers at shared offset bars): the
+ * barriers' init (thread 0, a block barrier after), the producer's trip n
+ * before its refill, the multiplying warpgroup's wait for trip n's buffer
+ * and its release */
+void ring_bars_init(Irb *I, int bars, const Ring *rg);
+void ring_produced(Irb *I, int bars, const Ring *rg, LLVMValueRef n);
+void ring_take(Irb *I, int bars, const Ring *rg, LLVMValueRef n);
+void ring_release(Irb *I, int bars, const Ring *rg, LLVMValueRef n);
+/* the block split: threads 128.. produce (the builder in their branch),
+ * then wg_split_multiply moves it to the multiplying warpgroup's */
+LLVMValueRef wg_split(Irb *I, IfBlk *f);
+void wg_split_multiply(Irb *I, IfBlk *f, LLVMValueRef prod);
+
+/* the shared offset of row r's chunk c8 in a tile's swizzled blocks from
+ * base (a block each 64 rows) */
+LLVMValueRef tile_at(Irb *I, int rows, LLVMValueRef base, LLVMValueRef r, LLVMValueRef c8);
+/* the cp.async copies of `rows` rows (row tile t) by 64 columns (from
+ * col0) of a [B*L][D] bf16 tensor into swizzled blocks at base, by thread
+ * tid of `threads` (the caller commits) */
+void copy_block(Tmpl *T, const ProjLanes *p, LLVMValueRef src, LLVMValueRef t, LLVMValueRef col0, LLVMValueRef base,
+                int rows, int threads, LLVMValueRef tid);
+/* an accumulator's row (pair r of warp w's 16 from row0) and the column
+ * of its n-tile i (from base) */
+LLVMValueRef acc_row(Irb *I, const ProjLanes *p, LLVMValueRef row0, int r);
+LLVMValueRef acc_col(Irb *I, const ProjLanes *p, LLVMValueRef base, int i);
+
+#endif
