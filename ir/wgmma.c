@@ -10,13 +10,19 @@ LLVMValueRef wg_swz(Irb *I, LLVMValueRef r, LLVMValueRef k)
 	                                                                               ci32(I, 2))));
 }
 
+/* a shared byte offset as the 32-bit shared address inline PTX takes */
+static LLVMValueRef smem_addr32(Irb *I, LLVMValueRef off)
+{
+	return LLVMBuildPtrToInt(I->b, smem_ptr(I, off), I->i32, "");
+}
+
 /* bits 0-13: the start address / 16; 16-29: the leading byte offset / 16
  * (unused by swizzled K-major operands whose 16 columns lie in one 128-byte
  * row: 1); 32-45: the stride byte offset / 16, 1024 between groups of 8
  * rows; 62-63: 1, the 128-byte swizzle */
 LLVMValueRef wg_desc(Irb *I, LLVMValueRef block_off, int off)
 {
-	LLVMValueRef addr = LLVMBuildPtrToInt(I->b, smem_ptr(I, iadd(I, block_off, ci32(I, off))), I->i32, "");
+	LLVMValueRef addr = smem_addr32(I, iadd(I, block_off, ci32(I, off)));
 	LLVMValueRef lo = LLVMBuildAnd(I->b, LLVMBuildLShr(I->b, addr, ci32(I, 4), ""), ci32(I, 0x3fff), "");
 	unsigned long long hi = (1ull << 16) | ((1024ull >> 4) << 32) | (1ull << 62);
 	return LLVMBuildOr(I->b, LLVMBuildZExt(I->b, lo, I->i64, ""), ci64(I, (long long)hi), "");
@@ -97,11 +103,6 @@ void wg_wait(Irb *I, int pending, LLVMValueRef *acc, int n)
 }
 
 void wg_align_smem(Irb *I) { LLVMSetAlignment(I->smem, 1024); }
-
-static LLVMValueRef smem_addr32(Irb *I, LLVMValueRef off)
-{
-	return LLVMBuildPtrToInt(I->b, smem_ptr(I, off), I->i32, "");
-}
 
 void mbar_init(Irb *I, LLVMValueRef off, int count)
 {

@@ -4,7 +4,7 @@
  * declared by each kernel (tmpl_launch). gen/ serialises all of it; the
  * runtime evaluates it (util/shapex.c) with no code of its own for any
  * kernel. */
-#include "proj.h"
+#include "tmpl.h"
 #include "diag.h"
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,8 +60,7 @@ static void add_argmin(Tmpl *T, const char *name, int n, char key[][256], long l
  *
  * GY, the blocks over rows of proj_fwd and proj_dx (2 blocks an SM: 2 SMS
  * slots, SMS the device's multiprocessors; NX column tiles; each block
- * strides over its share of the NR row tiles; on wgmma with several
- * warpgroups a block, 1 an SM over NRT tiles of their rows): of the grids filling k =
+ * strides over its share of the NR row tiles): of the grids filling k =
  * 1..8 waves, the least cdiv(NX*g, 2 SMS) * cdiv(NR, g), the fewer blocks
  * on a tie. Each output is one block's whole sum, so GY may follow the
  * device and the bits do not. The former cdiv(528, NX) overshot 2 waves of
@@ -79,18 +78,11 @@ static void plan_proj_grids(Tmpl *T)
 	char key[PROJ_DW_MAXSLABS][256];
 	add_var(T, "NR", "cdiv(B*L,%d)", PROJ_ROWS);
 	add_var(T, "NX", "D/%d", proj_nc(T));
-	/* proj_fwd's and proj_dx's own row tiles where they differ (wgmma) */
-	int rows = proj_tile_rows(T), per = proj_per_sm(T);
-	const char *nr = "NR";
-	if (rows != PROJ_ROWS) {
-		add_var(T, "NRT", "cdiv(B*L,%d)", rows);
-		nr = "NRT";
-	}
 	for (int k = 1; k <= PROJ_WAVES; k++) {
 		char g[64];
-		int n = snprintf(g, sizeof g, "min(%s,max(1,%d*SMS/NX))", nr, k * per);
+		int n = snprintf(g, sizeof g, "min(NR,max(1,%d*SMS/NX))", k * PROJ_PER_SM);
 		CHECK(n > 0 && (size_t)n < sizeof g);
-		n = snprintf(key[k - 1], sizeof key[0], "cdiv(NX*%s,%d*SMS)*cdiv(%s,%s)*1048576+%s", g, per, nr, g, g);
+		n = snprintf(key[k - 1], sizeof key[0], "cdiv(NX*%s,%d*SMS)*cdiv(NR,%s)*1048576+%s", g, PROJ_PER_SM, g, g);
 		CHECK(n > 0 && (size_t)n < sizeof key[0]);
 	}
 	add_argmin(T, "GY", PROJ_WAVES, key, 1048576);

@@ -21,7 +21,7 @@ void proj_tile(Tmpl *T, ProjLanes *p);
 Launch *proj_open(Tmpl *T, int fwd, int smem, int threads, int minblocks);
 /* proj_dw's (x, the adjoints, the slabs' partial sums, B*L, D; a block per
  * (k tile, m tile) of a head and slab), minblocks a launch bound */
-Launch *proj_dw_open(Tmpl *T, int smem, int threads, int minblocks);
+Launch *proj_dw_open(Tmpl *T, int smem, int minblocks);
 /* a float4 of weights as two bf16 pairs (an 8-byte shared store) */
 LLVMValueRef pack_bf16x4(Irb *I, LLVMValueRef v4f);
 /* one argument per projection apart: "ws:PREFIX" and the weight's name */
@@ -32,11 +32,6 @@ LLVMValueRef ksig_each_arg(Tmpl *T, const KSig *s, const char *prefix, int j);
  * says so: an sm_90a target, heads of a multiple of 64 channels, at most two
  * projections (their accumulators are 64 registers a thread) */
 int proj_wgmma(const Tmpl *T);
-/* proj_fwd's and proj_dx's row tile and blocks an SM (templates/plan.c's
- * grid): PROJ_ROWS and PROJ_PER_SM, or on wgmma with several warpgroups
- * a block, 64 rows a group and one block */
-int proj_tile_rows(const Tmpl *T);
-int proj_per_sm(const Tmpl *T);
 void proj_fwd_wg(Tmpl *T);
 void proj_dx_wg(Tmpl *T);
 void proj_dw_wg(Tmpl *T);   /* operands MN-major */

@@ -31,10 +31,6 @@
 #define WG_PENDING 0    /* wgmma groups left in flight at the end of a trip (not the tile's last) */
 #endif
 _Static_assert(WG_AHEAD + WG_PENDING < WG_STAGES, "a refill waits for the trip that read its buffer");
-#ifndef WG_GROUPS
-#define WG_GROUPS 1     /* proj_fwd's and proj_dx's warpgroups a block, each its own 64 rows of a tile */
-#endif
-#define WG_RING_MAX 8           /* their ring's buffers, at most, where there are several groups */
 #ifndef WG_PRODUCER
 #define WG_PRODUCER 1   /* proj_fwd's and proj_dx's copies by a warpgroup of their own, a barrier a buffer */
 #endif
@@ -42,24 +38,19 @@ _Static_assert(WG_AHEAD + WG_PENDING < WG_STAGES, "a refill waits for the trip t
 
 
 int proj_wgmma(const Tmpl *T) { return T->wgmma && T->mx->k % 64 == 0 && T->napj <= 2; }
-int proj_tile_rows(const Tmpl *T) { return proj_wgmma(T) ? 64 * WG_GROUPS : PROJ_ROWS; }
-int proj_per_sm(const Tmpl *T) { return proj_wgmma(T) && WG_GROUPS > 1 ? 1 : PROJ_PER_SM; }
 
 /* A kernel's operand plan: the contraction's blocks of 64 (nkb), A's
  * tensor and column for each, the weight blocks and the ring in shared
  * memory */
 typedef struct {
 	int fwd, nkb, kbh;                    /* blocks in all; per projection (K/64) */
-	int groups, threads, rows;            /* warpgroups, their threads and rows (64 a group) of a tile */
-	int producer;                         /* a copying warpgroup beside them (WG_PRODUCER) */
+	int producer;                         /* a copying warpgroup beside the multiplying one (WG_PRODUCER) */
 	int bars;                             /* its ring's mbarriers: full[stages], then empty[stages] */
-	int launch;                           /* the block's threads */
-	int cthreads;                         /* the threads that copy the rows' blocks ... */
-	LLVMValueRef ctid;                    /* ... and this thread's index among them */
+	LLVMValueRef ctid;                    /* this thread's index among the 128 that copy */
 	LLVMValueRef src[MX_MAXPROJ];         /* A's tensors: x, or the adjoints */
 	int wblk, ring, obuf, smem;           /* shared offsets: weight blocks, the ring, the output
 	                                       * tile (epilogue); bytes in all */
-	Ring rg;                              /* the ring: a buffer holds a tile's rows of one block */
+	Ring rg;                              /* the ring: a buffer holds a row tile's block */
 	ProjLanes p;
 	LLVMValueRef ntile;
 } Wg;
@@ -68,46 +59,34 @@ typedef struct {
 static LLVMValueRef a_src(const Wg *g, int kb) { return g->fwd ? g->src[0] : g->src[kb / g->kbh]; }
 static int a_col(const Wg *g, int kb) { return 64 * (kb % g->kbh); }
 
-/* With one group a block two blocks share an SM (4 buffers of 8 KB, 3
- * ahead); with several, one block takes the SM and its ring as many
- * buffers as the rest of 227 KB holds (WG_RING_MAX at most): the weight
- * slice is staged once for all groups and the copies in flight grow
- * from 2 x 24 KB an SM to 7 x 16. Two groups (H100, bench/experiments/
- * 2026-12-06-proj-wgmma-groups/): proj_fwd -13% at D = 4096, proj_dx
- * +3 to +11%, the layer within 2% either way: one stays the default. */
+/* Two blocks share an SM: 4 buffers of 8 KB, 3 ahead. (Two multiplying
+ * warpgroups a block on one weight slice, one block an SM and a ring of
+ * 8 x 16 KB, did not pay on an H100: bench/experiments/2026-12-06-proj-
+ * wgmma-groups/, built in f29c617.) */
 static void wg_plan(Tmpl *T, Wg *g, int fwd)
 {
 	g->fwd = fwd;
 	g->kbh = T->mx->k / 64;
 	g->nkb = fwd ? g->kbh : T->napj * g->kbh;
-	g->groups = WG_GROUPS;
-	g->threads = 128 * g->groups;
 	g->producer = WG_PRODUCER;
-	CHECK(!g->producer || g->groups == 1);
-	g->rows = 64 * g->groups;
 	g->wblk = 0;
 	g->ring = T->napj * g->kbh * WG_BLOCK;
-	int obytes = g->groups * 2 * WG_BLOCK;   /* a group's 64 rows of 64 columns: 2 projections in bf16, or dx's sums in fp32 */
 	g->rg = (Ring){ WG_STAGES, WG_AHEAD };
-	if (g->groups > 1) {
-		int fit = (WG_SMEM_MAX - g->ring - obytes) / (g->groups * WG_BLOCK);
-		g->rg.stages = fit < WG_RING_MAX ? fit : WG_RING_MAX;
-		g->rg.ahead = g->rg.stages - 1 - WG_PENDING;
-	}
-	CHECK(g->rg.ahead >= 1 && g->rg.ahead + WG_PENDING < g->rg.stages);
-	g->obuf = g->ring + g->rg.stages * g->groups * WG_BLOCK;
-	g->bars = g->obuf + obytes;
+	g->obuf = g->ring + g->rg.stages * WG_BLOCK;
+	g->bars = g->obuf + 2 * WG_BLOCK;   /* 64 rows of 64 columns: 2 projections in bf16, or dx's sums in fp32 */
 	g->smem = g->bars + (g->producer ? RING_BAR_BYTES(&g->rg) : 0);
-	g->launch = g->threads + 128 * g->producer;
 	CHECK(g->smem <= WG_SMEM_MAX);
 }
+
+/* the block's threads: the multiplying warpgroup, and the producer's */
+static int wg_threads(const Wg *g) { return PROJ_THREADS + 128 * g->producer; }
 
 /* a barrier of the threads that multiply: all the block's, or with a
  * producer warpgroup beside them barrier 1 of theirs alone */
 static void wg_bar(Irb *I, const Wg *g)
 {
 	if (g->producer)
-		bar_named(I, ci32(I, 1), g->threads);
+		bar_named(I, ci32(I, 1), PROJ_THREADS);
 	else
 		bar_sync(I);
 }
@@ -120,9 +99,9 @@ static void wg_copy(Tmpl *T, const Wg *g, LLVMValueRef t, int kb, LLVMValueRef s
 	const ProjLanes *p = &g->p;
 	IfBlk f;
 	if_begin(I, &f, ilt(I, t, g->ntile), "wg_copy");
-	LLVMValueRef base = iadd(I, ci32(I, g->ring), imul(I, slot, ci32(I, g->groups * WG_BLOCK)));
+	LLVMValueRef base = iadd(I, ci32(I, g->ring), imul(I, slot, ci32(I, WG_BLOCK)));
 	LLVMValueRef col0 = iadd(I, imul(I, p->hp, ci32(I, T->mx->k)), ci32(I, a_col(g, kb)));
-	copy_block(T, p, a_src(g, kb), t, col0, base, g->rows, g->cthreads, g->ctid);
+	copy_block(T, p, a_src(g, kb), t, col0, base, g->ctid);
 	if_end(I, &f);
 	cp_async_commit(I);
 }
@@ -143,7 +122,7 @@ static void wg_stage_weights(Tmpl *T, const Wg *g, const KSig *s)
 		LLVMValueRef W = ksig_param(T, s, T->mx->proj[T->apj[j]].weight);
 		int jb = g->wblk + j * g->kbh * WG_BLOCK;
 		Loop L;   /* a loop, not unrolled: 64 loads in flight would take 256 registers */
-		loop_begin(I, &L, tid_x(I), ci32(I, n), ci32(I, g->launch), "wst");
+		loop_begin(I, &L, tid_x(I), ci32(I, n), ci32(I, wg_threads(g)), "wst");
 		{
 			LLVMValueRef e = loop_i(I, &L);
 			if (g->fwd) {   /* e: row k of W, columns 4 (e % 16).. of the slice */
@@ -222,7 +201,7 @@ static void produce_trip(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n,
 
 /* The multiplying warps' state: accumulators, the epilogue */
 typedef struct {
-	LLVMValueRef acc[2][32], gblk;
+	LLVMValueRef acc[2][32];
 	WgOut out;
 	const KSig *s;
 	void *ctx;
@@ -243,9 +222,7 @@ static void mul_trip(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n, voi
 		ring_ready(I, &g->rg);
 		copy_ahead(T, g, t, kb, n);
 	}
-	LLVMValueRef abuf = iadd(I, ci32(I, g->ring), imul(I, ring_slot(I, &g->rg, n, 0), ci32(I, g->groups * WG_BLOCK)));
-	if (m->gblk)
-		abuf = iadd(I, abuf, m->gblk);
+	LLVMValueRef abuf = iadd(I, ci32(I, g->ring), imul(I, ring_slot(I, &g->rg, n, 0), ci32(I, WG_BLOCK)));
 	wg_fence(I);
 	for (int ks = 0; ks < 4; ks++)
 		for (int j = 0; j < na; j++) {
@@ -282,7 +259,7 @@ static void mul_end(Tmpl *T, Wg *g, LLVMValueRef t, void *arg)
 	WgMul *m = arg;
 	if (g->producer)
 		wg_bar(I, g);
-	m->out(T, g, m->s, imul(I, t, ci32(I, g->rows)), m->acc, m->ctx);
+	m->out(T, g, m->s, imul(I, t, ci32(I, PROJ_ROWS)), m->acc, m->ctx);
 }
 
 /* The kernel's body after its signature: weights staged, then the trips
@@ -297,13 +274,10 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgOut out, void *ctx)
 	if (g->producer)
 		ring_bars_init(I, g->bars, &g->rg);
 	wg_stage_weights(T, g, s);
-	g->ntile = idiv(I, iadd(I, g->p.BL, ci32(I, g->rows - 1)), ci32(I, g->rows));
+	g->ntile = idiv(I, iadd(I, g->p.BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
 	WgMul m = { .out = out, .s = s, .ctx = ctx };
-	/* the group's own rows of each buffer */
-	m.gblk = g->groups > 1 ? imul(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 7), ""), ci32(I, WG_BLOCK)) : NULL;
 	WgTrips mul = { mul_trip, mul_end, &m };
 	if (!g->producer) {
-		g->cthreads = g->threads;
 		g->ctid = tid_x(I);
 		wg_trips(T, g, 1, &mul);
 		irb_ret(I);
@@ -315,8 +289,7 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgOut out, void *ctx)
 	bar_sync(I);
 	IfBlk f;
 	LLVMValueRef prod = wg_split(I, &f);
-	g->cthreads = 128;
-	g->ctid = isub(I, tid_x(I), ci32(I, g->threads));
+	g->ctid = isub(I, tid_x(I), ci32(I, 128));
 	WgTrips pr = { produce_trip, NULL, NULL };
 	wg_trips(T, g, 1, &pr);
 	wg_split_multiply(I, &f, prod);
@@ -343,19 +316,17 @@ static void fwd_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVM
 			for (int i = 0; i < 8; i++) {
 				LLVMValueRef v = pack_bf16x2(I, fadd(I, acc[j][4 * i + 2 * r], o->bias[j][i][0]),
 				                             fadd(I, acc[j][4 * i + 2 * r + 1], o->bias[j][i][1]));
-				LLVMValueRef at = tile_at(I, g->rows, ci32(I, g->obuf + j * g->groups * WG_BLOCK), tr, acc_col(I, p, ci32(I, 0), i));
+				LLVMValueRef at = iadd(I, ci32(I, g->obuf + j * WG_BLOCK), wg_swz(I, tr, acc_col(I, p, ci32(I, 0), i)));
 				st(I, v, smem_ptr(I, at), 4);
 			}
 		}
 	wg_bar(I, g);
 	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4);
 	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), "");
-	int chunks = g->rows * 8;   /* a projection's */
-	for (int it = 0; it < T->napj * chunks / g->threads; it++) {
-		int j = it * g->threads / chunks;
-		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, (it * g->threads / 8) % g->rows));
-		LLVMValueRef at = tile_at(I, g->rows, ci32(I, g->obuf + j * g->groups * WG_BLOCK), r, imul(I, c, ci32(I, 8)));
-		LLVMValueRef v = ld(I, v4i, smem_ptr(I, at), 16);
+	for (int it = 0; it < T->napj * 64 * 8 / PROJ_THREADS; it++) {
+		int j = it * PROJ_THREADS / 512;   /* 512 chunks a projection */
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, (it * PROJ_THREADS / 8) % 64));
+		LLVMValueRef v = ld(I, v4i, smem_ptr(I, iadd(I, ci32(I, g->obuf + j * WG_BLOCK), wg_swz(I, r, imul(I, c, ci32(I, 8))))), 16);
 		LLVMValueRef row = iadd(I, row0, r);
 		IfBlk f;
 		if_begin(I, &f, ilt(I, row, p->BL), "out");
@@ -370,7 +341,7 @@ void proj_fwd_wg(Tmpl *T)
 	Irb *I = &T->I;
 	Wg g;
 	wg_plan(T, &g, 1);
-	Launch *l = proj_open(T, 1, g.smem, g.launch, 2 * g.producer);
+	Launch *l = proj_open(T, 1, g.smem, wg_threads(&g), 2 * g.producer);
 	proj_lanes(T, &l->sig, &g.p);
 	proj_tile(T, &g.p);
 	g.src[0] = ksig_arg(T, &l->sig, "x");
@@ -404,10 +375,10 @@ static void dx_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMV
 	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2), v4f = LLVMVectorType(I->f32, 4), v4i = LLVMVectorType(I->i32, 4);
 	/* the own terms first, all in flight while the sums are staged: a row
 	 * past B*L reads row B*L - 1 (never written) */
-	enum { NIT = 64 * 8 / 128 };   /* chunks a thread: 8 a row, 64 rows a group's 128 threads */
+	enum { NIT = 64 * 8 / PROJ_THREADS };
 	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), ""), row[NIT], idx[NIT], own[NIT];
 	for (int it = 0; it < NIT; it++) {
-		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * g->threads / 8));
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * PROJ_THREADS / 8));
 		row[it] = iadd(I, row0, r);
 		LLVMValueRef rr = LLVMBuildSelect(I->b, ilt(I, row[it], p->BL), row[it], isub(I, p->BL, ci32(I, 1)), "");
 		LLVMValueRef col = sext64(I, iadd(I, p->c0, imul(I, c, ci32(I, 8))));
@@ -427,7 +398,7 @@ static void dx_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMV
 	}
 	wg_bar(I, g);
 	for (int it = 0; it < NIT; it++) {
-		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * g->threads / 8));
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * PROJ_THREADS / 8));
 		IfBlk f;
 		if_begin(I, &f, ilt(I, row[it], p->BL), "out");
 		LLVMValueRef sum[2];
@@ -449,7 +420,7 @@ void proj_dx_wg(Tmpl *T)
 {
 	Wg g;
 	wg_plan(T, &g, 0);
-	Launch *l = proj_open(T, 0, g.smem, g.launch, 2 * g.producer);
+	Launch *l = proj_open(T, 0, g.smem, wg_threads(&g), 2 * g.producer);
 	proj_lanes(T, &l->sig, &g.p);
 	proj_tile(T, &g.p);
 	for (int j = 0; j < T->napj; j++)

@@ -43,14 +43,11 @@ void ring_release(Irb *I, int bars, const Ring *rg, LLVMValueRef n);
 LLVMValueRef wg_split(Irb *I, IfBlk *f);
 void wg_split_multiply(Irb *I, IfBlk *f, LLVMValueRef prod);
 
-/* the shared offset of row r's chunk c8 in a tile's swizzled blocks from
- * base (a block each 64 rows) */
-LLVMValueRef tile_at(Irb *I, int rows, LLVMValueRef base, LLVMValueRef r, LLVMValueRef c8);
-/* the cp.async copies of `rows` rows (row tile t) by 64 columns (from
- * col0) of a [B*L][D] bf16 tensor into swizzled blocks at base, by thread
- * tid of `threads` (the caller commits) */
+/* the cp.async copies of 64 rows (row tile t) by 64 columns (from col0)
+ * of a [B*L][D] bf16 tensor into a swizzled block at base, by thread tid
+ * of the 128 that copy (the caller commits) */
 void copy_block(Tmpl *T, const ProjLanes *p, LLVMValueRef src, LLVMValueRef t, LLVMValueRef col0, LLVMValueRef base,
-                int rows, int threads, LLVMValueRef tid);
+                LLVMValueRef tid);
 /* an accumulator's row (pair r of warp w's 16 from row0) and the column
  * of its n-tile i (from base) */
 LLVMValueRef acc_row(Irb *I, const ProjLanes *p, LLVMValueRef row0, int r);

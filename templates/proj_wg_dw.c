@@ -1,13 +1,11 @@
 /* proj_dw on Hopper's warpgroup tensor cores (sm_90a): dW's slab sums
  * with both operands MN-major (proj_wg.h's ring and copies). On an H100
  * it went from 2.7 to 1.55 ms at 1x131072x4096 (bench/experiments/
- * 2026-12-06-proj-dw-wgmma/); a producer warpgroup did not pay there. */
+ * 2026-12-06-proj-dw-wgmma/). Every thread copies: a producer warpgroup,
+ * as proj_fwd's, did not pay here (2026-12-06-proj-wgmma-dw-producer/,
+ * built in f52c0a8). */
 #include "proj_wg.h"
 #include "diag.h"
-
-#ifndef WG_DW_PRODUCER
-#define WG_DW_PRODUCER 0   /* proj_dw's copies by a warpgroup of their own (H100: no gain, 2026-12-06-proj-wgmma-dw-producer) */
-#endif
 
 /* proj_dw on wgmma: dW_j[hp][k][m] = sum over the slab's rows of
  * x[row][hp K + k] dP_j[row][hp K + m], a block per (k tile, m tile) of
@@ -19,9 +17,7 @@
 typedef struct {
 	ProjLanes p;
 	LLVMValueRef x, dp[MX_MAXPROJ], xcol, dcol, t1;
-	LLVMValueRef ctid;   /* the copying thread's index among the 128 that copy */
-	int stage;           /* bytes of a stage: x's block, then each adjoint's */
-	int bars;            /* with a producer warpgroup, its mbarriers */
+	int stage;   /* bytes of a stage: x's block, then each adjoint's */
 	Ring rg;
 } WgDw;
 
@@ -32,47 +28,28 @@ static void dw_copy(Tmpl *T, const WgDw *d, LLVMValueRef t, LLVMValueRef slot)
 	IfBlk f;
 	if_begin(I, &f, ilt(I, t, d->t1), "dw_copy");
 	LLVMValueRef base = imul(I, slot, ci32(I, d->stage));
-	copy_block(T, &d->p, d->x, t, d->xcol, base, PROJ_ROWS, PROJ_THREADS, d->ctid);
+	copy_block(T, &d->p, d->x, t, d->xcol, base, tid_x(I));
 	for (int j = 0; j < T->napj; j++)
-		copy_block(T, &d->p, d->dp[j], t, d->dcol, iadd(I, base, ci32(I, (1 + j) * WG_BLOCK)), PROJ_ROWS, PROJ_THREADS, d->ctid);
+		copy_block(T, &d->p, d->dp[j], t, d->dcol, iadd(I, base, ci32(I, (1 + j) * WG_BLOCK)), tid_x(I));
 	if_end(I, &f);
 	cp_async_commit(I);
 }
 
-/* the producer's loop over the slab's row tiles: trip n = t - tstart */
-static void dw_produce(Tmpl *T, WgDw *d, LLVMValueRef tstart)
-{
-	Irb *I = &T->I;
-	for (int st = 0; st < d->rg.ahead; st++)
-		dw_copy(T, d, iadd(I, tstart, ci32(I, st)), ci32(I, st));
-	Loop L;
-	loop_begin(I, &L, tstart, d->t1, ci32(I, 1), "pt");
-	LLVMValueRef t = loop_i(I, &L), n = isub(I, t, tstart);
-	ring_produced(I, d->bars, &d->rg, n);
-	dw_copy(T, d, iadd(I, t, ci32(I, d->rg.ahead)), ring_slot(I, &d->rg, n, d->rg.ahead));
-	loop_end(I, &L);
-}
-
-/* The multiplying loop: each row tile's buffer ready (the producer's
- * barrier, or this thread's copies and a block barrier, then the refill
- * ahead), its 4 x 16 contraction rows per adjoint into the accumulators */
-static void dw_multiply(Tmpl *T, WgDw *d, LLVMValueRef tstart, int producer, Var acc[][32])
+/* The slab's row tiles: each one's buffer ready (this thread's copies, a
+ * block barrier), the refill ahead, its 4 x 16 contraction rows per
+ * adjoint into the accumulators */
+static void dw_multiply(Tmpl *T, WgDw *d, LLVMValueRef tstart, Var acc[][32])
 {
 	Irb *I = &T->I;
 	int na = T->napj;
 	const Ring *rg = &d->rg;
-	if (!producer)
-		for (int st = 0; st < rg->ahead; st++)
-			dw_copy(T, d, iadd(I, tstart, ci32(I, st)), ci32(I, st));
+	for (int st = 0; st < rg->ahead; st++)
+		dw_copy(T, d, iadd(I, tstart, ci32(I, st)), ci32(I, st));
 	Loop L;
 	loop_begin(I, &L, tstart, d->t1, ci32(I, 1), "rt");
 	LLVMValueRef t = loop_i(I, &L), n = isub(I, t, tstart);
-	if (producer) {
-		ring_take(I, d->bars, rg, n);
-	} else {
-		ring_ready(I, rg);
-		dw_copy(T, d, iadd(I, t, ci32(I, rg->ahead)), ring_slot(I, rg, n, rg->ahead));
-	}
+	ring_ready(I, rg);
+	dw_copy(T, d, iadd(I, t, ci32(I, rg->ahead)), ring_slot(I, rg, n, rg->ahead));
 	LLVMValueRef base = imul(I, ring_slot(I, rg, n, 0), ci32(I, d->stage));
 	LLVMValueRef all[64];
 	for (int j = 0; j < na; j++)
@@ -88,20 +65,17 @@ static void dw_multiply(Tmpl *T, WgDw *d, LLVMValueRef tstart, int producer, Var
 	for (int j = 0; j < na; j++)
 		for (int e = 0; e < 32; e++)
 			var_set(I, acc[j][e], all[32 * j + e]);
-	if (producer)
-		ring_release(I, d->bars, rg, n);
 	loop_end(I, &L);
 }
 
 void proj_dw_wg(Tmpl *T)
 {
 	Irb *I = &T->I;
-	int K = T->mx->k, nmt = K / 64, na = T->napj, producer = WG_DW_PRODUCER;
+	int K = T->mx->k, nmt = K / 64, na = T->napj;
 	WgDw d;
 	d.stage = (1 + na) * WG_BLOCK;
 	d.rg = (Ring){ WG_STAGES, WG_AHEAD };
-	d.bars = WG_STAGES * d.stage;
-	Launch *l = proj_dw_open(T, d.bars + (producer ? RING_BAR_BYTES(&d.rg) : 0), PROJ_THREADS + 128 * producer, 2);
+	Launch *l = proj_dw_open(T, WG_STAGES * d.stage, 2);
 	proj_lanes(T, &l->sig, &d.p);
 	wg_align_smem(I);
 	const ProjLanes *p = &d.p;
@@ -127,18 +101,7 @@ void proj_dw_wg(Tmpl *T)
 	for (int j = 0; j < na; j++)
 		for (int e = 0; e < 32; e++)
 			acc[j][e] = var_init(I, cf32(I, 0.0), "dw");
-	IfBlk f;
-	if (producer) {
-		ring_bars_init(I, d.bars, &d.rg);
-		bar_sync(I);
-		LLVMValueRef prod = wg_split(I, &f);
-		d.ctid = isub(I, tid_x(I), ci32(I, 128));
-		dw_produce(T, &d, tstart);
-		wg_split_multiply(I, &f, prod);
-	} else {
-		d.ctid = tid_x(I);
-	}
-	dw_multiply(T, &d, tstart, producer, acc);
+	dw_multiply(T, &d, tstart, acc);
 	/* the slab's partial: [GW][H][K][K], c0 c1 at k = 16w + g, c2 c3 at + 8 */
 	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2);
 	for (int j = 0; j < na; j++)
@@ -153,7 +116,5 @@ void proj_dw_wg(Tmpl *T)
 				st(I, v, gep_f32(I, part[j], idx), 8);
 			}
 		}
-	if (producer)
-		if_end(I, &f);
 	irb_ret(I);
 }

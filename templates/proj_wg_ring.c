@@ -95,39 +95,28 @@ void wg_split_multiply(Irb *I, IfBlk *f, LLVMValueRef prod)
 	wg_setmaxnreg(I, 1, 256 - WG_PRODUCER_REGS);
 }
 
-/* the shared offset of row r's chunk c (a multiple of 8 columns) in a
- * tile's swizzled blocks from base, a block each 64 rows */
-LLVMValueRef tile_at(Irb *I, int rows, LLVMValueRef base, LLVMValueRef r, LLVMValueRef c8)
-{
-	if (rows == 64)
-		return iadd(I, base, wg_swz(I, r, c8));
-	LLVMValueRef blk = imul(I, LLVMBuildLShr(I->b, r, ci32(I, 6), ""), ci32(I, WG_BLOCK));
-	return iadd(I, iadd(I, base, blk), wg_swz(I, LLVMBuildAnd(I->b, r, ci32(I, 63), ""), c8));
-}
-
-/* The copies of `rows` rows (row tile t) by 64 columns (from col0) of a
- * [B*L][D] bf16 tensor into swizzled blocks from shared offset base (a
- * block each 64 rows), 4 chunks of 16 bytes a thread of `threads`, by
+/* The copies of 64 rows (row tile t) by 64 columns (from col0) of a
+ * [B*L][D] bf16 tensor into a swizzled block at shared offset base, 4
+ * chunks of 16 bytes a thread of the 128 that copy (tid among them), by
  * cp.async (the caller commits) */
 void copy_block(Tmpl *T, const ProjLanes *p, LLVMValueRef src, LLVMValueRef t, LLVMValueRef col0, LLVMValueRef base,
-                       int rows, int threads, LLVMValueRef tid)
+                LLVMValueRef tid)
 {
 	Irb *I = &T->I;
 	LLVMValueRef c = LLVMBuildAnd(I->b, tid, ci32(I, 7), "");
-	for (int it = 0; it < rows * 8 / threads; it++) {   /* rows of 8 chunks of 16 bytes */
-		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid, ci32(I, 3), ""), ci32(I, it * threads / 8));
-		LLVMValueRef row = iadd(I, imul(I, t, ci32(I, rows)), r);
+	for (int it = 0; it < 64 * 8 / PROJ_THREADS; it++) {   /* 64 rows of 8 chunks of 16 bytes */
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid, ci32(I, 3), ""), ci32(I, it * PROJ_THREADS / 8));
+		LLVMValueRef row = iadd(I, imul(I, t, ci32(I, PROJ_ROWS)), r);
 		LLVMValueRef ok = ilt(I, row, p->BL);   /* a row past B*L reads nothing and lands as zeros */
 		LLVMValueRef idx = iadd(I, imul(I, sext64(I, row), sext64(I, p->D)), sext64(I, iadd(I, col0, imul(I, c, ci32(I, 8)))));
-		cp_async16(I, tile_at(I, rows, base, r, imul(I, c, ci32(I, 8))),
+		cp_async16(I, iadd(I, base, wg_swz(I, r, imul(I, c, ci32(I, 8)))),
 		           gep_bf16(I, src, LLVMBuildSelect(I->b, ok, idx, ci64(I, 0), "")),
 		           LLVMBuildSelect(I->b, ok, ci32(I, 16), ci32(I, 0), ""));
 	}
 }
 
 /* the row of accumulator pair r (g, or g + 8) of warp w's 16 in the tile
- * at row0 (warp w of group w / 4, whose rows are 64 (w / 4).. of the
- * tile: the rows 16 w..), and the column of its n-tile i from column base */
+ * at row0, and the column of its n-tile i from column base */
 LLVMValueRef acc_row(Irb *I, const ProjLanes *p, LLVMValueRef row0, int r)
 {
 	return iadd(I, row0, iadd(I, imul(I, p->w, ci32(I, 16)), iadd(I, p->g, ci32(I, 8 * r))));
