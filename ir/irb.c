@@ -312,6 +312,13 @@ void cp_async16(Irb *I, LLVMValueRef dst32, LLVMValueRef src, LLVMValueRef src_b
 	call_intr(I, "llvm.nvvm.cp.async.cg.shared.global.16.s", NULL, 0, args, 3);
 }
 
+void prefetch_l2(Irb *I, LLVMValueRef p)
+{
+	LLVMTypeRef fty = LLVMFunctionType(I->voidt, &I->i64, 1, 0);
+	LLVMValueRef a = LLVMBuildPtrToInt(I->b, p, I->i64, "");
+	LLVMBuildCall2(I->b, fty, irb_asm(fty, "prefetch.global.L2 [$0];", "l", 1), &a, 1, "");
+}
+
 void cp_async_commit(Irb *I) { call_intr(I, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0); }
 
 void cp_async_wait(Irb *I, int pending)

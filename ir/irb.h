@@ -119,6 +119,8 @@ LLVMValueRef ld_u8_if(Irb *I, LLVMValueRef p, LLVMValueRef ok);
  * them read, the rest zeros; cp_async_wait_all then a barrier before any
  * thread reads them */
 void cp_async16(Irb *I, LLVMValueRef dst32, LLVMValueRef src, LLVMValueRef src_bytes);
+/* a hint: the line holding global address p into L2 (no register waits on it) */
+void prefetch_l2(Irb *I, LLVMValueRef p);
 void cp_async_wait_all(Irb *I);                 /* commit, then wait for every group */
 void cp_async_commit(Irb *I);                   /* close this thread's group of copies */
 void cp_async_wait(Irb *I, int pending);        /* wait until at most pending groups fly */

@@ -201,6 +201,7 @@ static void pass_a(Bwd *bw, Maps *fm, Maps *rm)
 	Lanes *ln = bw->ln;
 	LLVMValueRef gb = bw->gb;
 	int wsave = gate_frags_hold(T, ln);
+	pj_ahead_begin(T, ln, gb, ci32(I, 0), 1, 1);
 	Loop Ls, L;
 	LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, T->chunk);
 	L.unroll = 0;
@@ -232,6 +233,7 @@ static void pass_a(Bwd *bw, Maps *fm, Maps *rm)
 		if_end(I, &f);
 	}
 	loop_end(I, &Ls);
+	pj_ahead_end(ln);
 	ln->wmat_smem = wsave;
 }
 
@@ -255,6 +257,7 @@ static void seg_h_start(Bwd *bw, int sg, Var h[TM_SLOTS])
 		return;
 	}
 	int was = gate_frags_hold(T, ln);
+	pj_ahead_begin(T, ln, bw->gb, ci32(I, 0), 1, 1);
 	Loop Ls, L;
 	LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, bw->gb, s0);
 	L.unroll = 0;
@@ -263,6 +266,7 @@ static void seg_h_start(Bwd *bw, int sg, Var h[TM_SLOTS])
 	for (int s = 0; s < TM_SLOTS; s++)
 		var_set(I, h[s], fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]));
 	seg_loop_end(T, &Ls, &L);
+	pj_ahead_end(ln);
 	ln->wmat_smem = was;
 }
 
@@ -274,6 +278,7 @@ static void seg_h_store(Bwd *bw, int s0, Var h[TM_SLOTS])
 	Irb *I = &T->I;
 	Lanes *ln = bw->ln;
 	int was = gate_frags_hold(T, ln);
+	pj_ahead_begin(T, ln, bw->gb, ci32(I, s0), 1, 1);
 	Loop L;
 	loop_begin(I, &L, ci32(I, 0), ci32(I, T->seg), ci32(I, 1), "si");
 	LLVMValueRef si = loop_i(I, &L);
@@ -284,6 +289,7 @@ static void seg_h_store(Bwd *bw, int s0, Var h[TM_SLOTS])
 		var_set(I, h[s], fadd(I, fmul(I, stp.a_eff[s], var_get(I, h[s])), stp.b_eff[s]));
 	}
 	loop_end(I, &L);
+	pj_ahead_end(ln);
 	ln->wmat_smem = was;
 }
 
@@ -308,11 +314,17 @@ static void seg_reverse(Bwd *bw, int s0, Var ue[TM_SLOTS])
 		bw->wdx = wdx;
 		wsave = gate_frags_hold(T, ln);
 	}
+	/* the projections a step ahead, but in the one-pass backward, whose
+	 * look-back state leaves no registers for them under the three-block cap
+	 * (168 with them, 8-16 bytes spilled) */
+	if (!T->v->onepass)
+		pj_ahead_begin(T, ln, bw->gb, ci32(I, s0 + T->seg - 1), -1, 1);
 	Loop L;
 	loop_begin(I, &L, ci32(I, 0), ci32(I, T->seg), ci32(I, 1), "ri");
 	LLVMValueRef si = isub(I, ci32(I, T->seg - 1), loop_i(I, &L));
 	bwd_step(bw, iadd(I, si, ci32(I, s0)), si, ue);
 	loop_end(I, &L);
+	pj_ahead_end(ln);
 	bw->wdx = NULL;
 	ln->wmat_smem = wsave;
 }

@@ -47,7 +47,7 @@ EmitEnv slot_env(Tmpl *T, Lanes *ln, const Step *st, int s, LLVMValueRef *pv)
 	return e;
 }
 
-LLVMValueRef slot_index(Tmpl *T, Lanes *ln, Step *st, int s)
+LLVMValueRef slot_index(Tmpl *T, Lanes *ln, const Step *st, int s)
 {
 	Irb *I = &T->I;
 	LLVMValueRef rowi = iadd(I, imul(I, ln->b, ln->L), st->t[slot_r(s)]);
@@ -158,6 +158,99 @@ LLVMValueRef step_first(Tmpl *T, const Step *st, int s)
 	                          : st->first[s];
 }
 
+/* row r's four slots of projection j apart, as two bf16 pairs: a row's four
+ * adjacent channels in one 8-byte load (row 0 stands in past L: its values
+ * are never used, as x's zeros are not) */
+static void pj_load(Tmpl *T, Lanes *ln, const Step *st, int j, int r, LLVMValueRef pr[2])
+{
+	Irb *I = &T->I;
+	CHECK(ln->pws[j]);
+	if (T->k.slots_adjacent) {
+		LLVMValueRef at = LLVMBuildSelect(I->b, st->valid[r], slot_index(T, ln, st, r * 4), ci64(I, 0), "");
+		LLVMValueRef v = ld(I, I->v2i32, gep_bf16(I, ln->pws[j], at), 8);
+		for (int e = 0; e < 2; e++)
+			pr[e] = LLVMBuildExtractElement(I->b, v, ci32(I, e), "");
+	} else {   /* pairs (c, c+1) for even c are adjacent either way */
+		for (int e = 0; e < 2; e++)
+			pr[e] = load_pair(T, ln->pws[j], slot_index(T, ln, st, r * 4 + 2 * e), st->valid[r]);
+	}
+}
+
+/* set k's rows at steps t (a step of the sweep, or one past its end: its
+ * rows may lie past L or before 0 whatever in_seq assumes, so they are
+ * checked here) */
+static void pj_ahead_load(Tmpl *T, Lanes *ln, int k, const LLVMValueRef t[2])
+{
+	Irb *I = &T->I;
+	Step at;
+	for (int r = 0; r < 2; r++) {
+		at.t[r] = t[r];
+		at.valid[r] = LLVMBuildICmp(I->b, LLVMIntULT, t[r], ln->L, "");
+	}
+	for (int j = 0; j < T->napj; j++)
+		for (int r = 0; r < 2; r++) {
+			LLVMValueRef pr[2];
+			pj_load(T, ln, &at, j, r, pr);
+			for (int e = 0; e < 2; e++)
+				var_set(I, ln->pja.v[k][j][r][e], pr[e]);
+		}
+}
+
+void pj_ahead_begin(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i, int dir, int n)
+{
+	Irb *I = &T->I;
+	CHECK(!ln->pja.on && (dir == 1 || dir == -1) && n >= 1 && n <= 2 && (n == 1 || dir == 1));
+	if (T->napj == 0)
+		return;
+	for (int k = 0; k < n; k++) {
+		for (int j = 0; j < T->napj; j++)
+			for (int r = 0; r < 2; r++)
+				for (int e = 0; e < 2; e++)
+					ln->pja.v[k][j][r][e] = var_new(I, I->i32, "pja");
+		Step st;
+		step_rows(T, ln, &st, gb, iadd(I, i, ci32(I, k)));
+		pj_ahead_load(T, ln, k, st.t);
+	}
+	ln->pja.on = 1;
+	ln->pja.dir = dir;
+	ln->pja.n = n;
+	ln->pja.k = 0;
+}
+
+void pj_ahead_end(Lanes *ln) { ln->pja.on = 0; }
+
+#define PJ_L2_AHEAD 4
+
+/* the step's values from its set, and the set's next trip loaded */
+static void pj_ahead_take(Tmpl *T, Lanes *ln, const Step *st, LLVMValueRef pj[][2][2])
+{
+	Irb *I = &T->I;
+	int k = ln->pja.k;
+	CHECK(k < ln->pja.n);
+	for (int j = 0; j < T->napj; j++)
+		for (int r = 0; r < 2; r++)
+			for (int e = 0; e < 2; e++)
+				pj[j][r][e] = var_get(I, ln->pja.v[k][j][r][e]);
+	LLVMValueRef t[2];
+	for (int r = 0; r < 2; r++)
+		t[r] = iadd(I, st->t[r], ci32(I, ln->pja.dir * ln->pja.n));
+	pj_ahead_load(T, ln, k, t);
+}
+
+/* the lines PJ_L2_AHEAD steps beyond the registers' into L2 */
+static void pj_ahead_hint(Tmpl *T, Lanes *ln, const Step *st)
+{
+	Irb *I = &T->I;
+	for (int r = 0; r < 2; r++) {
+		Step at;
+		at.t[r] = iadd(I, st->t[r], ci32(I, ln->pja.dir * (ln->pja.n + PJ_L2_AHEAD)));
+		at.valid[r] = LLVMBuildICmp(I->b, LLVMIntULT, at.t[r], ln->L, "");
+		LLVMValueRef idx = LLVMBuildSelect(I->b, at.valid[r], slot_index(T, ln, &at, r * 4), ci64(I, 0), "");
+		for (int j = 0; j < T->napj; j++)
+			prefetch_l2(I, gep_bf16(I, ln->pws[j], idx));
+	}
+}
+
 void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 {
 	Irb *I = &T->I;
@@ -198,22 +291,18 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 		}
 	}
 	/* projections run apart: their values, rounded to bf16 by proj_fwd
-	 * (half the bytes of fp32 in every scan kernel that reads them), a
-	 * row's four adjacent channels in one 8-byte load (row 0 stands in
-	 * past L: its values are never used, as x's zeros are not) */
+	 * (half the bytes of fp32 in every scan kernel that reads them), loaded
+	 * here or a trip ahead (pj_ahead_begin) */
+	LLVMValueRef pj[MX_MAXPROJ][2][2];
+	if (ln->pja.on) {
+		pj_ahead_take(T, ln, st, pj);
+		pj_ahead_hint(T, ln, st);
+	}
 	for (int j = 0; j < T->napj; j++) {
-		CHECK(ln->pws[j]);
 		for (int r = 0; r < 2; r++) {
-			LLVMValueRef pr[2];
-			if (T->k.slots_adjacent) {
-				LLVMValueRef at = LLVMBuildSelect(I->b, st->valid[r], slot_index(T, ln, st, r * 4), ci64(I, 0), "");
-				LLVMValueRef v = ld(I, I->v2i32, gep_bf16(I, ln->pws[j], at), 8);
-				for (int e = 0; e < 2; e++)
-					pr[e] = LLVMBuildExtractElement(I->b, v, ci32(I, e), "");
-			} else {   /* pairs (c, c+1) for even c are adjacent either way */
-				for (int e = 0; e < 2; e++)
-					pr[e] = load_pair(T, ln->pws[j], slot_index(T, ln, st, r * 4 + 2 * e), st->valid[r]);
-			}
+			LLVMValueRef *pr = pj[j][r];
+			if (!ln->pja.on)
+				pj_load(T, ln, st, j, r, pr);
 			for (int e = 0; e < 2; e++) {
 				st->proj[r * 4 + 2 * e][T->apj[j]] = unpack_bf16_lo(I, pr[e]);
 				st->proj[r * 4 + 2 * e + 1][T->apj[j]] = unpack_bf16_hi(I, pr[e]);
@@ -243,8 +332,11 @@ void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMVal
 	Irb *I = &T->I;
 	const Mixer *mx = T->mx;
 	CHECK(n >= 1 && n <= 2);
-	for (int k = 0; k < n; k++)
+	CHECK(!ln->pja.on || ln->pja.n == n);
+	for (int k = 0; k < n; k++) {
+		ln->pja.k = k;
 		step_inputs(T, ln, &st[k], gb, iadd(I, i, ci32(I, k)));
+	}
 	int fused = T->k.gates_inline || need_proj;
 	/* an unfused kernel may still need the projections beside the loaded gates (kern_proj) */
 	if ((fused || T->k.proj_inline) && T->nbdproj > 0) {

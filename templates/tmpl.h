@@ -200,6 +200,9 @@ typedef struct {
 	int seg_keep;                              /* the buffer already holds the next segment: do not stage */
 	int full;                                  /* the code being emitted covers steps inside the sequence only (in_seq) */
 	LLVMBasicBlockRef hoist;                   /* lane-invariant values are emitted here (slot_env) */
+	/* the projections apart loaded a trip ahead (pj_ahead_begin): step k of
+	 * a trip of n takes set k and loads set k of the next trip, dir steps on */
+	struct { int on, dir, n, k; Var v[2][MX_MAXPROJ][2][2]; } pja;   /* [k][j][row][pair] */
 } Lanes;
 
 /* Values of one gate step for the 8 slots. */
@@ -384,6 +387,15 @@ LLVMValueRef step_first(Tmpl *T, const Step *st, int s);
 /* gate step: step_inputs, then projections (mma) and log_a, b for each slot; fused or loaded */
 void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj);
 void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMValueRef i, int need_proj);
+/* A sweep over steps i, i + dir, ... of the group at gb, n steps a trip
+ * (n > 1 forward only): each step's projections apart come from loads
+ * issued a trip before it, so a step waits on memory only where its math
+ * took less time than a load (bwd_apply waited 40% of its cycles on these
+ * loads with them issued where used), and each step hints the lines
+ * PJ_L2_AHEAD steps further into L2. Ended by pj_ahead_end after the loop;
+ * a no-op without projections apart. */
+void pj_ahead_begin(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i, int dir, int n);
+void pj_ahead_end(Lanes *ln);
 /* gy = dy * dy/dh of slot s at h = hnew, from the derived graph with seeds (0, 0, dy) */
 LLVMValueRef eval_gy(Tmpl *T, Lanes *ln, Step *st, int s, LLVMValueRef hnew, LLVMValueRef dy);
 /* the parameters as slot s sees them (its channel's value, or the scalar), into pv */
@@ -395,7 +407,7 @@ EmitEnv slot_env(Tmpl *T, Lanes *ln, const Step *st, int s, LLVMValueRef *pv);
  * per-channel array [B][n][D]: tile maps and carries (n = NT), checkpoints (n = NG) */
 LLVMValueRef tile_chan(Tmpl *T, const Lanes *ln, LLVMValueRef r, LLVMValueRef n, LLVMValueRef ch);
 /* element index of slot s in [B][L][D] (i64) */
-LLVMValueRef slot_index(Tmpl *T, Lanes *ln, Step *st, int s);
+LLVMValueRef slot_index(Tmpl *T, Lanes *ln, const Step *st, int s);
 /* v of the 8 slots of a step (plus the matching elements of the two mma
  * accumulator tiles acc, when given) into the bf16 tensor out ([B][L][D]),
  * as pairs of adjacent channels; rows past L are skipped */

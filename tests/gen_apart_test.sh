@@ -126,6 +126,14 @@ pw() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" > "$work/pw.ptx"
 got="$(pw "$f" proj_fwd) $(pw "$f" proj_dx)"
 [ "$got" = "256/1/1/8/2/1 256/1/1/16/2/1" ]
 check $? "sm_90a at K = 256: proj_fwd and proj_dx with a producer warpgroup (threads/dec 56/inc 200/mbarrier waits/barrier 1/block barriers; got: $got)"
+# bwd_apply takes the projections a step ahead of its sweeps, each step's loads hinting
+# the lines 4 steps on into L2 (2 rows x 2 projections a step: pass A, the sweeps to h and
+# the reverse sweep; the one-pass backward's reverse sweep loads where it uses them, its
+# registers being at the three-block cap)
+pa() { sed -n "/\.entry rglru_bwd_apply(/,/^}/p" "$1" | grep -c 'prefetch.global.L2'; }
+got="$(pa "$f") $(pa "$work/k256/rglru.apart_fused_grouped_prefix32_onepass_chunk8.ptx") $(pa "$work/k256/rglru.apart_fused_grouped_prefix32_lookback_chunk16.ptx")"
+[ "$got" = "16 8 24" ]
+check $? "bwd_apply's projections a step ahead, with L2 hints: 16 at chunk 8, 8 one-pass, 24 at chunk 16 (got: $got)"
 f176=$work/k176_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
 got="$(grep -c wgmma "$f176") $(cat "$work"/k256/*.ptx | grep -c wgmma)"
 [ "$got" = "0 0" ]
