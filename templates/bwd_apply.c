@@ -201,7 +201,7 @@ static void pass_a(Bwd *bw, Maps *fm, Maps *rm)
 	Lanes *ln = bw->ln;
 	LLVMValueRef gb = bw->gb;
 	int wsave = gate_frags_hold(T, ln);
-	pj_ahead_begin(T, ln, gb, ci32(I, 0), 1, 1);
+	pj_ahead_begin(T, ln, gb, ci32(I, 0), 1);
 	Loop Ls, L;
 	LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, T->chunk);
 	L.unroll = 0;
@@ -257,7 +257,7 @@ static void seg_h_start(Bwd *bw, int sg, Var h[TM_SLOTS])
 		return;
 	}
 	int was = gate_frags_hold(T, ln);
-	pj_ahead_begin(T, ln, bw->gb, ci32(I, 0), 1, 1);
+	pj_ahead_begin(T, ln, bw->gb, ci32(I, 0), 1);
 	Loop Ls, L;
 	LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, bw->gb, s0);
 	L.unroll = 0;
@@ -278,7 +278,7 @@ static void seg_h_store(Bwd *bw, int s0, Var h[TM_SLOTS])
 	Irb *I = &T->I;
 	Lanes *ln = bw->ln;
 	int was = gate_frags_hold(T, ln);
-	pj_ahead_begin(T, ln, bw->gb, ci32(I, s0), 1, 1);
+	pj_ahead_begin(T, ln, bw->gb, ci32(I, s0), 1);
 	Loop L;
 	loop_begin(I, &L, ci32(I, 0), ci32(I, T->seg), ci32(I, 1), "si");
 	LLVMValueRef si = loop_i(I, &L);
@@ -318,7 +318,7 @@ static void seg_reverse(Bwd *bw, int s0, Var ue[TM_SLOTS])
 	 * look-back state leaves no registers for them under the three-block cap
 	 * (168 with them, 8-16 bytes spilled) */
 	if (!T->v->onepass)
-		pj_ahead_begin(T, ln, bw->gb, ci32(I, s0 + T->seg - 1), -1, 1);
+		pj_ahead_begin(T, ln, bw->gb, ci32(I, s0 + T->seg - 1), -1);
 	Loop L;
 	loop_begin(I, &L, ci32(I, 0), ci32(I, T->seg), ci32(I, 1), "ri");
 	LLVMValueRef si = isub(I, ci32(I, T->seg - 1), loop_i(I, &L));

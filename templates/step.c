@@ -176,10 +176,10 @@ static void pj_load(Tmpl *T, Lanes *ln, const Step *st, int j, int r, LLVMValueR
 	}
 }
 
-/* set k's rows at steps t (a step of the sweep, or one past its end: its
- * rows may lie past L or before 0 whatever in_seq assumes, so they are
- * checked here) */
-static void pj_ahead_load(Tmpl *T, Lanes *ln, int k, const LLVMValueRef t[2])
+/* the registers' rows at steps t (a step of the sweep, or one past its
+ * end: its rows may lie past L or before 0 whatever in_seq assumes, so
+ * they are checked here) */
+static void pj_ahead_load(Tmpl *T, Lanes *ln, const LLVMValueRef t[2])
 {
 	Irb *I = &T->I;
 	Step at;
@@ -192,49 +192,43 @@ static void pj_ahead_load(Tmpl *T, Lanes *ln, int k, const LLVMValueRef t[2])
 			LLVMValueRef pr[2];
 			pj_load(T, ln, &at, j, r, pr);
 			for (int e = 0; e < 2; e++)
-				var_set(I, ln->pja.v[k][j][r][e], pr[e]);
+				var_set(I, ln->pja.v[j][r][e], pr[e]);
 		}
 }
 
-void pj_ahead_begin(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i, int dir, int n)
+void pj_ahead_begin(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i, int dir)
 {
 	Irb *I = &T->I;
-	CHECK(!ln->pja.on && (dir == 1 || dir == -1) && n >= 1 && n <= 2 && (n == 1 || dir == 1));
+	CHECK(!ln->pja.on && (dir == 1 || dir == -1));
 	if (T->napj == 0)
 		return;
-	for (int k = 0; k < n; k++) {
-		for (int j = 0; j < T->napj; j++)
-			for (int r = 0; r < 2; r++)
-				for (int e = 0; e < 2; e++)
-					ln->pja.v[k][j][r][e] = var_new(I, I->i32, "pja");
-		Step st;
-		step_rows(T, ln, &st, gb, iadd(I, i, ci32(I, k)));
-		pj_ahead_load(T, ln, k, st.t);
-	}
+	for (int j = 0; j < T->napj; j++)
+		for (int r = 0; r < 2; r++)
+			for (int e = 0; e < 2; e++)
+				ln->pja.v[j][r][e] = var_new(I, I->i32, "pja");
+	Step st;
+	step_rows(T, ln, &st, gb, i);
+	pj_ahead_load(T, ln, st.t);
 	ln->pja.on = 1;
 	ln->pja.dir = dir;
-	ln->pja.n = n;
-	ln->pja.k = 0;
 }
 
 void pj_ahead_end(Lanes *ln) { ln->pja.on = 0; }
 
 #define PJ_L2_AHEAD 4
 
-/* the step's values from its set, and the set's next trip loaded */
+/* the step's values from the registers, and the next step's loaded */
 static void pj_ahead_take(Tmpl *T, Lanes *ln, const Step *st, LLVMValueRef pj[][2][2])
 {
 	Irb *I = &T->I;
-	int k = ln->pja.k;
-	CHECK(k < ln->pja.n);
 	for (int j = 0; j < T->napj; j++)
 		for (int r = 0; r < 2; r++)
 			for (int e = 0; e < 2; e++)
-				pj[j][r][e] = var_get(I, ln->pja.v[k][j][r][e]);
+				pj[j][r][e] = var_get(I, ln->pja.v[j][r][e]);
 	LLVMValueRef t[2];
 	for (int r = 0; r < 2; r++)
-		t[r] = iadd(I, st->t[r], ci32(I, ln->pja.dir * ln->pja.n));
-	pj_ahead_load(T, ln, k, t);
+		t[r] = iadd(I, st->t[r], ci32(I, ln->pja.dir));
+	pj_ahead_load(T, ln, t);
 }
 
 /* the lines PJ_L2_AHEAD steps beyond the registers' into L2 */
@@ -243,7 +237,7 @@ static void pj_ahead_hint(Tmpl *T, Lanes *ln, const Step *st)
 	Irb *I = &T->I;
 	for (int r = 0; r < 2; r++) {
 		Step at;
-		at.t[r] = iadd(I, st->t[r], ci32(I, ln->pja.dir * (ln->pja.n + PJ_L2_AHEAD)));
+		at.t[r] = iadd(I, st->t[r], ci32(I, ln->pja.dir * (1 + PJ_L2_AHEAD)));
 		at.valid[r] = LLVMBuildICmp(I->b, LLVMIntULT, at.t[r], ln->L, "");
 		LLVMValueRef idx = LLVMBuildSelect(I->b, at.valid[r], slot_index(T, ln, &at, r * 4), ci64(I, 0), "");
 		for (int j = 0; j < T->napj; j++)
@@ -292,7 +286,7 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 	}
 	/* projections run apart: their values, rounded to bf16 by proj_fwd
 	 * (half the bytes of fp32 in every scan kernel that reads them), loaded
-	 * here or a trip ahead (pj_ahead_begin) */
+	 * here or a step ahead (pj_ahead_begin) */
 	LLVMValueRef pj[MX_MAXPROJ][2][2];
 	if (ln->pja.on) {
 		pj_ahead_take(T, ln, st, pj);
@@ -332,11 +326,9 @@ void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMVal
 	Irb *I = &T->I;
 	const Mixer *mx = T->mx;
 	CHECK(n >= 1 && n <= 2);
-	CHECK(!ln->pja.on || ln->pja.n == n);
-	for (int k = 0; k < n; k++) {
-		ln->pja.k = k;
+	CHECK(!ln->pja.on || n == 1);   /* the loads ahead are one step's */
+	for (int k = 0; k < n; k++)
 		step_inputs(T, ln, &st[k], gb, iadd(I, i, ci32(I, k)));
-	}
 	int fused = T->k.gates_inline || need_proj;
 	/* an unfused kernel may still need the projections beside the loaded gates (kern_proj) */
 	if ((fused || T->k.proj_inline) && T->nbdproj > 0) {

@@ -200,9 +200,9 @@ typedef struct {
 	int seg_keep;                              /* the buffer already holds the next segment: do not stage */
 	int full;                                  /* the code being emitted covers steps inside the sequence only (in_seq) */
 	LLVMBasicBlockRef hoist;                   /* lane-invariant values are emitted here (slot_env) */
-	/* the projections apart loaded a trip ahead (pj_ahead_begin): step k of
-	 * a trip of n takes set k and loads set k of the next trip, dir steps on */
-	struct { int on, dir, n, k; Var v[2][MX_MAXPROJ][2][2]; } pja;   /* [k][j][row][pair] */
+	/* the projections apart loaded a step ahead (pj_ahead_begin): a step
+	 * takes these and loads the next one's, dir steps on */
+	struct { int on, dir; Var v[MX_MAXPROJ][2][2]; } pja;   /* [j][row][pair] */
 } Lanes;
 
 /* Values of one gate step for the 8 slots. */
@@ -387,14 +387,14 @@ LLVMValueRef step_first(Tmpl *T, const Step *st, int s);
 /* gate step: step_inputs, then projections (mma) and log_a, b for each slot; fused or loaded */
 void step_gates(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i, int need_proj);
 void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMValueRef i, int need_proj);
-/* A sweep over steps i, i + dir, ... of the group at gb, n steps a trip
- * (n > 1 forward only): each step's projections apart come from loads
- * issued a trip before it, so a step waits on memory only where its math
- * took less time than a load (bwd_apply waited 40% of its cycles on these
- * loads with them issued where used), and each step hints the lines
- * PJ_L2_AHEAD steps further into L2. Ended by pj_ahead_end after the loop;
- * a no-op without projections apart. */
-void pj_ahead_begin(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i, int dir, int n);
+/* A sweep over steps i, i + dir, ... of the group at gb, a step a trip:
+ * each step's projections apart come from loads issued during the step
+ * before it, so a step waits on memory only where its math took less
+ * time than a load (40% of bwd_apply's stall samples were on these loads
+ * with them issued where used), and each step hints the lines PJ_L2_AHEAD
+ * steps further into L2. Ended by pj_ahead_end after the loop; a no-op
+ * without projections apart. */
+void pj_ahead_begin(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i, int dir);
 void pj_ahead_end(Lanes *ln);
 /* gy = dy * dy/dh of slot s at h = hnew, from the derived graph with seeds (0, 0, dy) */
 LLVMValueRef eval_gy(Tmpl *T, Lanes *ln, Step *st, int s, LLVMValueRef hnew, LLVMValueRef dy);
