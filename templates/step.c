@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* 32-bit load of a bf16 pair at element index idx64 (even), zero when invalid */
-static LLVMValueRef load_pair(Tmpl *T, LLVMValueRef base, LLVMValueRef idx64, LLVMValueRef valid)
+LLVMValueRef load_pair(Tmpl *T, LLVMValueRef base, LLVMValueRef idx64, LLVMValueRef valid)
 {
 	Irb *I = &T->I;
 	LLVMValueRef k = LLVMBuildSelect(I->b, valid, idx64, ci64(I, 0), "");
@@ -158,93 +157,6 @@ LLVMValueRef step_first(Tmpl *T, const Step *st, int s)
 	                          : st->first[s];
 }
 
-/* row r's four slots of projection j apart, as two bf16 pairs: a row's four
- * adjacent channels in one 8-byte load (row 0 stands in past L: its values
- * are never used, as x's zeros are not) */
-static void pj_load(Tmpl *T, Lanes *ln, const Step *st, int j, int r, LLVMValueRef pr[2])
-{
-	Irb *I = &T->I;
-	CHECK(ln->pws[j]);
-	if (T->k.slots_adjacent) {
-		LLVMValueRef at = LLVMBuildSelect(I->b, st->valid[r], slot_index(T, ln, st, r * 4), ci64(I, 0), "");
-		LLVMValueRef v = ld(I, I->v2i32, gep_bf16(I, ln->pws[j], at), 8);
-		for (int e = 0; e < 2; e++)
-			pr[e] = LLVMBuildExtractElement(I->b, v, ci32(I, e), "");
-	} else {   /* pairs (c, c+1) for even c are adjacent either way */
-		for (int e = 0; e < 2; e++)
-			pr[e] = load_pair(T, ln->pws[j], slot_index(T, ln, st, r * 4 + 2 * e), st->valid[r]);
-	}
-}
-
-/* the registers' rows at steps t (a step of the sweep, or one past its
- * end: its rows may lie past L or before 0 whatever in_seq assumes, so
- * they are checked here) */
-static void pj_ahead_load(Tmpl *T, Lanes *ln, const LLVMValueRef t[2])
-{
-	Irb *I = &T->I;
-	Step at;
-	for (int r = 0; r < 2; r++) {
-		at.t[r] = t[r];
-		at.valid[r] = LLVMBuildICmp(I->b, LLVMIntULT, t[r], ln->L, "");
-	}
-	for (int j = 0; j < T->napj; j++)
-		for (int r = 0; r < 2; r++) {
-			LLVMValueRef pr[2];
-			pj_load(T, ln, &at, j, r, pr);
-			for (int e = 0; e < 2; e++)
-				var_set(I, ln->pja.v[j][r][e], pr[e]);
-		}
-}
-
-void pj_ahead_begin(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i, int dir)
-{
-	Irb *I = &T->I;
-	CHECK(!ln->pja.on && (dir == 1 || dir == -1));
-	if (T->napj == 0)
-		return;
-	for (int j = 0; j < T->napj; j++)
-		for (int r = 0; r < 2; r++)
-			for (int e = 0; e < 2; e++)
-				ln->pja.v[j][r][e] = var_new(I, I->i32, "pja");
-	Step st;
-	step_rows(T, ln, &st, gb, i);
-	pj_ahead_load(T, ln, st.t);
-	ln->pja.on = 1;
-	ln->pja.dir = dir;
-}
-
-void pj_ahead_end(Lanes *ln) { ln->pja.on = 0; }
-
-#define PJ_L2_AHEAD 4
-
-/* the step's values from the registers, and the next step's loaded */
-static void pj_ahead_take(Tmpl *T, Lanes *ln, const Step *st, LLVMValueRef pj[][2][2])
-{
-	Irb *I = &T->I;
-	for (int j = 0; j < T->napj; j++)
-		for (int r = 0; r < 2; r++)
-			for (int e = 0; e < 2; e++)
-				pj[j][r][e] = var_get(I, ln->pja.v[j][r][e]);
-	LLVMValueRef t[2];
-	for (int r = 0; r < 2; r++)
-		t[r] = iadd(I, st->t[r], ci32(I, ln->pja.dir));
-	pj_ahead_load(T, ln, t);
-}
-
-/* the lines PJ_L2_AHEAD steps beyond the registers' into L2 */
-static void pj_ahead_hint(Tmpl *T, Lanes *ln, const Step *st)
-{
-	Irb *I = &T->I;
-	for (int r = 0; r < 2; r++) {
-		Step at;
-		at.t[r] = iadd(I, st->t[r], ci32(I, ln->pja.dir * (1 + PJ_L2_AHEAD)));
-		at.valid[r] = LLVMBuildICmp(I->b, LLVMIntULT, at.t[r], ln->L, "");
-		LLVMValueRef idx = LLVMBuildSelect(I->b, at.valid[r], slot_index(T, ln, &at, r * 4), ci64(I, 0), "");
-		for (int j = 0; j < T->napj; j++)
-			prefetch_l2(I, gep_bf16(I, ln->pws[j], idx));
-	}
-}
-
 void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 {
 	Irb *I = &T->I;
@@ -288,10 +200,8 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 	 * (half the bytes of fp32 in every scan kernel that reads them), loaded
 	 * here or a step ahead (pj_ahead_begin) */
 	LLVMValueRef pj[MX_MAXPROJ][2][2];
-	if (ln->pja.on) {
-		pj_ahead_take(T, ln, st, pj);
-		pj_ahead_hint(T, ln, st);
-	}
+	if (ln->pja.on)
+		pj_ahead_step(T, ln, st, pj);
 	for (int j = 0; j < T->napj; j++) {
 		for (int r = 0; r < 2; r++) {
 			LLVMValueRef *pr = pj[j][r];

@@ -396,6 +396,14 @@ void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMVal
  * without projections apart. */
 void pj_ahead_begin(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i, int dir);
 void pj_ahead_end(Lanes *ln);
+/* The projections apart as a step reads them (apart_step.c), bf16 pairs:
+ * row r's four slots of projection j loaded here, or (in a sweep begun by
+ * pj_ahead_begin) every row's of every projection, [j][row][pair], from
+ * the loads ahead, the next step's issued */
+void pj_load(Tmpl *T, Lanes *ln, const Step *st, int j, int r, LLVMValueRef pr[2]);
+void pj_ahead_step(Tmpl *T, Lanes *ln, const Step *st, LLVMValueRef pj[][2][2]);
+/* 32-bit load of a bf16 pair at element index idx64 (even), zero when invalid */
+LLVMValueRef load_pair(Tmpl *T, LLVMValueRef base, LLVMValueRef idx64, LLVMValueRef valid);
 /* gy = dy * dy/dh of slot s at h = hnew, from the derived graph with seeds (0, 0, dy) */
 LLVMValueRef eval_gy(Tmpl *T, Lanes *ln, Step *st, int s, LLVMValueRef hnew, LLVMValueRef dy);
 /* the parameters as slot s sees them (its channel's value, or the scalar), into pv */
