@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Registers and spills of every kernel of the projections-apart grid
+# (tests/grids/apart.lua: RG-LRU, the three scan kinds at chunks 8 and 16)
+# at heads of each K, one line per kernel:
+#   k<K> <module> <kernel> regs=<n> spill_stores=<bytes> spill_loads=<bytes>
+# What bench/results/ptxas_apart_sm90.txt and ptxas_apart_sm90a.txt hold.
+#   usage: bench/ptxas_apart.sh RECUR_BINARY SM "K ..." > FILE
+#          (SM: sm_90, sm_90a, sm_80, ...; two modules at a time)
+set -eu
+recur=$1 sm=$2 ks=$3
+src=$(cd "$(dirname "$0")/.." && pwd)
+ptxas=${PTXAS:-$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null || true)}
+[ -n "$ptxas" ] || { echo "ptxas_apart: no ptxas on PATH (set PTXAS)" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for k in $ks; do
+	APART_K=$k "$recur" gen "$src/tests/grids/apart.lua" --lua "$src/lua" --sm "$sm" -o "$work/k$k" -q ||
+		{ echo "ptxas_apart: recur gen failed at K = $k" >&2; exit 1; }
+	echo "ptxas_apart: K = $k, $(ls "$work/k$k"/*.ptx | wc -l) modules" >&2
+	ls "$work/k$k"/*.ptx | xargs -P 2 -I{} sh -c '"$0" -arch="$1" -v "$2" -o /dev/null > "$2.log" 2>&1 ||
+		{ echo "ptxas_apart: ptxas failed on $2" >&2; cat "$2.log" >&2; exit 255; }' "$ptxas" "$sm" {}
+	for f in "$work/k$k"/*.ptx; do
+		awk -v k="k$k" -v m="$(basename "$f" .ptx)" '
+			/Compiling entry function/ { e = $0; sub(/.*function ./, "", e); sub(/. for .*/, "", e) }
+			/bytes spill stores/ { ss = $5; sl = $9 }
+			/Used [0-9]+ registers/ { r[e] = sprintf("%s %s %s regs=%s spill_stores=%s spill_loads=%s", k, m, e, $5, ss, sl) }
+			END { for (x in r) print r[x] }' "$f.log" | LC_ALL=C sort
+	done
+done
