@@ -646,8 +646,12 @@ void tmpl_bwd_apply(Tmpl *T)
 	 * step si's, so a segment needs at least two (chunks are >= 8) */
 	CHECK(T->nbdproj == 0 || T->seg >= 2);
 	Launch *l = bwd_apply_launch(T, bw.sm.total);
-	if (T->napj && !T->portable && bw.sm.total <= SMEM_3BLK)
-		l->minblocks = 3;   /* bwd_smem_3blk's layout: registers for three blocks too */
+	/* bwd_smem_3blk's layout: registers for three blocks too, but where
+	 * the steps carry reset marks (documents' codes among them): at 168
+	 * ptxas spilled 8-28 bytes there (heads of 256, chunk 8), so those keep
+	 * two blocks' */
+	if (T->napj && !T->portable && bw.sm.total <= SMEM_3BLK && !T->v->resets)
+		l->minblocks = 3;
 	tmpl_open(T, l);
 	bw.sig = &l->sig;
 	/* dx's transposed projection takes the weights' rows in the slots'
