@@ -4,10 +4,12 @@
 # at heads of each K, one line per kernel:
 #   k<K> <module> <kernel> regs=<n> spill_stores=<bytes> spill_loads=<bytes>
 # What bench/results/ptxas_apart_sm90.txt and ptxas_apart_sm90a.txt hold.
-#   usage: bench/ptxas_apart.sh RECUR_BINARY SM "K ..." > FILE
-#          (SM: sm_90, sm_90a, sm_80, ...; two modules at a time)
+#   usage: bench/ptxas_apart.sh RECUR_BINARY SM "K ..." OUT
+#          (SM: sm_90, sm_90a, sm_80, ...; two modules at a time; OUT is
+#          written whole or left as it was)
 set -eu
-recur=$1 sm=$2 ks=$3
+[ $# -eq 4 ] || { echo "usage: bench/ptxas_apart.sh RECUR_BINARY SM \"K ...\" OUT" >&2; exit 2; }
+recur=$1 sm=$2 ks=$3 out=$4
 src=$(cd "$(dirname "$0")/.." && pwd)
 ptxas=${PTXAS:-$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null || true)}
 [ -n "$ptxas" ] || { echo "ptxas_apart: no ptxas on PATH (set PTXAS)" >&2; exit 1; }
@@ -26,4 +28,7 @@ for k in $ks; do
 			/Used [0-9]+ registers/ { r[e] = sprintf("%s %s %s regs=%s spill_stores=%s spill_loads=%s", k, m, e, $5, ss, sl) }
 			END { for (x in r) print r[x] }' "$f.log" | LC_ALL=C sort
 	done
-done
+done > "$work/table.txt"
+[ -s "$work/table.txt" ] || { echo "ptxas_apart: no kernel reported" >&2; exit 1; }
+cp "$work/table.txt" "$out.tmp" && mv "$out.tmp" "$out"
+echo "ptxas_apart: $(wc -l < "$out") kernels into $out, $(grep -vc 'spill_stores=0 spill_loads=0' "$out" || true) spilling" >&2
