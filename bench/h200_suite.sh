@@ -91,7 +91,10 @@
 #                                        2B's and 9B's layers, beside the same
 #                                        math in PyTorch (HEADS_PARTS=verify or
 #                                        bench; HEADS_RG=rg90a: the set made
-#                                        with --sm sm_90a, wgmma projections)
+#                                        with --sm sm_90a, wgmma projections;
+#                                        the set apartmarks, where carried:
+#                                        tests/grids/apart_marks.lua verified
+#                                        with documents and with reset marks)
 #          bench/h200_suite.sh sanitize  compute-sanitizer (memcheck, racecheck,
 #                                        synccheck, initcheck; $TOOLS_LIST) over
 #                                        every variant (tests/gpu_sanitize.sh)
@@ -346,6 +349,22 @@ if [ "$mode" = heads ]; then
 			wrote="$wrote $EXP/verify_$set.log"
 		esac
 	done
+	# the variants apart whose steps carry marks, where carried (set apartmarks: APART_K=256
+	# recur gen tests/grids/apart_marks.lua): packed documents with states, then reset marks
+	# with h0 at 2B's width, B > 1, L off every tile
+	case " ${HEADS_PARTS:-verify bench} " in *" verify "*)
+		if [ -d "$PTXROOT/apartmarks" ]; then
+			M=$PTXROOT/apartmarks
+			[ -n "${NOWARM:-}" ] || WARM_SHAPE=1x64x2816 bash bench/jit_warm.sh "$BIN" "$M" "" "$TMPD/jit_warm.log" || rc=1
+			: > "$EXP/verify_apartmarks.log"
+			for args in "--docs 64 --packed --h0 --shape 1x4000x2560" "--docs 3 --packed --h0 --shape 1x300x512" \
+				"--resets 0.01 --h0 --shape 2x1000x2560 --shape 3x77x512"; do
+				# shellcheck disable=SC2086 # the arguments split on purpose
+				"$BIN" verify --dir "$M" $args >> "$EXP/verify_apartmarks.log" 2>&1 || rc=1
+			done
+			wrote="$wrote $EXP/verify_apartmarks.log"
+		fi
+	esac
 	case " ${HEADS_PARTS:-verify bench} " in *" bench "*)
 		RG="${HEADS_SHAPES:-1x8192x2560,1x32768x2560,1x131072x2560,1x8192x4096,1x32768x4096,1x131072x4096}"
 		"$BIN" calibrate --dir "$PTXROOT/$RGSET" --shapes "$RG" --out "$EXP/calibration_heads.json" \

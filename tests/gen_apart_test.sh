@@ -156,12 +156,8 @@ if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
 	[ -z "$bad" ]; check $? "ptxas accepts $n modules for sm_90 without spills"
 	# with reset marks or documents (a step carries its marks and codes): bwd_apply keeps two
 	# blocks' registers, where three blocks' cap made ptxas spill 8-96 bytes at chunk 8
-	printf '%s\n' 'local R = require "recur"' 'local m = require "arch.rglru_heads" (256)' \
-		'return { R.variants { mixer = m, chunk = { 8 }, prefix = { 32 }, apart = { true }, scan = { "lookback", "onepass" }, docs = { true } },' \
-		'  R.variants { mixer = m, chunk = { 8 }, prefix = { 32 }, apart = { true }, scan = { "lookback", "onepass" }, resets = { true }, states = { true } } }' \
-		> "$work/marks.lua"
-	"$recur" gen "$work/marks.lua" --lua "$src/lua" -o "$work/marks" -q
-	check $? "gen of heads of 256 apart with documents, and with reset marks and states"
+	APART_K=256 "$recur" gen "$src/tests/grids/apart_marks.lua" --lua "$src/lua" -o "$work/marks" -q
+	check $? "gen of tests/grids/apart_marks.lua: heads of 256 apart with documents, and with reset marks and states"
 	bad=$(ls "$work"/marks/*.ptx | xargs -P 2 -I{} bash -c 'log=$(ptxas_cached "$0" "-arch=sm_90 -v" "$1") || { echo "     $1: ptxas failed"; exit 0; }
 		echo "$log" | grep -qE "[1-9][0-9]* bytes spill (stores|loads)" && echo "     $(basename "$1"): spills"; exit 0' "$ptxas" {})
 	[ -n "$bad" ] && echo "$bad"
