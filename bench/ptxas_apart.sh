@@ -11,6 +11,8 @@ set -eu
 [ $# -eq 4 ] || { echo "usage: bench/ptxas_apart.sh RECUR_BINARY SM \"K ...\" OUT" >&2; exit 2; }
 recur=$1 sm=$2 ks=$3 out=$4
 src=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=tests/ptxas_cache.sh
+. "$src/tests/ptxas_cache.sh"   # ptxas_kernels
 ptxas=${PTXAS:-$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null || true)}
 [ -n "$ptxas" ] || { echo "ptxas_apart: no ptxas on PATH (set PTXAS)" >&2; exit 1; }
 work=$(mktemp -d)
@@ -19,14 +21,11 @@ for k in $ks; do
 	APART_K=$k "$recur" gen "$src/tests/grids/apart.lua" --lua "$src/lua" --sm "$sm" -o "$work/k$k" -q ||
 		{ echo "ptxas_apart: recur gen failed at K = $k" >&2; exit 1; }
 	echo "ptxas_apart: K = $k, $(ls "$work/k$k"/*.ptx | wc -l) modules" >&2
-	ls "$work/k$k"/*.ptx | xargs -P 2 -I{} sh -c '"$0" -arch="$1" -v "$2" -o /dev/null > "$2.log" 2>&1 ||
+	find "$work/k$k" -name '*.ptx' -print0 | xargs -0 -P 2 -I{} sh -c '"$0" -arch="$1" -v "$2" -o /dev/null > "$2.log" 2>&1 ||
 		{ echo "ptxas_apart: ptxas failed on $2" >&2; cat "$2.log" >&2; exit 255; }' "$ptxas" "$sm" {}
 	for f in "$work/k$k"/*.ptx; do
-		awk -v k="k$k" -v m="$(basename "$f" .ptx)" '
-			/Compiling entry function/ { e = $0; sub(/.*function ./, "", e); sub(/. for .*/, "", e) }
-			/bytes spill stores/ { ss = $5; sl = $9 }
-			/Used [0-9]+ registers/ { r[e] = sprintf("%s %s %s regs=%s spill_stores=%s spill_loads=%s", k, m, e, $5, ss, sl) }
-			END { for (x in r) print r[x] }' "$f.log" | LC_ALL=C sort
+		ptxas_kernels "$f.log" | awk -v k="k$k" -v m="$(basename "$f" .ptx)" '{ print k, m, $1, $2, $4, $5 }' |
+			LC_ALL=C sort
 	done
 done > "$work/table.txt"
 [ -s "$work/table.txt" ] || { echo "ptxas_apart: no kernel reported" >&2; exit 1; }

@@ -9,6 +9,8 @@
 #                                   cache), under ptxas_cache_key's key.
 #                                   Only acceptances are kept: a refusal is
 #                                   compiled again on every run.
+# ptxas_kernels LOG: one line per kernel of a "ptxas -v" log,
+#   NAME regs=N stack=BYTES spill_stores=BYTES spill_loads=BYTES
 # ptxas_cache_key SALT FILE: the key of FILE's result, SALT the flags and
 # ptxas's version ("FLAGS VERSION-LINE"); ptx_lib.sh's ptxas_all keys its
 # results by it too, so the two share entries
@@ -37,4 +39,9 @@ ptxas_cached() {
 			mv "$tmp.log" "$cache/$key.log" && mv "$tmp.rc" "$cache/$key.rc"
 	fi
 	return "$rc"
+}
+ptxas_kernels() {
+	awk '/Compiling entry function/ { k = $7; gsub(/[\x27]/, "", k) }
+		/bytes stack frame/ { st = $1; ss = $5; sl = $9 }
+		/Used [0-9]+ registers/ { printf "%s regs=%s stack=%s spill_stores=%s spill_loads=%s\n", k, $5, st, ss, sl }' "$1"
 }

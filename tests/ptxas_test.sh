@@ -236,9 +236,7 @@ for f in $(ptx_files); do
 		fail=$((fail+1)); continue
 	fi
 	# one line per kernel: name, registers, stack, spills
-	report=$(awk '/Compiling entry function/ { k=$7; gsub(/[\x27]/, "", k) }
-		/bytes stack frame/ { st=$1; sp=$5 }
-		/Used [0-9]+ registers/ { printf "%s regs=%s stack=%s spill_stores=%s\n", k, $5, st, sp }' "$work/ptxas/$v.log")
+	report=$(ptxas_kernels "$work/ptxas/$v.log")
 	bad=$(echo "$report" | awk '$3 != "stack=0" || $4 != "spill_stores=0"')
 	if [ -n "$bad" ] || [ -z "$report" ]; then
 		echo "FAIL [ptxas-spills] $v"; echo "$report" | sed 's/^/    /'
