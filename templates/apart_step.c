@@ -28,17 +28,21 @@ void pj_load(Tmpl *T, Lanes *ln, const Step *st, int j, int r, LLVMValueRef pr[2
 	}
 }
 
-/* the registers' rows at steps t (a step of the sweep, or one past its
- * end: its rows may lie past L or before 0 whatever in_seq assumes, so
- * they are checked here) */
+/* row r of a step ahead at t: one past the sweep's end, or further, may
+ * lie past L or before 0 whatever in_seq assumes, so it is checked here */
+static void ahead_row(Tmpl *T, Lanes *ln, Step *at, int r, LLVMValueRef t)
+{
+	at->t[r] = t;
+	at->valid[r] = LLVMBuildICmp(T->I.b, LLVMIntULT, t, ln->L, "");
+}
+
+/* the registers' rows at steps t */
 static void pj_ahead_load(Tmpl *T, Lanes *ln, const LLVMValueRef t[2])
 {
 	Irb *I = &T->I;
 	Step at;
-	for (int r = 0; r < 2; r++) {
-		at.t[r] = t[r];
-		at.valid[r] = LLVMBuildICmp(I->b, LLVMIntULT, t[r], ln->L, "");
-	}
+	for (int r = 0; r < 2; r++)
+		ahead_row(T, ln, &at, r, t[r]);
 	for (int j = 0; j < T->napj; j++)
 		for (int r = 0; r < 2; r++) {
 			LLVMValueRef pr[2];
@@ -87,8 +91,7 @@ static void pj_ahead_hint(Tmpl *T, Lanes *ln, const Step *st)
 	Irb *I = &T->I;
 	for (int r = 0; r < 2; r++) {
 		Step at;
-		at.t[r] = iadd(I, st->t[r], ci32(I, ln->pja.dir * (1 + PJ_L2_AHEAD)));
-		at.valid[r] = LLVMBuildICmp(I->b, LLVMIntULT, at.t[r], ln->L, "");
+		ahead_row(T, ln, &at, r, iadd(I, st->t[r], ci32(I, ln->pja.dir * (1 + PJ_L2_AHEAD))));
 		LLVMValueRef idx = LLVMBuildSelect(I->b, at.valid[r], slot_index(T, ln, &at, r * 4), ci64(I, 0), "");
 		for (int j = 0; j < T->napj; j++)
 			prefetch_l2(I, gep_bf16(I, ln->pws[j], idx));
