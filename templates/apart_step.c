@@ -1,4 +1,6 @@
-/* The projections apart as a scan's step reads them (step_inputs): each
+/* The projections apart as a scan's step reads them (step_inputs) where
+ * its segment does not stage them (SEG_PJ: sm_90's fwd_scan and bwd_apply
+ * do; Ampere's and Ada's SMs hold fewer blocks of those buffers): each
  * row's four slots of a projection in bf16 (proj_fwd's rounding), loaded
  * where the step uses them, or in a sweep a step ahead with the lines
  * further on hinted into L2 (pj_ahead_begin). */
@@ -56,7 +58,7 @@ void pj_ahead_begin(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i, int dir
 {
 	Irb *I = &T->I;
 	CHECK(!ln->pja.on && (dir == 1 || dir == -1));
-	if (T->napj == 0)
+	if (T->napj == 0 || (ln->seg_flags & SEG_PJ))
 		return;
 	for (int j = 0; j < T->napj; j++)
 		for (int r = 0; r < 2; r++)

@@ -314,9 +314,10 @@ static void seg_reverse(Bwd *bw, int s0, Var ue[TM_SLOTS])
 		bw->wdx = wdx;
 		wsave = gate_frags_hold(T, ln);
 	}
-	/* the projections a step ahead, but in the one-pass backward, whose
-	 * look-back state leaves no registers for them under the three-block cap
-	 * (168 with them, 8-16 bytes spilled) */
+	/* where not staged (Ampere, Ada), the projections a step ahead, but in
+	 * the one-pass backward, whose look-back state left no registers for
+	 * them under sm_90's former three-block cap (168 with them, 8-16 bytes
+	 * spilled) */
 	if (!T->v->onepass)
 		pj_ahead_begin(T, ln, bw->gb, ci32(I, s0 + T->seg - 1), -1);
 	Loop L;
@@ -646,12 +647,6 @@ void tmpl_bwd_apply(Tmpl *T)
 	 * step si's, so a segment needs at least two (chunks are >= 8) */
 	CHECK(T->nbdproj == 0 || T->seg >= 2);
 	Launch *l = bwd_apply_launch(T, bw.sm.total);
-	/* bwd_smem_3blk's layout: registers for three blocks too, but where
-	 * the steps carry reset marks (documents' codes among them): at 168
-	 * ptxas spilled 8-28 bytes there (heads of 256, chunk 8), so those keep
-	 * two blocks' */
-	if (T->napj && !T->portable && bw.sm.total <= SMEM_3BLK && !T->v->resets)
-		l->minblocks = 3;
 	tmpl_open(T, l);
 	bw.sig = &l->sig;
 	/* dx's transposed projection takes the weights' rows in the slots'

@@ -14,7 +14,7 @@ static BwdSmem bwd_layout(const Tmpl *T, const PartMap *pm, int nh, int swz, int
 	BwdSmem s;
 	s.nh = nh;
 	s.h16 = h16;
-	s.segf = SEG_X | SEG_DY | (swz ? SEG_SWZ : 0);
+	s.segf = SEG_X | SEG_DY | (swz ? SEG_SWZ : 0) | (seg_pj(T) ? SEG_PJ : 0);
 	s.hm0 = T->chunk - nh * T->seg - 1;
 	if (s.hm0 < 0)
 		s.hm0 = 0;          /* step 0 starts from the chunk's start itself */
@@ -59,27 +59,6 @@ static int bwd_gate_steps(const Tmpl *T, const BwdSmem *s)
 	return n;
 }
 
-/* With the projections apart (no weights or dW in shared memory, 165
- * registers at K = 256: three blocks' worth), a layout that lets three
- * blocks share an SM, where one needs no more gate evaluations: 16-bit
- * maps, half the bytes. Two 4-warp blocks left bwd_apply waiting on
- * memory latency (2 warps a scheduler, 0.47 eligible, 44% of DRAM
- * bandwidth at 1x32768x4096 on the H100). */
-static BwdSmem bwd_smem_3blk(const Tmpl *T, const PartMap *pm, BwdSmem best)
-{
-	if (T->napj == 0 || T->portable || best.total <= SMEM_3BLK)
-		return best;
-	int steps = bwd_gate_steps(T, &best);
-	for (int h16 = 0; h16 < (T->ntokval > 0 ? 1 : 2); h16++)
-		for (int nh = 1; nh <= T->chunk / T->seg && T->chunk / T->seg <= 8; nh++)
-			for (int swz = 0; swz < 2; swz++) {
-				BwdSmem s = bwd_layout(T, pm, nh, swz, h16);
-				if (s.total <= SMEM_3BLK && bwd_gate_steps(T, &s) <= steps)
-					return s;
-			}
-	return best;
-}
-
 /* of the layouts that let two blocks share an SM, the one with the fewest
  * gate evaluations, then fp32 maps over 16-bit ones, then the least shared
  * memory. 16-bit maps fit twice as many steps: RG-LRU at chunk 8 keeps
@@ -92,8 +71,11 @@ static BwdSmem bwd_smem_3blk(const Tmpl *T, const PartMap *pm, BwdSmem best)
  * maps: its token adjoints sum over whole tokens, where h rounded to
  * 2^-11 before each step does not average out (SAMU at chunk 16, the one
  * that took 16-bit maps, missed 1e-2 on dbu: 1.2e-2 at 1x37x128, 100 times
- * chunk 8's error on the same inputs). With the projections apart, then
- * the layout for three blocks where there is one (bwd_smem_3blk). */
+ * chunk 8's error on the same inputs). With the projections apart on
+ * sm_90 their rows are staged too (SEG_PJ), which no layout for three
+ * blocks an SM holds: two blocks that wait once a segment beat three
+ * that wait at every step, their loads a step ahead (bwd_apply 3.67 ->
+ * 3.24 ms at 1x131072x4096, heads of 256, on an H100). */
 BwdSmem bwd_smem(const Tmpl *T, const PartMap *pm)
 {
 	BwdSmem best = bwd_layout(T, pm, 0, 0, 0);
@@ -109,5 +91,5 @@ BwdSmem bwd_smem(const Tmpl *T, const PartMap *pm)
 			if (d < 0 || (d == 0 && s.h16 == best.h16 && s.total < best.total))
 				best = s;
 		}
-	return bwd_smem_3blk(T, pm, best);
+	return best;
 }

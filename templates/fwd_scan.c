@@ -172,6 +172,18 @@ static LLVMValueRef quad_base(Tmpl *T, Lanes *ln)
  * shorter segment leaves registers for them */
 static int apply_seg(Tmpl *T) { return T->quad_groups >= 4 && seg_len(T) > 4 ? 4 : seg_len(T); }
 
+/* what apply stages: x's rows, and the projections apart where two blocks
+ * still share an SM. Their per-step loads were where fwd_scan waited (47%
+ * of its warps' cycles on long scoreboard at 1x32768x4096, heads of 256);
+ * staged, the kernel holds two blocks instead of three and still gains:
+ * 1.95 -> 1.80 ms at 1x131072x4096 on an H100, where a 4-step segment at
+ * three blocks' 80 registers took 2.46 */
+static int apply_segf(Tmpl *T, int proj)
+{
+	int pj = SEG_X | SEG_PJ;
+	return seg_pj(T) && quad_smem(T, pj, proj) + LB_SMEM <= SMEM_2BLK ? pj : SEG_X;
+}
+
 static char *smem_quads(Tmpl *T, char *buf, size_t n)
 {
 	snprintf(buf, n, "%d", quad_smem(T, SEG_X, gates_inline(T)));
@@ -404,7 +416,8 @@ void tmpl_fwd_apply(Tmpl *T)
 	Irb *I = &T->I;
 	int lb = T->v->lookback;
 	int proj = kern_proj(T, T->e_y);    /* an unfused output gated by a projection runs it here */
-	int lbo = quad_smem(T, SEG_X, proj);   /* look-back's ticket and carries after the quads' memory */
+	int segf = apply_segf(T, proj);
+	int lbo = quad_smem(T, segf, proj);   /* look-back's ticket and carries after the quads' memory */
 	int keep = fwd_keep(T, lbo);
 	char sm[32];
 	snprintf(sm, sizeof sm, "%d", keep >= 0 ? keep + keep_bytes(T) : lbo + (lb ? LB_SMEM : 0));
@@ -434,7 +447,7 @@ void tmpl_fwd_apply(Tmpl *T)
 	if (lb)
 		lb_ticket(T, ksig_arg(T, &l->sig, "ws:ticket"), lbo);
 	Lanes ln;
-	quad_lanes(T, &ln, &l->sig, apply_seg(T), SEG_X);
+	quad_lanes(T, &ln, &l->sig, apply_seg(T), segf);
 	memset(T->k.ticket_thb, 0, sizeof T->k.ticket_thb);
 	/* a tile inside the sequence has every step valid: its own copy of the
 	 * code, with the validity selects folded away. RG-LRU's look-back scan

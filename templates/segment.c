@@ -80,6 +80,8 @@ int seg_part(const Tmpl *T, int flags, int part)
 	off += flags & SEG_X ? buf : 0;
 	if (part == SEG_DY) return off;
 	off += flags & SEG_DY ? buf : 0;
+	if (part == SEG_PJ) return off;
+	off += flags & SEG_PJ ? T->napj * buf : 0;
 	if (part == SEG_TOK) return off;
 	off += 16 * T->ntokval * 4;
 	if (part == SEG_MARK) return off;
@@ -87,6 +89,8 @@ int seg_part(const Tmpl *T, int flags, int part)
 	CHECK(part == 0);
 	return (off + 15) & ~15;   /* the whole step */
 }
+
+int seg_pj(const Tmpl *T) { return T->napj > 0 && !T->portable; }
 
 int seg_bytes(const Tmpl *T, int n, int flags) { return n * seg_part(T, flags, 0); }
 
@@ -102,6 +106,7 @@ LLVMValueRef seg_mark_at(Tmpl *T, const Lanes *ln, LLVMValueRef seg, LLVMValueRe
 	return iadd(I, base, size == 1 ? row : imul(I, row, ci32(I, size)));
 }
 int seg_len(const Tmpl *T) { return T->chunk < 8 ? T->chunk : 8; }
+
 
 void seg_enable(Tmpl *T, Lanes *ln, int off, int n, int flags)
 {
@@ -126,6 +131,39 @@ static LLVMValueRef seg_base(Tmpl *T, Lanes *ln)
 	return iadd(I, ci32(I, ln->seg_off), imul(I, ln->quad, ci32(I, ln->seg_n * ln->seg_step)));
 }
 
+/* the element of a [B][L][D] array whose 16 bytes thread (row, c16) of
+ * the quad stages for step i0 + k of the group at gb, and whether its row
+ * lies in the sequence (element 0 stands in where not) */
+static LLVMValueRef seg_elem(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0, int k, LLVMValueRef row,
+                             LLVMValueRef c16, LLVMValueRef *valid)
+{
+	Irb *I = &T->I;
+	LLVMValueRef t = iadd(I, gb, iadd(I, imul(I, row, ci32(I, T->chunk)), iadd(I, i0, ci32(I, k))));
+	*valid = in_seq(T, ln, t);
+	LLVMValueRef rowi = iadd(I, imul(I, ln->b, ln->L), t);
+	LLVMValueRef e = iadd(I, imul(I, sext64(I, rowi), sext64(I, ln->D)),
+	                      sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), imul(I, c16, ci32(I, 8)))));
+	return LLVMBuildSelect(I->b, *valid, e, ci64(I, 0), "");
+}
+
+/* the projections apart of the segment's steps, copied to shared memory
+ * without registers (zeros past L) in the layout of x's rows; the caller
+ * waits for them */
+static void seg_copy_pj(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRef gb, LLVMValueRef i0, LLVMValueRef row,
+                        LLVMValueRef c16)
+{
+	Irb *I = &T->I;
+	int buf = ln->seg_flags & SEG_SWZ ? 16 * 128 : XS_BUF;
+	LLVMValueRef o = xs_at(I, ln, row, c16);
+	for (int k = 0; k < ln->seg_n; k++) {
+		LLVMValueRef valid, e = seg_elem(T, ln, gb, i0, k, row, c16, &valid);
+		LLVMValueRef n = LLVMBuildSelect(I->b, valid, ci32(I, 16), ci32(I, 0), "");
+		LLVMValueRef sb = iadd(I, base, ci32(I, k * ln->seg_step + seg_part(T, ln->seg_flags, SEG_PJ)));
+		for (int j = 0; j < T->napj; j++)
+			cp_async16(I, iadd(I, sb, iadd(I, o, ci32(I, j * buf))), gep_bf16(I, ln->pws[j], e), n);
+	}
+}
+
 void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 {
 	Irb *I = &T->I;
@@ -146,12 +184,7 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 	 * more, not less, in five of the RG-LRU variants of state.lua.) */
 	LLVMValueRef ml = (ln->reset || ln->dcode) && !T->k.marks_quiet ? ilt(I, tq, ci32(I, 16)) : NULL, mv[8];
 	for (int k = 0; k < n; k++) {
-		LLVMValueRef t = iadd(I, gb, iadd(I, imul(I, row, ci32(I, T->chunk)), iadd(I, i0, ci32(I, k))));
-		LLVMValueRef valid = in_seq(T, ln, t);
-		LLVMValueRef rowi = iadd(I, imul(I, ln->b, ln->L), t);
-		LLVMValueRef e = iadd(I, imul(I, sext64(I, rowi), sext64(I, ln->D)),
-		                      sext64(I, iadd(I, imul(I, ln->head, ci32(I, 64)), imul(I, c16, ci32(I, 8)))));
-		e = LLVMBuildSelect(I->b, valid, e, ci64(I, 0), "");
+		LLVMValueRef valid, e = seg_elem(T, ln, gb, i0, k, row, c16, &valid);
 		if (ln->seg_flags & SEG_X)
 			xv[k] = LLVMBuildSelect(I->b, valid, ld(I, v4, gep_bf16(I, ln->x, e), 16), LLVMConstNull(v4), "");
 		if (ln->seg_flags & SEG_DY)
@@ -172,6 +205,8 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 	/* the previous segment's readers are done before it is overwritten */
 	quad_bar(T, ln);
 	LLVMValueRef base = seg_base(T, ln);
+	if (ln->seg_flags & SEG_PJ)
+		seg_copy_pj(T, ln, base, gb, i0, row, c16);
 	for (int k = 0; k < n; k++) {
 		LLVMValueRef sb = iadd(I, base, ci32(I, k * ln->seg_step));
 		LLVMValueRef o = xs_at(I, ln, row, c16);
@@ -196,6 +231,8 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 			if_end(I, &f);
 		}
 	}
+	if (ln->seg_flags & SEG_PJ)
+		cp_async_wait_all(I);
 	quad_bar(T, ln);
 	ln->seg_i0 = i0;
 }
@@ -233,6 +270,14 @@ LLVMValueRef seg_step_at(Tmpl *T, Lanes *ln, LLVMValueRef i)
 {
 	Irb *I = &T->I;
 	return iadd(I, seg_base(T, ln), imul(I, isub(I, i, ln->seg_i0), ci32(I, ln->seg_step)));
+}
+
+LLVMValueRef pj_staged_at(Tmpl *T, const Lanes *ln, const Step *st, int j)
+{
+	Irb *I = &T->I;
+	CHECK(st->seg && (ln->seg_flags & SEG_PJ) && j < T->napj);
+	int buf = ln->seg_flags & SEG_SWZ ? 16 * 128 : XS_BUF;
+	return iadd(I, st->seg, ci32(I, seg_part(T, ln->seg_flags, SEG_PJ) + j * buf));
 }
 
 void load_dy(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef dy[TM_SLOTS])

@@ -200,12 +200,16 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 	 * (half the bytes of fp32 in every scan kernel that reads them), loaded
 	 * here or a step ahead (pj_ahead_begin) */
 	LLVMValueRef pj[MX_MAXPROJ][2][2];
+	int staged = st->seg && (ln->seg_flags & SEG_PJ);
+	CHECK(!(staged && ln->pja.on));
 	if (ln->pja.on)
 		pj_ahead_step(T, ln, st, pj);
 	for (int j = 0; j < T->napj; j++) {
 		for (int r = 0; r < 2; r++) {
 			LLVMValueRef *pr = pj[j][r];
-			if (!ln->pja.on)
+			if (staged)
+				xs_slots(T, ln, pj_staged_at(T, ln, st, j), iadd(I, ln->g, ci32(I, 8 * r)), pr);
+			else if (!ln->pja.on)
 				pj_load(T, ln, st, j, r, pr);
 			for (int e = 0; e < 2; e++) {
 				st->proj[r * 4 + 2 * e][T->apj[j]] = unpack_bf16_lo(I, pr[e]);

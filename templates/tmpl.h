@@ -236,12 +236,18 @@ typedef struct {
  * per-token values) for n consecutive steps is loaded by one burst of
  * independent loads per thread, then read from shared memory: one memory
  * latency per n steps instead of one per step. Per quad, per step: x rows,
- * [dy rows], [16 x nz floats], [16 reset marks, one byte per row]. */
-enum { SEG_X = 1, SEG_DY = 2, SEG_TOK = 4, SEG_SWZ = 8, SEG_MARK = 16 };   /* token values are staged whenever
-                                                                            * the mixer has them, reset marks
-                                                                            * whenever the variant takes them */
-/* byte offset of a part (SEG_X, SEG_DY, 0 = the whole step, SEG_TOK token
- * values, SEG_MARK reset marks) in a staged step of these flags */
+ * [dy rows], [the projections apart: napj x 16 rows, copied by cp.async,
+ * no registers], [16 x nz floats], [16 reset marks, one byte per row]. */
+enum { SEG_X = 1, SEG_DY = 2, SEG_TOK = 4, SEG_SWZ = 8, SEG_MARK = 16, SEG_PJ = 32 };
+/* (token values are staged whenever the mixer has them, reset marks
+ * whenever the variant takes them) */
+/* whether a kernel stages the projections apart (SEG_PJ): on sm_90, whose
+ * SMs hold two blocks of the larger buffers (Ampere and Ada load them a
+ * step at a time, or a step ahead) */
+int seg_pj(const Tmpl *T);
+/* byte offset of a part (SEG_X, SEG_DY, SEG_PJ, 0 = the whole step,
+ * SEG_TOK token values, SEG_MARK reset marks) in a staged step of these
+ * flags */
 int seg_part(const Tmpl *T, int flags, int part);
 int seg_bytes(const Tmpl *T, int n, int flags);   /* per quad */
 /* a staged row's reset mark: its bytes (a docs variant's token code, 4) and
@@ -294,8 +300,6 @@ LLVMValueRef ksig_param(Tmpl *T, const KSig *s, int p);           /* parameter p
 /* The shared memory one block may take and still let a second share its
  * SM (228 KB per SM, 1 KB of it reserved per block) */
 #define SMEM_2BLK (113 * 1024)
-/* and a third: 75 KB each */
-#define SMEM_3BLK (75 * 1024)
 /* The most shared memory one block may take on sm_90 (opted in) */
 #define SMEM_BLK_MAX (227 * 1024)
 
@@ -401,6 +405,8 @@ void pj_ahead_end(Lanes *ln);
  * pj_ahead_begin) every row's of every projection, [j][row][pair], from
  * the loads ahead, the next step's issued */
 void pj_load(Tmpl *T, Lanes *ln, const Step *st, int j, int r, LLVMValueRef pr[2]);
+/* shared byte offset of projection j's rows in a step staged with SEG_PJ */
+LLVMValueRef pj_staged_at(Tmpl *T, const Lanes *ln, const Step *st, int j);
 void pj_ahead_step(Tmpl *T, Lanes *ln, const Step *st, LLVMValueRef pj[][2][2]);
 /* 32-bit load of a bf16 pair at element index idx64 (even), zero when invalid */
 LLVMValueRef load_pair(Tmpl *T, LLVMValueRef base, LLVMValueRef idx64, LLVMValueRef valid);

@@ -66,16 +66,38 @@ if bad: print("\n".join("     " + b for b in bad[:12]))
 sys.exit(1 if bad else 0)
 PY
 check $? "each plan: proj_fwd first, proj_dx, proj_dw, param_reduce last; scans over D/64, the weights over D/K and slabs; 4K tensor FLOP per element in each projection kernel; both decode steps at 256"
-# bwd_apply at chunk 8 takes 16-bit maps so that three blocks share an SM
-# (at most 75 KB of shared memory, and ptxas told to fit three)
-bad=""
-for f in "$work/k256"/rglru.apart_*_chunk8.ptx; do
-	n=$(basename "$f" .ptx); n=${n#rglru.}
-	sm=$("$py" -c "import json,sys; m=json.load(open(sys.argv[1])); print([l['smem'] for v in m['variants'] if v['name']==sys.argv[2] for l in v['backward'] if l['kernel'].endswith('bwd_apply')][0])" "$work/k256/manifest.json" "$n")
-	three=$(sed -n '/\.entry rglru_bwd_apply(/,/^{/p' "$f" | grep -c "minnctapersm 3")
-	{ [ "$sm" -le 76800 ] && [ "$three" = 1 ]; } || bad="$bad $n($sm,$three)"
-done
-[ -z "$bad" ]; check $? "bwd_apply at chunk 8 in at most 75 KB, three blocks an SM (not:${bad:- none})"
+# on sm_90 the scans that sweep over the projections apart stage them with the rows
+# (SEG_PJ): fwd_scan (fwd_apply) and bwd_apply copy them by cp.async, 16 bytes at a time,
+# 2 projections x 8 steps at each staging site, hint nothing into L2 and take at most
+# 113 KB of shared memory (two blocks an SM)
+"$py" - "$work/k256/manifest.json" "$work/k256" <<'PY'
+import json, re, sys
+m, d, bad = json.load(open(sys.argv[1])), sys.argv[2], []
+for v in m["variants"]:
+    if v["scan"] == "decode": continue
+    ptx = open("%s/rglru.%s.ptx" % (d, v["name"])).read()
+    for l in v["forward"] + v["backward"]:
+        k = l["kernel"]
+        if not re.search("_(fwd_scan|fwd_apply|bwd_apply)$", k): continue
+        body = re.search(r"\.entry %s\((.*?)\n}" % k, ptx, re.S).group(1)
+        cp, pf = body.count("cp.async.cg.shared.global"), body.count("prefetch.global.L2")
+        if cp == 0 or cp % 16 or pf or int(l["smem"]) > 113 * 1024:
+            bad.append("%s %s: cp.async %d, L2 hints %d, smem %s" % (v["name"], k, cp, pf, l["smem"]))
+if bad: print("\n".join("     " + b for b in bad[:12]))
+sys.exit(1 if bad else 0)
+PY
+check $? "sm_90: fwd_scan and bwd_apply stage the projections apart by cp.async (16 a site), no L2 hints, two blocks an SM"
+# Ampere's (the portable path) load them a step ahead of bwd_apply's sweeps instead, each
+# step's loads hinting the lines 4 steps on into L2 (2 rows x 2 projections a step: pass A,
+# the sweeps to h and the reverse sweep; the one-pass backward's reverse sweep loads where
+# it uses them)
+APART_K=256 "$recur" gen "$grid" --lua "$src/lua" --sm sm_80 -o "$work/k256_80" -q
+check $? "gen of tests/grids/apart.lua at heads of 256 for sm_80"
+pa() { sed -n "/\.entry rglru_bwd_apply(/,/^}/p" "$1" > "$work/pa.ptx"; echo "$(grep -c 'prefetch.global.L2' "$work/pa.ptx")/$(grep -c 'cp.async' "$work/pa.ptx")"; }
+f=$work/k256_80/rglru.apart_fused_grouped_prefix32
+got="$(pa "${f}_lookback_chunk8.ptx") $(pa "${f}_onepass_chunk8.ptx") $(pa "${f}_lookback_chunk16.ptx")"
+[ "$got" = "16/0 8/0 24/0" ]
+check $? "sm_80: bwd_apply's projections a step ahead with L2 hints/cp.async: 16 at chunk 8, 8 one-pass, 24 at chunk 16, no copies (got: $got)"
 
 out=$("$recur" list --dir "$work/k256" --plan --shape 2x1000x2560 2>&1)
 echo "$out" | grep -q "rglru_proj_dw  *grid 16x10x12 " && echo "$out" | grep -q "rglru_fwd_apply  *grid 4x40x2 "
@@ -126,14 +148,6 @@ pw() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" > "$work/pw.ptx"
 got="$(pw "$f" proj_fwd) $(pw "$f" proj_dx)"
 [ "$got" = "256/1/1/8/2/1 256/1/1/16/2/1" ]
 check $? "sm_90a at K = 256: proj_fwd and proj_dx with a producer warpgroup (threads/dec 56/inc 200/mbarrier waits/barrier 1/block barriers; got: $got)"
-# bwd_apply takes the projections a step ahead of its sweeps, each step's loads hinting
-# the lines 4 steps on into L2 (2 rows x 2 projections a step: pass A, the sweeps to h and
-# the reverse sweep; the one-pass backward's reverse sweep loads where it uses them, its
-# registers being at the three-block cap)
-pa() { sed -n "/\.entry rglru_bwd_apply(/,/^}/p" "$1" | grep -c 'prefetch.global.L2'; }
-got="$(pa "$f") $(pa "$work/k256/rglru.apart_fused_grouped_prefix32_onepass_chunk8.ptx") $(pa "$work/k256/rglru.apart_fused_grouped_prefix32_lookback_chunk16.ptx")"
-[ "$got" = "16 8 24" ]
-check $? "bwd_apply's projections a step ahead, with L2 hints: 16 at chunk 8, 8 one-pass, 24 at chunk 16 (got: $got)"
 f176=$work/k176_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
 got="$(grep -c wgmma "$f176") $(cat "$work"/k256/*.ptx | grep -c wgmma)"
 [ "$got" = "0 0" ]
@@ -154,8 +168,8 @@ if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
 		echo "$log" | grep -qE "[1-9][0-9]* bytes spill (stores|loads)" && echo "     $(basename "$1"): spills"; exit 0' "$ptxas" {})
 	[ -n "$bad" ] && echo "$bad"
 	[ -z "$bad" ]; check $? "ptxas accepts $n modules for sm_90 without spills"
-	# with reset marks or documents (a step carries its marks and codes): bwd_apply keeps two
-	# blocks' registers, where three blocks' cap made ptxas spill 8-96 bytes at chunk 8
+	# with reset marks or documents (a step carries its marks and codes; under a three-block
+	# register cap ptxas once spilled 8-96 bytes in bwd_apply at chunk 8)
 	APART_K=256 "$recur" gen "$src/tests/grids/apart_marks.lua" --lua "$src/lua" -o "$work/marks" -q
 	check $? "gen of tests/grids/apart_marks.lua: heads of 256 apart with documents, and with reset marks and states"
 	bad=$(ls "$work"/marks/*.ptx | xargs -P 2 -I{} bash -c 'log=$(ptxas_cached "$0" "-arch=sm_90 -v" "$1") || { echo "     $1: ptxas failed"; exit 0; }
@@ -163,8 +177,7 @@ if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
 	[ -n "$bad" ] && echo "$bad"
 	[ -z "$bad" ]; check $? "ptxas accepts their 4 modules for sm_90 without spills"
 	# Ampere's (the portable path: no clusters; A100 users own most GPUs): the one-pass winner
-	APART_K=256 "$recur" gen "$grid" --lua "$src/lua" --sm sm_80 -o "$work/k256_80" -q &&
-		f=$work/k256_80/rglru.apart_fused_grouped_prefix32_onepass_chunk8.ptx &&
+	f=$work/k256_80/rglru.apart_fused_grouped_prefix32_onepass_chunk8.ptx &&
 		log=$(ptxas_cached "$ptxas" "-arch=sm_80 -v" "$f") && ! echo "$log" | grep -qE "[1-9][0-9]* bytes spill"
 	check $? "heads of 256 for sm_80: ptxas accepts the one-pass module without spills"
 	# Hopper's own (sm_90a): the projections on wgmma, ptxas keeping them asynchronous
