@@ -71,12 +71,15 @@ void xs_slots(Tmpl *T, const Lanes *ln, LLVMValueRef base, LLVMValueRef row, LLV
 		pr[nt] = LLVMBuildExtractElement(I->b, v, ci32(I, nt), "");
 }
 
-/* per step: [x rows][dy rows][16 x nz token values], each part present by flags */
+/* one staged array's 16 rows of a step: padded, or swizzled (SEG_SWZ) */
+static int seg_rows_bytes(int flags) { return flags & SEG_SWZ ? 16 * 128 : XS_BUF; }
+
+/* per step: [x rows][dy rows][projections' rows][16 x nz token values], each part present by flags */
 int seg_part(const Tmpl *T, int flags, int part)
 {
 	int off = 0;
 	if (part == SEG_X) return off;
-	int buf = flags & SEG_SWZ ? 16 * 128 : XS_BUF;
+	int buf = seg_rows_bytes(flags);
 	off += flags & SEG_X ? buf : 0;
 	if (part == SEG_DY) return off;
 	off += flags & SEG_DY ? buf : 0;
@@ -106,7 +109,6 @@ LLVMValueRef seg_mark_at(Tmpl *T, const Lanes *ln, LLVMValueRef seg, LLVMValueRe
 	return iadd(I, base, size == 1 ? row : imul(I, row, ci32(I, size)));
 }
 int seg_len(const Tmpl *T) { return T->chunk < 8 ? T->chunk : 8; }
-
 
 void seg_enable(Tmpl *T, Lanes *ln, int off, int n, int flags)
 {
@@ -153,7 +155,7 @@ static void seg_copy_pj(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRef gb, 
                         LLVMValueRef c16)
 {
 	Irb *I = &T->I;
-	int buf = ln->seg_flags & SEG_SWZ ? 16 * 128 : XS_BUF;
+	int buf = seg_rows_bytes(ln->seg_flags);
 	LLVMValueRef o = xs_at(I, ln, row, c16);
 	for (int k = 0; k < ln->seg_n; k++) {
 		LLVMValueRef valid, e = seg_elem(T, ln, gb, i0, k, row, c16, &valid);
@@ -276,7 +278,7 @@ LLVMValueRef pj_staged_at(Tmpl *T, const Lanes *ln, const Step *st, int j)
 {
 	Irb *I = &T->I;
 	CHECK(st->seg && (ln->seg_flags & SEG_PJ) && j < T->napj);
-	int buf = ln->seg_flags & SEG_SWZ ? 16 * 128 : XS_BUF;
+	int buf = seg_rows_bytes(ln->seg_flags);
 	return iadd(I, st->seg, ci32(I, seg_part(T, ln->seg_flags, SEG_PJ) + j * buf));
 }
 

@@ -197,8 +197,9 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 		}
 	}
 	/* projections run apart: their values, rounded to bf16 by proj_fwd
-	 * (half the bytes of fp32 in every scan kernel that reads them), loaded
-	 * here or a step ahead (pj_ahead_begin) */
+	 * (half the bytes of fp32 in every scan kernel that reads them), read
+	 * from the segment where it stages them (SEG_PJ), else loaded here or a
+	 * step ahead (pj_ahead_begin) */
 	LLVMValueRef pj[MX_MAXPROJ][2][2];
 	int staged = st->seg && (ln->seg_flags & SEG_PJ);
 	CHECK(!(staged && ln->pja.on));
