@@ -40,6 +40,8 @@ static void sig_inputs(Tmpl *T, KSig *s)
 static LLVMValueRef keep_at(Tmpl *T, Lanes *ln, int keep, LLVMValueRef k, int s)
 {
 	Irb *I = &T->I;
+	if (ln->keep_staged)
+		return pj_keep_at(T, ln, k, s);
 	LLVMValueRef w = iadd(I, imul(I, k, ci32(I, TM_SLOTS)), ci32(I, s));
 	return iadd(I, ci32(I, keep), imul(I, iadd(I, imul(I, w, ci32(I, 128 * T->quads)), ln->tid), ci32(I, 4)));
 }
@@ -112,7 +114,7 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 		/* with kept maps, two steps per trip: their stores between the steps
 		 * keep the compiler from sharing the weight fragments of an unrolled
 		 * pair, so step_gates_n reads them once for both */
-		int n = keep >= 0 && ln->seg_n % 2 == 0 ? 2 : 1;
+		int n = keep >= 0 && !ln->keep_staged && ln->seg_n % 2 == 0 ? 2 : 1;
 		/* and there, with one group per quad (121 registers), the weight
 		 * fragments are held over the sweep (4 more; elsewhere ptxas
 		 * spills under the 2-block cap or the kernel loses a block) */
@@ -122,6 +124,8 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 			sl[c] = var_init(I, cf32(I, 0.0), "sl");
 		Loop Ls, L;
 		LLVMValueRef i = seg_loop_begin_n(T, ln, &Ls, &L, gb, T->chunk, n);
+		if (ln->keep_staged)   /* at the two-block cap of 128 registers pairs spilled 4 bytes */
+			L.unroll = 4;
 		Step stp[2];
 		step_gates_n(T, ln, stp, n, gb, i, 0);
 		for (int k = 0; k < n; k++) {
@@ -253,18 +257,29 @@ static int y_needs_gates(const ExGraph *g, int node)
 /* the byte offset of the kept maps (keep_at) in a look-back apply, or -1
  * where it does not keep them: more than one group per quad or segment
  * per chunk, an output over the gates, more than two blocks per SM
- * without them, or two blocks per SM lost with them. A mixer without
- * block-diagonal projections keeps none: its sweep is cheap (no tensor
- * cores) and its kernel holds three blocks per SM, which the maps' 56 KB
- * would cut to two (SAMU on the H200: fwd_scan 0.261 -> 0.321 ms at
- * L = 131072, against RG-LRU's 0.528 -> 0.437). */
-static int fwd_keep(Tmpl *T, int lbo)
+ * without them, or two blocks per SM lost with them. With the projections
+ * apart and staged (two or more), each step's maps take the bytes of the
+ * projections it has read (*staged; pj_keep_at): no memory of their own,
+ * and the second sweep evaluates no gates; but not where steps carry
+ * reset marks or documents' codes (at 128 registers ptxas spilled 72-128
+ * bytes there, heads of 256). Otherwise a mixer without
+ * block-diagonal projections in the scans keeps none: its sweep is cheap
+ * (no tensor cores) and its kernel holds three blocks per SM, which the
+ * maps' 56 KB would cut to two (SAMU on the H200: fwd_scan 0.261 -> 0.321
+ * ms at L = 131072, against RG-LRU's 0.528 -> 0.437). */
+static int fwd_keep(Tmpl *T, int lbo, int segf, int *staged)
 {
-	if (!T->v->lookback || T->quad_groups != 1 || T->chunk != apply_seg(T) || T->chunk < 2 || T->nbdproj == 0)
+	*staged = 0;
+	if (!T->v->lookback || T->quad_groups != 1 || T->chunk != apply_seg(T) || T->chunk < 2)
 		return -1;
-	int needs = y_needs_gates(&T->mx->g, T->e_y);
+	if (y_needs_gates(&T->mx->g, T->e_y))
+		return -1;
+	if ((segf & SEG_PJ) && T->napj >= 2 && !T->v->resets) {
+		*staged = 1;
+		return 0;
+	}
 	int keep = (lbo + LB_SMEM + 15) & ~15;
-	if (needs || keep + keep_bytes(T) > SMEM_2BLK)
+	if (T->nbdproj == 0 || keep + keep_bytes(T) > SMEM_2BLK)
 		return -1;
 	return keep;
 }
@@ -375,6 +390,8 @@ static void fwd_apply_tile(Tmpl *T, Lanes *ln, Launch *l, int keep, int lbo)
 		IfBlk sweep;   /* the sweep over the gates, where no kept maps serve */
 		if (keep >= 0)
 			if_begin(I, &sweep, LLVMBuildNot(I->b, kept, ""), "sweep");
+		if (ln->keep_staged)   /* the maps took the staged projections' bytes: stage the steps again */
+			ln->seg_keep = 0;
 		Loop Ls, L;
 		LLVMValueRef i = seg_loop_begin(T, ln, &Ls, &L, gb, T->chunk);
 		Step stp;
@@ -418,9 +435,10 @@ void tmpl_fwd_apply(Tmpl *T)
 	int proj = kern_proj(T, T->e_y);    /* an unfused output gated by a projection runs it here */
 	int segf = apply_segf(T, proj);
 	int lbo = quad_smem(T, segf, proj);   /* look-back's ticket and carries after the quads' memory */
-	int keep = fwd_keep(T, lbo);
+	int staged;
+	int keep = fwd_keep(T, lbo, segf, &staged);
 	char sm[32];
-	snprintf(sm, sizeof sm, "%d", keep >= 0 ? keep + keep_bytes(T) : lbo + (lb ? LB_SMEM : 0));
+	snprintf(sm, sizeof sm, "%d", keep >= 0 && !staged ? keep + keep_bytes(T) : lbo + (lb ? LB_SMEM : 0));
 	Launch *l = tmpl_launch(T, 1, lb ? "fwd_scan" : "fwd_apply", "NT", scan_h(T), "B", 128 * T->quads, sm);
 	l->minblocks = T->quad_groups == 1 ? 2 : 1;   /* more groups keep more chunk maps live: 128 registers spill */
 	if (proj && T->nbdproj)
@@ -448,6 +466,7 @@ void tmpl_fwd_apply(Tmpl *T)
 		lb_ticket(T, ksig_arg(T, &l->sig, "ws:ticket"), lbo);
 	Lanes ln;
 	quad_lanes(T, &ln, &l->sig, apply_seg(T), segf);
+	ln.keep_staged = staged;
 	memset(T->k.ticket_thb, 0, sizeof T->k.ticket_thb);
 	/* a tile inside the sequence has every step valid: its own copy of the
 	 * code, with the validity selects folded away. RG-LRU's look-back scan

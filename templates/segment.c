@@ -148,21 +148,26 @@ static LLVMValueRef seg_elem(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i
 	return LLVMBuildSelect(I->b, *valid, e, ci64(I, 0), "");
 }
 
-/* the projections apart of the segment's steps, copied to shared memory
- * without registers (zeros past L) in the layout of x's rows; the caller
- * waits for them */
-static void seg_copy_pj(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRef gb, LLVMValueRef i0, LLVMValueRef row,
-                        LLVMValueRef c16)
+/* The row arrays of the segment's steps (x, dy, the projections apart),
+ * copied to shared memory without registers (zeros past L): how a
+ * segment that stages the projections (SEG_PJ) stages every array; the
+ * caller waits for them */
+static void seg_copy(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRef gb, LLVMValueRef i0, LLVMValueRef row,
+                     LLVMValueRef c16)
 {
 	Irb *I = &T->I;
-	int buf = seg_rows_bytes(ln->seg_flags);
+	int buf = seg_rows_bytes(ln->seg_flags), f = ln->seg_flags;
 	LLVMValueRef o = xs_at(I, ln, row, c16);
 	for (int k = 0; k < ln->seg_n; k++) {
 		LLVMValueRef valid, e = seg_elem(T, ln, gb, i0, k, row, c16, &valid);
 		LLVMValueRef n = LLVMBuildSelect(I->b, valid, ci32(I, 16), ci32(I, 0), "");
-		LLVMValueRef sb = iadd(I, base, ci32(I, k * ln->seg_step + seg_part(T, ln->seg_flags, SEG_PJ)));
+		LLVMValueRef sb = iadd(I, iadd(I, base, ci32(I, k * ln->seg_step)), o);
+		if (f & SEG_X)
+			cp_async16(I, iadd(I, sb, ci32(I, seg_part(T, f, SEG_X))), gep_bf16(I, ln->x, e), n);
+		if (f & SEG_DY)
+			cp_async16(I, iadd(I, sb, ci32(I, seg_part(T, f, SEG_DY))), gep_bf16(I, ln->dy, e), n);
 		for (int j = 0; j < T->napj; j++)
-			cp_async16(I, iadd(I, sb, iadd(I, o, ci32(I, j * buf))), gep_bf16(I, ln->pws[j], e), n);
+			cp_async16(I, iadd(I, sb, ci32(I, seg_part(T, f, SEG_PJ) + j * buf)), gep_bf16(I, ln->pws[j], e), n);
 	}
 }
 
@@ -175,6 +180,7 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 	LLVMValueRef c16 = LLVMBuildAnd(I->b, tq, ci32(I, 7), "");
 	LLVMTypeRef v4 = LLVMVectorType(I->i32, 4);
 	LLVMValueRef xv[8], dv[8], tv[8];
+	int async = ln->seg_flags & SEG_PJ;   /* the rows by cp.async (seg_copy), else by registers */
 	CHECK(n <= 8);
 	/* token rows: thread tq < 16 * nz loads (row tq / nz, value tq % nz) */
 	LLVMValueRef trow = T->ntokval ? LLVMBuildUDiv(I->b, tq, ci32(I, T->ntokval), "") : NULL;
@@ -187,9 +193,9 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 	LLVMValueRef ml = (ln->reset || ln->dcode) && !T->k.marks_quiet ? ilt(I, tq, ci32(I, 16)) : NULL, mv[8];
 	for (int k = 0; k < n; k++) {
 		LLVMValueRef valid, e = seg_elem(T, ln, gb, i0, k, row, c16, &valid);
-		if (ln->seg_flags & SEG_X)
+		if ((ln->seg_flags & SEG_X) && !async)
 			xv[k] = LLVMBuildSelect(I->b, valid, ld(I, v4, gep_bf16(I, ln->x, e), 16), LLVMConstNull(v4), "");
-		if (ln->seg_flags & SEG_DY)
+		if ((ln->seg_flags & SEG_DY) && !async)
 			dv[k] = LLVMBuildSelect(I->b, valid, ld(I, v4, gep_bf16(I, ln->dy, e), 16), LLVMConstNull(v4), "");
 		if (T->ntokval) {
 			LLVMValueRef tt = iadd(I, gb, iadd(I, imul(I, trow, ci32(I, T->chunk)), iadd(I, i0, ci32(I, k))));
@@ -207,14 +213,14 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 	/* the previous segment's readers are done before it is overwritten */
 	quad_bar(T, ln);
 	LLVMValueRef base = seg_base(T, ln);
-	if (ln->seg_flags & SEG_PJ)
-		seg_copy_pj(T, ln, base, gb, i0, row, c16);
+	if (async)
+		seg_copy(T, ln, base, gb, i0, row, c16);
 	for (int k = 0; k < n; k++) {
 		LLVMValueRef sb = iadd(I, base, ci32(I, k * ln->seg_step));
 		LLVMValueRef o = xs_at(I, ln, row, c16);
-		if (ln->seg_flags & SEG_X)
+		if ((ln->seg_flags & SEG_X) && !async)
 			st(I, xv[k], smem_ptr(I, iadd(I, sb, o)), 16);
-		if (ln->seg_flags & SEG_DY)
+		if ((ln->seg_flags & SEG_DY) && !async)
 			st(I, dv[k], smem_ptr(I, iadd(I, iadd(I, sb, ci32(I, seg_part(T, ln->seg_flags, SEG_DY))), o)), 16);
 		if (T->ntokval) {
 			IfBlk f;
@@ -233,7 +239,7 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 			if_end(I, &f);
 		}
 	}
-	if (ln->seg_flags & SEG_PJ)
+	if (async)
 		cp_async_wait_all(I);
 	quad_bar(T, ln);
 	ln->seg_i0 = i0;
@@ -280,6 +286,15 @@ LLVMValueRef pj_staged_at(Tmpl *T, const Lanes *ln, const Step *st, int j)
 	CHECK(st->seg && (ln->seg_flags & SEG_PJ) && j < T->napj);
 	int buf = seg_rows_bytes(ln->seg_flags);
 	return iadd(I, st->seg, ci32(I, seg_part(T, ln->seg_flags, SEG_PJ) + j * buf));
+}
+
+LLVMValueRef pj_keep_at(Tmpl *T, Lanes *ln, LLVMValueRef k, int s)
+{
+	Irb *I = &T->I;
+	CHECK((ln->seg_flags & SEG_PJ) && T->napj >= 2 && T->k.slots_adjacent);
+	int r = slot_r(s), c = slot_c(s);
+	LLVMValueRef rows = iadd(I, seg_step_at(T, ln, k), ci32(I, seg_part(T, ln->seg_flags, SEG_PJ) + (c >> 1) * seg_rows_bytes(ln->seg_flags)));
+	return iadd(I, iadd(I, rows, xs_off(I, ln, iadd(I, ln->g, ci32(I, 8 * r)), ln->ch[0])), ci32(I, 4 * (c & 1)));
 }
 
 void load_dy(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef dy[TM_SLOTS])

@@ -198,6 +198,7 @@ typedef struct {
 	int seg_n, seg_flags, seg_step;            /* steps per segment, what is staged (SEG_*), bytes per step */
 	LLVMValueRef seg_i0;                       /* first step of the staged segment */
 	int seg_keep;                              /* the buffer already holds the next segment: do not stage */
+	int keep_staged;                           /* fwd: kept step maps in the staged projections' bytes (pj_keep_at) */
 	int full;                                  /* the code being emitted covers steps inside the sequence only (in_seq) */
 	LLVMBasicBlockRef hoist;                   /* lane-invariant values are emitted here (slot_env) */
 	/* the projections apart loaded a step ahead (pj_ahead_begin): a step
@@ -407,6 +408,11 @@ void pj_ahead_end(Lanes *ln);
 void pj_load(Tmpl *T, Lanes *ln, const Step *st, int j, int r, LLVMValueRef pr[2]);
 /* shared byte offset of projection j's rows in a step staged with SEG_PJ */
 LLVMValueRef pj_staged_at(Tmpl *T, const Lanes *ln, const Step *st, int j);
+/* where the thread keeps a 4-byte word for slot s of staged step k, once
+ * the step has read its projections: in the 8 bytes of each of two
+ * projections' two rows that this thread alone reads (napj >= 2, slots on
+ * adjacent channels) */
+LLVMValueRef pj_keep_at(Tmpl *T, Lanes *ln, LLVMValueRef k, int s);
 void pj_ahead_step(Tmpl *T, Lanes *ln, const Step *st, LLVMValueRef pj[][2][2]);
 /* 32-bit load of a bf16 pair at element index idx64 (even), zero when invalid */
 LLVMValueRef load_pair(Tmpl *T, LLVMValueRef base, LLVMValueRef idx64, LLVMValueRef valid);

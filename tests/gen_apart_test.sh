@@ -67,9 +67,9 @@ sys.exit(1 if bad else 0)
 PY
 check $? "each plan: proj_fwd first, proj_dx, proj_dw, param_reduce last; scans over D/64, the weights over D/K and slabs; 4K tensor FLOP per element in each projection kernel; both decode steps at 256"
 # on sm_90 the scans that sweep over the projections apart stage them with the rows
-# (SEG_PJ): fwd_scan (fwd_apply) and bwd_apply copy them by cp.async, 16 bytes at a time,
-# 2 projections x 8 steps at each staging site, hint nothing into L2 and take at most
-# 113 KB of shared memory (two blocks an SM)
+# (SEG_PJ): fwd_scan (fwd_apply) and bwd_apply copy every row array by cp.async, 16 bytes
+# at a time, 8 steps x (x, [dy,] 2 projections) at each staging site, hint nothing into L2
+# and take at most 113 KB of shared memory (two blocks an SM)
 "$py" - "$work/k256/manifest.json" "$work/k256" <<'PY'
 import json, re, sys
 m, d, bad = json.load(open(sys.argv[1])), sys.argv[2], []
@@ -81,12 +81,21 @@ for v in m["variants"]:
         if not re.search("_(fwd_scan|fwd_apply|bwd_apply)$", k): continue
         body = re.search(r"\.entry %s\((.*?)\n}" % k, ptx, re.S).group(1)
         cp, pf = body.count("cp.async.cg.shared.global"), body.count("prefetch.global.L2")
-        if cp == 0 or cp % 16 or pf or int(l["smem"]) > 113 * 1024:
+        site = 8 * (4 if k.endswith("bwd_apply") else 3)
+        if cp == 0 or cp % site or pf or int(l["smem"]) > 113 * 1024:
             bad.append("%s %s: cp.async %d, L2 hints %d, smem %s" % (v["name"], k, cp, pf, l["smem"]))
 if bad: print("\n".join("     " + b for b in bad[:12]))
 sys.exit(1 if bad else 0)
 PY
-check $? "sm_90: fwd_scan and bwd_apply stage the projections apart by cp.async (16 a site), no L2 hints, two blocks an SM"
+check $? "sm_90: fwd_scan and bwd_apply stage their rows and the projections apart by cp.async (24 and 32 a site), no L2 hints, two blocks an SM"
+# and the look-back forward at chunk 8 (one segment a chunk) keeps each step's maps, fp16
+# pairs (cvt.rn.f16x2), in the bytes of the staged projections it has read, so that its
+# second sweep evaluates no gate; at chunk 16 (two segments) it keeps none
+kept() { sed -n "/\.entry rglru_fwd_scan(/,/^}/p" "$1" | grep -c 'cvt.rn.f16x2.f32'; }
+f=$work/k256/rglru.apart_fused_grouped_prefix32
+got="$(kept "${f}_lookback_chunk8.ptx") $(kept "${f}_onepass_chunk8.ptx") $(kept "${f}_lookback_chunk16.ptx")"
+[ "$got" = "64 64 0" ]
+check $? "fwd_scan at chunk 8 keeps its step maps in the staged projections: 64 fp16 packs (8 slots a step, the fold unrolled by 4, in both copies of the tile; got: $got; chunk 16 none)"
 # Ampere's (the portable path) load them a step ahead of bwd_apply's sweeps instead, each
 # step's loads hinting the lines 4 steps on into L2 (2 rows x 2 projections a step: pass A,
 # the sweeps to h and the reverse sweep; the one-pass backward's reverse sweep loads where
