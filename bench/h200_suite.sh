@@ -87,6 +87,7 @@
 #                                        set made with --sm sm_90a): verify at
 #                                        widths K divides; then the set rg (recur
 #                                        gen lua/variants/recurrentgemma.lua)
+#                                        verified at 2x1000x2560 and 1x1500x4096,
 #                                        calibrated and timed at RecurrentGemma
 #                                        2B's and 9B's layers, beside the same
 #                                        math in PyTorch (HEADS_PARTS=verify or
@@ -363,6 +364,13 @@ if [ "$mode" = heads ]; then
 				"$BIN" verify --dir "$M" $args >> "$EXP/verify_apartmarks.log" 2>&1 || rc=1
 			done
 			wrote="$wrote $EXP/verify_apartmarks.log"
+		fi
+		# RecurrentGemma's own grid (prefix 32 and 64, the three scan kinds), which the
+		# apart grids (prefix 32) do not cover whole, at both layers' widths
+		if [ -d "$PTXROOT/$RGSET" ]; then
+			[ -n "${NOWARM:-}" ] || WARM_SHAPE=1x64x2816 bash bench/jit_warm.sh "$BIN" "$PTXROOT/$RGSET" "" "$TMPD/jit_warm.log" || rc=1
+			"$BIN" verify --dir "$PTXROOT/$RGSET" --shape 2x1000x2560 --shape 1x1500x4096 > "$EXP/verify_$RGSET.log" 2>&1 || rc=1
+			wrote="$wrote $EXP/verify_$RGSET.log"
 		fi
 	esac
 	case " ${HEADS_PARTS:-verify bench} " in *" bench "*)
