@@ -1,6 +1,8 @@
 /* Segment staging: the inputs of up to 8 steps (x rows, dy rows, token
  * values) loaded by one burst of 16-byte loads per thread into shared
- * memory, and the staged rows' layout read by ldmatrix and by the slots. */
+ * memory, or, with the projections apart (SEG_PJ), every row array copied
+ * there by cp.async; and the staged rows' layout read by ldmatrix and by
+ * the slots. */
 #include "tmpl.h"
 #include "diag.h"
 
@@ -293,8 +295,10 @@ LLVMValueRef pj_keep_at(Tmpl *T, Lanes *ln, LLVMValueRef k, int s)
 	Irb *I = &T->I;
 	CHECK((ln->seg_flags & SEG_PJ) && T->napj >= 2 && T->k.slots_adjacent);
 	int r = slot_r(s), c = slot_c(s);
-	LLVMValueRef rows = iadd(I, seg_step_at(T, ln, k), ci32(I, seg_part(T, ln->seg_flags, SEG_PJ) + (c >> 1) * seg_rows_bytes(ln->seg_flags)));
-	return iadd(I, iadd(I, rows, xs_off(I, ln, iadd(I, ln->g, ci32(I, 8 * r)), ln->ch[0])), ci32(I, 4 * (c & 1)));
+	int part = seg_part(T, ln->seg_flags, SEG_PJ) + (c >> 1) * seg_rows_bytes(ln->seg_flags);
+	LLVMValueRef rows = iadd(I, seg_step_at(T, ln, k), ci32(I, part));
+	LLVMValueRef own = xs_off(I, ln, iadd(I, ln->g, ci32(I, 8 * r)), ln->ch[0]);   /* the 8 bytes xs_slots reads */
+	return iadd(I, iadd(I, rows, own), ci32(I, 4 * (c & 1)));
 }
 
 void load_dy(Tmpl *T, Lanes *ln, Step *st_, LLVMValueRef dy[TM_SLOTS])
