@@ -97,6 +97,12 @@ int seg_part(const Tmpl *T, int flags, int part)
 
 int seg_pj(const Tmpl *T) { return T->napj > 0 && !T->portable; }
 
+/* byte offset of projection j's rows in a step staged with these flags */
+static int seg_pj_part(const Tmpl *T, int flags, int j)
+{
+	return seg_part(T, flags, SEG_PJ) + j * seg_rows_bytes(flags);
+}
+
 int seg_bytes(const Tmpl *T, int n, int flags) { return n * seg_part(T, flags, 0); }
 
 /* a staged row's reset mark: a byte, or a docs variant's token code (docs.c) */
@@ -158,7 +164,7 @@ static void seg_copy(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRef gb, LLV
                      LLVMValueRef c16)
 {
 	Irb *I = &T->I;
-	int buf = seg_rows_bytes(ln->seg_flags), f = ln->seg_flags;
+	int f = ln->seg_flags;
 	LLVMValueRef o = xs_at(I, ln, row, c16);
 	for (int k = 0; k < ln->seg_n; k++) {
 		LLVMValueRef valid, e = seg_elem(T, ln, gb, i0, k, row, c16, &valid);
@@ -169,7 +175,7 @@ static void seg_copy(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRef gb, LLV
 		if (f & SEG_DY)
 			cp_async16(I, iadd(I, sb, ci32(I, seg_part(T, f, SEG_DY))), gep_bf16(I, ln->dy, e), n);
 		for (int j = 0; j < T->napj; j++)
-			cp_async16(I, iadd(I, sb, ci32(I, seg_part(T, f, SEG_PJ) + j * buf)), gep_bf16(I, ln->pws[j], e), n);
+			cp_async16(I, iadd(I, sb, ci32(I, seg_pj_part(T, f, j))), gep_bf16(I, ln->pws[j], e), n);
 	}
 }
 
@@ -183,6 +189,7 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 	LLVMTypeRef v4 = LLVMVectorType(I->i32, 4);
 	LLVMValueRef xv[8], dv[8], tv[8];
 	int async = ln->seg_flags & SEG_PJ;   /* the rows by cp.async (seg_copy), else by registers */
+	int regs = async ? 0 : ln->seg_flags & (SEG_X | SEG_DY);   /* the row arrays loaded into registers */
 	CHECK(n <= 8);
 	/* token rows: thread tq < 16 * nz loads (row tq / nz, value tq % nz) */
 	LLVMValueRef trow = T->ntokval ? LLVMBuildUDiv(I->b, tq, ci32(I, T->ntokval), "") : NULL;
@@ -195,9 +202,9 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 	LLVMValueRef ml = (ln->reset || ln->dcode) && !T->k.marks_quiet ? ilt(I, tq, ci32(I, 16)) : NULL, mv[8];
 	for (int k = 0; k < n; k++) {
 		LLVMValueRef valid, e = seg_elem(T, ln, gb, i0, k, row, c16, &valid);
-		if ((ln->seg_flags & SEG_X) && !async)
+		if (regs & SEG_X)
 			xv[k] = LLVMBuildSelect(I->b, valid, ld(I, v4, gep_bf16(I, ln->x, e), 16), LLVMConstNull(v4), "");
-		if ((ln->seg_flags & SEG_DY) && !async)
+		if (regs & SEG_DY)
 			dv[k] = LLVMBuildSelect(I->b, valid, ld(I, v4, gep_bf16(I, ln->dy, e), 16), LLVMConstNull(v4), "");
 		if (T->ntokval) {
 			LLVMValueRef tt = iadd(I, gb, iadd(I, imul(I, trow, ci32(I, T->chunk)), iadd(I, i0, ci32(I, k))));
@@ -220,9 +227,9 @@ void seg_stage(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef i0)
 	for (int k = 0; k < n; k++) {
 		LLVMValueRef sb = iadd(I, base, ci32(I, k * ln->seg_step));
 		LLVMValueRef o = xs_at(I, ln, row, c16);
-		if ((ln->seg_flags & SEG_X) && !async)
+		if (regs & SEG_X)
 			st(I, xv[k], smem_ptr(I, iadd(I, sb, o)), 16);
-		if ((ln->seg_flags & SEG_DY) && !async)
+		if (regs & SEG_DY)
 			st(I, dv[k], smem_ptr(I, iadd(I, iadd(I, sb, ci32(I, seg_part(T, ln->seg_flags, SEG_DY))), o)), 16);
 		if (T->ntokval) {
 			IfBlk f;
@@ -286,8 +293,7 @@ LLVMValueRef pj_staged_at(Tmpl *T, const Lanes *ln, const Step *st, int j)
 {
 	Irb *I = &T->I;
 	CHECK(st->seg && (ln->seg_flags & SEG_PJ) && j < T->napj);
-	int buf = seg_rows_bytes(ln->seg_flags);
-	return iadd(I, st->seg, ci32(I, seg_part(T, ln->seg_flags, SEG_PJ) + j * buf));
+	return iadd(I, st->seg, ci32(I, seg_pj_part(T, ln->seg_flags, j)));
 }
 
 LLVMValueRef pj_keep_at(Tmpl *T, Lanes *ln, LLVMValueRef k, int s)
@@ -295,8 +301,7 @@ LLVMValueRef pj_keep_at(Tmpl *T, Lanes *ln, LLVMValueRef k, int s)
 	Irb *I = &T->I;
 	CHECK((ln->seg_flags & SEG_PJ) && T->napj >= 2 && T->k.slots_adjacent);
 	int r = slot_r(s), c = slot_c(s);
-	int part = seg_part(T, ln->seg_flags, SEG_PJ) + (c >> 1) * seg_rows_bytes(ln->seg_flags);
-	LLVMValueRef rows = iadd(I, seg_step_at(T, ln, k), ci32(I, part));
+	LLVMValueRef rows = iadd(I, seg_step_at(T, ln, k), ci32(I, seg_pj_part(T, ln->seg_flags, c >> 1)));
 	LLVMValueRef own = xs_off(I, ln, iadd(I, ln->g, ci32(I, 8 * r)), ln->ch[0]);   /* the 8 bytes xs_slots reads */
 	return iadd(I, iadd(I, rows, own), ci32(I, 4 * (c & 1)));
 }

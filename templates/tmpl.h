@@ -275,6 +275,13 @@ LLVMValueRef xidx(Tmpl *T, Lanes *ln, LLVMValueRef t, LLVMValueRef k);
 void xs_slots(Tmpl *T, const Lanes *ln, LLVMValueRef base, LLVMValueRef row, LLVMValueRef pr[2]);
 /* dy of the 8 slots, from the staged segment (staged with SEG_DY) */
 void load_dy(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef dy[TM_SLOTS]);
+/* shared byte offset of projection j's rows in a step staged with SEG_PJ */
+LLVMValueRef pj_staged_at(Tmpl *T, const Lanes *ln, const Step *st, int j);
+/* where the thread keeps a 4-byte word for slot s of staged step k, once
+ * the step has read its projections: in the 8 bytes of each of two
+ * projections' two rows that this thread alone reads (napj >= 2, slots on
+ * adjacent channels) */
+LLVMValueRef pj_keep_at(Tmpl *T, Lanes *ln, LLVMValueRef k, int s);
 
 /* an affine map per slot: h -> A h + B (forward) or u -> A u + B (adjoint) */
 typedef struct { Var A[TM_SLOTS], B[TM_SLOTS]; } Maps;
@@ -406,13 +413,6 @@ void pj_ahead_end(Lanes *ln);
  * pj_ahead_begin) every row's of every projection, [j][row][pair], from
  * the loads ahead, the next step's issued */
 void pj_load(Tmpl *T, Lanes *ln, const Step *st, int j, int r, LLVMValueRef pr[2]);
-/* shared byte offset of projection j's rows in a step staged with SEG_PJ */
-LLVMValueRef pj_staged_at(Tmpl *T, const Lanes *ln, const Step *st, int j);
-/* where the thread keeps a 4-byte word for slot s of staged step k, once
- * the step has read its projections: in the 8 bytes of each of two
- * projections' two rows that this thread alone reads (napj >= 2, slots on
- * adjacent channels) */
-LLVMValueRef pj_keep_at(Tmpl *T, Lanes *ln, LLVMValueRef k, int s);
 void pj_ahead_step(Tmpl *T, Lanes *ln, const Step *st, LLVMValueRef pj[][2][2]);
 /* 32-bit load of a bf16 pair at element index idx64 (even), zero when invalid */
 LLVMValueRef load_pair(Tmpl *T, LLVMValueRef base, LLVMValueRef idx64, LLVMValueRef valid);
