@@ -199,9 +199,14 @@ static void produce_trip(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n,
 	copy_ahead(T, g, t, kb, n);
 }
 
+/* What a kernel loads for a tile's epilogue before its first trip, so
+ * that the loads fly while the tensor cores work (proj_dx's own terms) */
+typedef void (*WgPre)(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, void *ctx);
+
 /* The multiplying warps' state: accumulators, the epilogue */
 typedef struct {
 	LLVMValueRef acc[2][32];
+	WgPre pre;
 	WgOut out;
 	const KSig *s;
 	void *ctx;
@@ -216,6 +221,8 @@ static void mul_trip(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n, voi
 	Irb *I = &T->I;
 	WgMul *m = arg;
 	int na = g->fwd ? T->napj : 1;   /* accumulator sets: a projection each, or dx's one */
+	if (kb == 0 && m->pre)
+		m->pre(T, g, m->s, imul(I, t, ci32(I, PROJ_ROWS)), m->ctx);
 	if (g->producer) {
 		ring_take(I, g->bars, &g->rg, n);
 	} else {
@@ -266,7 +273,7 @@ static void mul_end(Tmpl *T, Wg *g, LLVMValueRef t, void *arg)
  * (with a producer warpgroup: it copies, the other multiplies, a full
  * and an empty mbarrier a buffer between them, and the registers moved
  * to the multiplying one: two blocks an SM at 128 a thread), and out */
-static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgOut out, void *ctx)
+static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgPre pre, WgOut out, void *ctx)
 {
 	Irb *I = &T->I;
 	wg_align_smem(I);
@@ -275,7 +282,7 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgOut out, void *ctx)
 		ring_bars_init(I, g->bars, &g->rg);
 	wg_stage_weights(T, g, s);
 	g->ntile = idiv(I, iadd(I, g->p.BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
-	WgMul m = { .out = out, .s = s, .ctx = ctx };
+	WgMul m = { .pre = pre, .out = out, .s = s, .ctx = ctx };
 	WgTrips mul = { mul_trip, mul_end, &m };
 	if (!g->producer) {
 		g->ctid = tid_x(I);
@@ -353,38 +360,53 @@ void proj_fwd_wg(Tmpl *T)
 			for (int e = 0; e < 2; e++)
 				o.bias[j][i][e] = ld(I, I->f32, gep_f32(I, bp, sext64(I, iadd(I, acc_col(I, &g.p, g.p.c0, i), ci32(I, e)))), 4);
 	}
-	wg_body(T, &g, &l->sig, fwd_out, &o);
+	wg_body(T, &g, &l->sig, NULL, fwd_out, &o);
 }
 
 /* proj_dx's epilogue: the sums in fp32 into the output tile (rows of 256
  * bytes, 16-byte chunk c of row r at c ^ (r & 7)), then a thread a chunk
  * of 8 columns: dx's own term (bf16, from bwd_apply) read as 16 bytes,
- * added, rounded once and written as 16 bytes */
+ * added, rounded once and written as 16 bytes. The own terms are loaded
+ * before the tile's first trip (dx_own): loaded in the epilogue they
+ * were a global load's latency exposed once a tile. */
+enum { DX_NIT = 64 * 8 / PROJ_THREADS };   /* a thread's chunks of a tile */
+typedef struct { LLVMValueRef row[DX_NIT], idx[DX_NIT], own[DX_NIT]; } DxOwn;
+
 static LLVMValueRef dx_chunk(Irb *I, const Wg *g, LLVMValueRef r, LLVMValueRef c16)
 {
 	LLVMValueRef sw = LLVMBuildXor(I->b, c16, LLVMBuildAnd(I->b, r, ci32(I, 7), ""), "");
 	return iadd(I, ci32(I, g->obuf), iadd(I, imul(I, r, ci32(I, 256)), imul(I, sw, ci32(I, 16))));
 }
 
+/* a thread's rows of the tile at row0, their elements, and their own
+ * terms in flight: a row past B*L reads row B*L - 1 (never written) */
+static void dx_own(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, void *ctx)
+{
+	Irb *I = &T->I;
+	DxOwn *o = ctx;
+	const ProjLanes *p = &g->p;
+	LLVMValueRef dxd = ksig_arg(T, s, "ws:dxd");
+	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4);
+	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), "");
+	for (int it = 0; it < DX_NIT; it++) {
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * PROJ_THREADS / 8));
+		o->row[it] = iadd(I, row0, r);
+		LLVMValueRef rr = LLVMBuildSelect(I->b, ilt(I, o->row[it], p->BL), o->row[it], isub(I, p->BL, ci32(I, 1)), "");
+		LLVMValueRef col = sext64(I, iadd(I, p->c0, imul(I, c, ci32(I, 8))));
+		o->idx[it] = iadd(I, imul(I, sext64(I, o->row[it]), sext64(I, p->D)), col);
+		o->own[it] = ld(I, v4i, gep_bf16(I, dxd, iadd(I, imul(I, sext64(I, rr), sext64(I, p->D)), col)), 16);
+	}
+}
+
 static void dx_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMValueRef acc[][32], void *ctx)
 {
-	(void)ctx;
+	(void)row0;
 	Irb *I = &T->I;
+	const DxOwn *o = ctx;
 	const ProjLanes *p = &g->p;
-	LLVMValueRef dx = ksig_arg(T, s, "dx"), dxd = ksig_arg(T, s, "ws:dxd");
+	LLVMValueRef dx = ksig_arg(T, s, "dx");
 	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2), v4f = LLVMVectorType(I->f32, 4), v4i = LLVMVectorType(I->i32, 4);
-	/* the own terms first, all in flight while the sums are staged: a row
-	 * past B*L reads row B*L - 1 (never written) */
-	enum { NIT = 64 * 8 / PROJ_THREADS };
-	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), ""), row[NIT], idx[NIT], own[NIT];
-	for (int it = 0; it < NIT; it++) {
-		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * PROJ_THREADS / 8));
-		row[it] = iadd(I, row0, r);
-		LLVMValueRef rr = LLVMBuildSelect(I->b, ilt(I, row[it], p->BL), row[it], isub(I, p->BL, ci32(I, 1)), "");
-		LLVMValueRef col = sext64(I, iadd(I, p->c0, imul(I, c, ci32(I, 8))));
-		idx[it] = iadd(I, imul(I, sext64(I, row[it]), sext64(I, p->D)), col);
-		own[it] = ld(I, v4i, gep_bf16(I, dxd, iadd(I, imul(I, sext64(I, rr), sext64(I, p->D)), col)), 16);
-	}
+	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), "");
 	for (int r = 0; r < 2; r++) {
 		LLVMValueRef tr = acc_row(I, p, ci32(I, 0), r);
 		for (int i = 0; i < 8; i++) {   /* columns 8i + 2q, + 1: chunk 2i + q / 2, bytes 8 (q & 1) */
@@ -397,21 +419,21 @@ static void dx_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMV
 		}
 	}
 	wg_bar(I, g);
-	for (int it = 0; it < NIT; it++) {
+	for (int it = 0; it < DX_NIT; it++) {
 		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * PROJ_THREADS / 8));
 		IfBlk f;
-		if_begin(I, &f, ilt(I, row[it], p->BL), "out");
+		if_begin(I, &f, ilt(I, o->row[it], p->BL), "out");
 		LLVMValueRef sum[2];
 		for (int h = 0; h < 2; h++)
 			sum[h] = ld(I, v4f, smem_ptr(I, dx_chunk(I, g, r, iadd(I, imul(I, c, ci32(I, 2)), ci32(I, h)))), 16);
 		LLVMValueRef v = LLVMGetUndef(v4i);
 		for (int w = 0; w < 4; w++) {
-			LLVMValueRef o = LLVMBuildExtractElement(I->b, own[it], ci32(I, w), "");
-			LLVMValueRef lo = fadd(I, unpack_bf16_lo(I, o), LLVMBuildExtractElement(I->b, sum[w / 2], ci32(I, 2 * (w % 2)), ""));
-			LLVMValueRef hi = fadd(I, unpack_bf16_hi(I, o), LLVMBuildExtractElement(I->b, sum[w / 2], ci32(I, 2 * (w % 2) + 1), ""));
+			LLVMValueRef ow = LLVMBuildExtractElement(I->b, o->own[it], ci32(I, w), "");
+			LLVMValueRef lo = fadd(I, unpack_bf16_lo(I, ow), LLVMBuildExtractElement(I->b, sum[w / 2], ci32(I, 2 * (w % 2)), ""));
+			LLVMValueRef hi = fadd(I, unpack_bf16_hi(I, ow), LLVMBuildExtractElement(I->b, sum[w / 2], ci32(I, 2 * (w % 2) + 1), ""));
 			v = LLVMBuildInsertElement(I->b, v, pack_bf16x2(I, lo, hi), ci32(I, w), "");
 		}
-		st(I, v, gep_bf16(I, dx, idx[it]), 16);
+		st(I, v, gep_bf16(I, dx, o->idx[it]), 16);
 		if_end(I, &f);
 	}
 }
@@ -425,5 +447,6 @@ void proj_dx_wg(Tmpl *T)
 	proj_tile(T, &g.p);
 	for (int j = 0; j < T->napj; j++)
 		g.src[j] = ksig_each_arg(T, &l->sig, "dproj_", j);
-	wg_body(T, &g, &l->sig, dx_out, NULL);
+	DxOwn o;
+	wg_body(T, &g, &l->sig, dx_own, dx_out, &o);
 }

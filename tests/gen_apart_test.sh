@@ -157,6 +157,11 @@ pw() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" > "$work/pw.ptx"
 got="$(pw "$f" proj_fwd) $(pw "$f" proj_dx)"
 [ "$got" = "256/1/1/8/2/1 256/1/1/16/2/1" ]
 check $? "sm_90a at K = 256: proj_fwd and proj_dx with a producer warpgroup (threads/dec 56/inc 200/mbarrier waits/barrier 1/block barriers; got: $got)"
+# proj_dx loads dx's own terms (bwd_apply's bf16, 4 chunks of 16 bytes a thread) before a
+# row tile's first wgmma, not in its epilogue, where each tile waited on them
+got=$(sed -n "/\.entry rglru_proj_dx(/,/^}/p" "$f" | grep -oE 'ld\.global\.nc\.v4\.u32|wgmma\.mma_async' | head -5 | cut -c1-5 | tr '\n' ' ')
+[ "$got" = "ld.gl ld.gl ld.gl ld.gl wgmma " ]
+check $? "sm_90a at K = 256: proj_dx's own terms loaded before the tile's first wgmma (got: $got)"
 f176=$work/k176_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
 got="$(grep -c wgmma "$f176") $(cat "$work"/k256/*.ptx | grep -c wgmma)"
 [ "$got" = "0 0" ]
