@@ -212,7 +212,8 @@ typedef struct {
 	void *ctx;
 } WgMul;
 
-/* A trip of the warpgroups: the buffer's blocks ready (the producer's
+/* A trip of the warpgroups: at a tile's first, the kernel's loads for
+ * the tile's epilogue (pre); the buffer's blocks ready (the producer's
  * barrier, or this thread's copies and a block barrier, then the refill
  * ahead), its 4 x 16-column steps per projection, a wait for them, and
  * with a producer the buffer released */
@@ -272,7 +273,8 @@ static void mul_end(Tmpl *T, Wg *g, LLVMValueRef t, void *arg)
 /* The kernel's body after its signature: weights staged, then the trips
  * (with a producer warpgroup: it copies, the other multiplies, a full
  * and an empty mbarrier a buffer between them, and the registers moved
- * to the multiplying one: two blocks an SM at 128 a thread), and out */
+ * to the multiplying one: two blocks an SM at 128 a thread), each tile
+ * with its epilogue's loads ahead (pre, or NULL) and its epilogue (out) */
 static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgPre pre, WgOut out, void *ctx)
 {
 	Irb *I = &T->I;
