@@ -67,11 +67,14 @@ static void add_argmin(Tmpl *T, const char *name, int n, char key[][256], long l
  * 132 SMs by a few blocks (560 at D = 2560, 576 at 4096), so a third wave
  * ran a block's whole share.
  *
- * GW, proj_dw's slabs of rows (3 blocks an SM: 396 slots of 132 SMs,
- * fixed: the slabs are the order of dW's sums; NW blocks a slab): the g
- * in 1..16 with the least cdiv(NW*g, 396) / g (times 100000,
- * floored), the fewer slabs on a tie, at most NR: 3 at D = 4096 and 12 at
- * 2560 at K = 256, where the former cdiv(264, NW) gave 2 to both. */
+ * GW, proj_dw's slabs of rows (proj_dw_slots, fixed by the kernel, not
+ * the device: the slabs are the order of dW's sums; NW blocks a slab):
+ * the g in 1..16 with the least cdiv(NW*g, slots) / g (times 100000,
+ * floored), the fewer slabs on a tie, at most NR. mma.sync's kernel (and
+ * wgmma's of one k tile a block) counts 396 slots, 3 blocks an SM: 3
+ * slabs at D = 4096 and 12 at 2560 at K = 256, where the former cdiv(264,
+ * NW) gave 2 to both; wgmma's of 4 k tiles a block 132, one an SM: 2 and
+ * 13. */
 static void plan_proj_grids(Tmpl *T)
 {
 	_Static_assert(PROJ_WAVES <= PROJ_DW_MAXSLABS, "one key array holds both argmins' candidates");
@@ -89,7 +92,7 @@ static void plan_proj_grids(Tmpl *T)
 	add_var(T, "NW", "H*%d", proj_dw_tiles(T));
 	for (int g = 1; g <= PROJ_DW_MAXSLABS; g++) {
 		int n = snprintf(key[g - 1], sizeof key[0], "cdiv(NW*%d,%d)*100000/%d*64+%d+(NR<%d)*%lld", g,
-		                 PROJ_DW_SLOTS, g, g, g, 1LL << 40);
+		                 proj_dw_slots(T), g, g, g, 1LL << 40);
 		CHECK(n > 0 && (size_t)n < sizeof key[0]);
 	}
 	add_argmin(T, "GW", PROJ_DW_MAXSLABS, key, 64);

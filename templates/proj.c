@@ -32,7 +32,7 @@ static int b_stride(const Tmpl *T) { return proj_nc(T) * 2 + 16; }
 static int a_bytes(const Tmpl *T) { return PROJ_ROWS * a_stride(T); }
 static int b_bytes(const Tmpl *T) { return T->mx->k * b_stride(T); }   /* one projection's weight slice */
 
-int proj_dw_tiles(const Tmpl *T) { return (T->mx->k / proj_nc(T)) * ((T->mx->k + 63) / 64); }
+int proj_dw_tiles(const Tmpl *T) { return (T->mx->k / proj_nc(T)) * ((T->mx->k + 63) / 64 / proj_dw_kt(T)); }
 
 /* the lane's ldmatrix row offset for an A fragment at k-step ks of the
  * warp's 16 rows in a tile stored [row][k] at base: matrix m = lane / 8
@@ -203,13 +203,13 @@ Launch *proj_open(Tmpl *T, int fwd, int smem, int threads, int minblocks)
 	return l;
 }
 
-Launch *proj_dw_open(Tmpl *T, int smem, int minblocks)
+Launch *proj_dw_open(Tmpl *T, int smem, int threads, int minblocks)
 {
 	Irb *I = &T->I;
 	char g0[16], sm[16];
 	snprintf(g0, sizeof g0, "%d", proj_dw_tiles(T));
 	snprintf(sm, sizeof sm, "%d", smem);
-	Launch *l = tmpl_launch(T, 0, "proj_dw", g0, "H", "GW", PROJ_THREADS, sm);
+	Launch *l = tmpl_launch(T, 0, "proj_dw", g0, "H", "GW", threads, sm);
 	l->minblocks = minblocks;
 	launch_flops(l, proj_flops(T));
 	ksig_add(T, &l->sig, "x", I->gptr);
@@ -412,7 +412,7 @@ void tmpl_proj_dw(Tmpl *T)
 	int K = T->mx->k, nc = proj_nc(T), na = T->napj, nmt = K / nc;
 	int ds = b_stride(T);   /* an adjoint's row stride (x's: DW_XS) */
 	/* 161 registers at K = 256 (174 free): the 396 slots plan_proj_grids counts */
-	Launch *l = proj_dw_open(T, 2 * dw_buf(T), 3);
+	Launch *l = proj_dw_open(T, 2 * dw_buf(T), PROJ_THREADS, 3);
 	ProjLanes p;
 	proj_lanes(T, &l->sig, &p);   /* its tile: kt and m0 below */
 	LLVMValueRef x = ksig_arg(T, &l->sig, "x"), BL = p.BL, D = p.D, lane = p.lane, w = p.w;

@@ -20,8 +20,8 @@ void proj_tile(Tmpl *T, ProjLanes *p);
  * arguments fit either; minblocks a launch bound (0: none) */
 Launch *proj_open(Tmpl *T, int fwd, int smem, int threads, int minblocks);
 /* proj_dw's (x, the adjoints, the slabs' partial sums, B*L, D; a block per
- * (k tile, m tile) of a head and slab), minblocks a launch bound */
-Launch *proj_dw_open(Tmpl *T, int smem, int minblocks);
+ * (k tiles, m tile) of a head and slab), minblocks a launch bound */
+Launch *proj_dw_open(Tmpl *T, int smem, int threads, int minblocks);
 /* a float4 of weights as two bf16 pairs (an 8-byte shared store) */
 LLVMValueRef pack_bf16x4(Irb *I, LLVMValueRef v4f);
 /* one argument per projection apart: "ws:PREFIX" and the weight's name */

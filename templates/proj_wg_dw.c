@@ -3,23 +3,76 @@
  * it went from 2.7 to 1.55 ms at 1x131072x4096 (bench/experiments/
  * 2026-12-06-proj-dw-wgmma/). Every thread copies: a producer warpgroup,
  * as proj_fwd's, did not pay here (2026-12-06-proj-wgmma-dw-producer/,
- * built in f52c0a8). */
+ * built in f52c0a8).
+ *
+ * A block of one k tile read each adjoint's columns once per k tile and x's
+ * once per m tile: at K = 256, 24 bytes an element through L2 for 6 from
+ * memory, and Nsight Compute found L2 at 95% of its throughput (H100,
+ * bench/experiments/2026-12-06-proj-l2-ncu/). DW_KT warpgroups a block,
+ * one k tile each, share the adjoints' blocks of a stage: 16 bytes an
+ * element at 2, 12 at 4; at 4, 1.62 -> 1.13 ms at 1x131072x4096 on an
+ * H100, 96% of the copy rate (2026-12-06-proj-dw-kt/). */
 #include "proj_wg.h"
 #include "diag.h"
 
+#ifndef DW_KT
+#define DW_KT 4   /* k tiles (warpgroups) a block: 1, 2 or 4 */
+#endif
+_Static_assert(DW_KT == 1 || DW_KT == 2 || DW_KT == 4, "a head's k tiles split evenly");
+
+int proj_dw_kt(const Tmpl *T)
+{
+	int nkt = T->mx->k / 64;
+	return proj_wgmma(T) ? (DW_KT < nkt ? DW_KT : nkt) : 1;
+}
+
+/* The ring: a stage holds kt + 2 blocks of 8 KB; kt = 1, 4 stages (96 KB,
+ * two blocks an SM); kt = 2, 3 stages (96 KB, two an SM); kt = 4, 4
+ * stages (192 KB, one an SM) */
+static Ring dw_ring(int kt) { return kt == 2 ? (Ring){ 3, 2 } : (Ring){ WG_STAGES, WG_AHEAD }; }
+
+/* the slots the slabs are planned on: at kt = 1 the 396 its slabs have
+ * always had (their order is the sums'), else the kernel's own */
+int proj_dw_slots(const Tmpl *T)
+{
+	int kt = proj_dw_kt(T);
+	return kt == 1 ? PROJ_DW_SLOTS : 132 * (kt == 2 ? 2 : 1);
+}
+
 /* proj_dw on wgmma: dW_j[hp][k][m] = sum over the slab's rows of
- * x[row][hp K + k] dP_j[row][hp K + m], a block per (k tile, m tile) of
- * head hp and slab as proj.c's, D = A B^T with A = x^T (64 k by the rows)
+ * x[row][hp K + k] dP_j[row][hp K + m], a block per (kt k tiles, m tile)
+ * of head hp and slab, warpgroup wgi the k tile kg kt + wgi (as proj.c's
+ * at kt = 1), D = A B^T with A = x^T (64 k by the rows)
  * and B = dP_j^T: both read as loaded, blocks of 64 rows of 128 bytes
  * whose rows are the contraction, so MN-major (wgmma's transpose bits).
- * A stage of the ring holds a row tile's x block and each adjoint's; one
- * trip a row tile, the accumulators across the slab, written once. */
+ * A stage of the ring holds a row tile's x blocks (one a k tile) and each
+ * adjoint's; one trip a row tile, the accumulators across the slab,
+ * written once. */
 typedef struct {
 	ProjLanes p;
 	LLVMValueRef x, dp[MX_MAXPROJ], xcol, dcol, t1;
-	int stage;   /* bytes of a stage: x's block, then each adjoint's */
+	LLVMValueRef wgi, ltid;   /* this thread's warpgroup, its index in it */
+	int kt;      /* k tiles: x blocks a stage */
+	int stage;   /* bytes of a stage: x's blocks, then each adjoint's */
 	Ring rg;
 } WgDw;
+
+/* block b of a stage (x's k tiles, then the adjoints) by warpgroup b % kt */
+static void dw_copy_one(Tmpl *T, const WgDw *d, LLVMValueRef t, LLVMValueRef base, int b)
+{
+	Irb *I = &T->I;
+	LLVMValueRef src = b < d->kt ? d->x : d->dp[b - d->kt];
+	LLVMValueRef col = b >= d->kt ? d->dcol : b ? iadd(I, d->xcol, ci32(I, 64 * b)) : d->xcol;
+	LLVMValueRef at = b ? iadd(I, base, ci32(I, b * WG_BLOCK)) : base;
+	if (d->kt == 1) {   /* every thread copies every block */
+		copy_block(T, &d->p, src, t, col, at, tid_x(I));
+		return;
+	}
+	IfBlk f;
+	if_begin(I, &f, ieq(I, d->wgi, ci32(I, b % d->kt)), "dw_copy_wg");
+	copy_block(T, &d->p, src, t, col, at, d->ltid);
+	if_end(I, &f);
+}
 
 /* row tile t's blocks (when t < t1) into ring slot `slot`, then a commit */
 static void dw_copy(Tmpl *T, const WgDw *d, LLVMValueRef t, LLVMValueRef slot)
@@ -28,9 +81,8 @@ static void dw_copy(Tmpl *T, const WgDw *d, LLVMValueRef t, LLVMValueRef slot)
 	IfBlk f;
 	if_begin(I, &f, ilt(I, t, d->t1), "dw_copy");
 	LLVMValueRef base = imul(I, slot, ci32(I, d->stage));
-	copy_block(T, &d->p, d->x, t, d->xcol, base, tid_x(I));
-	for (int j = 0; j < T->napj; j++)
-		copy_block(T, &d->p, d->dp[j], t, d->dcol, iadd(I, base, ci32(I, (1 + j) * WG_BLOCK)), tid_x(I));
+	for (int b = 0; b < d->kt + T->napj; b++)
+		dw_copy_one(T, d, t, base, b);
 	if_end(I, &f);
 	cp_async_commit(I);
 }
@@ -51,6 +103,7 @@ static void dw_multiply(Tmpl *T, WgDw *d, LLVMValueRef tstart, Var acc[][32])
 	ring_ready(I, rg);
 	dw_copy(T, d, iadd(I, t, ci32(I, rg->ahead)), ring_slot(I, rg, n, rg->ahead));
 	LLVMValueRef base = imul(I, ring_slot(I, rg, n, 0), ci32(I, d->stage));
+	LLVMValueRef abase = d->kt == 1 ? base : iadd(I, base, imul(I, d->wgi, ci32(I, WG_BLOCK)));
 	LLVMValueRef all[64];
 	for (int j = 0; j < na; j++)
 		for (int e = 0; e < 32; e++)
@@ -58,8 +111,8 @@ static void dw_multiply(Tmpl *T, WgDw *d, LLVMValueRef tstart, Var acc[][32])
 	wg_fence(I);
 	for (int ks = 0; ks < 4; ks++)   /* contraction rows 16 ks.. of the tile */
 		for (int j = 0; j < na; j++)
-			wg_mma64(I, all + 32 * j, wg_desc(I, base, 128 * 16 * ks), wg_desc(I, iadd(I, base, ci32(I, (1 + j) * WG_BLOCK)), 128 * 16 * ks),
-			         1, 1);
+			wg_mma64(I, all + 32 * j, wg_desc(I, abase, 128 * 16 * ks),
+			         wg_desc(I, iadd(I, base, ci32(I, (d->kt + j) * WG_BLOCK)), 128 * 16 * ks), 1, 1);
 	wg_commit(I);
 	wg_wait(I, 0, all, 32 * na);
 	for (int j = 0; j < na; j++)
@@ -73,10 +126,17 @@ void proj_dw_wg(Tmpl *T)
 	Irb *I = &T->I;
 	int K = T->mx->k, nmt = K / 64, na = T->napj;
 	WgDw d;
-	d.stage = (1 + na) * WG_BLOCK;
-	d.rg = (Ring){ WG_STAGES, WG_AHEAD };
-	Launch *l = proj_dw_open(T, WG_STAGES * d.stage, 2);
+	d.kt = proj_dw_kt(T);
+	d.stage = (d.kt + na) * WG_BLOCK;
+	d.rg = dw_ring(d.kt);
+	Launch *l = proj_dw_open(T, d.rg.stages * d.stage, PROJ_THREADS * d.kt, d.kt == 4 ? 1 : 2);
 	proj_lanes(T, &l->sig, &d.p);
+	d.wgi = d.ltid = NULL;
+	if (d.kt > 1) {   /* a warpgroup's own warps and threads */
+		d.wgi = LLVMBuildLShr(I->b, tid_x(I), ci32(I, 7), "");
+		d.ltid = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 127), "");
+		d.p.w = LLVMBuildAnd(I->b, d.p.w, ci32(I, 3), "");
+	}
 	wg_align_smem(I);
 	const ProjLanes *p = &d.p;
 	d.x = ksig_arg(T, &l->sig, "x");
@@ -85,11 +145,13 @@ void proj_dw_wg(Tmpl *T)
 		d.dp[j] = ksig_each_arg(T, &l->sig, "dproj_", j);
 		part[j] = ksig_each_arg(T, &l->sig, "part_", j);
 	}
-	LLVMValueRef kt = idiv(I, ctaid(I, 0), ci32(I, nmt));
-	LLVMValueRef k0 = imul(I, kt, ci32(I, 64));
-	LLVMValueRef m0 = imul(I, isub(I, ctaid(I, 0), imul(I, kt, ci32(I, nmt))), ci32(I, 64));
+	LLVMValueRef kg = idiv(I, ctaid(I, 0), ci32(I, nmt));   /* the block's k tiles kg kt.. */
+	LLVMValueRef k0 = imul(I, kg, ci32(I, 64 * d.kt));
+	LLVMValueRef m0 = imul(I, isub(I, ctaid(I, 0), imul(I, kg, ci32(I, nmt))), ci32(I, 64));
 	LLVMValueRef hp = ctaid(I, 1), slab = ctaid(I, 2), GW = nctaid(I, 2);
 	d.xcol = iadd(I, imul(I, hp, ci32(I, K)), k0);
+	if (d.kt > 1)   /* this warpgroup's k tile, for its rows of dW */
+		k0 = iadd(I, k0, imul(I, d.wgi, ci32(I, 64)));
 	d.dcol = iadd(I, imul(I, hp, ci32(I, K)), m0);
 	/* the slab's rows: whole tiles of 64, slab after slab (proj.c's order) */
 	LLVMValueRef ntile = idiv(I, iadd(I, p->BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));

@@ -580,6 +580,8 @@ void tmpl_map_finish(Tmpl *T);    /* map variants: the row's map from the forwar
 #define PROJ_DW_SLOTS 396     /* its block slots: 132 SMs, 3 blocks each */
 int proj_nc(const Tmpl *T);         /* a projection block's output columns: gcd(K, 64) */
 int proj_dw_tiles(const Tmpl *T);   /* proj_dw's blocks per head and slab */
+int proj_dw_kt(const Tmpl *T);      /* its k tiles of 64 a block (a warpgroup each on wgmma; 1 else) */
+int proj_dw_slots(const Tmpl *T);   /* its block slots on 132 SMs, for the slabs' plan */
 void tmpl_proj_fwd(Tmpl *T);
 void tmpl_proj_dx(Tmpl *T);
 void tmpl_proj_dw(Tmpl *T);

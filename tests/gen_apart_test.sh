@@ -162,6 +162,15 @@ check $? "sm_90a at K = 256: proj_fwd and proj_dx with a producer warpgroup (thr
 got=$(sed -n "/\.entry rglru_proj_dx(/,/^}/p" "$f" | grep -oE 'ld\.global\.nc\.v4\.u32|wgmma\.mma_async' | head -5 | cut -c1-5 | tr '\n' ' ')
 [ "$got" = "ld.gl ld.gl ld.gl ld.gl wgmma " ]
 check $? "sm_90a at K = 256: proj_dx's own terms loaded before the tile's first wgmma (got: $got)"
+# proj_dw on wgmma at K = 256: a block of 4 warpgroups, a k tile of 64 each, sharing the
+# adjoints' blocks of a stage (12 bytes an element through L2, from 24 a block a k tile), one
+# block an SM, so its slabs are planned on 132 slots: 2 at D = 4096 (128 blocks), 13 at 2560
+# (520: 3.94 waves), what the 4 row tiles allow at 3x77x512
+got="$(sed -n "/\.entry rglru_proj_dw(/,/^}/p" "$f" | grep -o 'maxntid [0-9]*' | cut -d' ' -f2) $("$recur" list --dir "$work/k256_90a" \
+	--plan --shape 1x131072x4096 --shape 1x32768x2560 --shape 3x77x512 2>&1 | grep -o "rglru_proj_dw  *grid [0-9x]* block [0-9]*" |
+	LC_ALL=C sort -u | awk '{ print $3 "/" $5 }' | tr '\n' ' ')"
+[ "$got" = "512 4x10x13/512 4x16x2/512 4x2x4/512 " ]
+check $? "sm_90a at K = 256: proj_dw's block of 4 k tiles, slabs on 132 slots (got: $got)"
 f176=$work/k176_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
 got="$(grep -c wgmma "$f176") $(cat "$work"/k256/*.ptx | grep -c wgmma)"
 [ "$got" = "0 0" ]
