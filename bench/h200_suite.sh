@@ -330,13 +330,19 @@ if [ "$mode" = heads ]; then
 	# every variant verified at widths K divides, L no multiple of a tile, B > 1; then
 	# RecurrentGemma's layers (2B: 2560 = 10 x 256, 9B: 4096 = 16 x 256) calibrated and timed
 	RGSET=${HEADS_RG:-rg}   # the RecurrentGemma set timed (rg90a: made with --sm sm_90a)
+	warmed=" "   # each set's modules through the JIT cache once (the bench's set is verified too)
+	heads_warm() {
+		case "$warmed" in *" $1 "*) return 0 ;; esac
+		warmed="$warmed$1 "
+		[ -n "${NOWARM:-}" ] || WARM_SHAPE=1x64x2816 bash bench/jit_warm.sh "$BIN" "$1" "" "$TMPD/jit_warm.log" || rc=1
+	}
 	for k in ${APART_KS:-64 256 128 176 16} rg; do
 		set=apart$k
 		if [ $k = rg ]; then   # lua/variants/recurrentgemma.lua: warmed for the bench only
 			case " ${HEADS_PARTS:-verify bench} " in *" bench "*) set=$RGSET ;; *) continue ;; esac
 		fi
 		[ -d "$PTXROOT/$set" ] || { echo "heads: no carried PTX set $set"; rc=1; continue; }
-		[ -n "${NOWARM:-}" ] || WARM_SHAPE=1x64x2816 bash bench/jit_warm.sh "$BIN" "$PTXROOT/$set" "" "$TMPD/jit_warm.log" || rc=1
+		heads_warm "$PTXROOT/$set"
 		case " ${HEADS_PARTS:-verify bench} " in *" verify "*)
 			case ${k%_90a} in   # apartK_90a: the same grid for sm_90a (the projections on wgmma)
 				rg) continue ;;
@@ -370,7 +376,7 @@ if [ "$mode" = heads ]; then
 	case " ${HEADS_PARTS:-verify bench} " in *" verify "*)
 		if [ -d "$PTXROOT/apartmarks" ]; then
 			M=$PTXROOT/apartmarks
-			[ -n "${NOWARM:-}" ] || WARM_SHAPE=1x64x2816 bash bench/jit_warm.sh "$BIN" "$M" "" "$TMPD/jit_warm.log" || rc=1
+			heads_warm "$M"
 			: > "$EXP/verify_apartmarks.log"
 			for args in "--docs 64 --packed --h0 --shape 1x4000x2560" "--docs 3 --packed --h0 --shape 1x300x512" \
 				"--resets 0.01 --h0 --shape 2x1000x2560 --shape 3x77x512"; do
@@ -382,7 +388,7 @@ if [ "$mode" = heads ]; then
 		# RecurrentGemma's own grid (prefix 32 and 64, the three scan kinds), which the
 		# apart grids (prefix 32) do not cover whole, at both layers' widths
 		if [ -d "$PTXROOT/$RGSET" ]; then
-			[ -n "${NOWARM:-}" ] || WARM_SHAPE=1x64x2816 bash bench/jit_warm.sh "$BIN" "$PTXROOT/$RGSET" "" "$TMPD/jit_warm.log" || rc=1
+			heads_warm "$PTXROOT/$RGSET"
 			"$BIN" verify --dir "$PTXROOT/$RGSET" --shape 2x1000x2560 --shape 1x1500x4096 > "$EXP/verify_$RGSET.log" 2>&1 || rc=1
 			wrote="$wrote $EXP/verify_$RGSET.log"
 		fi
