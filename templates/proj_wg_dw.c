@@ -26,17 +26,20 @@ int proj_dw_kt(const Tmpl *T)
 	return proj_wgmma(T) ? (DW_KT < nkt ? DW_KT : nkt) : 1;
 }
 
-/* The ring: a stage holds kt + 2 blocks of 8 KB; kt = 1, 4 stages (96 KB,
- * two blocks an SM); kt = 2, 3 stages (96 KB, two an SM); kt = 4, 4
- * stages (192 KB, one an SM) */
+/* The ring: a stage holds kt + 2 blocks of 8 KB; kt = 1, 4 stages (96 KB);
+ * kt = 2, 3 stages (96 KB); kt = 4, 4 stages (192 KB) */
 static Ring dw_ring(int kt) { return kt == 2 ? (Ring){ 3, 2 } : (Ring){ WG_STAGES, WG_AHEAD }; }
+
+/* the blocks an SM holds: the ring's shared memory allows two at 96 KB,
+ * one at 192 (228 KB an SM, 1 KB of it a block's own) */
+static int dw_per_sm(int kt) { return kt == 4 ? 1 : 2; }
 
 /* the slots the slabs are planned on: at kt = 1 the 396 its slabs have
  * always had (their order is the sums'), else the kernel's own */
 int proj_dw_slots(const Tmpl *T)
 {
 	int kt = proj_dw_kt(T);
-	return kt == 1 ? PROJ_DW_SLOTS : 132 * (kt == 2 ? 2 : 1);
+	return kt == 1 ? PROJ_DW_SLOTS : PROJ_PLAN_SMS * dw_per_sm(kt);
 }
 
 /* proj_dw on wgmma: dW_j[hp][k][m] = sum over the slab's rows of
@@ -129,7 +132,9 @@ void proj_dw_wg(Tmpl *T)
 	d.kt = proj_dw_kt(T);
 	d.stage = (d.kt + na) * WG_BLOCK;
 	d.rg = dw_ring(d.kt);
-	Launch *l = proj_dw_open(T, d.rg.stages * d.stage, PROJ_THREADS * d.kt, d.kt == 4 ? 1 : 2);
+	int smem = d.rg.stages * d.stage;
+	CHECK(dw_per_sm(d.kt) * (smem + 1024) <= 233472);
+	Launch *l = proj_dw_open(T, smem, PROJ_THREADS * d.kt, dw_per_sm(d.kt));
 	proj_lanes(T, &l->sig, &d.p);
 	d.wgi = d.ltid = NULL;
 	if (d.kt > 1) {   /* a warpgroup's own warps and threads */

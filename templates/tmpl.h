@@ -577,11 +577,12 @@ void tmpl_map_finish(Tmpl *T);    /* map variants: the row's map from the forwar
 #define PROJ_PER_SM 2         /* their blocks an SM (by registers; 1 where shared memory allows
                                * one): whole waves of 2 SMS blocks are whole waves of SMS */
 #define PROJ_DW_MAXSLABS 16   /* proj_dw's slabs of rows, at most */
-#define PROJ_DW_SLOTS 396     /* its block slots: 132 SMs, 3 blocks each */
+#define PROJ_PLAN_SMS 132     /* the SMs proj_dw's slabs are planned on (fixed: they order its sums) */
+#define PROJ_DW_SLOTS (3 * PROJ_PLAN_SMS)   /* its block slots: 3 blocks an SM */
 int proj_nc(const Tmpl *T);         /* a projection block's output columns: gcd(K, 64) */
 int proj_dw_tiles(const Tmpl *T);   /* proj_dw's blocks per head and slab */
 int proj_dw_kt(const Tmpl *T);      /* its k tiles of 64 a block (a warpgroup each on wgmma; 1 else) */
-int proj_dw_slots(const Tmpl *T);   /* its block slots on 132 SMs, for the slabs' plan */
+int proj_dw_slots(const Tmpl *T);   /* its block slots on PROJ_PLAN_SMS, for the slabs' plan */
 void tmpl_proj_fwd(Tmpl *T);
 void tmpl_proj_dx(Tmpl *T);
 void tmpl_proj_dw(Tmpl *T);
