@@ -69,12 +69,14 @@ static void add_argmin(Tmpl *T, const char *name, int n, char key[][256], long l
  *
  * GW, proj_dw's slabs of rows (proj_dw_slots, fixed by the kernel, not
  * the device: the slabs are the order of dW's sums; NW blocks a slab):
- * the g in 1..16 with the least cdiv(NW*g, slots) / g (times 100000,
- * floored), the fewer slabs on a tie, at most NR. mma.sync's kernel (and
- * wgmma's of one k tile a block) counts 396 slots, 3 blocks an SM: 3
- * slabs at D = 4096 and 12 at 2560 at K = 256, where the former cdiv(264,
- * NW) gave 2 to both; wgmma's of 4 k tiles a block 132, one an SM: 2 and
- * 13. */
+ * the g in 1..16 with the least time, counted in bytes: cdiv(NW*g, slots)
+ * waves of cdiv(NR, g) row tiles a block (a block's row tile of x and
+ * adjoints, by all the slots) and g slabs of fp32 partials written and
+ * read back by param_reduce (H K^2 4 bytes a projection each way); the
+ * fewer slabs on a tie, at most NR. Counting waves alone took 13 slabs at
+ * 2560 at every L, 68 MB of partials against 126 MB of x and adjoints at
+ * L = 8192. At K = 256, 4 k tiles a block: 2 slabs at D = 4096; at 2560,
+ * 3 at L <= 32768, 13 at 131072. */
 static void plan_proj_grids(Tmpl *T)
 {
 	_Static_assert(PROJ_WAVES <= PROJ_DW_MAXSLABS, "one key array holds both argmins' candidates");
@@ -90,9 +92,12 @@ static void plan_proj_grids(Tmpl *T)
 	}
 	add_argmin(T, "GY", PROJ_WAVES, key, 1048576);
 	add_var(T, "NW", "H*%d", proj_dw_tiles(T));
+	int slots = proj_dw_slots(T);
+	int tile_kb = 128 * (64 * proj_dw_kt(T) + proj_nc(T) * T->napj) / 1024;   /* a block's row tile: x, adjoints */
+	int part_kb = 2 * T->mx->k * T->mx->k * 4 * T->napj / 1024;               /* a head's partials a slab, out and back */
 	for (int g = 1; g <= PROJ_DW_MAXSLABS; g++) {
-		int n = snprintf(key[g - 1], sizeof key[0], "cdiv(NW*%d,%d)*100000/%d*64+%d+(NR<%d)*%lld", g,
-		                 proj_dw_slots(T), g, g, g, 1LL << 40);
+		int n = snprintf(key[g - 1], sizeof key[0], "(cdiv(NW*%d,%d)*cdiv(NR,%d)*%d+%d*H*%d)*64+%d+(NR<%d)*%lld", g,
+		                 slots, g, tile_kb * slots, g, part_kb, g, g, 1LL << 40);
 		CHECK(n > 0 && (size_t)n < sizeof key[0]);
 	}
 	add_argmin(T, "GW", PROJ_DW_MAXSLABS, key, 64);
