@@ -336,6 +336,11 @@ static int gen_variant(Job *j, const Build *b)
 	double t0 = now_s();
 	tmpl_build(T, ctx, mod);
 	j->t[ST_IR] = now_s() - t0;
+	if (tmpl_check_smem(T, j->sm, j->err, sizeof j->err)) {
+		LLVMDisposeModule(mod);
+		LLVMContextDispose(ctx);
+		return -1;
+	}
 	if (o->dump_ir && (!o->only || !strcmp(o->only, T->v->name))) {
 		char *s = LLVMPrintModuleToString(mod);
 		fprintf(stdout, "; ---- IR of %s (before O3)\n%s", modname, s);
@@ -427,6 +432,7 @@ static int derive_all(VariantSet *sets, int nsets, Job *job, int *nj, json_t *mi
 			tmpl_setup(j->T, &j->mx, &vs->var[vi]);
 			j->T->portable = !target_clusters(j->sm);
 			j->T->wgmma = target_wgmma(j->sm);
+			j->T->smem_sm = target_smem_sm(j->sm);
 			rc = tmpl_check(j->T, 0, err, errlen);
 			if (rc == 0) {
 				tmpl_derive(j->T);

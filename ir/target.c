@@ -14,15 +14,22 @@
  * not say what was asked) and whether it has thread-block clusters,
  * distributed shared memory and programmatic dependent launch (sm_90): the
  * others (Ampere, Ada) get the portable path (Tmpl.portable). bf16 tensor
- * cores (mma m16n8k16) and tanh.approx set the floor at sm_80. */
+ * cores (mma m16n8k16) and tanh.approx set the floor at sm_80. Shared
+ * memory differs by more than a factor of two among them (the CUDA C++
+ * Programming Guide's table of compute capabilities): 164 KB an SM on
+ * sm_80 (A100), 100 KB on sm_86 and sm_89 (GeForce 30 and 40, A10, L4,
+ * L40), 228 KB on sm_90; a block may take all of it but the 1 KB the
+ * system reserves per block. */
 typedef struct {
 	const char *sm;
 	int min_ptx;       /* 10 * major + minor */
 	int clusters;
+	int smem_sm_kb;    /* shared memory an SM, KB */
 } TargetInfo;
 
 static const TargetInfo targets[] = {
-	{ "sm_80", 70, 0 }, { "sm_86", 71, 0 }, { "sm_89", 78, 0 }, { "sm_90", 78, 1 }, { "sm_90a", 80, 1 },
+	{ "sm_80", 70, 0, 164 }, { "sm_86", 71, 0, 100 }, { "sm_89", 78, 0, 100 }, { "sm_90", 78, 1, 228 },
+	{ "sm_90a", 80, 1, 228 },
 };
 static const char *const ptx_ok[] = { "7.8", "8.0", "8.1", "8.2", "8.3", "8.4", "8.5" };
 
@@ -271,6 +278,14 @@ int target_clusters(const char *sm)
 }
 
 int target_wgmma(const char *sm) { return strcmp(sm, "sm_90a") == 0; }
+
+int target_smem_sm(const char *sm)
+{
+	for (size_t i = 0; i < sizeof targets / sizeof *targets; i++)
+		if (strcmp(sm, targets[i].sm) == 0)
+			return targets[i].smem_sm_kb * 1024;
+	return 0;
+}
 
 void target_llvm_version(char *buf, size_t n)
 {

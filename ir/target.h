@@ -36,5 +36,9 @@ int target_clusters(const char *sm);
 /* whether sm (a target target_check accepts) has the warpgroup tensor-core
  * instructions (wgmma): sm_90a, whose modules load on sm_90 devices alone */
 int target_wgmma(const char *sm);
+/* the shared memory an SM of sm (a target target_check accepts) holds, in
+ * bytes; a block may take all of it but TARGET_SMEM_RESERVED */
+int target_smem_sm(const char *sm);
+#define TARGET_SMEM_RESERVED 1024   /* bytes the system keeps per resident block */
 
 #endif

@@ -20,7 +20,7 @@ typedef struct {
 	int dpa, scal, wmat, dW, xs, dz, tail, bmap, nbm, total;
 } BwdSmem;
 
-/* Two blocks per SM (4 warps each, SMEM_2BLK) are what hides this kernel's latency */
+/* Two blocks per SM (4 warps each, smem_2blk) are what hides this kernel's latency */
 #define MAP_BYTES (TM_SLOTS * 2 * 128 * 4)   /* one map [slot][A, B][thread] */
 #define MAP16_BYTES (TM_SLOTS * 128 * 4)    /* one map [slot][thread] of 16-bit pairs */
 

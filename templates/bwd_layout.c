@@ -1,5 +1,6 @@
 /* bwd_apply's shared memory: the layout of each region, and the choice
- * among the layouts that let two blocks share an SM. */
+ * among the layouts that let two blocks share an SM (or, on a target
+ * where none does, that fit one). */
 #include "bwd.h"
 
 /* The last nh segments of a chunk take h before their steps from the maps
@@ -7,8 +8,8 @@
  * sweeping the gates forward again: their gates are evaluated twice (pass
  * A, reverse step) instead of three times. The other segments store h in
  * the same region (they run after), starting from pass A's map at their
- * boundary where those fit. */
-static BwdSmem bwd_layout(const Tmpl *T, const PartMap *pm, int nh, int swz, int h16)
+ * boundary where those fit in budget bytes. */
+static BwdSmem bwd_layout(const Tmpl *T, const PartMap *pm, int nh, int swz, int h16, int budget)
 {
 	int nbd = T->nbdproj, nseg = T->chunk / T->seg;
 	BwdSmem s;
@@ -36,7 +37,7 @@ static BwdSmem bwd_layout(const Tmpl *T, const PartMap *pm, int nh, int swz, int
 	 * sweeping the gates from the chunk start again, where they fit */
 	s.bmap = s.total;
 	s.nbm = nseg - nh - 1 > 0 ? nseg - nh - 1 : 0;
-	if (s.bmap + s.nbm * MAP_BYTES > SMEM_2BLK)
+	if (s.bmap + s.nbm * MAP_BYTES > budget)
 		s.nbm = 0;
 	s.total = s.bmap + s.nbm * MAP_BYTES;
 	return s;
@@ -76,20 +77,31 @@ static int bwd_gate_steps(const Tmpl *T, const BwdSmem *s)
  * blocks an SM holds: two blocks that wait once a segment beat three
  * that wait at every step, their loads a step ahead (bwd_apply 3.67 ->
  * 3.24 ms at 1x131072x4096, heads of 256, on an H100). */
-BwdSmem bwd_smem(const Tmpl *T, const PartMap *pm)
+/* the best layout within budget bytes (bwd_layout(.., 0, 0, 0, ..), the
+ * least, where none is) */
+static BwdSmem bwd_best(const Tmpl *T, const PartMap *pm, int budget)
 {
-	BwdSmem best = bwd_layout(T, pm, 0, 0, 0);
+	BwdSmem best = bwd_layout(T, pm, 0, 0, 0, budget);
 	for (int h16 = 0; h16 < (T->ntokval > 0 ? 1 : 2); h16++)
 		for (int nh = 1; nh <= T->chunk / T->seg && T->chunk / T->seg <= 8; nh++) {
 			/* staged rows swizzled only where the padding is what does not fit */
-			BwdSmem s = bwd_layout(T, pm, nh, 0, h16);
-			if (s.total > SMEM_2BLK)
-				s = bwd_layout(T, pm, nh, 1, h16);
-			if (s.total > SMEM_2BLK)
+			BwdSmem s = bwd_layout(T, pm, nh, 0, h16, budget);
+			if (s.total > budget)
+				s = bwd_layout(T, pm, nh, 1, h16, budget);
+			if (s.total > budget)
 				continue;
 			int d = bwd_gate_steps(T, &s) - bwd_gate_steps(T, &best);
 			if (d < 0 || (d == 0 && s.h16 == best.h16 && s.total < best.total))
 				best = s;
 		}
 	return best;
+}
+
+/* Where no layout lets two blocks share an SM (sm_80's 164 KB, sm_86's
+ * and sm_89's 100 KB against 112-115 KB at K = 64), the best that one
+ * block may take (smem_1blk) */
+BwdSmem bwd_smem(const Tmpl *T, const PartMap *pm)
+{
+	BwdSmem best = bwd_best(T, pm, smem_2blk(T));
+	return best.total <= smem_2blk(T) ? best : bwd_best(T, pm, smem_1blk(T));
 }

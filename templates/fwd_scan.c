@@ -185,7 +185,7 @@ static int apply_seg(Tmpl *T) { return T->quad_groups >= 4 && seg_len(T) > 4 ? 4
 static int apply_segf(Tmpl *T, int proj)
 {
 	int pj = SEG_X | SEG_PJ;
-	return seg_pj(T) && quad_smem(T, pj, proj) + LB_SMEM <= SMEM_2BLK ? pj : SEG_X;
+	return seg_pj(T) && quad_smem(T, pj, proj) + LB_SMEM <= smem_2blk(T) ? pj : SEG_X;
 }
 
 static char *smem_quads(Tmpl *T, char *buf, size_t n)
@@ -279,7 +279,7 @@ static int fwd_keep(Tmpl *T, int lbo, int segf, int *staged)
 		return 0;
 	}
 	int keep = (lbo + LB_SMEM + 15) & ~15;
-	if (T->nbdproj == 0 || keep + keep_bytes(T) > SMEM_2BLK)
+	if (T->nbdproj == 0 || keep + keep_bytes(T) > smem_2blk(T))
 		return -1;
 	return keep;
 }

@@ -27,10 +27,28 @@ int proj_nc(const Tmpl *T) { return gcd(T->mx->k, 64); }
 
 /* shared row strides: 16 bytes past a multiple of 128, so the eight rows an
  * ldmatrix matrix reads fall in eight different bank groups */
-static int a_stride(const Tmpl *T) { return T->mx->k * 2 + 16; }
 static int b_stride(const Tmpl *T) { return proj_nc(T) * 2 + 16; }
-static int a_bytes(const Tmpl *T) { return PROJ_ROWS * a_stride(T); }
 static int b_bytes(const Tmpl *T) { return T->mx->k * b_stride(T); }   /* one projection's weight slice */
+/* proj_fwd's and proj_dx's A tile: the contraction columns staged at once,
+ * the head's K, or half of them where K and the weight slices would
+ * overflow a block's shared memory on the target (K = 256 on sm_86 and
+ * sm_89: 107520 bytes of 101376), at a barrier pair more a tile */
+static int a_cols(const Tmpl *T)
+{
+	int K = T->mx->k;
+	if (PROJ_ROWS * (K * 2 + 16) + T->napj * b_bytes(T) <= smem_blk_max(T))
+		return K;
+	CHECK(K % 32 == 0);   /* halves of whole mma k-steps: tmpl_check_smem reports the rest */
+	return K / 2;
+}
+static int a_stride(const Tmpl *T) { return a_cols(T) * 2 + 16; }
+static int a_bytes(const Tmpl *T) { return PROJ_ROWS * a_stride(T); }
+/* the first column of head hp's piece from contraction column k0 */
+static LLVMValueRef a_col0(Tmpl *T, LLVMValueRef hp, int k0)
+{
+	LLVMValueRef c = imul(&T->I, hp, ci32(&T->I, T->mx->k));
+	return k0 ? iadd(&T->I, c, ci32(&T->I, k0)) : c;
+}
 
 int proj_dw_tiles(const Tmpl *T) { return (T->mx->k / proj_nc(T)) * ((T->mx->k + 63) / 64 / proj_dw_kt(T)); }
 
@@ -261,7 +279,7 @@ void tmpl_proj_fwd(Tmpl *T)
 	}
 	Irb *I = &T->I;
 	const Mixer *mx = T->mx;
-	int K = mx->k, nc = proj_nc(T), na = T->napj;
+	int K = mx->k, nc = proj_nc(T), na = T->napj, kc = a_cols(T);
 	int boff = a_bytes(T);
 	Launch *l = proj_open(T, 1, boff + na * b_bytes(T), PROJ_THREADS, 0);
 	ProjLanes p;
@@ -282,19 +300,21 @@ void tmpl_proj_fwd(Tmpl *T)
 	Loop L;
 	loop_begin(I, &L, ctaid(I, 1), ntile, nctaid(I, 1), "rt");
 	LLVMValueRef row0 = imul(I, loop_i(I, &L), ci32(I, PROJ_ROWS));
-	bar_sync(I);   /* the weights staged, or the last tile's rows read */
-	stage_rows(T, x, row0, BL, D, imul(I, hp, ci32(I, K)), ci32(I, 0), K, a_stride(T), NULL, ROWS_ASYNC);
-	bar_sync(I);
 	LLVMValueRef acc[MX_MAXPROJ][8][4];
 	for (int j = 0; j < na; j++)
 		for (int nt = 0; nt < nc / 8; nt++)
 			for (int e = 0; e < 4; e++)
 				acc[j][nt][e] = bias[j][nt][e & 1];
-	for (int ks = 0; ks < K / 16; ks++) {
-		LLVMValueRef A[4];
-		ldsm_x4(I, A, a_frag_at(I, 0, a_stride(T), w, lane, ks), 0);
-		for (int j = 0; j < na; j++)
-			mma_row(I, acc[j], A, ci32(I, boff + j * b_bytes(T)), b_stride(T), lane, ks, nc);
+	for (int k0 = 0; k0 < K; k0 += kc) {   /* the contraction in pieces of kc columns (a_cols) */
+		bar_sync(I);   /* the weights staged, or the last piece's rows read */
+		stage_rows(T, x, row0, BL, D, a_col0(T, hp, k0), ci32(I, 0), kc, a_stride(T), NULL, ROWS_ASYNC);
+		bar_sync(I);
+		for (int ks = 0; ks < kc / 16; ks++) {
+			LLVMValueRef A[4];
+			ldsm_x4(I, A, a_frag_at(I, 0, a_stride(T), w, lane, ks), 0);
+			for (int j = 0; j < na; j++)
+				mma_row(I, acc[j], A, ci32(I, boff + j * b_bytes(T)), b_stride(T), lane, k0 / 16 + ks, nc);
+		}
 	}
 	/* c0 c1: row g, columns 2q, 2q+1 of the n-tile (one bf16 pair); c2 c3: row g + 8 */
 	for (int r = 0; r < 2; r++) {
@@ -321,7 +341,7 @@ void tmpl_proj_dx(Tmpl *T)
 	}
 	Irb *I = &T->I;
 	const Mixer *mx = T->mx;
-	int K = mx->k, nc = proj_nc(T), na = T->napj;
+	int K = mx->k, nc = proj_nc(T), na = T->napj, kc = a_cols(T);
 	int boff = a_bytes(T);
 	Launch *l = proj_open(T, 0, boff + na * b_bytes(T), PROJ_THREADS, 0);
 	LLVMValueRef dx = ksig_arg(T, &l->sig, "dx"), dxd = ksig_arg(T, &l->sig, "ws:dxd");
@@ -343,16 +363,17 @@ void tmpl_proj_dx(Tmpl *T)
 		for (int e = 0; e < 4; e++)
 			acc[nt][e] = cf32(I, 0.0);
 	/* the projections one after another through one tile of adjoint rows */
-	for (int j = 0; j < na; j++) {
-		bar_sync(I);   /* the weights staged, or the last rows read */
-		stage_rows(T, dp[j], row0, BL, D, imul(I, hp, ci32(I, K)), ci32(I, 0), K, a_stride(T), NULL, ROWS_LOADS);
-		bar_sync(I);
-		for (int ks = 0; ks < K / 16; ks++) {
-			LLVMValueRef A[4];
-			ldsm_x4(I, A, a_frag_at(I, 0, a_stride(T), w, lane, ks), 0);
-			mma_row(I, acc, A, ci32(I, boff + j * b_bytes(T)), b_stride(T), lane, ks, nc);
+	for (int j = 0; j < na; j++)
+		for (int k0 = 0; k0 < K; k0 += kc) {   /* in pieces of kc columns (a_cols) */
+			bar_sync(I);   /* the weights staged, or the last rows read */
+			stage_rows(T, dp[j], row0, BL, D, a_col0(T, hp, k0), ci32(I, 0), kc, a_stride(T), NULL, ROWS_LOADS);
+			bar_sync(I);
+			for (int ks = 0; ks < kc / 16; ks++) {
+				LLVMValueRef A[4];
+				ldsm_x4(I, A, a_frag_at(I, 0, a_stride(T), w, lane, ks), 0);
+				mma_row(I, acc, A, ci32(I, boff + j * b_bytes(T)), b_stride(T), lane, k0 / 16 + ks, nc);
+			}
 		}
-	}
 	for (int r = 0; r < 2; r++) {
 		LLVMValueRef row = out_row(I, &p, row0, r);
 		IfBlk f;

@@ -37,6 +37,7 @@ void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v)
 	int smax = T->nbdproj ? 4 : 8;
 	T->seg = T->chunk < smax ? T->chunk : smax;
 	snprintf(T->kname, sizeof T->kname, "%s", mx->name);
+	T->smem_sm = target_smem_sm("sm_90");
 }
 
 /* bwd_apply's shared memory, the most any kernel takes: it grows by 32 KB
@@ -100,10 +101,10 @@ int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen)
 		         TM_MAXZ + T->tok_over, T->v->shared_sfu ? " with shared_sfu (token-only subexpressions)" : "", TM_MAXZ);
 		return -1;
 	}
-	if (derived && !T->v->decode && bwd_apply_smem(T) > SMEM_BLK_MAX) {
+	if (derived && !T->v->decode && bwd_apply_smem(T) > smem_blk_max(T)) {
 		snprintf(err, errlen, "%s:%d: variant %s: bwd_apply of mixer %s needs %d bytes of shared memory, more than a block "
-		         "may take (%d): each of its %d block-diagonal projections takes 32 KB (weights, adjoints, weight-gradient "
-		         "accumulators)", T->v->file, T->v->line, T->v->name, mx->name, bwd_apply_smem(T), SMEM_BLK_MAX, T->nbdproj);
+		         "may take on this target (%d): each of its %d block-diagonal projections takes 32 KB (weights, adjoints, weight-gradient "
+		         "accumulators)", T->v->file, T->v->line, T->v->name, mx->name, bwd_apply_smem(T), smem_blk_max(T), T->nbdproj);
 		return -1;
 	}
 	if (derived && ex_depends(&mx->g, T->g_h, EX_H, -1)) {
@@ -384,4 +385,23 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 	}
 	tmpl_param_reduce(T);
 	irb_dispose(&T->I);
+}
+
+/* A launch's shared memory is a number of bytes (tmpl_launch's callers
+ * print it); an expression would be the runtime's to check per shape */
+int tmpl_check_smem(const Tmpl *T, const char *sm, char *err, size_t errlen)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < (pass ? T->nbwd : T->nfwd); i++) {
+			const Launch *l = pass ? &T->bwd[i] : &T->fwd[i];
+			char *end;
+			long n = strtol(l->smem, &end, 10);
+			if (*end || n <= smem_blk_max(T))
+				continue;
+			snprintf(err, errlen, "%s:%d: variant %s: kernel %s takes %ld bytes of shared memory a block, more than "
+			         "the %d a block may take on %s (%d KB an SM)", T->v->file, T->v->line, T->v->name, l->kernel, n,
+			         smem_blk_max(T), sm, T->smem_sm / 1024);
+			return -1;
+		}
+	return 0;
 }

@@ -37,6 +37,7 @@
 #include "irb.h"
 #include "mixer.h"
 #include "emit_expr.h"
+#include "target.h"
 
 #define TM_MAXARG 48
 #define TM_SLOTS 8
@@ -130,6 +131,10 @@ typedef struct {
 	/* the target is sm_90a: the projections apart may run on wgmma
 	 * (proj_wg.c). Set by the caller after tmpl_setup. */
 	int wgmma;
+	/* the target's shared memory an SM, bytes (target_smem_sm; sm_90's
+	 * unless the caller sets another after tmpl_setup): what the kernels'
+	 * layouts are sized by (smem_blk_max, smem_2blk) */
+	int smem_sm;
 	int nbdproj;                /* block-diagonal projections the scan kernels run (none where apart) */
 	int bdproj[MX_MAXPROJ];     /* their projection indices */
 	/* Projections apart (Variant.apart, proj.c): the block-diagonal
@@ -305,11 +310,22 @@ int ksig_find(const KSig *s, const char *arg);
 LLVMValueRef ksig_arg(Tmpl *T, const KSig *s, const char *arg);   /* the kernel's argument; it must be there */
 LLVMValueRef ksig_param(Tmpl *T, const KSig *s, int p);           /* parameter p's (ksig_params) */
 
-/* The shared memory one block may take and still let a second share its
- * SM (228 KB per SM, 1 KB of it reserved per block) */
-#define SMEM_2BLK (113 * 1024)
-/* The most shared memory one block may take on sm_90 (opted in) */
-#define SMEM_BLK_MAX (227 * 1024)
+/* The most shared memory one block may take on the target (opted in),
+ * and the most it may take and still let a second share its SM: on sm_90
+ * 227 and 113 KB, on sm_80 163 and 81, on sm_86 and sm_89 99 and 49 */
+static inline int smem_blk_max(const Tmpl *T) { return T->smem_sm - TARGET_SMEM_RESERVED; }
+static inline int smem_2blk(const Tmpl *T) { return T->smem_sm / 2 - TARGET_SMEM_RESERVED; }
+/* Where no layout lets two blocks share the target's SM, the most one may
+ * take: the target's limit, but no more than two blocks share an sm_90 SM
+ * with (113 KB), since the portable PTX runs on Hopper too (through the
+ * JIT), where a look-back kernel at one block an SM has half the resident
+ * blocks its grid needs (RG-LRU's one-pass bwd_apply at 141 KB: 132 of
+ * 256 at 1x8192x1024 on an H100) */
+static inline int smem_1blk(const Tmpl *T)
+{
+	int hopper = 228 * 1024 / 2 - TARGET_SMEM_RESERVED;
+	return smem_blk_max(T) < hopper ? smem_blk_max(T) : hopper;
+}
 
 /* The reduce and apply kernels' shared memory: the quads' maps
  * [quad][64][2] floats, segment buffers of seg_len steps staging flags, and
@@ -647,5 +663,9 @@ void tmpl_plan(Tmpl *T);
 int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen);
 /* all kernels of the variant into the module, and the plan (after tmpl_derive) */
 void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod);
+/* after tmpl_build: every launch's shared memory within what a block may
+ * take on target sm (smem_blk_max); 0, or -1 with a message naming the
+ * script's line, the variant, the kernel and the target */
+int tmpl_check_smem(const Tmpl *T, const char *sm, char *err, size_t errlen);
 
 #endif

@@ -4,7 +4,9 @@
 # (clusters, distributed shared memory, programmatic dependent launch), its
 # manifest asks for no cluster and no early launch, and ptxas accepts every
 # module for sm_80 (the A100's; ARCHS="sm_80 sm_86 sm_89" adds the RTX
-# 3090's and the RTX 4090's / L40S's: the suite keeps to one, for time).
+# 3090's and the RTX 4090's / L40S's: the suite keeps to one, for time);
+# every launch fits the shared memory of the A100 and, generated for
+# sm_89, of Ada and consumer Ampere.
 # Ampere's and Ada's ptxas allocate registers otherwise than Hopper's: the
 # variants at 255 registers spill a few bytes there (none on sm_90, which
 # ptxas_test holds to zero), so spills are bounded here, not forbidden.
@@ -33,6 +35,59 @@ grep -qE '"cluster"|"early"|"dwsync"' "$ptxdir/manifest.json"
 guard $? manifest "a launch in clusters, or an early one, is refused by a GPU without them" \
 	"the manifest asks for no cluster, no early launch and no cluster handshake workspace" \
 	"$(grep -oE '"cluster"|"early"|"dwsync"' "$ptxdir/manifest.json" | sort | uniq -c | tr '\n' ' ')"
+
+# every launch within the shared memory a block may take where the
+# portable modules run: the A100's 163 KB (the sm_80 set above) and the 99
+# KB of sm_86 and sm_89 (GeForce 30 and 40, A10, L4, L40S), for the fused
+# grid and for RecurrentGemma's heads of 256 (projections apart); what
+# cannot fit is refused by gen at the script's line, naming the kernel
+py=$(command -v /usr/bin/python3 || command -v python3)
+smem_over() {   # MANIFEST LIMIT: "variant:kernel=bytes" of each launch over LIMIT
+	"$py" - "$1" "$2" <<'PY'
+import json, sys
+m, lim = json.load(open(sys.argv[1])), int(sys.argv[2])
+for v in m["variants"]:
+    for l in v.get("forward", []) + v.get("backward", []):
+        n = int(l["smem"]) if str(l["smem"]).isdigit() else -1
+        if n < 0 or n > lim: print("%s:%s=%s" % (v["name"], l["kernel"], l["smem"]))
+PY
+}
+over=$(smem_over "$gen/manifest.json" 166912)
+[ -z "$over" ]
+guard $? smem_sm80 "a launch asking for more shared memory than the GPU has is refused at run time" \
+	"every launch of the sm_80 set within the 166912 bytes a block may take on an A100" "over: $over"
+for g in tests/grids/representative.lua lua/variants/recurrentgemma.lua; do
+	n=$(basename "$g" .lua)
+	out=$("$recur" gen "$src/$g" --lua "$src/lua" --sm sm_89 -o "$work.$n.89" -q 2>&1)
+	rc=$?
+	over=$([ $rc = 0 ] && smem_over "$work.$n.89/manifest.json" 101376)
+	[ $rc = 0 ] && [ -z "$over" ]
+	guard $? "smem_sm89_$n" "RG-LRU's backward took 112-115 KB and heads of 256 105 KB: no Ada or consumer Ampere card could train" \
+		"$g for sm_89: every launch within the 101376 bytes a block may take there" "rc $rc: ${over:-$out}"
+done
+# what cannot fit is refused before anything is written: three projections
+# of heads of 256 apart take 125 KB in proj_fwd however its rows are staged
+cat > "$work.three.lua" <<'EOF'
+local R = require "recur"
+local m = R.mixer("rg3", { k = 256 })
+local p = {}
+for _, n in ipairs { "a", "x", "c" } do
+  p[n] = m:project("p" .. n, m:param("W" .. n, "blockdiag", R.normal_rsqrt_k()), m:param("b" .. n, "channel", R.zeros()))
+end
+local lam = m:param("lam", "channel", R.decay(0.9^2, 0.999^2))
+local log_a = -8 * R.sigmoid(p.a) * R.softplus(lam)
+m:recurrence { log_a = log_a, b = R.sqrtb(1 - R.exp(2 * log_a)) * R.sigmoid(p.x) * R.sigmoid(p.c) * m.x }
+m:output(m.h)
+return R.variants { mixer = m, chunk = { 8 }, prefix = { 32 }, fused = { true }, apart = { true }, scan = { "onepass" } }
+EOF
+rm -rf "$work.three"
+out=$("$recur" gen "$work.three.lua" --lua "$src/lua" --sm sm_86 -o "$work.three" -q 2>&1)
+rc=$?
+[ $rc != 0 ] && echo "$out" | grep -q "three.lua:11: variant apart_fused_grouped_prefix32_onepass_chunk8: kernel rg3_proj_fwd takes [0-9]* bytes of shared memory a block, more than the 101376 a block may take on sm_86" &&
+	[ ! -e "$work.three" ]
+guard $? smem_refused "a module that cannot launch must not be written as if it could" \
+	"three projections of 256 for sm_86: refused at the script's line naming the kernel and the target, nothing written" \
+	"rc $rc: $out"
 
 find_ptxas
 if [ -z "$ptxas" ]; then
