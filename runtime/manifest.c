@@ -1011,7 +1011,8 @@ int rt_manifest_no_module(const recur_manifest *m, const char *name, int major, 
 		         name, list, major, minor);
 	else
 		snprintf(err, errlen, "variant %s has modules for %s only; the device is sm_%d%d: regenerate with recur "
-		         "gen --sm %s (sm_80 serves any Ampere or Ada GPU)", name, list, major, minor,
+		         "gen --sm %s (each target's layouts fit its own shared memory: sm_80's ask for more than the 99 KB a "
+		         "block of sm_86 and sm_89)", name, list, major, minor,
 		         gen_target_for(major, minor));
 	return -1;
 }

@@ -624,10 +624,13 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 	if (rt_launch_geom(l, sv, &pg, e, sizeof e))
 		return rt_vfail(err, errlen, WHERE "%s", WARGS, e);
 	int64_t limit = (int64_t)v->rt->smem_optin - K->info.static_smem;
-	if (pg.smem > limit)
+	if (pg.smem > limit)   /* a module made for a target with more shared memory (sm_80's on sm_86) */
 		return rt_vfail(err, errlen, WHERE "dynamic shared memory \"%s\" = %lld bytes, outside 0..%lld "
-		                "(the device's %d per block less %d static)", WARGS, l->smem, (long long)pg.smem,
-		                (long long)limit, v->rt->smem_optin, K->info.static_smem);
+		                "(the device's %d per block less %d static)%s%s%s", WARGS, l->smem, (long long)pg.smem,
+		                (long long)limit, v->rt->smem_optin, K->info.static_smem,
+		                d->target ? "; the module was made for " : "", d->target ? d->target : "",
+		                d->target ? ", whose layouts assume its shared memory: generate for this device's "
+		                            "target (recur gen --sm)" : "");
 	g->p = pg;
 
 	for (int i = 0; i < l->narg; i++) {

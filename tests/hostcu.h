@@ -77,6 +77,7 @@ static struct {
 	HcLaunch launch[HC_MAXLAUNCH];
 	int nlaunch, capturing, captured;
 	int sms;          /* multiprocessors the device reports; 0: 132 */
+	int smem_optin;   /* shared bytes a block may opt in to; 0: 232448 (sm_90's) */
 	long calls, fail_at; /* fail_at > 0: that call (counted from 1) fails */
 	const char *failed;  /* the entry point that failed, "MemFree" */
 	CUresult fail_code;
@@ -201,7 +202,7 @@ static CUresult hc_DeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 	HC_ENTER();
 	switch (a) {
 	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
-		*v = 232448;
+		*v = hc.smem_optin ? hc.smem_optin : 232448;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
 		*v = hc.sms ? hc.sms : 132;
@@ -330,7 +331,7 @@ static CUresult hc_FuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f
 static CUresult hc_FuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
 {
 	HC_ENTER_CTX();
-	return v > 232448 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+	return v > (hc.smem_optin ? hc.smem_optin : 232448) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 static CUresult hc_OccupancyMaxActiveBlocksPerMultiprocessor(int *b, CUfunction f, int block, size_t smem)
 {

@@ -11,6 +11,9 @@
  *   allocation with room for its workspace's bytes; graphs of it.
  * - Shapes past RECUR_MAX_ELEMS are refused by every call taking a shape,
  *   and recur_tensor_bytes refuses what would overflow.
+ * - A module made for a target with more shared memory than the device's
+ *   (sm_80's on an sm_89 card) is refused before any launch, its target
+ *   named.
  * - Faults: every driver call of a whole session (open, load, allocate,
  *   forward, backward, graph, trim, free, close) made to fail in turn, and
  *   the device's memory exhausted in the middle of a plan: each a message
@@ -498,6 +501,46 @@ static void device_sms(void)
 	hc.sms = 0;
 }
 
+/* A module made for a target with more shared memory than the device
+ * (sm_80's layouts, up to 112 KB a block, on an sm_86 or sm_89 card's 99
+ * KB): refused before any launch, naming the kernel, both sizes and the
+ * module's target, and saying what to generate instead */
+static void device_smem(void)
+{
+	char err[4096] = "", path[300];
+	const char *at = strstr(manifest, "\"mixers\"");
+	char *text = malloc(strlen(manifest) + 64);
+	if (!at || !text) {
+		check(0, "the manifest for the shared-memory case", "out of memory or no mixers");
+		free(text);
+		return;
+	}
+	sprintf(text, "{\"format\": 1, \"target\": \"sm_80\", %s", at);
+	write_in(dir, "smem.json", text);
+	free(text);
+	snprintf(path, sizeof path, "%s/smem.json", dir);
+	recur_shape s = {2, 37, 64};
+	hc.smem_optin = 60000;   /* under the "good" forward's 65536 */
+	Session S = {0};
+	recur_variant *v = NULL;
+	int rc = hc_open(&S.rt, err, sizeof err) || recur_manifest_load(path, &S.m, err, sizeof err) ||
+	         io_alloc(&S, s, err, sizeof err) || recur_variant_load(S.rt, S.m, "good", &v, err, sizeof err);
+	check(rc == 0, "a variant made for sm_80 loads on a device of 60000 shared bytes a block", "%s", err);
+	hc.nlaunch = 0;
+	rc = rc || recur_forward(v, s, &S.io, 0, err, sizeof err);
+	check(rc != 0 && hc.nlaunch == 0 && strstr(err, "kernel fwd") && strstr(err, "= 65536 bytes, outside 0..60000") &&
+	              strstr(err, "made for sm_80") && strstr(err, "recur gen --sm"),
+	      "a launch over the device's shared memory: refused before any launch, the module's target named",
+	      "rc %d, %d launches: %s", rc, hc.nlaunch, err);
+	recur_variant_free(v);
+	if (S.rt)
+		io_free(&S);
+	recur_manifest_free(S.m);
+	recur_rt_close(S.rt);
+	hc.smem_optin = 0;
+	unlink(path);
+}
+
 int main(void)
 {
 	if (make_test_dir(dir, sizeof dir, "test_runtime_host"))
@@ -522,6 +565,7 @@ int main(void)
 	recur_rt_close(S.rt);
 	check(hc.nblk == 0, "closing the runtime leaves nothing on the device", "%d blocks", hc.nblk);
 	device_sms();
+	device_smem();
 	faults();
 	cubins();
 	targets();
