@@ -102,9 +102,10 @@ int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen)
 		return -1;
 	}
 	if (derived && !T->v->decode && bwd_apply_smem(T) > smem_blk_max(T)) {
-		snprintf(err, errlen, "%s:%d: variant %s: bwd_apply of mixer %s needs %d bytes of shared memory, more than a block "
-		         "may take on this target (%d): each of its %d block-diagonal projections takes 32 KB (weights, adjoints, weight-gradient "
-		         "accumulators)", T->v->file, T->v->line, T->v->name, mx->name, bwd_apply_smem(T), smem_blk_max(T), T->nbdproj);
+		snprintf(err, errlen, "%s:%d: variant %s: bwd_apply of mixer %s needs %d bytes of shared memory, more than a "
+		         "block may take on this target (%d): each of its %d block-diagonal projections takes 32 KB (weights, "
+		         "adjoints, weight-gradient accumulators)", T->v->file, T->v->line, T->v->name, mx->name,
+		         bwd_apply_smem(T), smem_blk_max(T), T->nbdproj);
 		return -1;
 	}
 	if (derived && ex_depends(&mx->g, T->g_h, EX_H, -1)) {
