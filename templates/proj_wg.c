@@ -34,7 +34,6 @@ _Static_assert(WG_AHEAD + WG_PENDING < WG_STAGES, "a refill waits for the trip t
 #ifndef WG_PRODUCER
 #define WG_PRODUCER 1   /* proj_fwd's and proj_dx's copies by a warpgroup of their own, a barrier a buffer */
 #endif
-#define WG_SMEM_MAX 232448      /* a block's shared memory on sm_90, at most (227 KB) */
 
 
 int proj_wgmma(const Tmpl *T) { return T->wgmma && T->mx->k % 64 == 0 && T->napj <= 2; }
@@ -75,7 +74,7 @@ static void wg_plan(Tmpl *T, Wg *g, int fwd)
 	g->obuf = g->ring + g->rg.stages * WG_BLOCK;
 	g->bars = g->obuf + 2 * WG_BLOCK;   /* 64 rows of 64 columns: 2 projections in bf16, or dx's sums in fp32 */
 	g->smem = g->bars + (g->producer ? RING_BAR_BYTES(&g->rg) : 0);
-	CHECK(g->smem <= WG_SMEM_MAX);
+	CHECK(g->smem <= smem_blk_max(T));
 }
 
 /* the block's threads: the multiplying warpgroup, and the producer's */

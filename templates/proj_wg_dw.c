@@ -133,7 +133,7 @@ void proj_dw_wg(Tmpl *T)
 	d.stage = (d.kt + na) * WG_BLOCK;
 	d.rg = dw_ring(d.kt);
 	int smem = d.rg.stages * d.stage;
-	CHECK(dw_per_sm(d.kt) * (smem + 1024) <= 233472);
+	CHECK(dw_per_sm(d.kt) * (smem + TARGET_SMEM_RESERVED) <= T->smem_sm);   /* its blocks an SM fit */
 	Launch *l = proj_dw_open(T, smem, PROJ_THREADS * d.kt, dw_per_sm(d.kt));
 	proj_lanes(T, &l->sig, &d.p);
 	d.wgi = d.ltid = NULL;
