@@ -46,4 +46,19 @@ static void io_free(Session *S)
 	}
 }
 
+/* the runtime on the stand-in, the manifest at path, the tensors at s */
+static inline int session_open(Session *S, const char *path, recur_shape s, char *err, size_t n)
+{
+	return hc_open(&S->rt, err, n) || recur_manifest_load(path, &S->m, err, n) || io_alloc(S, s, err, n) ? -1 : 0;
+}
+
+/* what session_open made, whatever part of it succeeded */
+static inline void session_close(Session *S)
+{
+	if (S->rt)
+		io_free(S);
+	recur_manifest_free(S->m);
+	recur_rt_close(S->rt);
+}
+
 #endif

@@ -211,8 +211,7 @@ static int session(char *err, size_t n)
 	char path[300];
 	snprintf(path, sizeof path, "%s/manifest.json", dir);
 	recur_shape s = {2, 37, 64};
-	int rc = hc_open(&S.rt, err, n) || recur_manifest_load(path, &S.m, err, n) || io_alloc(&S, s, err, n) ||
-	        run_pair(&S, "good", s, err, n);
+	int rc = session_open(&S, path, s, err, n) || run_pair(&S, "good", s, err, n);
 	recur_variant *v = NULL;
 	recur_graph *g = NULL;
 	rc = rc || recur_variant_load(S.rt, S.m, "good", &v, err, n) ||
@@ -225,10 +224,7 @@ static int session(char *err, size_t n)
 		        recur_variant_trim(v, err, n);
 	}
 	recur_variant_free(v);
-	if (S.rt)
-		io_free(&S);
-	recur_manifest_free(S.m);
-	recur_rt_close(S.rt);
+	session_close(&S);
 	return rc ? -1 : 0;
 }
 
@@ -479,8 +475,8 @@ static void device_sms(void)
 		hc.sms = sms;
 		Session S = {0};
 		recur_variant *v = NULL;
-		int rc = hc_open(&S.rt, err, sizeof err) || recur_manifest_load(path, &S.m, err, sizeof err) ||
-		         io_alloc(&S, s, err, sizeof err) || recur_variant_load(S.rt, S.m, "bysms", &v, err, sizeof err);
+		int rc = session_open(&S, path, s, err, sizeof err) ||
+		         recur_variant_load(S.rt, S.m, "bysms", &v, err, sizeof err);
 		hc.nlaunch = 0;
 		rc = rc || recur_forward(v, s, &S.io, 0, err, sizeof err);
 		unsigned want = (unsigned)(2 * sms + s.B);
@@ -493,10 +489,7 @@ static void device_sms(void)
 		check(rc == 0 && pi.grid[0] == 2 * 132 + 2, "its plan from the manifest alone: 132 multiprocessors",
 		      "rc %d, grid %u: %s", rc, pi.grid[0], err);
 		recur_variant_free(v);
-		if (S.rt)
-			io_free(&S);
-		recur_manifest_free(S.m);
-		recur_rt_close(S.rt);
+		session_close(&S);
 	}
 	hc.sms = 0;
 }
@@ -523,8 +516,8 @@ static void device_smem(void)
 	hc.smem_optin = 60000;   /* under the "good" forward's 65536 */
 	Session S = {0};
 	recur_variant *v = NULL;
-	int rc = hc_open(&S.rt, err, sizeof err) || recur_manifest_load(path, &S.m, err, sizeof err) ||
-	         io_alloc(&S, s, err, sizeof err) || recur_variant_load(S.rt, S.m, "good", &v, err, sizeof err);
+	int rc = session_open(&S, path, s, err, sizeof err) ||
+	         recur_variant_load(S.rt, S.m, "good", &v, err, sizeof err);
 	check(rc == 0, "a variant made for sm_80 loads on a device of 60000 shared bytes a block", "%s", err);
 	hc.nlaunch = 0;
 	rc = rc || recur_forward(v, s, &S.io, 0, err, sizeof err);
@@ -533,10 +526,7 @@ static void device_smem(void)
 	      "a launch over the device's shared memory: refused before any launch, the module's target named",
 	      "rc %d, %d launches: %s", rc, hc.nlaunch, err);
 	recur_variant_free(v);
-	if (S.rt)
-		io_free(&S);
-	recur_manifest_free(S.m);
-	recur_rt_close(S.rt);
+	session_close(&S);
 	hc.smem_optin = 0;
 	unlink(path);
 }
@@ -551,18 +541,14 @@ int main(void)
 	Session S = {0};
 	char err[4096] = "", path[300];
 	snprintf(path, sizeof path, "%s/manifest.json", dir);
-	int rc = hc_open(&S.rt, err, sizeof err) || recur_manifest_load(path, &S.m, err, sizeof err) ||
-	        io_alloc(&S, (recur_shape){2, 37, 64}, err, sizeof err);
+	int rc = session_open(&S, path, (recur_shape){2, 37, 64}, err, sizeof err);
 	check(rc == 0, "the runtime opens on the host stand-in and loads the manifest", "%s", err);
 	if (rc == 0) {
 		workspaces(&S);
 		graphs(&S);
 		shapes(&S);
 	}
-	if (S.rt)
-		io_free(&S);
-	recur_manifest_free(S.m);
-	recur_rt_close(S.rt);
+	session_close(&S);
 	check(hc.nblk == 0, "closing the runtime leaves nothing on the device", "%d blocks", hc.nblk);
 	device_sms();
 	device_smem();

@@ -211,18 +211,14 @@ int main(void)
 	char err[1024] = "", path[300];
 	recur_shape s = {2, 37, 64};
 	snprintf(path, sizeof path, "%s/manifest.json", dir);
-	int rc = hc_open(&S.rt, err, sizeof err) || recur_manifest_load(path, &S.m, err, sizeof err) ||
-	         io_alloc(&S, s, err, sizeof err);
+	int rc = session_open(&S, path, s, err, sizeof err);
 	check(rc == 0, "the runtime opens on the host stand-in and loads the manifest", "%s", err);
 	if (rc == 0) {
 		sizes(&S, s);
 		layout(&S, s);
 		backward_clears(&S, s);
 	}
-	if (S.rt)
-		io_free(&S);
-	recur_manifest_free(S.m);
-	recur_rt_close(S.rt);
+	session_close(&S);
 	check(hc.nblk == 0, "closing the runtime leaves nothing on the device", "%d blocks", hc.nblk);
 	const char *const names[] = {"k.ptx", "manifest.json"};
 	remove_test_dir(dir, names, 2);
