@@ -323,7 +323,7 @@ static inline int smem_2blk(const Tmpl *T) { return T->smem_sm / 2 - TARGET_SMEM
  * 256 at 1x8192x1024 on an H100) */
 static inline int smem_1blk(const Tmpl *T)
 {
-	int hopper = 228 * 1024 / 2 - TARGET_SMEM_RESERVED;
+	int hopper = target_smem_sm("sm_90") / 2 - TARGET_SMEM_RESERVED;
 	return smem_blk_max(T) < hopper ? smem_blk_max(T) : hopper;
 }
 
