@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 enum { G_OUT, G_SM, G_PTX, G_LUA, G_INC, G_ONLY, G_DUMP_IR, G_DUMP_PTX, G_JOBS, G_QUIET, G_TIMINGS, G_CUBIN, G_REBUILD,
-       G_CACHE };
+       G_CACHE, G_CHECK };
 
 static const CliOpt OPTS[] = {
 	[G_OUT] = { "-o", "DIR", CLI_PTX_DIR, "output folder: manifest.json and one PTX file per variant", 0 },
@@ -32,6 +32,9 @@ static const CliOpt OPTS[] = {
 	[G_CACHE] = { "--cache", "DIR", NULL,
 	              "keep each module's PTX in DIR by content key, for any output folder to take over "
 	              "(default: $RECUR_GEN_CACHE; unset or empty, no cache)", 0 },
+	[G_CHECK] = { "--check", NULL, NULL,
+	              "build every variant and check its launches against the target (shared memory a block), printing "
+	              "each launch; writes nothing (no O3, no PTX: seconds, not minutes)", 0 },
 	[G_TIMINGS] = { "--timings", NULL, NULL, "print the time of each stage (script, derive, IR, O3, PTX, ...) at the end", 0 },
 };
 
@@ -69,6 +72,7 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 	case G_CUBIN: g->o.cubin = 1; return 0;
 	case G_REBUILD: g->o.rebuild = 1; return 0;
 	case G_CACHE: return cli_parse_path(v, &g->o.cache, err, n);
+	case G_CHECK: g->o.check = 1; return 0;
 	case G_JOBS:
 		if (cli_parse_int(v, 1, 64, &g->o.jobs, err, n) == 0)
 			return 0;
@@ -85,6 +89,10 @@ int cli_gen(int argc, char **argv)
 	int rc = cli_parse(&cli_gen_cmd, argc, argv, set, &g);
 	if (rc)
 		return rc > 0 ? 0 : 2;
+	if (g.o.check && (g.o.cubin || g.o.dump_ptx)) {
+		fprintf(stderr, "recur gen: --check makes no PTX, so it takes no %s\n", g.o.cubin ? "--cubin" : "--dump-ptx");
+		return 2;
+	}
 	if (!g.o.lua_root)
 		g.o.lua_root = cli_lua_root();
 	if (!g.o.cache) {

@@ -346,7 +346,8 @@ static int gen_variant(Job *j, const Build *b)
 		fprintf(stdout, "; ---- IR of %s (before O3)\n%s", modname, s);
 		LLVMDisposeMessage(s);
 	}
-	int rc = module_ptx(j, b, mod);
+	/* --check stops here: the launches are known, the PTX is not wanted */
+	int rc = o->check ? 0 : module_ptx(j, b, mod);
 	LLVMDisposeModule(mod);
 	LLVMContextDispose(ctx);
 	if (rc == 0 && b->ptxas)
@@ -541,6 +542,33 @@ static int publish(const Job *job, int nj, json_t *man, json_t *variants, const 
 	return rc;
 }
 
+/* --check's report on stdout, in script order: each variant's launches
+ * with their threads and shared bytes (what gen would put in the manifest
+ * and the runtime will ask the driver for), then one closing line; the
+ * first variant that cannot be built or does not fit is the error. */
+static int report_check(const Job *job, int nj, const Targets *tl, char *err, size_t errlen)
+{
+	for (int i = 0; i < nj; i++) {
+		const Job *j = &job[i];
+		if (j->rc != 0) {
+			snprintf(err, errlen, "%s", j->err);
+			return -1;
+		}
+		printf("%s %s %s\n", j->vs->mixer.name, j->T->v->name, j->sm);
+		for (int pass = 0; pass < 2; pass++)
+			for (int k = 0; k < (pass ? j->T->nbwd : j->T->nfwd); k++) {
+				const Launch *l = pass ? &j->T->bwd[k] : &j->T->fwd[k];
+				printf("    %s[%d] %-24s block %d smem %s%s%s\n", pass ? "backward" : "forward", k, l->kernel,
+				       l->block, l->smem, l->cluster[0] ? " cluster " : "", l->cluster);
+			}
+	}
+	printf("checked %d variants for", nj / tl->n);
+	for (int t = 0; t < tl->n; t++)
+		printf("%s %s", t ? "," : "", tl->sm[t]);
+	printf(": every launch fits; nothing written\n");
+	return 0;
+}
+
 /* The closing line: how many modules were built and how many taken over. */
 static void say_built(const Job *job, int nj, const GenOpts *o)
 {
@@ -622,8 +650,9 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 	/* the target's options and the output folder are checked before
 	 * anything is built */
 	Targets tl;
-	if (parse_targets(o->sm, o->ptx, &tl, err, errlen) != 0 || fs_mkdirs_for(o->outdir, err, errlen) != 0 ||
-	    fs_replaceable(o->outdir, gen_owns, "recur gen", err, errlen) != 0) {
+	if (parse_targets(o->sm, o->ptx, &tl, err, errlen) != 0 ||
+	    (!o->check && (fs_mkdirs_for(o->outdir, err, errlen) != 0 ||
+	                   fs_replaceable(o->outdir, gen_owns, "recur gen", err, errlen) != 0))) {
 		script_free(sets, nsets);
 		return -1;
 	}
@@ -650,15 +679,15 @@ int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)
 		rc = build_all(job, nj, o, o->cubin ? ptxas : NULL, err, errlen);
 	double t2 = now_s();
 	if (rc == 0)
-		rc = publish(job, nj, man, variants, o, err, errlen);
+		rc = o->check ? report_check(job, nj, &tl, err, errlen) : publish(job, nj, man, variants, o, err, errlen);
 	phase[1] = t1 - t0;
 	phase[2] = t2 - t1;
 	phase[3] = now_s() - t2;
-	if (rc == 0 && o->cache)
+	if (rc == 0 && o->cache && !o->check)
 		warn_cache(job, nj, o);
 	if (rc == 0 && o->timings)
 		print_timings(job, nj, phase, o);
-	if (rc == 0 && o->verbose)
+	if (rc == 0 && o->verbose && !o->check)
 		say_built(job, nj, o);
 	for (int i = 0; i < nj; i++) {
 		free(job[i].ptx);

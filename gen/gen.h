@@ -19,6 +19,7 @@ typedef struct {
 	int rebuild;           /* build every module, taking none over from outdir or the cache */
 	const char *cache;     /* a store of PTX by content key shared by output folders (gen/cache.h), or NULL */
 	int jobs;              /* variants built at once; 0 = one per CPU (at most 64) */
+	int check;             /* build and check every launch against the target, write nothing (no O3, no PTX) */
 } GenOpts;
 
 /* 0, or -1 with a located message; on failure outdir is left as it was. */

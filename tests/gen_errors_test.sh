@@ -32,6 +32,16 @@ out=$("$recur" gen "$work/bad.lua" -o "$work/out" -q 2>&1); rc=$?
 echo "$out" | grep -q "bad.lua:4:"; check $? "message names bad.lua:4: ($out)"
 [ "$(ls "$work/out")" = marker ]; check $? "output directory untouched"
 [ -z "$(ls -d "$work"/out.tmp.* 2>/dev/null)" ]; check $? "no temporary directory left"
+# --check: the same refusal at the same line, and it writes nothing even where it succeeds
+out=$("$recur" gen "$work/bad.lua" -o "$work/out" --check 2>&1); rc=$?
+[ $rc = 1 ] && echo "$out" | grep -q "bad.lua:4:"; check $? "gen --check: exit 1, message names bad.lua:4: ($out)"
+out=$("$recur" gen "$small" -o "$work/out" --check 2>&1); rc=$?
+[ $rc = 0 ] && [ "$(ls "$work/out")" = marker ] && [ -z "$(ls -d "$work"/out.tmp.* 2>/dev/null)" ] &&
+	[ "$(echo "$out" | grep -c '^    ')" -ge 8 ] &&
+	echo "$out" | grep -q "^checked 2 variants for sm_90: every launch fits; nothing written$"
+check $? "gen --check of a good grid: its launches printed, the output directory untouched (rc $rc)"
+out=$("$recur" gen "$small" -o "$work/out" --check --cubin 2>&1); rc=$?
+[ $rc = 2 ] && echo "$out" | grep -q "no --cubin"; check $? "gen --check --cubin refused ($out)"
 out=$("$recur" gen "$small" -o "$work/out" --ptx 9.9 -q 2>&1); rc=$?
 [ $rc -ne 0 ] && echo "$out" | grep -q "PTX ISA 9.9"; check $? "unknown PTX ISA refused ($out)"
 [ "$(ls "$work/out")" = marker ]; check $? "output directory untouched after a refused target"

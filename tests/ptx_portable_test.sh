@@ -5,8 +5,8 @@
 # manifest asks for no cluster and no early launch, and ptxas accepts every
 # module for sm_80 (the A100's; ARCHS="sm_80 sm_86 sm_89" adds the RTX
 # 3090's and the RTX 4090's / L40S's: the suite keeps to one, for time);
-# every launch fits the shared memory of the A100 and, generated for
-# sm_89, of Ada and consumer Ampere.
+# every launch fits the shared memory of the A100 and, checked for
+# sm_89 by `recur gen --check`, of Ada and consumer Ampere.
 # Ampere's and Ada's ptxas allocate registers otherwise than Hopper's: the
 # variants at 255 registers spill a few bytes there (none on sm_90, which
 # ptxas_test holds to zero), so spills are bounded here, not forbidden.
@@ -56,14 +56,24 @@ over=$(smem_over "$gen/manifest.json" 166912)
 [ -z "$over" ]
 guard $? smem_sm80 "a launch asking for more shared memory than the GPU has is refused at run time" \
 	"every launch of the sm_80 set within the 166912 bytes a block may take on an A100" "over: $over"
+# for sm_89 by `recur gen --check` (the launches printed, nothing written:
+# a tenth of a second where generating the two grids takes 20 s of CPU),
+# each launch's bytes held to the limit here, not by gen's own refusal
+check_over() {   # REPORT LIMIT: "variant:kernel=bytes" of each launch over LIMIT
+	awk -v lim="$2" '/^[^ ]/ { v = $2 } /^    / { if ($6 !~ /^[0-9]+$/ || $6 + 0 > lim) print v ":" $2 "=" $6 }' "$1"
+}
 for g in tests/grids/representative.lua lua/variants/recurrentgemma.lua; do
 	n=$(basename "$g" .lua)
-	out=$("$recur" gen "$src/$g" --lua "$src/lua" --sm sm_89 -o "$work.$n.89" -q 2>&1)
+	rm -rf "$work.$n.89"
+	"$recur" gen "$src/$g" --lua "$src/lua" --sm sm_89 --check -o "$work.$n.89" > "$work.$n.89.txt" 2>&1
 	rc=$?
-	over=$([ $rc = 0 ] && smem_over "$work.$n.89/manifest.json" 101376)
-	[ $rc = 0 ] && [ -z "$over" ]
+	over=$(check_over "$work.$n.89.txt" 101376)
+	launches=$(grep -c '^    ' "$work.$n.89.txt")
+	[ $rc = 0 ] && [ -z "$over" ] && [ "$launches" -ge 10 ] && [ ! -e "$work.$n.89" ] &&
+		grep -q "^checked [0-9]* variants for sm_89: every launch fits; nothing written$" "$work.$n.89.txt"
 	guard $? "smem_sm89_$n" "RG-LRU's backward took 112-115 KB and heads of 256 105 KB: no Ada or consumer Ampere card could train" \
-		"$g for sm_89: every launch within the 101376 bytes a block may take there" "rc $rc: ${over:-$out}"
+		"$g for sm_89 (gen --check, nothing written): all $launches launches within the 101376 bytes a block may take there" \
+		"rc $rc: ${over:-$(tail -3 "$work.$n.89.txt")}"
 done
 # what cannot fit is refused before anything is written: three projections
 # of heads of 256 apart take 125 KB in proj_fwd however its rows are staged
@@ -80,14 +90,28 @@ m:recurrence { log_a = log_a, b = R.sqrtb(1 - R.exp(2 * log_a)) * R.sigmoid(p.x)
 m:output(m.h)
 return R.variants { mixer = m, chunk = { 8 }, prefix = { 32 }, fused = { true }, apart = { true }, scan = { "onepass" } }
 EOF
-rm -rf "$work.three"
-out=$("$recur" gen "$work.three.lua" --lua "$src/lua" --sm sm_86 -o "$work.three" -q 2>&1)
-rc=$?
-[ $rc != 0 ] && echo "$out" | grep -q "three.lua:11: variant apart_fused_grouped_prefix32_onepass_chunk8: kernel rg3_proj_fwd takes [0-9]* bytes of shared memory a block, more than the 101376 a block may take on sm_86" &&
-	[ ! -e "$work.three" ]
-guard $? smem_refused "a module that cannot launch must not be written as if it could" \
-	"three projections of 256 for sm_86: refused at the script's line naming the kernel and the target, nothing written" \
-	"rc $rc: $out"
+refusal="three.lua:11: variant apart_fused_grouped_prefix32_onepass_chunk8: kernel rg3_proj_fwd takes [0-9]* bytes"
+refusal="$refusal of shared memory a block, more than the 101376 a block may take on sm_86"
+for flag in "" --check; do
+	rm -rf "$work.three"
+	# shellcheck disable=SC2086 # no flag, or one
+	out=$("$recur" gen "$work.three.lua" --lua "$src/lua" --sm sm_86 $flag -o "$work.three" -q 2>&1)
+	rc=$?
+	[ $rc = 1 ] && echo "$out" | grep -q "$refusal" && [ ! -e "$work.three" ]
+	guard $? "smem_refused${flag:+_check}" "a module that cannot launch must not be written as if it could" \
+		"three projections of 256 for sm_86, recur gen${flag:+ $flag}: refused at the script's line naming the kernel and the target, \
+nothing written" \
+		"rc $rc: $out"
+done
+# the one module of RecurrentGemma's grid assembled for Ada below, generated alone
+cat > "$work.rg89.lua" <<'EOF'
+local R = require "recur"
+return R.variants { mixer = require "arch.recurrentgemma", chunk = { 8 }, prefix = { 32 }, fused = { true },
+  scan = { "onepass" } }
+EOF
+"$recur" gen "$work.rg89.lua" --lua "$src/lua" --sm sm_89 -o "$work.rg89" -q
+guard $? gen_sm89_heads "a grid for Ada that does not generate cannot run there" \
+	"RecurrentGemma's one-pass chunk-8 variant generated for sm_89" "recur gen failed"
 
 find_ptxas
 if [ -z "$ptxas" ]; then
@@ -99,7 +123,7 @@ MAXSPILL=64
 # heads of 256 on Ada: proj_fwd and proj_dx in two halves of the head (99 KB a
 # block) within the same spill bound (proj_fwd spills 24 bytes there, at 255
 # registers; one module, for time)
-m="$work.recurrentgemma.89/rglru.apart_fused_grouped_prefix32_onepass_chunk8.ptx"
+m="$work.rg89/rglru.apart_fused_grouped_prefix32_onepass_chunk8.ptx"
 log=$("$ptxas" -arch=sm_89 -v "$m" -o /dev/null 2>&1)
 rc=$?
 s=$(echo "$log" | grep -o '[0-9]* bytes spill stores' | awk '$1 > m { m = $1 } END { print m + 0 }')
