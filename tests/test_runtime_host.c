@@ -445,6 +445,24 @@ static void targets(void)
 		      hint[i].major, hint[i].minor, rc, err);
 		recur_manifest_free(hm);
 	}
+	/* the folder the docs give for every GPU: the A100 takes sm_80's
+	 * layouts (164 KB an SM), consumer Ampere and Ada sm_86's (100 KB),
+	 * Hopper sm_90a's, Blackwell sm_90's */
+	const char *every[] = { "sm_80", "sm_86", "sm_90", "sm_90a" };
+	targets_manifest(every, 4);
+	static const struct { int major, minor; const char *want; } dev[] = {
+		{ 8, 0, "sm_80" }, { 8, 6, "sm_86" }, { 8, 7, "sm_86" }, { 8, 9, "sm_86" }, { 9, 0, "sm_90a" },
+		{ 10, 0, "sm_90" }, { 12, 0, "sm_90" },
+	};
+	for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) {
+		err[0] = 0;
+		rc = load_select(path, dev[i].major, dev[i].minor, &hm, err, sizeof err);
+		const char *got = rc == 0 && recur_manifest_nvariants(hm) == 1 ? recur_manifest_variant_target(hm, 0) : "?";
+		check(!strcmp(got, dev[i].want),
+		      "a folder of sm_80, sm_86, sm_90 and sm_90a: each device takes its layouts' target",
+		      "sm_%d%d wants %s: rc %d, %s %s", dev[i].major, dev[i].minor, dev[i].want, rc, got, err);
+		recur_manifest_free(hm);
+	}
 	const char *two[] = { "sm_80", "sm_90" };
 	targets_manifest(two, 2);
 	recur_manifest *m = NULL;
