@@ -983,7 +983,7 @@ int rt_manifest_pick(const recur_manifest *m, const char *name, int major, int m
 /* The newest target recur gen makes that a device of compute capability
  * major.minor runs: its own where recur gen has it, else the newest older
  * one (ir/target.c's table, sm_90a left out: it runs on sm_90 alone) */
-static const char *gen_target_for(int major, int minor)
+const char *rt_gen_target(int major, int minor)
 {
 	static const struct { int cc; const char *sm; } t[] = {
 		{ 90, "sm_90" }, { 89, "sm_89" }, { 86, "sm_86" }, { 80, "sm_80" },
@@ -1013,7 +1013,7 @@ int rt_manifest_no_module(const recur_manifest *m, const char *name, int major, 
 		snprintf(err, errlen, "variant %s has modules for %s only; the device is sm_%d%d: regenerate with recur "
 		         "gen --sm %s (each target's layouts fit its own shared memory: sm_80's ask for more than the 99 KB a "
 		         "block of sm_86 and sm_89)", name, list, major, minor,
-		         gen_target_for(major, minor));
+		         rt_gen_target(major, minor));
 	return -1;
 }
 

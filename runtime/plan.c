@@ -159,9 +159,9 @@ static int load_module(recur_variant *v, const char *ptx, char *err, size_t errl
 			         "regenerate with an older PTX ISA", ver, dv / 1000, dv % 1000 / 10);
 		else if (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_PTX)
 			snprintf(hint, sizeof hint, "\nthe PTX declares .version %s .target %s; the device is sm_%d%d, "
-			         "the driver %d.%d (a GPU older than the target needs its own: recur gen --sm sm_%d%d, "
-			         "or sm_80 for any Ampere or Ada GPU)", ver, target, major, minor, dv / 1000, dv % 1000 / 10,
-			         major, minor);
+			         "the driver %d.%d (%s%s)", ver, target, major, minor, dv / 1000, dv % 1000 / 10,
+			         major < 8 ? "the kernels need sm_80 or newer" : "generate for this GPU: recur gen --sm ",
+			         major < 8 ? "" : rt_gen_target(major, minor));
 		rt_vfail(err, errlen, "variant %s: %s%s\nJIT log:\n%s", v->d->name, why, hint,
 		         elog[0] ? elog : "(empty)");
 		v->mod = NULL;

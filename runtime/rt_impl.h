@@ -105,6 +105,9 @@ int rt_parse_sm(const char *s, int *major, int *minor, int *arch_specific);
  * (sm_90a) first, else the newest older one the driver compiles for it),
  * or -1 */
 int rt_manifest_pick(const recur_manifest *m, const char *name, int major, int minor);
+/* the newest target recur gen makes that a device of compute capability
+ * major.minor runs ("sm_80" .. "sm_90"; sm_90a left out) */
+const char *rt_gen_target(int major, int minor);
 /* -1, with "variant NAME has modules for ... only; the device is ..." in err */
 int rt_manifest_no_module(const recur_manifest *m, const char *name, int major, int minor, char *err, size_t errlen);
 

@@ -385,6 +385,8 @@ static const Case cases[] = {
 	{"recur_event_destroy", s_events, c_ev_destroy, t_events, NULL, 2},
 	{"recur_variant_load", NULL, c_load, t_v2, NULL, 2},
 	{"recur_variant_load of a PTX the JIT refuses", NULL, c_load_bad, t_v2, "no .version directive", 2},
+	{"recur_variant_load of a PTX the JIT refuses: the target to make", NULL, c_load_bad, t_v2,
+	 "generate for this GPU: recur gen --sm sm_90)", 2},
 	{"recur_variant_load failing to resolve a kernel", s_fail_getfn, c_load, t_v2, "resolving kernel fwd", 2},
 	{"recur_variant_free with workspaces", s_v2_ran, c_vfree, t_v2, NULL, 2},
 	{"recur_variant_trim", s_fwd, c_trim, NULL, NULL, 2},
