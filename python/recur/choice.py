@@ -19,8 +19,11 @@ It is the order of the H200 calibration (bench/results/calibration_h200.json):
 fused prefix-32 one-pass chunk-8 won for both mixers at every measured
 shape, 1x8192x1024 to 1x131072x1024, look-back next. Look-back and one-pass
 kernels wait across their blocks, so the runtime refuses a grid the device
-cannot hold at once; a variant whose waiting grid needs more than two blocks
-per SM (the H200 runs 256 on its 132) goes after every other.
+cannot hold at once; a variant whose waiting grid the device cannot hold
+goes after every other: at most two blocks an SM (the H200 runs 256 on its
+132), and where the device's shared memory an SM is known, as many as it
+holds of the launch's bytes (a 99 KB block is one an SM on an RTX 4090 or
+L40S, so 256 blocks need 256 SMs there).
 """
 import threading
 
@@ -28,11 +31,25 @@ from . import _lib
 
 _SCAN_ORDER = {"onepass": 0, "lookback": 1, "hierarchical": 2}
 RESIDENT_BLOCKS_PER_SM = 2
+SMEM_RESERVED_PER_BLOCK = 1024   # what the system keeps of an SM's shared memory per resident block
 
 
-def default_rank(v, resident_blocks, sm_count):
-    """The default rule's sort key of Variant v (manifest.Variant)."""
-    too_wide = sm_count is not None and resident_blocks > RESIDENT_BLOCKS_PER_SM * sm_count
+def resident_capacity(smem, device):
+    """Blocks of smem dynamic shared bytes each that device (a DeviceInfo)
+    holds at once, as far as the choice can tell without the driver: two
+    an SM, fewer where its shared memory an SM (smem_per_sm) holds fewer."""
+    per_sm = RESIDENT_BLOCKS_PER_SM
+    if getattr(device, "smem_per_sm", None):
+        per_sm = min(per_sm, device.smem_per_sm // (smem + SMEM_RESERVED_PER_BLOCK))
+    return per_sm * device.sm_count
+
+
+def default_rank(v, need, device):
+    """The default rule's sort key of Variant v (manifest.Variant); need:
+    (blocks, bytes) of its launch waiting across the most blocks
+    (Manifest.resident_need); device: a DeviceInfo or None."""
+    blocks, smem = need
+    too_wide = device is not None and blocks > resident_capacity(smem, device)
     return (too_wide, v.materialized, _SCAN_ORDER.get(v.scan, len(_SCAN_ORDER)), v.prefix, not v.fused,
             not v.shared_sfu, not v.fused_output, not v.fused_write, v.chunk, v.name)
 
@@ -105,6 +122,5 @@ class Chooser:
                 if w.variant in legal:
                     return w.variant, "calibrated at %dx%dx%d on %s (%s)" % (
                         w.shape + (device.name, self.calibration.path))
-        sm = device.sm_count if device is not None else None
-        best = min(legal, key=lambda n: default_rank(m.variants[n], m.resident_blocks(n, s), sm))
+        best = min(legal, key=lambda n: default_rank(m.variants[n], m.resident_need(n, s), device))
         return best, "default rule"

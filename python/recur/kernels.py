@@ -15,8 +15,9 @@ from .choice import Chooser
 from .device import DeviceKernels
 from .manifest import Manifest
 
-DeviceInfo = namedtuple("DeviceInfo", "index name sm_count")
-DeviceInfo.__doc__ = "A CUDA device as the variant choice sees it (from torch, no driver call of recur's)."
+DeviceInfo = namedtuple("DeviceInfo", "index name sm_count smem_per_sm", defaults=(None,))
+DeviceInfo.__doc__ = ("A CUDA device as the variant choice sees it (from torch, no driver call of recur's); "
+                      "smem_per_sm: the shared memory an SM holds, in bytes (None: unknown)")
 
 _registry = {}
 _registry_lock = threading.Lock()

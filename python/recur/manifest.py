@@ -191,13 +191,20 @@ class Manifest:
         """The most blocks any launch of variant at s needs resident at once
         (0 when none waits across its blocks): the grid of a resident launch
         whose grid x exceeds 1, as the runtime checks it."""
-        most = 0
+        return self.resident_need(variant, s)[0]
+
+    def resident_need(self, variant, s):
+        """(blocks, dynamic shared bytes a block) of the launch of variant at
+        s that needs the most blocks resident at once; (0, 0) when none waits
+        across its blocks."""
+        most, smem = 0, 0
         info = _lib.PlanInfo()
         err = _lib.errbuf()
         for backward, i in self.variants[variant].resident_launches:
             if self._lib.recur_launch_plan(self._m, self.index(variant), backward, i, s, ctypes.byref(info),
                                            err, _lib.ERRLEN) != 0:
                 continue   # refused shapes are reported by check_shape
-            if info.grid[0] > 1:
-                most = max(most, info.grid[0] * info.grid[1] * info.grid[2])
-        return most
+            n = info.grid[0] * info.grid[1] * info.grid[2]
+            if info.grid[0] > 1 and n > most:
+                most, smem = n, int(info.dyn_smem)
+        return most, smem

@@ -54,12 +54,25 @@ def _poison(outputs, workspaces):
             t.fill_(255)
 
 
+# the shared memory an SM holds, KB, by compute capability (the CUDA C++
+# Programming Guide's table), where torch's properties do not say
+_SMEM_PER_SM_KB = {(8, 0): 164, (8, 6): 100, (8, 7): 164, (8, 9): 100, (9, 0): 228}
+
+
+def _smem_per_sm(p):
+    v = getattr(p, "shared_memory_per_multiprocessor", None)
+    if v:
+        return int(v)
+    kb = _SMEM_PER_SM_KB.get((getattr(p, "major", 0), getattr(p, "minor", 0)))
+    return kb * 1024 if kb else None
+
+
 def device_info(index):
     """DeviceInfo of CUDA device index, from torch (cached)."""
     d = _device_infos.get(index)
     if d is None:
         p = torch.cuda.get_device_properties(index)
-        d = _device_infos[index] = DeviceInfo(index, p.name, p.multi_processor_count)
+        d = _device_infos[index] = DeviceInfo(index, p.name, p.multi_processor_count, _smem_per_sm(p))
     return d
 
 

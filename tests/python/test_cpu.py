@@ -144,6 +144,36 @@ class Choice(unittest.TestCase):
         report("16 SMs ->", name)
         self.assertNotIn("onepass", name)
 
+    def test_a_gpu_holding_one_block_an_sm_avoids_one_pass(self):
+        # RG-LRU's one-pass bwd_apply waits across 256 blocks of 112656 bytes at
+        # 1x8192x1024: 200 SMs of 164 KB hold one each (200), which the rule of
+        # two an SM (400) took for enough; the H200's 228 KB hold two (264)
+        k = kernels()
+        one = DeviceInfo(0, "one block an SM", 200, 164 * 1024)
+        name, _ = k.choose("rglru", 1, 8192, 1024, one)
+        report("200 SMs of 164 KB ->", name)
+        self.assertNotIn("onepass", name)
+        name, _ = k.choose("rglru", 1, 8192, 1024, DeviceInfo(0, "NVIDIA H200", 132, 228 * 1024))
+        self.assertIn("onepass", name)
+        from recur.choice import resident_capacity
+        self.assertEqual(resident_capacity(100368, DeviceInfo(0, "RTX 4090", 128, 100 * 1024)), 128)
+        self.assertEqual(resident_capacity(112656, DeviceInfo(0, "H200", 132, 228 * 1024)), 264)
+        self.assertEqual(resident_capacity(112656, DeviceInfo(0, "unknown", 100)), 200)
+        self.assertEqual(resident_capacity(120000, DeviceInfo(0, "L4", 58, 100 * 1024)), 0)
+
+    def test_shared_memory_an_sm_from_torch(self):
+        from recur.ops import _smem_per_sm
+
+        class Props:
+            def __init__(self, major, minor, **kw):
+                self.major, self.minor = major, minor
+                self.__dict__.update(kw)
+        self.assertEqual(_smem_per_sm(Props(8, 9)), 100 * 1024)
+        self.assertEqual(_smem_per_sm(Props(8, 0)), 164 * 1024)
+        self.assertEqual(_smem_per_sm(Props(9, 0)), 228 * 1024)
+        self.assertIsNone(_smem_per_sm(Props(12, 0)))
+        self.assertEqual(_smem_per_sm(Props(8, 9, shared_memory_per_multiprocessor=12345)), 12345)
+
     def test_pinned(self):
         k = kernels()
         pin = "fused_grouped_prefix64_hierarchical_chunk64"
