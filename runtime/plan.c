@@ -771,9 +771,10 @@ static int resident_check(recur_variant *v, int pass, int li, CUstream st, const
 	}
 	if (total > K->resident_cap)
 		return rt_vfail(err, errlen, "variant %s at %s: %s[%d] kernel %s waits across its blocks (look-back), so "
-		                "all %ld of grid (%u,%u,%u) must be resident at once; this device holds %ld", v->d->name,
-		                shape, rt_pass_name[pass], li, l->kernel, total, g->p.grid[0], g->p.grid[1], g->p.grid[2],
-		                K->resident_cap);
+		                "all %ld of grid (%u,%u,%u) must be resident at once; this device holds %ld (a variant "
+		                "of another scan kind runs here: recur calibrate on this GPU picks among those it holds)",
+		                v->d->name, shape, rt_pass_name[pass], li, l->kernel, total, g->p.grid[0], g->p.grid[1],
+		                g->p.grid[2], K->resident_cap);
 	return 0;
 }
 

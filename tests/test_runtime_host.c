@@ -512,6 +512,31 @@ static void device_sms(void)
 	hc.sms = 0;
 }
 
+/* A launch whose blocks wait on each other, on a device that cannot hold
+ * its grid at once (1 multiprocessor of 2 blocks, 4 blocks): refused before
+ * it is launched to hang, naming both counts and what runs instead */
+static void device_resident(void)
+{
+	char err[4096] = "", path[300];
+	snprintf(path, sizeof path, "%s/manifest.json", dir);
+	recur_shape s = {1, 37, 64};
+	hc.sms = 1;
+	Session S = {0};
+	recur_variant *v = NULL;
+	int rc = session_open(&S, path, s, err, sizeof err) ||
+	         recur_variant_load(S.rt, S.m, "perbatch", &v, err, sizeof err);
+	hc.nlaunch = 0;
+	rc = rc || recur_forward(v, s, &S.io, 0, err, sizeof err);
+	check(rc != 0 && hc.nlaunch == 0 &&
+	              has(err, "all 4 of grid (4,1,1) must be resident at once; this device holds 2") &&
+	              has(err, "another scan kind runs here"),
+	      "a waiting grid the device cannot hold is refused, with what runs instead", "rc %d, %d launches: %s", rc,
+	      hc.nlaunch, err);
+	recur_variant_free(v);
+	session_close(&S);
+	hc.sms = 0;
+}
+
 /* A module made for a target with more shared memory than the device
  * (sm_80's layouts, up to 112 KB a block, on an sm_86 or sm_89 card's 99
  * KB): refused before any launch, naming the kernel, both sizes and the
@@ -569,6 +594,7 @@ int main(void)
 	session_close(&S);
 	check(hc.nblk == 0, "closing the runtime leaves nothing on the device", "%d blocks", hc.nblk);
 	device_sms();
+	device_resident();
 	device_smem();
 	faults();
 	cubins();
