@@ -130,9 +130,10 @@ static json_t *failed(const char *variant, const char *error)
 }
 
 /* Times one candidate: 0, with its median and extra bytes per element
- * recorded in cands; 1 when it failed (recorded too); -1 when the context
- * is unusable afterwards (err says so). */
-static int candidate(Cal *c, int vi, HBufs *b, json_t *cands, char *err, size_t n)
+ * recorded in cands; 1 when it failed (recorded too); 2 when this GPU
+ * cannot hold its waiting grid (skip: why; not a candidate here); -1 when
+ * the context is unusable afterwards (err says so). */
+static int candidate(Cal *c, int vi, HBufs *b, json_t *cands, char *skip, size_t nskip, char *err, size_t n)
 {
 	const char *vname = recur_manifest_variant_name(c->m, vi);
 	recur_variant *v = NULL;
@@ -143,7 +144,15 @@ static int candidate(Cal *c, int vi, HBufs *b, json_t *cands, char *err, size_t 
 		json_array_append_new(cands, failed(vname, why));
 		return 1;
 	}
-	int rc = harness_run(&c->h, v, b, why, sizeof why);
+	/* a grid whose blocks wait on each other, larger than this GPU holds: no
+	 * candidate here, not a failure (skipped, with the reason) */
+	int fits = recur_variant_fits(v, b->s, why, sizeof why);
+	if (fits == 1) {
+		recur_variant_free(v);
+		snprintf(skip, nskip, "not on this GPU: %s", why);
+		return 2;
+	}
+	int rc = fits ? 1 : harness_run(&c->h, v, b, why, sizeof why);
 	if (rc == 0) {
 		int fin = harness_finite(&c->h, b, why, sizeof why);
 		rc = fin > 0 ? 1 : fin;
@@ -221,17 +230,27 @@ static int calibrate_one(Cal *c, const char *mixer, recur_shape s, int si, char 
 		json_object_set_new(o, "reason", json_string(why));
 		json_array_append_new(skipped, o);
 	}
-	int nfail = 0;
+	int nfail = 0, nfit = 0;
 	if (nc > 0 && (hbufs_inputs(&c->h, c->m, cand[0], s, c->o.seed + (uint64_t)si * 7919, &b, err, n) ||
 	               hbufs_outputs(&c->h, &b, err, n)))
 		goto fail;
 	char won[160] = "-";
 	for (int i = 0; i < nc; i++) {
-		int rc = candidate(c, cand[i], &b, cands, err, n);
+		char skip[4096] = "";
+		int rc = candidate(c, cand[i], &b, cands, skip, sizeof skip, err, n);
 		if (rc < 0)
 			goto fail;
-		nfail += rc;
+		if (rc == 2) {
+			json_t *o = json_object();
+			json_object_set_new(o, "variant", json_string(recur_manifest_variant_name(c->m, cand[i])));
+			json_object_set_new(o, "reason", json_string(skip));
+			json_array_append_new(skipped, o);
+		}
+		nfail += rc == 1;
+		nfit += rc == 2;
 		char now[64] = "FAILED";
+		if (rc == 2)
+			snprintf(now, sizeof now, "skipped (its waiting grid is larger than this GPU holds)");
 		if (rc == 0) {
 			const json_t *o = json_array_get(cands, json_array_size(cands) - 1);
 			snprintf(now, sizeof now, "%.4f ms, %.2f B/element", cal_cand_ms(o), cal_cand_bytes(o));
@@ -270,7 +289,7 @@ static int calibrate_one(Cal *c, const char *mixer, recur_shape s, int si, char 
 		snprintf(none, sizeof none, "(none within %.3g B/element; least %.2f)", c->o.budget,
 		         cal_cand_bytes(json_array_get(cands, (size_t)least)));
 	printf("%-7s %-16s %-58s %22s  (%d timed, %d failed, %d skipped)\n", mixer, shs, best ? best : none, ms,
-	       nc - nfail, nfail, (int)json_array_size(skipped));
+	       nc - nfail - nfit, nfail, (int)json_array_size(skipped));
 	fflush(stdout);
 	return 0;
 fail:

@@ -747,11 +747,16 @@ static int occupancy(recur_variant *v, int pass, int li, const rt_geom *g, CUstr
 /* A kernel whose blocks wait on each other (a look-back across them)
  * hangs unless all are resident at once: refuse a grid the device cannot
  * hold rather than launch it. */
-static int resident_check(recur_variant *v, int pass, int li, CUstream st, const char *shape, char *err, size_t errlen)
+/* 0 and *refused = 0 where launch li's grid (v->geom[li]) fits the device
+ * at once, 0 and *refused = 1 (err: why) where it does not; -1 on a
+ * driver error (err) */
+static int resident_fit(recur_variant *v, int pass, int li, CUstream st, const char *shape, int *refused, char *err,
+                        size_t errlen)
 {
 	const rt_launch *l = &v->d->launch[pass][li];
 	rt_kernel *K = &v->kernel[v->kidx[pass][li]];
 	const rt_geom *g = &v->geom[li];
+	*refused = 0;
 	/* at most (2^31-1) * 65535 * 65535 < 2^63: rt_launch_geom's ranges */
 	long total = (long)g->p.grid[0] * g->p.grid[1] * g->p.grid[2];
 	if (K->cap_smem != g->p.smem || K->cap_cluster != g->p.cluster) {
@@ -769,13 +774,21 @@ static int resident_check(recur_variant *v, int pass, int li, CUstream st, const
 		K->cap_smem = g->p.smem;
 		K->cap_cluster = g->p.cluster;
 	}
-	if (total > K->resident_cap)
-		return rt_vfail(err, errlen, "variant %s at %s: %s[%d] kernel %s waits across its blocks (look-back), so "
-		                "all %ld of grid (%u,%u,%u) must be resident at once; this device holds %ld (a variant "
-		                "of another scan kind runs here: recur calibrate on this GPU picks among those it holds)",
-		                v->d->name, shape, rt_pass_name[pass], li, l->kernel, total, g->p.grid[0], g->p.grid[1],
-		                g->p.grid[2], K->resident_cap);
+	if (total > K->resident_cap) {
+		*refused = 1;
+		rt_vfail(err, errlen, "variant %s at %s: %s[%d] kernel %s waits across its blocks (look-back), so all %ld "
+		         "of grid (%u,%u,%u) must be resident at once; this device holds %ld (a variant of another scan "
+		         "kind runs here: recur calibrate on this GPU picks among those it holds)", v->d->name, shape,
+		         rt_pass_name[pass], li, l->kernel, total, g->p.grid[0], g->p.grid[1], g->p.grid[2],
+		         K->resident_cap);
+	}
 	return 0;
+}
+
+static int resident_check(recur_variant *v, int pass, int li, CUstream st, const char *shape, char *err, size_t errlen)
+{
+	int refused = 0;
+	return resident_fit(v, pass, li, st, shape, &refused, err, errlen) || refused ? -1 : 0;
 }
 
 static int launch(recur_variant *v, int pass, int li, CUstream st, const char *shape, char *err, size_t errlen)
@@ -1088,6 +1101,47 @@ int recur_forward(recur_variant *v, recur_shape s, const recur_io *io, CUstream 
 int recur_backward(recur_variant *v, recur_shape s, const recur_io *io, CUstream st, char *err, size_t errlen)
 {
 	return run(v, RT_BWD, s, io, NULL, st, err, errlen);
+}
+
+/* the resident launches' grids at s against the device, in its context */
+static int fits_in_ctx(recur_variant *v, const ShapeVars *sv, const char *shape, char *why, size_t n)
+{
+	const rt_vdesc *d = v->d;
+	for (int pass = 0; pass < 2; pass++)
+		for (int li = 0; li < d->nlaunch[pass]; li++) {
+			const rt_launch *l = &d->launch[pass][li];
+			if (!l->resident)
+				continue;
+			char e[512];
+			rt_plan_geom pg;
+			if (rt_launch_geom(l, sv, &pg, e, sizeof e))
+				return rt_vfail(why, n, "variant %s: %s[%d] kernel %s at %s: %s", d->name, rt_pass_name[pass],
+				                li, l->kernel, shape, e);
+			if (pg.grid[0] <= 1)
+				continue;
+			v->geom[li].p = pg;   /* the next launch's marshal sets it again */
+			int refused = 0;
+			if (resident_fit(v, pass, li, 0, shape, &refused, why, n))
+				return -1;
+			if (refused)
+				return 1;
+		}
+	return 0;
+}
+
+int recur_variant_fits(recur_variant *v, recur_shape s, char *why, size_t n)
+{
+	if (!v)
+		return rt_vfail(why, n, "recur_variant_fits: the variant is NULL (did recur_variant_load fail?)");
+	ShapeVars sv;
+	char shape[64];
+	if (shape_setup(v, s, &sv, shape, why, n))
+		return -1;
+	rt_ctx_saved c;
+	if (rt_ctx_enter(v->rt, &c, "recur_variant_fits", v->d->name, why, n))
+		return -1;
+	int rc = fits_in_ctx(v, &sv, shape, why, n);
+	return rt_ctx_leave(v->rt, &c, rc, why, n);
 }
 
 static int run_ws(recur_variant *v, int pass, recur_shape s, const recur_io *io, const recur_ws *ws, CUstream st,

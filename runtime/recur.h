@@ -244,6 +244,14 @@ typedef struct {
 } recur_launch_info;
 int  recur_variant_last_launch(const recur_variant *v, int i, recur_launch_info *info);
 
+/* Whether this device holds at once every block of each launch of the
+ * variant at shape s whose blocks wait on each other (a look-back across
+ * them: the one-pass backward, the look-back forward), as a forward or
+ * backward would check before launching: 0 when all fit; 1 when one does
+ * not (why: the kernel, its grid and what the device holds), a variant
+ * to skip on this GPU rather than a failure; -1 on an error (why). */
+int  recur_variant_fits(recur_variant *v, recur_shape s, char *why, size_t n);
+
 /* Frees the variant's cached workspaces (after synchronising the context);
  * the next forward allocates them again. A backward needs a new forward. */
 int  recur_variant_trim(recur_variant *v, char *err, size_t errlen);

@@ -532,6 +532,27 @@ static void device_resident(void)
 	              has(err, "another scan kind runs here"),
 	      "a waiting grid the device cannot hold is refused, with what runs instead", "rc %d, %d launches: %s", rc,
 	      hc.nlaunch, err);
+	/* and asked before: a variant to skip on this device, not a failure */
+	char why[4096] = "";
+	hc.nlaunch = 0;
+	int fit = v ? recur_variant_fits(v, s, why, sizeof why) : -2;
+	check(fit == 1 && hc.nlaunch == 0 && has(why, "all 4 of grid (4,1,1) must be resident at once"),
+	      "recur_variant_fits: 1 where the device cannot hold the grid, saying why", "%d, %d launches: %s", fit,
+	      hc.nlaunch, why);
+	recur_shape odd = {1, 37, 63};
+	fit = v ? recur_variant_fits(v, odd, why, sizeof why) : -2;
+	check(fit == -1 && has(why, "D must be a multiple of 4"), "recur_variant_fits: -1 at a shape the rules refuse",
+	      "%d: %s", fit, why);
+	fit = recur_variant_fits(NULL, s, why, sizeof why);
+	check(fit == -1 && has(why, "NULL"), "recur_variant_fits: -1 for no variant", "%d: %s", fit, why);
+	recur_variant_free(v);
+	v = NULL;
+	hc.sms = 2;   /* a device of two multiprocessors (the capacity is counted once a kernel) */
+	why[0] = 0;
+	fit = recur_variant_load(S.rt, S.m, "perbatch", &v, why, sizeof why) ? -2
+	                                                                       : recur_variant_fits(v, s, why, sizeof why);
+	check(fit == 0, "recur_variant_fits: 0 where the device holds the grid (2 multiprocessors of 2 blocks)", "%d: %s",
+	      fit, why);
 	recur_variant_free(v);
 	session_close(&S);
 	hc.sms = 0;
