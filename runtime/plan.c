@@ -744,9 +744,6 @@ static int occupancy(recur_variant *v, int pass, int li, const rt_geom *g, CUstr
 	return 0;
 }
 
-/* A kernel whose blocks wait on each other (a look-back across them)
- * hangs unless all are resident at once: refuse a grid the device cannot
- * hold rather than launch it. */
 /* 0 and *refused = 0 where launch li's grid (v->geom[li]) fits the device
  * at once, 0 and *refused = 1 (err: why) where it does not; -1 on a
  * driver error (err) */
@@ -785,6 +782,9 @@ static int resident_fit(recur_variant *v, int pass, int li, CUstream st, const c
 	return 0;
 }
 
+/* A kernel whose blocks wait on each other (a look-back across them)
+ * hangs unless all are resident at once: refuse a grid the device cannot
+ * hold rather than launch it. */
 static int resident_check(recur_variant *v, int pass, int li, CUstream st, const char *shape, char *err, size_t errlen)
 {
 	int refused = 0;
