@@ -52,6 +52,13 @@ static inline int session_open(Session *S, const char *path, recur_shape s, char
 	return hc_open(&S->rt, err, n) || recur_manifest_load(path, &S->m, err, n) || io_alloc(S, s, err, n) ? -1 : 0;
 }
 
+/* session_open, then variant name of its manifest loaded into *v */
+static inline int session_open_variant(Session *S, const char *path, recur_shape s, const char *name,
+                                       recur_variant **v, char *err, size_t n)
+{
+	return session_open(S, path, s, err, n) || recur_variant_load(S->rt, S->m, name, v, err, n) ? -1 : 0;
+}
+
 /* what session_open made, whatever part of it succeeded */
 static inline void session_close(Session *S)
 {

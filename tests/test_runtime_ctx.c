@@ -581,7 +581,7 @@ int main(void)
 	snprintf(path, sizeof path, "%s/manifest.json", dir);
 	recur_ws_sizes z = {0};
 	CUdeviceptr saved = 0, scratch = 0;
-	int rc = session_open(&S, path, SH, err, sizeof err) || recur_variant_load(S.rt, S.m, "good", &V, err, sizeof err) ||
+	int rc = session_open_variant(&S, path, SH, "good", &V, err, sizeof err) ||
 	         recur_workspace_sizes(S.m, recur_manifest_find(S.m, "good"), SH, &z, err, sizeof err) ||
 	         recur_alloc(S.rt, z.saved, &saved, err, sizeof err) ||
 	         recur_alloc(S.rt, z.scratch, &scratch, err, sizeof err) || recur_forward(V, SH, &S.io, 0, err, sizeof err);

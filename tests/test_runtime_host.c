@@ -493,8 +493,7 @@ static void device_sms(void)
 		hc.sms = sms;
 		Session S = {0};
 		recur_variant *v = NULL;
-		int rc = session_open(&S, path, s, err, sizeof err) ||
-		         recur_variant_load(S.rt, S.m, "bysms", &v, err, sizeof err);
+		int rc = session_open_variant(&S, path, s, "bysms", &v, err, sizeof err);
 		hc.nlaunch = 0;
 		rc = rc || recur_forward(v, s, &S.io, 0, err, sizeof err);
 		unsigned want = (unsigned)(2 * sms + s.B);
@@ -523,8 +522,7 @@ static void device_resident(void)
 	hc.sms = 1;
 	Session S = {0};
 	recur_variant *v = NULL;
-	int rc = session_open(&S, path, s, err, sizeof err) ||
-	         recur_variant_load(S.rt, S.m, "perbatch", &v, err, sizeof err);
+	int rc = session_open_variant(&S, path, s, "perbatch", &v, err, sizeof err);
 	hc.nlaunch = 0;
 	rc = rc || recur_forward(v, s, &S.io, 0, err, sizeof err);
 	check(rc != 0 && hc.nlaunch == 0 &&
@@ -580,8 +578,7 @@ static void device_smem(void)
 	hc.smem_optin = 60000;   /* under the "good" forward's 65536 */
 	Session S = {0};
 	recur_variant *v = NULL;
-	int rc = session_open(&S, path, s, err, sizeof err) ||
-	         recur_variant_load(S.rt, S.m, "good", &v, err, sizeof err);
+	int rc = session_open_variant(&S, path, s, "good", &v, err, sizeof err);
 	check(rc == 0, "a variant made for sm_80 loads on a device of 60000 shared bytes a block", "%s", err);
 	hc.nlaunch = 0;
 	rc = rc || recur_forward(v, s, &S.io, 0, err, sizeof err);
