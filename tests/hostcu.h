@@ -197,12 +197,15 @@ static CUresult hc_DeviceGetName(char *s, int n, CUdevice d)
 	snprintf(s, (size_t)n, "host stand-in %d", (int)d);
 	return CUDA_SUCCESS;
 }
+/* the shared bytes a block may opt in to: hc.smem_optin, else sm_90's */
+static int hc_smem_optin(void) { return hc.smem_optin ? hc.smem_optin : 232448; }
+
 static CUresult hc_DeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 {
 	HC_ENTER();
 	switch (a) {
 	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
-		*v = hc.smem_optin ? hc.smem_optin : 232448;
+		*v = hc_smem_optin();
 		break;
 	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
 		*v = hc.sms ? hc.sms : 132;
@@ -331,7 +334,7 @@ static CUresult hc_FuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f
 static CUresult hc_FuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
 {
 	HC_ENTER_CTX();
-	return v > (hc.smem_optin ? hc.smem_optin : 232448) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+	return v > hc_smem_optin() ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 static CUresult hc_OccupancyMaxActiveBlocksPerMultiprocessor(int *b, CUfunction f, int block, size_t smem)
 {

@@ -187,16 +187,11 @@ class Manifest:
                    "workspace sizes of %s at %dx%dx%d" % (variant, s.B, s.L, s.D))
         return z.saved, z.scratch
 
-    def resident_blocks(self, variant, s):
-        """The most blocks any launch of variant at s needs resident at once
-        (0 when none waits across its blocks): the grid of a resident launch
-        whose grid x exceeds 1, as the runtime checks it."""
-        return self.resident_need(variant, s)[0]
-
     def resident_need(self, variant, s):
         """(blocks, dynamic shared bytes a block) of the launch of variant at
-        s that needs the most blocks resident at once; (0, 0) when none waits
-        across its blocks."""
+        s that needs the most blocks resident at once, counted as the runtime
+        checks it (a resident launch whose grid x exceeds 1); (0, 0) when none
+        waits across its blocks."""
         most, smem = 0, 0
         info = _lib.PlanInfo()
         err = _lib.errbuf()
