@@ -46,6 +46,7 @@ static int row_alloc(Row *w, long n)
 	if (w->r && w->i && w->a && w->m && w->h)
 		return 0;
 	row_free(w);
+	memset(w, 0, sizeof *w);
 	return -1;
 }
 
@@ -61,6 +62,7 @@ typedef struct {
 	RefPlan pl;            /* the call's state, token by token */
 	Row w;                 /* [L][D], each head in its own columns */
 	double *dh, *dpa, *dpx;   /* [D] */
+	double *pa, *px;          /* [D]: a token's projections (each head its own columns) */
 } Job;
 
 /* Forward of head hd of row b, x[L][D]; fills the head's columns of w. */
@@ -71,18 +73,28 @@ static void row_forward(Job *jb, const double *x, int b, int hd)
 	const double *const *p = jb->p;
 	const double *Wa = p[WA], *ba = p[BA], *Wx = p[WX], *bx = p[BX], *lam = p[LAM];
 	Row *w = &jb->w;
+	double *pa = jb->pa + hd * K, *px = jb->px + hd * K;
 	for (int t = 0; t < L; t++) {
 		const double *xt = x + (long)t * D;
 		long k = (long)b * L + t;
+		/* pa[j] = ba + sum_i x_i Wa[i][j], summed over i in order: by rows
+		 * of W, every column's sum at once (independent adds, not a chain) */
+		for (int j = 0; j < K; j++) {
+			pa[j] = ba[hd * K + j];
+			px[j] = bx[hd * K + j];
+		}
+		for (int i = 0; i < K; i++) {
+			const double *wa = Wa + ((long)hd * K + i) * K, *wx = Wx + ((long)hd * K + i) * K;
+			double xi = xt[hd * K + i];
+			for (int j = 0; j < K; j++) {
+				pa[j] += xi * wa[j];
+				px[j] += xi * wx[j];
+			}
+		}
 		for (int j = 0; j < K; j++) {
 			int c = hd * K + j;
-			double pa = ba[c], px = bx[c];
-			for (int i = 0; i < K; i++) {
-				pa += xt[hd * K + i] * Wa[((long)hd * K + i) * K + j];
-				px += xt[hd * K + i] * Wx[((long)hd * K + i) * K + j];
-			}
 			long e = (long)t * D + c;
-			double r = sigmoid(pa), ig = sigmoid(px);
+			double r = sigmoid(pa[j]), ig = sigmoid(px[j]);
 			double log_a = -C_GATE * r * softplus(lam[c]);
 			double a = exp(log_a);
 			double m = jb->pl.first[k] ? 1.0 : sqrt(1 - exp(2 * log_a));
@@ -148,14 +160,24 @@ static void forward_head(void *ctx, int hd)
 	}
 }
 
-/* The plan and the row's intermediates; -1 with why in err. */
+static void job_close(Job *j)
+{
+	free(j->pa); free(j->px);
+	row_free(&j->w);
+	ref_plan_free(&j->pl);
+}
+
+/* The plan, the row's intermediates and a token's projections; -1 with why in err. */
 static int job_open(Job *j, const RefShape *s, const SeqState *st, char *err, size_t errlen)
 {
 	if (ref_plan("rglru", s, st, &j->pl, err, errlen))
 		return -1;
-	if (row_alloc(&j->w, (long)s->L * s->D) == 0)
-		return 0;
-	ref_plan_free(&j->pl);
+	if (row_alloc(&j->w, (long)s->L * s->D) == 0) {
+		j->pa = zalloc(s->D); j->px = zalloc(s->D);
+		if (j->pa && j->px)
+			return 0;
+	}
+	job_close(j);
 	snprintf(err, errlen, "rglru reference at %dx%dx%d: out of memory for a row's intermediates", s->B, s->L,
 	         s->D);
 	return -1;
@@ -168,8 +190,7 @@ static int forward_state(const RefShape *s, const double *const *p, const double
 	if (job_open(&j, s, st, err, errlen))
 		return -1;
 	par_run(s->H, forward_head, &j);
-	row_free(&j.w);
-	ref_plan_free(&j.pl);
+	job_close(&j);
 	return 0;
 }
 
@@ -221,17 +242,27 @@ static void proj_back(Job *jb, const double *xt, double *dxt, int hd)
 	int K = jb->s->D / jb->s->H;
 	const double *Wa = jb->p[WA], *Wx = jb->p[WX];
 	double *const *dp = jb->dp;
+	const double *dpa = jb->dpa + hd * K, *dpx = jb->dpx + hd * K;
 	for (int i = 0; i < K; i++) {
-		int ci = hd * K + i;
-		const double *wa = Wa + ((long)hd * K + i) * K, *wx = Wx + ((long)hd * K + i) * K;
 		double *dwa = dp[WA] + ((long)hd * K + i) * K, *dwx = dp[WX] + ((long)hd * K + i) * K;
-		double acc = 0;
+		double xi = xt[hd * K + i];
 		for (int j = 0; j < K; j++) {
-			acc += wa[j] * jb->dpa[hd * K + j] + wx[j] * jb->dpx[hd * K + j];
-			dwa[j] += xt[ci] * jb->dpa[hd * K + j];
-			dwx[j] += xt[ci] * jb->dpx[hd * K + j];
+			dwa[j] += xi * dpa[j];
+			dwx[j] += xi * dpx[j];
 		}
-		dxt[ci] += acc;
+	}
+	/* dx's share of row i: sum_j (Wa[i][j] dpa[j] + Wx[i][j] dpx[j]) in the
+	 * order of j, 8 rows' sums at once (independent adds, not one chain) */
+	enum { ROWS = 8 };
+	for (int i0 = 0; i0 < K; i0 += ROWS) {
+		int n = K - i0 < ROWS ? K - i0 : ROWS;
+		const double *wa = Wa + ((long)hd * K + i0) * K, *wx = Wx + ((long)hd * K + i0) * K;
+		double acc[ROWS] = { 0 };
+		for (int j = 0; j < K; j++)
+			for (int r = 0; r < n; r++)
+				acc[r] += wa[(long)r * K + j] * dpa[j] + wx[(long)r * K + j] * dpx[j];
+		for (int r = 0; r < n; r++)
+			dxt[hd * K + i0 + r] += acc[r];
 	}
 }
 
@@ -270,8 +301,7 @@ static int backward_state(const RefShape *s, const double *const *p, const doubl
 	}
 	int rc = j.dh && j.dpa && j.dpx ? 0 : -1;
 	free(j.dh); free(j.dpa); free(j.dpx);
-	row_free(&j.w);
-	ref_plan_free(&j.pl);
+	job_close(&j);
 	return rc;
 }
 
