@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from . import ops
+from .checkpoints import rglru_from_recurrentgemma
 from .kernels import load
 
 
@@ -101,6 +102,28 @@ class RGLRU(Mixer):
 
     def __init__(self, kernels, width, **kw):
         super().__init__(kernels, "rglru", width, **kw)
+
+    @classmethod
+    def from_recurrentgemma(cls, kernels, state_dict, prefix="", **kw):
+        """The layer with one released RecurrentGemma RG-LRU's weights
+        (recur.checkpoints: transformers' or recurrentgemma's names under
+        prefix); its width and heads are the checkpoint's, and the folder's
+        RG-LRU must have heads as wide (2B and 9B: 256, lua/variants/
+        recurrentgemma.lua). Other keywords as RGLRU's."""
+        params = rglru_from_recurrentgemma(state_dict, prefix)
+        H, K = params["Wa"].shape[0], params["Wa"].shape[1]
+        D = H * K
+        if not hasattr(kernels, "key"):
+            kernels = load(kernels, kw.pop("calibration", None))
+        dims = {s.name: tuple(s.dims) for s in kernels.params("rglru", D)}
+        if dims.get("Wa") != (H, K, K):
+            raise ValueError("%s: the checkpoint's RG-LRU has %d heads of %d channels (width %d), the folder's "
+                             "rglru takes Wa %s at that width: generate a grid at heads of %d (RecurrentGemma's: "
+                             "lua/variants/recurrentgemma.lua)"
+                             % (kernels.folder, H, K, D, list(dims.get("Wa", ())), K))
+        layer = cls(kernels, D, **kw)
+        layer.load_state_dict(params)
+        return layer
 
 
 class SAMU(Mixer):

@@ -2,7 +2,8 @@
 reference written from spec/architectures.md (ref_torch.py), and what a
 model author relies on -- torch.compile without graph breaks, CUDA graph
 capture, two streams from two threads, several forwards before their
-backwards, bf16 autocast, and a clear exception for every wrong input.
+backwards, bf16 autocast, a clear exception for every wrong input, and a
+released RecurrentGemma RG-LRU's weights run as the release computes them.
 
     RECUR_LIB=build/librecur.so python3 tests/python/gpu_torch_test.py DIR [RESETS_DIR [DOCS_DIR]] [--quick]
 
@@ -101,6 +102,23 @@ def against_reference(k, mixer, shape, g):
                                   " | NOT FINITE: " + ",".join(nonfinite) if nonfinite else "",
                                   "" if same else " | second run differs")
     return ok, detail
+
+
+def released_layer(k, shape, g):
+    """A RecurrentGemma RG-LRU checkpoint (transformers' names, bf16, heads
+    as wide as the folder's) through RGLRU.from_recurrentgemma, against
+    transformers' forward on the same tensors in float64."""
+    B, L, D = shape
+    H, K, _ = next(s.dims for s in k.params("rglru", D) if s.name == "Wa")
+    prefix = "model.layers.0.temporal_block.rg_lru."
+    state = ref_torch.released_rglru(H, K, 0, prefix, seed=B * L + D, device="cuda")
+    layer = recur.RGLRU.from_recurrentgemma(k, state, prefix).cuda()
+    x = fresh_x(B, L, D, g)
+    with torch.no_grad():
+        y = layer(x)
+    want = ref_torch.hf_rglru(x, state, prefix, torch.arange(L, device="cuda").repeat(B, 1))
+    err = ref_torch.rel_l2(y, want)
+    return err <= TOL and finite(y), "%d heads of %d, %s | y %.1e" % (H, K, "x".join(map(str, shape)), err)
 
 
 def with_resets(k, mixer, shape, g):
@@ -480,6 +498,9 @@ def main():
             check("%s %s vs float64 reference" % (mixer, "x".join(map(str, shape))))(
                 lambda: against_reference(k, mixer, shape, g))
         check("%s: every variant pinned at 2x300x128" % mixer)(lambda: pinned_variants(k, mixer, (2, 300, 128), g))
+    for shape in (SMALL[1],) + (() if quick else (SEED[1],)):
+        check("rglru %s from a RecurrentGemma checkpoint vs its forward" % "x".join(map(str, shape)))(
+            lambda: released_layer(k, shape, g))
     check("torch.compile(fullgraph=True), two layers")(lambda: compiled_two_layers(k, g))
     check("CUDA graph capture and replay, forward+backward")(lambda: graph_capture(k, g))
     check("two streams at once")(lambda: two_streams(k, g))

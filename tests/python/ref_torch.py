@@ -149,3 +149,48 @@ def rel_l2(out, ref):
     den = torch.linalg.vector_norm(ref).item()
     num = torch.linalg.vector_norm(out - ref).item()
     return num / den if den > 0 else num
+
+
+# ---- RecurrentGemma's released RG-LRU (for recur.checkpoints' tests) ----
+
+# the five tensors' names in each release: transformers', recurrentgemma's (PyTorch)
+RELEASE_NAMES = ({"Wa": "recurrent_gate_weight", "ba": "recurrent_gate_bias", "Wx": "input_gate_weight",
+                  "bx": "input_gate_bias", "lam": "recurrent_param"},
+                 {"Wa": "a_gate.w", "ba": "a_gate.b", "Wx": "input_gate.w", "bx": "input_gate.b", "lam": "a_param"})
+
+
+def released_rglru(H, K, names=0, prefix="", dtype=torch.bfloat16, seed=1, device="cpu"):
+    """A RecurrentGemma RG-LRU layer's tensors as a checkpoint holds them
+    (names 0: transformers', 1: recurrentgemma's; biases [H][K]), random,
+    lam from radii 0.9 .. 0.999 as the release initialises it."""
+    gen = torch.Generator().manual_seed(seed)
+    D = H * K
+    r = torch.empty(D, dtype=torch.float64).uniform_(0.9 ** 2, 0.999 ** 2, generator=gen)
+    t = {"Wa": torch.randn(H, K, K, generator=gen) / math.sqrt(K), "ba": 0.5 * torch.randn(H, K, generator=gen),
+         "Wx": torch.randn(H, K, K, generator=gen) / math.sqrt(K), "bx": 0.5 * torch.randn(H, K, generator=gen),
+         "lam": torch.log(torch.exp(-0.5 * torch.log(r)) - 1).float()}
+    return {prefix + RELEASE_NAMES[names][k]: v.to(dtype=dtype, device=device) for k, v in t.items()}
+
+
+def hf_rglru(x, state, prefix, position_ids):
+    """transformers' RecurrentGemmaRglru forward, written out in float64 from
+    a checkpoint's tensors (its names under prefix): the gates by a batched
+    matmul per head, a reset where the position is 0, the scan from zeros."""
+    g = {k[len(prefix):]: v.double() for k, v in state.items() if k.startswith(prefix)}
+    B, L, D = x.shape
+    H, K, _ = g["input_gate_weight"].shape
+    act = x.double().reshape(B * L, H, K).permute(1, 0, 2)
+    gate_x = torch.sigmoid(torch.baddbmm(g["input_gate_bias"][:, None, :], act, g["input_gate_weight"])
+                           .transpose(0, 1).reshape(B, L, D))
+    gate_a = torch.sigmoid(torch.baddbmm(g["recurrent_gate_bias"][:, None, :], act, g["recurrent_gate_weight"])
+                           .transpose(0, 1).reshape(B, L, D))
+    log_a = -8.0 * gate_a * F.softplus(g["recurrent_param"])
+    reset = (position_ids == 0)[:, :, None]
+    mult = torch.where(reset, torch.ones_like(log_a), torch.sqrt(1 - torch.exp(2 * log_a)))
+    a = torch.exp(log_a) * ~reset
+    u = x.double() * gate_x * mult
+    h, out = torch.zeros(B, D, dtype=torch.float64, device=x.device), []
+    for t in range(L):
+        h = a[:, t] * h + u[:, t]
+        out.append(h)
+    return torch.stack(out, dim=1)

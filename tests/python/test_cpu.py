@@ -553,6 +553,78 @@ class Heads256(unittest.TestCase):
             self.assertGreaterEqual(scratch, 2 * B * L * D * 2 + B * L * D * 4)   # their adjoints, dx's own term
 
 
+class RecurrentGemmaCheckpoint(unittest.TestCase):
+    """A released RecurrentGemma RG-LRU's weights (transformers' or
+    recurrentgemma's names) under recur's: the same layer, checked against
+    transformers' forward in float64, and refusals naming what is wrong."""
+
+    PREFIX = "model.layers.3.temporal_block.rg_lru."
+
+    def test_the_imported_layer_is_the_released_one(self):
+        gen = torch.Generator().manual_seed(int.from_bytes(os.urandom(4), "little"))
+        B, L, H, K = 2, 37, 2, 64
+        state = ref_torch.released_rglru(H, K, 0, self.PREFIX)
+        params = recur.rglru_from_recurrentgemma(state, self.PREFIX)
+        self.assertEqual(list(params), ["Wa", "ba", "Wx", "bx", "lam"])
+        self.assertTrue(all(p.dtype == torch.float32 for p in params.values()))
+        x = torch.randn(B, L, H * K, generator=gen).bfloat16()
+        pos = torch.arange(L).repeat(B, 1)
+        pos[1, 20:] -= 20   # row 1: a second document from t = 20
+        want = ref_torch.hf_rglru(x, state, self.PREFIX, pos)
+        got = ref_torch.rglru(x.double(), *(params[n].double() for n in ("Wa", "ba", "Wx", "bx", "lam")),
+                              resets=pos == 0)
+        err = (got - want).abs().max().item()
+        report("recur's RG-LRU on the imported weights vs transformers' forward, float64: max |diff| %.2e" % err)
+        self.assertLess(err, 1e-12)
+        # swapped gates are no longer the layer: the comparison can fail
+        wrong = ref_torch.rglru(x.double(), *(params[n].double() for n in ("Wx", "bx", "Wa", "ba", "lam")),
+                                resets=pos == 0)
+        self.assertGreater((wrong - want).abs().max().item(), 1e-3)
+
+    def test_both_releases_names_give_the_same_weights(self):
+        a = recur.rglru_from_recurrentgemma(ref_torch.released_rglru(2, 64, 0, "rg_lru."), "rg_lru.")
+        b = recur.rglru_from_recurrentgemma(ref_torch.released_rglru(2, 64, 1, "rg_lru."), "rg_lru.")
+        for n in a:
+            self.assertTrue(torch.equal(a[n], b[n]), n)
+        self.assertEqual(tuple(a["ba"].shape), (128,))
+
+    def test_a_module_from_the_checkpoint(self):
+        k = kernels()
+        state = ref_torch.released_rglru(2, 64, 1)
+        m = recur.RGLRU.from_recurrentgemma(k, state)
+        self.assertEqual(m.width, 128)
+        self.assertTrue(torch.equal(m.Wa, state["a_gate.w"].float()))
+        self.assertTrue(torch.equal(m.bx, state["input_gate.b"].float().reshape(128)))
+        # heads of 256 (RecurrentGemma 2B) into a folder whose RG-LRU has heads of 64
+        with self.assertRaises(ValueError) as e:
+            recur.RGLRU.from_recurrentgemma(k, ref_torch.released_rglru(10, 256))
+        report(str(e.exception))
+        self.assertIn("10 heads of 256 channels (width 2560)", str(e.exception))
+        self.assertIn("recurrentgemma.lua", str(e.exception))
+        if HEADS_KERNELS:
+            state = ref_torch.released_rglru(10, 256, 0, self.PREFIX)
+            m = recur.RGLRU.from_recurrentgemma(recur.load(HEADS_KERNELS), state, self.PREFIX)
+            self.assertEqual((m.width, tuple(m.Wa.shape)), (2560, (10, 256, 256)))
+
+    def test_refusals_name_the_tensor(self):
+        state = ref_torch.released_rglru(2, 64, 0, self.PREFIX)
+        with self.assertRaises(KeyError) as e:
+            recur.rglru_from_recurrentgemma(state, "model.layers.4.temporal_block.rg_lru.")
+        report(e.exception.args[0])
+        self.assertIn("no RG-LRU layer under prefix 'model.layers.4.temporal_block.rg_lru.'", e.exception.args[0])
+        self.assertIn("its RG-LRU layers: " + self.PREFIX, e.exception.args[0])
+        del state[self.PREFIX + "input_gate_bias"]
+        with self.assertRaises(KeyError) as e:
+            recur.rglru_from_recurrentgemma(state, self.PREFIX)
+        self.assertIn(self.PREFIX + "input_gate_bias missing (Hugging Face transformers names)",
+                      e.exception.args[0])
+        state[self.PREFIX + "input_gate_bias"] = torch.zeros(2, 32)
+        with self.assertRaises(ValueError) as e:
+            recur.rglru_from_recurrentgemma(state, self.PREFIX)
+        report(str(e.exception))
+        self.assertIn(self.PREFIX + "input_gate_bias: shape (2, 32), expected [128]", str(e.exception))
+
+
 class _StateFolder(unittest.TestCase):
     """The stand-in over the folder of variants taking a sequence state."""
 
