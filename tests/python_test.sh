@@ -22,7 +22,7 @@ if [ -z "$ptx" ] || [ ! -f "$ptx/manifest.json" ]; then
 	"$recur" gen "$src/tests/grids/representative.lua" --lua "$src/lua" -o "$ptx" -q || exit 1
 fi
 # a folder of variants taking reset marks, one per mixer, one taking states, one the row's map, one cu_seqlens,
-# and a decode step
+# a plain one beside them (as RecurrentGemma's grid holds both), and the decode steps
 mkdir -p "$work"
 cat > "$work/resets.lua" <<'LUA'
 local R = require "recur"
@@ -35,6 +35,7 @@ return {
   R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true }, states = { true },
     map = { true } },
   R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true }, docs = { true } },
+  R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true }, scan = { "onepass" } },
   R.decode { mixer = require "arch.rglru" },
   R.decode { mixer = require "arch.rglru", mma = true },
   R.decode { mixer = require "arch.samu" },

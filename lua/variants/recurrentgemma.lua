@@ -17,6 +17,18 @@ return {
     fused  = { true },
     scan   = { "hierarchical", "lookback", "onepass" },
   },
+  -- a sequence's state: reset marks (packed documents), initial and final
+  -- states (a prompt's state for the decode step, a row continuing from
+  -- one); calls without one run the variants above
+  R.variants {
+    mixer  = rg,
+    chunk  = { 8 },
+    prefix = { 32 },
+    fused  = { true },
+    scan   = { "lookback", "onepass" },
+    resets = { true },
+    states = { true },
+  },
   R.decode { mixer = rg },
   R.decode { mixer = rg, mma = true },
 }

@@ -20,16 +20,18 @@ Layout of the package:
   ops.py          the torch operators, autograd, fake implementations
   modules.py      nn.Modules: Mixer, RGLRU, SAMU
   checkpoints.py  released RecurrentGemma RG-LRU weights under recur's names
+  recurrentgemma.py  transformers' RecurrentGemma with its RG-LRU on recur's kernels
 """
 from ._lib import RecurError
 from .checkpoints import rglru_from_recurrentgemma
 from .kernels import Kernels, load
 from .modules import RGLRU, SAMU, Mixer, init_, parameter_count
 from .ops import HAS_CUSTOM_OP, backward, decode_step, forward, mix, row_map
+from .recurrentgemma import RecurrentGemmaRglru, apply_to_recurrentgemma
 
 __all__ = ["RecurError", "Kernels", "load", "Mixer", "RGLRU", "SAMU", "init_", "parameter_count",
            "mix", "forward", "backward", "decode_step", "row_map", "HAS_CUSTOM_OP", "library_path",
-           "rglru_from_recurrentgemma"]
+           "rglru_from_recurrentgemma", "RecurrentGemmaRglru", "apply_to_recurrentgemma"]
 __version__ = "0.1.0"
 
 

@@ -7,7 +7,9 @@ In order:
    the best matching entry whose winner the folder holds and accepts the shape;
 3. the default rule below.
 Only variants whose kernels take the sequence state a call gives (need:
-e.g. {"reset"} for reset marks) are candidates; a pinned one without it
+e.g. {"reset"} for reset marks) are candidates, and of those the leanest
+(a call without a state runs a variant taking none where the folder has
+one, as RecurrentGemma's grid, which holds both); a pinned one without it
 is refused.
 
 The default rule ranks the variants of the mixer that accept the shape:
@@ -99,12 +101,13 @@ class Chooser:
             if why:
                 raise ValueError("pinned variant %s refuses %s: %s" % (pin, shape, why))
             return pin, "pinned"
+        names = [n for n in names if need <= m.variants[n].state]
+        # the leanest that takes it: a call with h0 runs a states variant where
+        # the folder has one, not one that also takes cu_seqlens; a call
+        # without a state one that takes none where the folder has one
+        least = min((len(m.variants[n].state - need) for n in names), default=0)
+        names = [n for n in names if len(m.variants[n].state - need) == least]
         if need:
-            names = [n for n in names if need <= m.variants[n].state]
-            # the leanest that takes it: a call with h0 runs a states variant
-            # where the folder has one, not one that also takes cu_seqlens
-            least = min((len(m.variants[n].state - need) for n in names), default=0)
-            names = [n for n in names if len(m.variants[n].state - need) == least]
             if not names:
                 how = ("recur gen lua/variants/docs.lua makes variants taking cu_seqlens with a state per "
                        "document" if "cu_seqlens" in need else

@@ -3,7 +3,8 @@ reference written from spec/architectures.md (ref_torch.py), and what a
 model author relies on -- torch.compile without graph breaks, CUDA graph
 capture, two streams from two threads, several forwards before their
 backwards, bf16 autocast, a clear exception for every wrong input, and a
-released RecurrentGemma RG-LRU's weights run as the release computes them.
+released RecurrentGemma RG-LRU's weights and transformers' RecurrentGemmaRglru
+(recur.apply_to_recurrentgemma) run as the release computes them.
 
     RECUR_LIB=build/librecur.so python3 tests/python/gpu_torch_test.py DIR [RESETS_DIR [DOCS_DIR]] [--quick]
 
@@ -119,6 +120,35 @@ def released_layer(k, shape, g):
     want = ref_torch.hf_rglru(x, state, prefix, torch.arange(L, device="cuda").repeat(B, 1))
     err = ref_torch.rel_l2(y, want)
     return err <= TOL and finite(y), "%d heads of %d, %s | y %.1e" % (H, K, "x".join(map(str, shape)), err)
+
+
+def transformers_layer(k, shape, g):
+    """A model's transformers RecurrentGemmaRglru (ref_torch's: its names,
+    recurrent_states and forward) after recur.apply_to_recurrentgemma,
+    against that forward in float64: y, dx and its five parameters'
+    gradients, with a second document in row 0 where the folder takes marks."""
+    B, L, D = shape
+    H, K, _ = next(s.dims for s in k.params("rglru", D) if s.name == "Wa")
+    m = torch.nn.Module()
+    m.rg_lru = ref_torch.RecurrentGemmaRglru(D, H, seed=B * L + D, device="cuda")
+    ref = {n: p.detach().double().requires_grad_(True) for n, p in m.rg_lru.named_parameters()}
+    recur.apply_to_recurrentgemma(m, k)
+    pos = torch.arange(L, device="cuda").repeat(B, 1)
+    if any("reset" in v.state for v in k.manifest.variants.values()):
+        pos[0, L // 2:] -= L // 2
+    x = fresh_x(B, L, D, g).requires_grad_(True)
+    dy = torch.randn(B, L, D, generator=g, device="cuda").bfloat16()
+    y = m.rg_lru(x, pos)
+    y.backward(dy)
+    xr = x.detach().double().requires_grad_(True)
+    (ref_torch.hf_rglru(xr, ref, "", pos) * dy.double()).sum().backward()
+    yr = ref_torch.hf_rglru(xr.detach(), {n: t.detach() for n, t in ref.items()}, "", pos)
+    errs = [("y", ref_torch.rel_l2(y, yr)), ("dx", ref_torch.rel_l2(x.grad, xr.grad))]
+    errs += [("d" + n, ref_torch.rel_l2(p.grad, ref[n].grad)) for n, p in m.rg_lru.named_parameters()]
+    ok = all(e <= TOL for _, e in errs) and finite(y)
+    return ok, "%d heads of %d, %s%s | %s" % (H, K, "x".join(map(str, shape)), ", two documents in row 0"
+                                             if bool((pos[0] == 0).sum() > 1) else "",
+                                             " ".join("%s %.1e" % e for e in errs))
 
 
 def with_resets(k, mixer, shape, g):
@@ -501,6 +531,8 @@ def main():
     for shape in (SMALL[1],) + (() if quick else (SEED[1],)):
         check("rglru %s from a RecurrentGemma checkpoint vs its forward" % "x".join(map(str, shape)))(
             lambda: released_layer(k, shape, g))
+        check("transformers' RecurrentGemmaRglru %s on recur vs its forward" % "x".join(map(str, shape)))(
+            lambda: transformers_layer(k, shape, g))
     check("torch.compile(fullgraph=True), two layers")(lambda: compiled_two_layers(k, g))
     check("CUDA graph capture and replay, forward+backward")(lambda: graph_capture(k, g))
     check("two streams at once")(lambda: two_streams(k, g))
@@ -516,6 +548,9 @@ def main():
                     lambda: with_resets(kr, mixer, shape, g))
                 check("%s %s with h0 and hT vs float64 reference" % (mixer, "x".join(map(str, shape))))(
                     lambda: with_states(kr, mixer, shape, g))
+                if mixer == "rglru":
+                    check("transformers' RecurrentGemmaRglru %s, two documents a row" % "x".join(map(str, shape)))(
+                        lambda: transformers_layer(kr, shape, g))
                 if any("map_loga" in v.state for v in kr.manifest.variants.values()):
                     check("%s %s, recur.row_map over two parts" % (mixer, "x".join(map(str, shape))))(
                         lambda: with_row_map(kr, mixer, shape, g))

@@ -172,10 +172,11 @@ def released_rglru(H, K, names=0, prefix="", dtype=torch.bfloat16, seed=1, devic
     return {prefix + RELEASE_NAMES[names][k]: v.to(dtype=dtype, device=device) for k, v in t.items()}
 
 
-def hf_rglru(x, state, prefix, position_ids):
+def hf_rglru(x, state, prefix, position_ids, h0=None, final=False):
     """transformers' RecurrentGemmaRglru forward, written out in float64 from
     a checkpoint's tensors (its names under prefix): the gates by a batched
-    matmul per head, a reset where the position is 0, the scan from zeros."""
+    matmul per head, a reset where the position is 0, the scan from h0
+    (zeros without), differentiable; with final, (y, the last h) too."""
     g = {k[len(prefix):]: v.double() for k, v in state.items() if k.startswith(prefix)}
     B, L, D = x.shape
     H, K, _ = g["input_gate_weight"].shape
@@ -189,8 +190,32 @@ def hf_rglru(x, state, prefix, position_ids):
     mult = torch.where(reset, torch.ones_like(log_a), torch.sqrt(1 - torch.exp(2 * log_a)))
     a = torch.exp(log_a) * ~reset
     u = x.double() * gate_x * mult
-    h, out = torch.zeros(B, D, dtype=torch.float64, device=x.device), []
+    h = h0.double() if h0 is not None else torch.zeros(B, D, dtype=torch.float64, device=x.device)
+    out = []
     for t in range(L):
         h = a[:, t] * h + u[:, t]
         out.append(h)
-    return torch.stack(out, dim=1)
+    y = torch.stack(out, dim=1)
+    return (y, h) if final else y
+
+
+class RecurrentGemmaRglru(torch.nn.Module):
+    """transformers' RecurrentGemmaRglru as the tests need it: its five
+    parameters under its names ([heads][K] biases), recurrent_states, and its
+    forward (hf_rglru in float64 from recurrent_states when set, keeping the
+    final state as transformers does)."""
+
+    def __init__(self, width, num_heads, seed=1, dtype=torch.float32, device="cpu"):
+        super().__init__()
+        t = released_rglru(num_heads, width // num_heads, 0, "", dtype=dtype, seed=seed, device=device)
+        for name in ("recurrent_param", "input_gate_weight", "input_gate_bias", "recurrent_gate_weight",
+                     "recurrent_gate_bias"):   # transformers' order
+            self.register_parameter(name, torch.nn.Parameter(t[name]))
+        self.recurrent_states = None
+
+    def forward(self, activations, position_ids):
+        state = dict(self.named_parameters())
+        y, h = hf_rglru(activations, state, "", position_ids, self.recurrent_states, final=True)
+        if self.recurrent_states is not None:
+            self.recurrent_states = h.float().detach()
+        return y.to(activations.dtype)

@@ -207,6 +207,31 @@ class Choice(unittest.TestCase):
         self.assertEqual(other_gpu[1], "default rule")
         self.assertEqual(other_width[1], "default rule")
 
+    def test_the_leanest_variant_that_takes_the_calls_state(self):
+        # a folder of plain and state variants (RecurrentGemma's grid): a call
+        # without a state runs a plain one even where the calibration's winner
+        # takes marks; a call with marks runs that winner
+        if not RESETS_KERNELS:
+            self.skipTest("RECUR_TEST_RESETS_KERNELS is not set (python_test.sh makes one)")
+        marks = "resets_fused_grouped_prefix32_onepass_chunk8"
+        doc = {"schema_version": 1, "kind": "recur calibration", "entries": [
+            {"mixer": "rglru", "shape": {"batch": 1, "length": 8192, "width": 1024}, "gpu": "NVIDIA H200",
+             "generator": "recur 0.1.0", "winner": marks}]}
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "calibration.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            k = recur.load(RESETS_KERNELS, path)
+            plain = k.choose("rglru", 1, 8192, 1024, H200)
+            with_marks = k.choose("rglru", 1, 8192, 1024, H200, "", frozenset(("reset",)))
+            with_h0 = k.choose("rglru", 1, 8192, 1024, H200, "", frozenset(("h0",)))
+        report(plain, with_marks, with_h0)
+        self.assertEqual(k.manifest.variants[plain[0]].state, frozenset())
+        self.assertEqual(with_marks[0], marks)
+        self.assertIn("calibrated", with_marks[1])
+        self.assertIn("h0", k.manifest.variants[with_h0[0]].state)
+        self.assertNotIn("map_loga", k.manifest.variants[with_h0[0]].state)
+
     def test_the_committed_calibration_reads(self):
         path = os.path.join(REPO, "bench", "results", "calibration_h200.json")
         if not os.path.exists(path):
@@ -836,6 +861,204 @@ class CarriedStates(_StateFolder):
         with self.assertRaises(ValueError) as e:
             kernels().choose("rglru", 2, 37, 128, H200, "", frozenset(("h0",)))
         self.assertIn("state.lua", str(e.exception))
+
+
+class TransformersRecurrentGemma(_StateFolder):
+    """recur.apply_to_recurrentgemma on a model holding transformers'
+    RecurrentGemmaRglru (ref_torch's, the same names and attributes): the
+    same parameter objects under the same names, and each call's path to C
+    through the stand-in -- the parameters in recur's order, gradients back
+    to transformers' names, documents as reset marks, a row continuing from
+    recurrent_states, a prompt's final state kept, one token on the decode
+    step. Its numbers against transformers' forward: gpu_torch_test.py."""
+
+    def model(self, dtype=torch.float32):
+        m = torch.nn.Module()
+        m.layers = torch.nn.ModuleList([torch.nn.Module(), torch.nn.Module()])
+        m.layers[1].temporal_block = torch.nn.Module()
+        m.layers[1].temporal_block.rg_lru = ref_torch.RecurrentGemmaRglru(128, 2, dtype=dtype)
+        return m
+
+    def test_the_model_keeps_its_parameters(self):
+        m = self.model()
+        before = dict(m.named_parameters())
+        self.assertEqual(recur.apply_to_recurrentgemma(m, self.k), 1)
+        layer = m.layers[1].temporal_block.rg_lru
+        self.assertIsInstance(layer, recur.RecurrentGemmaRglru)
+        after = dict(m.named_parameters())
+        self.assertEqual(list(before), list(after))
+        self.assertTrue(all(before[n] is after[n] for n in before))
+        report(layer)
+        with self.assertRaises(ValueError) as e:
+            recur.apply_to_recurrentgemma(m, self.k)     # nothing left to replace
+        self.assertIn("no transformers RecurrentGemmaRglru", str(e.exception))
+        with self.assertRaises(ValueError) as e:      # RecurrentGemma 2B's heads into a folder of heads of 64
+            recur.apply_to_recurrentgemma(_wide_heads_model(), self.k)
+        report(str(e.exception))
+        self.assertIn("10 heads of 256 channels (width 2560)", str(e.exception))
+
+    def test_training_the_parameters_in_order_and_their_gradients(self):
+        for dtype in (torch.float32, torch.bfloat16):
+            self.calls.clear()
+            m = self.model(dtype)
+            recur.apply_to_recurrentgemma(m, self.k)
+            layer = m.layers[1].temporal_block.rg_lru
+            x = torch.randn(2, 37, 128, dtype=dtype).requires_grad_(True)
+            y = layer(x, torch.arange(37).repeat(2, 1))
+            self.assertEqual(y.dtype, dtype)
+            y.float().sum().backward()
+            fwd, bwd = self.calls
+            if dtype == torch.float32:   # float32 weights go as they are: the addresses are theirs
+                self.assertEqual(fwd[3], [layer.recurrent_gate_weight.data_ptr(), layer.recurrent_gate_bias.data_ptr(),
+                                          layer.input_gate_weight.data_ptr(), layer.input_gate_bias.data_ptr(),
+                                          layer.recurrent_param.data_ptr()])
+            self.assertIsNone(fwd[4])                       # no start after t = 0: no marks
+            self.assertEqual(fwd[5][:2], (0, 0))            # no state in or out
+            # the stand-in's gradients are each parameter's number in recur's order
+            got = [layer.recurrent_gate_weight.grad, layer.recurrent_gate_bias.grad, layer.input_gate_weight.grad,
+                   layer.input_gate_bias.grad, layer.recurrent_param.grad]
+            for i, g in enumerate(got):
+                self.assertEqual(g.dtype, dtype)
+                self.assertTrue(bool((g == i + 1.0).all()), (dtype, i))
+            self.assertEqual(layer.recurrent_states, None)
+
+    def test_documents_and_continuing_rows(self):
+        m = self.model()
+        recur.apply_to_recurrentgemma(m, self.k)
+        layer = m.layers[1].temporal_block.rg_lru
+        x = torch.randn(2, 37, 128).bfloat16()
+        pos = torch.arange(37).repeat(2, 1)
+        pos[1, 20:] -= 20                                   # row 1: a second document from t = 20
+        layer(x, pos)
+        self.assertIsNotNone(self.calls[-1][4])             # marks
+        self.assertEqual(self.calls[-1][5][0], 0)           # every row starts at t = 0: no h0
+        layer(x, pos + 5)                                   # row 0 continues (from zeros: no cache)
+        self.assertNotEqual(self.calls[-1][5][0], 0)
+        self.assertIsNotNone(self.calls[-1][4])             # row 1's start at t = 15
+        cache = layer.recurrent_states = torch.full((2, 128), 0.5)
+        layer(x, pos + 100)                                 # a cache: the rows continue from it, keep hT
+        st = self.calls[-1][5]
+        self.assertEqual(st[0], cache.data_ptr())
+        self.assertNotEqual(st[1], 0)
+        self.assertTrue(bool((layer.recurrent_states == 7.0).all()))   # the stand-in's hT
+
+    def test_a_prompt_then_tokens(self):
+        m = self.model()
+        recur.apply_to_recurrentgemma(m, self.k)
+        layer = m.layers[1].temporal_block.rg_lru
+        layer.recurrent_states = torch.zeros(2, 128)        # as transformers' generate sets it up
+        layer(torch.randn(2, 30, 128).bfloat16(), torch.arange(30).repeat(2, 1))
+        name, st = self.calls[-1][1], self.calls[-1][5]
+        self.assertNotIn("decode", name)
+        self.assertEqual(st[0], 0)                          # the prompt starts the rows: no h0
+        state = layer.recurrent_states
+        self.assertTrue(bool((state == 7.0).all()))
+        y = layer(torch.randn(2, 1, 128).bfloat16(), torch.tensor([[30], [30]]))
+        name, st = self.calls[-1][1], self.calls[-1][5]
+        self.assertEqual(name, "rglru_decode_mma")
+        self.assertEqual(st[:2], (state.data_ptr(), state.data_ptr()))   # in place
+        self.assertIs(layer.recurrent_states, state)
+        self.assertEqual(tuple(y.shape), (2, 1, 128))
+        n = len(self.calls)
+        layer(torch.randn(2, 1, 128).bfloat16(), torch.tensor([[0], [31]]))   # row 0 starts anew
+        self.assertEqual(len(self.calls), n + 2)
+        self.assertEqual([c[5][0] for c in self.calls[n:]], [0, state.data_ptr()])   # start, then continue
+        self.assertTrue(all(self.indexes[n:]))              # each with its rows' index (the other's -1)
+
+
+class TransformersRecurrentGemmaMath(unittest.TestCase):
+    """recur.RecurrentGemmaRglru's calls with the kernels replaced by recur's
+    float64 reference (ref_torch.rglru: recur.mix and recur.decode_step as
+    their math), against transformers' forward (ref_torch.hf_rglru) on the
+    same parameters: what the adapter hands the kernels -- parameters in
+    order, biases flattened, marks from position_ids, a row continuing from
+    zeros or from recurrent_states, a prompt's final state, tokens on the
+    decode step with some rows starting anew -- is transformers' layer."""
+
+    def setUp(self):
+        k = kernels()
+
+        def mix(x, params, kernels, mixer, variant=None, resets=None, initial_state=None,
+                output_final_state=False):
+            self.assertEqual(mixer, "rglru")
+            self.assertEqual(x.dtype, torch.bfloat16)
+            y = ref_torch.rglru(x.double(), *(p.double() for p in params), resets=resets,
+                                h0=None if initial_state is None else initial_state.double())
+            return (y, y[:, -1].float()) if output_final_state else y
+
+        def decode_step(x, params, state, kernels, mixer, index=None, start=False, variant=None):
+            rows = torch.arange(x.shape[0]) if index is None else index.long()
+            y = torch.zeros(x.shape, dtype=torch.float64)
+            for b in rows[rows >= 0].tolist():
+                h0 = None if start else state[b:b + 1].double()
+                y[b:b + 1] = ref_torch.rglru(x[b:b + 1].double(), *(p.double() for p in params), h0=h0)
+                state[b] = y[b, -1].float()
+            return y
+
+        self.k = k
+        for name, fn in (("mix", mix), ("decode_step", decode_step)):
+            p = mock.patch.object(recur.recurrentgemma.ops, name, fn)
+            p.start()
+            self.addCleanup(p.stop)
+
+    def pair(self, D=128, H=2, dtype=torch.float32):
+        """transformers' layer and a copy of it on recur's adapter (its own parameters)."""
+        hf = ref_torch.RecurrentGemmaRglru(D, H, seed=int.from_bytes(os.urandom(2), "little"), dtype=dtype)
+        m = torch.nn.Module()
+        m.rg_lru = ref_torch.RecurrentGemmaRglru(D, H, dtype=dtype)
+        m.rg_lru.load_state_dict(hf.state_dict())
+        recur.apply_to_recurrentgemma(m, self.k)
+        return hf, m.rg_lru
+
+    def close(self, a, b, what, tol=1e-12):
+        err = (a.double() - b.double()).abs().max().item()
+        self.assertLess(err, tol, what)
+        return err
+
+    def test_training_documents_and_gradients(self):
+        hf, ours = self.pair()
+        x = torch.randn(2, 37, 128).bfloat16()
+        pos = torch.arange(37).repeat(2, 1)
+        pos[1, 20:] -= 20     # a second document
+        pos[0] += 3           # row 0 continues: from zeros, as transformers' scan without a cache
+        dy = torch.randn(2, 37, 128).bfloat16().double()   # the bf16 y's gradient is then dy itself
+        outs = []
+        for layer in (hf, ours):
+            xx = x.double().requires_grad_(True) if layer is hf else x.clone().requires_grad_(True)
+            y = layer(xx, pos)
+            (y.double() * dy).sum().backward()
+            outs.append((y, xx.grad, {n: p.grad for n, p in layer.named_parameters()}))
+        (yh, gxh, gh), (yo, gxo, go) = outs
+        self.assertEqual(yo.dtype, torch.bfloat16)   # the activations' dtype
+        self.close(yo, yh.bfloat16(), "y")
+        self.assertLess(ref_torch.rel_l2(gxo, gxh), 2 ** -8)   # x's gradient in bf16, as x
+        for n in gh:   # float32 parameters: their gradients in float32
+            err = ref_torch.rel_l2(go[n], gh[n])
+            report("d%s: relative %.1e" % (n, err))
+            self.assertLess(err, 1e-6, n)
+
+    def test_a_prompt_then_tokens(self):
+        hf, ours = self.pair()
+        for layer in (hf, ours):
+            layer.recurrent_states = torch.zeros(3, 128)
+        prompt = torch.randn(3, 30, 128).bfloat16()
+        pos = torch.arange(30).repeat(3, 1)
+        ys = [layer(prompt, pos) for layer in (hf, ours)]
+        self.close(ys[1], ys[0].bfloat16(), "the prompt's y")
+        self.close(ours.recurrent_states, hf.recurrent_states, "the prompt's final state", 1e-6)
+        for t, starts in ((30, (30, 30, 30)), (31, (0, 31, 31)), (32, (0, 0, 0))):   # row 0 starts anew at 31
+            tok = torch.randn(3, 1, 128).bfloat16()
+            p = torch.tensor(starts)[:, None] + (t - 30) * 0
+            ys = [layer(tok, p) for layer in (hf, ours)]
+            self.close(ys[1], ys[0].bfloat16(), "token %d" % t, 1e-2)
+            self.close(ours.recurrent_states, hf.recurrent_states, "the state after token %d" % t, 1e-5)
+
+
+def _wide_heads_model():
+    """A model whose RG-LRU has 10 heads of 256 (RecurrentGemma 2B's)."""
+    m = torch.nn.Module()
+    m.rg_lru = ref_torch.RecurrentGemmaRglru(2560, 10)
+    return m
 
 
 class DecodeStep(_StateFolder):
