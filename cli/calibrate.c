@@ -4,7 +4,8 @@
  * (Its options: the table below, which `recur calibrate --help` prints.)
  *
  * Per mixer and shape: one set of inputs; then for each candidate (legal at
- * the shape by recur_check_shape, and "materialized": false in the manifest)
+ * the shape by recur_check_shape, "materialized": false in the manifest, and
+ * taking no sequence state where the mixer has variants that take none)
  * load it, run one forward + backward and look for non-finite outputs (an
  * obvious failure; `recur verify` is the full check), measure its peak extra
  * memory in the same window as `recur bench` (y, dx and the workspaces over
@@ -120,6 +121,22 @@ static int skipped_by_user(const CalOpts *o, const char *v)
 	return 0;
 }
 
+/* Variant vi takes a sequence state (reset marks, states, documents) and its
+ * mixer has a variant taking none: a call without a state runs that one
+ * (the leanest that takes what the call gives: python/recur/choice.py), so
+ * vi is timed only in a folder where nothing leaner runs its calls. */
+static int state_beside_plain(const recur_manifest *m, int vi)
+{
+	const char *mixer = recur_manifest_variant_mixer(m, vi);
+	if (!*recur_manifest_variant_state(m, vi))
+		return 0;
+	for (int i = 0; i < recur_manifest_nvariants(m); i++)
+		if (!strcmp(recur_manifest_variant_mixer(m, i), mixer) && !mf_decode(m, i) &&
+		    !*recur_manifest_variant_state(m, i))
+			return 1;
+	return 0;
+}
+
 static json_t *failed(const char *variant, const char *error)
 {
 	json_t *o = json_object();
@@ -219,6 +236,9 @@ static int calibrate_one(Cal *c, const char *mixer, recur_shape s, int si, char 
 			         "recur bench --step T times it");
 		else if (mat)
 			snprintf(why, sizeof why, "materialized: writes a state-sized transition tensor");
+		else if (state_beside_plain(c->m, vi))
+			snprintf(why, sizeof why, "takes a sequence state (%s): a call without one runs a %s variant "
+			         "taking none", recur_manifest_variant_state(c->m, vi), mixer);
 		else if (skipped_by_user(&c->o, vname))
 			snprintf(why, sizeof why, "--skip");
 		else if (recur_check_shape(c->m, vi, s, why, sizeof why) == 0 && nc < 512) {

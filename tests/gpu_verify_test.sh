@@ -7,8 +7,9 @@
 # state each (lua/variants/docs.lua); the row's map and a sequence split
 # through it (examples/split_map.c); heads of 256 (the projections apart,
 # on wgmma too on a Hopper GPU); a single-pass backward
-# over the device's capacity refused; and calibration under a
-# memory budget (its winner within it; none below y and dx alone). Skips, saying why, where no
+# over the device's capacity refused; calibration under a
+# memory budget (its winner within it; none below y and dx alone), and
+# beside a plain variant without the state ones. Skips, saying why, where no
 # NVIDIA driver is present.
 #   usage: gpu_verify_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
 set -u
@@ -80,6 +81,29 @@ if [ $? -ne 0 ] && echo "$none" | grep -q "none within 1 B/element" &&
 	echo "ok   calibrate --memory-budget 1: no winner ($none); bench refuses, naming the budget"
 else
 	echo "FAIL calibrate --memory-budget 1: $none / $(echo "$msg" | tail -2)"; rc=1
+fi
+# a folder of plain and state variants (as RecurrentGemma's grid): calibrate
+# times the plain one, and lists the variant taking a state as skipped,
+# saying why (a call without a state runs the plain one)
+cat > "$work/lean.lua" <<'LUA'
+local R = require "recur"
+return {
+  R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true }, scan = { "onepass" } },
+  R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, fused = { true }, scan = { "onepass" },
+    resets = { true }, states = { true } },
+}
+LUA
+lean=$("$recur" gen "$work/lean.lua" --lua "$src/lua" -o "$work/lean" -q &&
+	"$recur" calibrate --dir "$work/lean" --shapes 1x8192x1024 --samples 1 --warmup 0 --out "$work/lean.json" \
+		> /dev/null 2>&1 && python3 -c '
+import json, sys
+e = json.load(open(sys.argv[1]))["entries"][0]
+skip = {s["variant"]: s["reason"] for s in e.get("skipped", [])}
+print(e.get("winner"), "|", skip.get("resets_states_fused_grouped_prefix32_onepass_chunk8", "not skipped"))' "$work/lean.json" 2>&1)
+if echo "$lean" | grep -q "^fused_grouped_prefix32_onepass_chunk8 | takes a sequence state (.*): a call without one"; then
+	echo "ok   calibrate beside a plain variant skips the one taking a state: $lean"
+else
+	echo "FAIL calibrate of plain and state variants: $lean"; rc=1
 fi
 # reset marks few (at 0.0005: past the first 2048 tokens of every 4096
 # most tiles and groups hold none) and many, in the chunk-8 scans
