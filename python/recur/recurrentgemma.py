@@ -89,7 +89,8 @@ class RecurrentGemmaRglru(nn.Module):
 
     def forward(self, activations, position_ids):
         B, L, D = activations.shape
-        x = activations.to(torch.bfloat16)
+        # transformers' recurrent block hands the convolution's output transposed: copied contiguous here
+        x = activations.to(torch.bfloat16).contiguous()
         start = position_ids == 0
         if L == 1 and self.recurrent_states is not None:
             y = self._step(x, start[:, 0])

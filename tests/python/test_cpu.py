@@ -926,7 +926,8 @@ class TransformersRecurrentGemma(_StateFolder):
         m = self.model()
         recur.apply_to_recurrentgemma(m, self.k)
         layer = m.layers[1].temporal_block.rg_lru
-        x = torch.randn(2, 37, 128).bfloat16()
+        x = torch.randn(2, 128, 37).bfloat16().transpose(1, 2)   # as the recurrent block hands it over
+        self.assertFalse(x.is_contiguous())
         pos = torch.arange(37).repeat(2, 1)
         pos[1, 20:] -= 20                                   # row 1: a second document from t = 20
         layer(x, pos)
@@ -982,11 +983,13 @@ class TransformersRecurrentGemmaMath(unittest.TestCase):
                 output_final_state=False):
             self.assertEqual(mixer, "rglru")
             self.assertEqual(x.dtype, torch.bfloat16)
+            self.assertTrue(x.is_contiguous())    # the operators refuse another layout
             y = ref_torch.rglru(x.double(), *(p.double() for p in params), resets=resets,
                                 h0=None if initial_state is None else initial_state.double())
             return (y, y[:, -1].float()) if output_final_state else y
 
         def decode_step(x, params, state, kernels, mixer, index=None, start=False, variant=None):
+            self.assertTrue(x.is_contiguous() and state.is_contiguous() and state.dtype == torch.float32)
             rows = torch.arange(x.shape[0]) if index is None else index.long()
             y = torch.zeros(x.shape, dtype=torch.float64)
             for b in rows[rows >= 0].tolist():
@@ -1017,7 +1020,7 @@ class TransformersRecurrentGemmaMath(unittest.TestCase):
 
     def test_training_documents_and_gradients(self):
         hf, ours = self.pair()
-        x = torch.randn(2, 37, 128).bfloat16()
+        x = torch.randn(2, 128, 37).bfloat16().transpose(1, 2)   # as the recurrent block hands it over
         pos = torch.arange(37).repeat(2, 1)
         pos[1, 20:] -= 20     # a second document
         pos[0] += 3           # row 0 continues: from zeros, as transformers' scan without a cache
