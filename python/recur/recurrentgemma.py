@@ -68,10 +68,11 @@ class RecurrentGemmaRglru(nn.Module):
         w = module.input_gate_weight
         layer = cls(kernels, w.shape[0] * w.shape[1], w.shape[0], variant, device="meta")
         own = dict(module.named_parameters(recurse=False))
-        missing = [n for n in layer._parameters if n not in own]
+        placeholders = [name for name, _ in layer.named_parameters(recurse=False)]
+        missing = [n for n in placeholders if n not in own]
         if missing:
             raise ValueError("%s has no %s" % (type(module).__name__, ", ".join(missing)))
-        for name, _ in list(layer.named_parameters(recurse=False)):
+        for name in placeholders:
             delattr(layer, name)
         for name, p in own.items():   # in the module's order: the model's parameter list is unchanged
             layer.register_parameter(name, p)

@@ -892,6 +892,11 @@ class TransformersRecurrentGemma(_StateFolder):
         with self.assertRaises(ValueError) as e:
             recur.apply_to_recurrentgemma(m, self.k)     # nothing left to replace
         self.assertIn("no transformers RecurrentGemmaRglru", str(e.exception))
+        odd = self.model()
+        del odd.layers[1].temporal_block.rg_lru.recurrent_param   # not transformers' layer after all
+        with self.assertRaises(ValueError) as e:
+            recur.apply_to_recurrentgemma(odd, self.k)
+        self.assertIn("RecurrentGemmaRglru has no recurrent_param", str(e.exception))
         with self.assertRaises(ValueError) as e:      # RecurrentGemma 2B's heads into a folder of heads of 64
             recur.apply_to_recurrentgemma(_wide_heads_model(), self.k)
         report(str(e.exception))
