@@ -130,6 +130,17 @@ class Folder(unittest.TestCase):
             k.workspace_sizes(k.variants()[0], 1, 10, 100)
 
 
+def calibration_file(folder, winner):
+    """A calibration file in folder naming winner for RG-LRU at 1x8192x1024 on the H200; its path."""
+    doc = {"schema_version": 1, "kind": "recur calibration", "entries": [
+        {"mixer": "rglru", "shape": {"batch": 1, "length": 8192, "width": 1024}, "gpu": "NVIDIA H200",
+         "generator": "recur 0.1.0", "winner": winner}]}
+    path = os.path.join(folder, "calibration.json")
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return path
+
+
 class Choice(unittest.TestCase):
     def test_default_rule(self):
         k = kernels()
@@ -187,14 +198,8 @@ class Choice(unittest.TestCase):
 
     def test_calibration(self):
         pin = "fused_grouped_prefix64_hierarchical_chunk64"
-        doc = {"schema_version": 1, "kind": "recur calibration", "entries": [
-            {"mixer": "rglru", "shape": {"batch": 1, "length": 8192, "width": 1024}, "gpu": "NVIDIA H200",
-             "generator": "recur 0.1.0", "winner": pin}]}
         with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "calibration.json")
-            with open(path, "w") as f:
-                json.dump(doc, f)
-            k = recur.load(KERNELS or kernels(), path)
+            k = recur.load(KERNELS or kernels(), calibration_file(d, pin))
             exact = k.choose("rglru", 1, 8192, 1024, H200)
             near = k.choose("rglru", 2, 2048, 1024, H200)
             other_gpu = k.choose("rglru", 1, 8192, 1024, DeviceInfo(0, "NVIDIA H100 80GB HBM3", 132))
@@ -214,14 +219,8 @@ class Choice(unittest.TestCase):
         if not RESETS_KERNELS:
             self.skipTest("RECUR_TEST_RESETS_KERNELS is not set (python_test.sh makes one)")
         marks = "resets_fused_grouped_prefix32_onepass_chunk8"
-        doc = {"schema_version": 1, "kind": "recur calibration", "entries": [
-            {"mixer": "rglru", "shape": {"batch": 1, "length": 8192, "width": 1024}, "gpu": "NVIDIA H200",
-             "generator": "recur 0.1.0", "winner": marks}]}
         with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "calibration.json")
-            with open(path, "w") as f:
-                json.dump(doc, f)
-            k = recur.load(RESETS_KERNELS, path)
+            k = recur.load(RESETS_KERNELS, calibration_file(d, marks))
             plain = k.choose("rglru", 1, 8192, 1024, H200)
             with_marks = k.choose("rglru", 1, 8192, 1024, H200, "", frozenset(("reset",)))
             with_h0 = k.choose("rglru", 1, 8192, 1024, H200, "", frozenset(("h0",)))
