@@ -718,6 +718,25 @@ static void launch_config(const rt_launch *l, const rt_geom *g, CUstream st, int
 	};
 }
 
+/* Past 48 KB of dynamic shared memory a kernel must opt in, per function:
+ * before its launch, and before the driver is asked how many of its blocks
+ * fit an SM (it counts none of a block asking more than the function
+ * allows) */
+static int smem_optin(recur_variant *v, int pass, int li, const rt_geom *g, char *err, size_t errlen)
+{
+	const rt_launch *l = &v->d->launch[pass][li];
+	rt_kernel *K = &v->kernel[v->kidx[pass][li]];
+	if (g->p.smem <= RT_SMEM_DEFAULT || (int)g->p.smem <= K->smem_attr)
+		return 0;
+	if (RT_CU(&v->rt->cu, FuncSetAttribute,
+	          (K->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)g->p.smem), err, errlen,
+	          "allowing %lld bytes of dynamic shared memory for kernel %s (%s[%d]) of variant %s",
+	          (long long)g->p.smem, l->kernel, rt_pass_name[pass], li, v->d->name))
+		return -1;
+	K->smem_attr = (int)g->p.smem;
+	return 0;
+}
+
 /* Blocks of launch li that fit one SM, and, where it runs in clusters,
  * the clusters the device holds at once (0 otherwise): the profile's
  * figures and resident_check's. */
@@ -727,6 +746,8 @@ static int occupancy(recur_variant *v, int pass, int li, const rt_geom *g, CUstr
 	rt_cu *cu = &v->rt->cu;
 	const rt_launch *l = &v->d->launch[pass][li];
 	CUfunction fn = v->kernel[v->kidx[pass][li]].fn;
+	if (smem_optin(v, pass, li, g, err, errlen))
+		return -1;
 	if (RT_CU(cu, OccupancyMaxActiveBlocksPerMultiprocessor,
 	          (per_sm, fn, l->block[0] * l->block[1] * l->block[2], (size_t)g->p.smem), err, errlen,
 	          "occupancy of kernel %s (%s[%d]) of variant %s", l->kernel, rt_pass_name[pass], li, v->d->name))
@@ -795,16 +816,10 @@ static int launch(recur_variant *v, int pass, int li, CUstream st, const char *s
 {
 	rt_cu *cu = &v->rt->cu;
 	const rt_launch *l = &v->d->launch[pass][li];
-	rt_kernel *K = &v->kernel[v->kidx[pass][li]];
+	const rt_kernel *K = &v->kernel[v->kidx[pass][li]];
 	const rt_geom *g = &v->geom[li];
-	/* past 48 KB of dynamic shared memory a kernel must opt in, per function */
-	if (g->p.smem > RT_SMEM_DEFAULT && (int)g->p.smem > K->smem_attr) {
-		if (RT_CU(cu, FuncSetAttribute, (K->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)g->p.smem),
-		          err, errlen, "allowing %lld bytes of dynamic shared memory for kernel %s (%s[%d]) of variant %s",
-		          (long long)g->p.smem, l->kernel, rt_pass_name[pass], li, v->d->name))
-			return -1;
-		K->smem_attr = (int)g->p.smem;
-	}
+	if (smem_optin(v, pass, li, g, err, errlen))
+		return -1;
 	if (l->resident && g->p.grid[0] > 1 && resident_check(v, pass, li, st, shape, err, errlen))
 		return -1;
 	CUlaunchAttribute at[2];

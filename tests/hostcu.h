@@ -58,6 +58,7 @@ typedef struct {
 typedef struct {
 	char name[128];
 	int nparam;
+	int smem_attr; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as set (0: the default 48 KB) */
 } HcFn;
 typedef struct {
 	char kernel[128];
@@ -314,6 +315,7 @@ static CUresult hc_ModuleGetFunction(CUfunction *f, CUmodule m, const char *name
 		return CUDA_ERROR_NOT_FOUND;
 	for (int i = 0; i < hc.nfn; i++)
 		if (!strcmp(hc.fn[i].name, name) && hc.fn[i].nparam == np) {
+			hc.fn[i].smem_attr = 0;   /* a module loaded again: a new function, its attributes the defaults */
 			*f = (CUfunction)&hc.fn[i];
 			return CUDA_SUCCESS;
 		}
@@ -334,12 +336,19 @@ static CUresult hc_FuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f
 static CUresult hc_FuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
 {
 	HC_ENTER_CTX();
-	return v > hc_smem_optin() ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+	if (v > hc_smem_optin())
+		return CUDA_ERROR_INVALID_VALUE;
+	if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+		((HcFn *)f)->smem_attr = v;
+	return CUDA_SUCCESS;
 }
+/* 2 blocks an SM; as the driver, none where a block asks for more dynamic
+ * shared memory than the function allows (past 48 KB: what it opted in to) */
 static CUresult hc_OccupancyMaxActiveBlocksPerMultiprocessor(int *b, CUfunction f, int block, size_t smem)
 {
 	HC_ENTER_CTX();
-	*b = 2;
+	const HcFn *F = (const HcFn *)f;
+	*b = smem > 49152 && smem > (size_t)F->smem_attr ? 0 : 2;
 	return CUDA_SUCCESS;
 }
 static CUresult hc_OccupancyMaxActiveClusters(int *c, CUfunction f, const CUlaunchConfig *cfg)

@@ -534,7 +534,7 @@ static void device_resident(void)
 	char why[4096] = "";
 	hc.nlaunch = 0;
 	int fit = v ? recur_variant_fits(v, s, why, sizeof why) : -2;
-	check(fit == 1 && hc.nlaunch == 0 && has(why, "all 4 of grid (4,1,1) must be resident at once"),
+	check(fit == 1 && hc.nlaunch == 0 && has(why, "all 4 of grid (4,1,1) must be resident at once; this device holds 2"),
 	      "recur_variant_fits: 1 where the device cannot hold the grid, saying why", "%d, %d launches: %s", fit,
 	      hc.nlaunch, why);
 	recur_shape odd = {1, 37, 63};
@@ -545,7 +545,10 @@ static void device_resident(void)
 	check(fit == -1 && has(why, "NULL"), "recur_variant_fits: -1 for no variant", "%d: %s", fit, why);
 	recur_variant_free(v);
 	v = NULL;
-	hc.sms = 2;   /* a device of two multiprocessors (the capacity is counted once a kernel) */
+	/* a device of two multiprocessors (the capacity is counted once a kernel),
+	 * asked before any launch: the kernel's 64 KB of shared memory opted in
+	 * first, as the driver counts no block past what the function allows */
+	hc.sms = 2;
 	why[0] = 0;
 	fit = recur_variant_load(S.rt, S.m, "perbatch", &v, why, sizeof why) ? -2
 	                                                                       : recur_variant_fits(v, s, why, sizeof why);
