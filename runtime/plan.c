@@ -765,15 +765,14 @@ static int occupancy(recur_variant *v, int pass, int li, const rt_geom *g, CUstr
 	return 0;
 }
 
-/* 0 and *refused = 0 where launch li's grid (v->geom[li]) fits the device
+/* 0 and *refused = 0 where launch li's grid at geometry g fits the device
  * at once, 0 and *refused = 1 (err: why) where it does not; -1 on a
  * driver error (err) */
-static int resident_fit(recur_variant *v, int pass, int li, CUstream st, const char *shape, int *refused, char *err,
-                        size_t errlen)
+static int resident_fit(recur_variant *v, int pass, int li, const rt_geom *g, CUstream st, const char *shape,
+                        int *refused, char *err, size_t errlen)
 {
 	const rt_launch *l = &v->d->launch[pass][li];
 	rt_kernel *K = &v->kernel[v->kidx[pass][li]];
-	const rt_geom *g = &v->geom[li];
 	*refused = 0;
 	/* at most (2^31-1) * 65535 * 65535 < 2^63: rt_launch_geom's ranges */
 	long total = (long)g->p.grid[0] * g->p.grid[1] * g->p.grid[2];
@@ -809,7 +808,7 @@ static int resident_fit(recur_variant *v, int pass, int li, CUstream st, const c
 static int resident_check(recur_variant *v, int pass, int li, CUstream st, const char *shape, char *err, size_t errlen)
 {
 	int refused = 0;
-	return resident_fit(v, pass, li, st, shape, &refused, err, errlen) || refused ? -1 : 0;
+	return resident_fit(v, pass, li, &v->geom[li], st, shape, &refused, err, errlen) || refused ? -1 : 0;
 }
 
 static int launch(recur_variant *v, int pass, int li, CUstream st, const char *shape, char *err, size_t errlen)
@@ -1128,15 +1127,14 @@ static int fits_in_ctx(recur_variant *v, const ShapeVars *sv, const char *shape,
 			if (!l->resident)
 				continue;
 			char e[512];
-			rt_plan_geom pg;
-			if (rt_launch_geom(l, sv, &pg, e, sizeof e))
+			rt_geom g = { 0 };
+			if (rt_launch_geom(l, sv, &g.p, e, sizeof e))
 				return rt_vfail(why, n, "variant %s: %s[%d] kernel %s at %s: %s", d->name, rt_pass_name[pass],
 				                li, l->kernel, shape, e);
-			if (pg.grid[0] <= 1)
+			if (g.p.grid[0] <= 1)
 				continue;
-			v->geom[li].p = pg;   /* the next launch's marshal sets it again */
 			int refused = 0;
-			if (resident_fit(v, pass, li, 0, shape, &refused, why, n))
+			if (resident_fit(v, pass, li, &g, 0, shape, &refused, why, n))
 				return -1;
 			if (refused)
 				return 1;
