@@ -72,3 +72,17 @@ def rglru_from_recurrentgemma(state_dict, prefix=""):
                              % (prefix, NAMES[ours][s], tuple(t.shape), list(want), D, H, K))
         out[ours] = t.detach().to(torch.float32).contiguous()
     return out
+
+
+def rglru_specs(kernels, heads, k):
+    """The folder's RG-LRU parameters (kernels.params) at heads x k channels,
+    a ValueError unless its heads are k wide (RecurrentGemma's 256: a grid
+    of lua/variants/recurrentgemma.lua)."""
+    D = heads * k
+    specs = kernels.params("rglru", D)
+    wa = next((tuple(s.dims) for s in specs if s.name == "Wa"), ())
+    if wa != (heads, k, k):
+        raise ValueError("%s: the RG-LRU has %d heads of %d channels (width %d), the folder's rglru takes Wa %s at "
+                         "that width: generate a grid at heads of %d (RecurrentGemma's: "
+                         "lua/variants/recurrentgemma.lua)" % (kernels.folder, heads, k, D, list(wa), k))
+    return specs

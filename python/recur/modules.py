@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from . import ops
-from .checkpoints import rglru_from_recurrentgemma
+from .checkpoints import rglru_from_recurrentgemma, rglru_specs
 from .kernels import load
 
 
@@ -112,16 +112,10 @@ class RGLRU(Mixer):
         recurrentgemma.lua). Other keywords as RGLRU's."""
         params = rglru_from_recurrentgemma(state_dict, prefix)
         H, K = params["Wa"].shape[0], params["Wa"].shape[1]
-        D = H * K
         if not hasattr(kernels, "key"):
             kernels = load(kernels, kw.pop("calibration", None))
-        dims = {s.name: tuple(s.dims) for s in kernels.params("rglru", D)}
-        if dims.get("Wa") != (H, K, K):
-            raise ValueError("%s: the checkpoint's RG-LRU has %d heads of %d channels (width %d), the folder's "
-                             "rglru takes Wa %s at that width: generate a grid at heads of %d (RecurrentGemma's: "
-                             "lua/variants/recurrentgemma.lua)"
-                             % (kernels.folder, H, K, D, list(dims.get("Wa", ())), K))
-        layer = cls(kernels, D, **kw)
+        rglru_specs(kernels, H, K)
+        layer = cls(kernels, H * K, **kw)
         layer.load_state_dict(params)
         return layer
 

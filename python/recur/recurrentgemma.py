@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from . import ops
-from .checkpoints import NAMES
+from .checkpoints import NAMES, rglru_specs
 from .kernels import load
 
 
@@ -46,13 +46,7 @@ class RecurrentGemmaRglru(nn.Module):
         self.width, self.num_heads, self.block_width = width, num_heads, width // num_heads
         self.variant = variant
         H, K = num_heads, self.block_width
-        self.specs = self.kernels.params("rglru", width)
-        dims = {s.name: tuple(s.dims) for s in self.specs}
-        if dims.get("Wa") != (H, K, K):
-            raise ValueError("%s: RecurrentGemma's RG-LRU has %d heads of %d channels (width %d), the folder's rglru "
-                             "takes Wa %s at that width: generate a grid at heads of %d (RecurrentGemma's: "
-                             "lua/variants/recurrentgemma.lua)"
-                             % (self.kernels.folder, H, K, width, list(dims.get("Wa", ())), K))
+        self.specs = rglru_specs(self.kernels, H, K)
         kw = {"device": device, "dtype": dtype}
         self.recurrent_param = nn.Parameter(torch.zeros(width, **kw))
         self.input_gate_weight = nn.Parameter(torch.zeros(H, K, K, **kw))
