@@ -29,6 +29,12 @@ int proj_nc(const Tmpl *T) { return gcd(T->mx->k, 64); }
  * ldmatrix matrix reads fall in eight different bank groups */
 static int b_stride(const Tmpl *T) { return proj_nc(T) * 2 + 16; }
 static int b_bytes(const Tmpl *T) { return T->mx->k * b_stride(T); }   /* one projection's weight slice */
+/* proj_fwd's biases of the tile's columns, fp32 [projection][NC], staged
+ * beside the weights: read from shared memory each tile, not held in 32
+ * registers across the loop beside the 64 accumulators (at 255 registers
+ * ptxas spilled 24 bytes on sm_86 and sm_89 holding them; loads from
+ * global memory would be hoisted out of the loop by LLVM, read-only) */
+static int bias_bytes(const Tmpl *T) { return T->napj * proj_nc(T) * 4; }
 /* proj_fwd's and proj_dx's A tile: the contraction columns staged at once,
  * the head's K, or half of them where K and the weight slices would
  * overflow a block's shared memory on the target (K = 256 on sm_86 and
@@ -36,7 +42,7 @@ static int b_bytes(const Tmpl *T) { return T->mx->k * b_stride(T); }   /* one pr
 static int a_cols(const Tmpl *T)
 {
 	int K = T->mx->k;
-	if (PROJ_ROWS * (K * 2 + 16) + T->napj * b_bytes(T) <= smem_blk_max(T))
+	if (PROJ_ROWS * (K * 2 + 16) + T->napj * b_bytes(T) + bias_bytes(T) <= smem_blk_max(T))
 		return K;
 	CHECK(K % 32 == 0);   /* halves of whole mma k-steps: tmpl_check_smem reports the rest */
 	return K / 2;
@@ -280,33 +286,37 @@ void tmpl_proj_fwd(Tmpl *T)
 	Irb *I = &T->I;
 	const Mixer *mx = T->mx;
 	int K = mx->k, nc = proj_nc(T), na = T->napj, kc = a_cols(T);
-	int boff = a_bytes(T);
-	Launch *l = proj_open(T, 1, boff + na * b_bytes(T), PROJ_THREADS, 0);
+	int boff = a_bytes(T), biasoff = boff + na * b_bytes(T);
+	Launch *l = proj_open(T, 1, biasoff + bias_bytes(T), PROJ_THREADS, 0);
 	ProjLanes p;
 	proj_lanes(T, &l->sig, &p);
 	proj_tile(T, &p);
 	LLVMValueRef x = ksig_arg(T, &l->sig, "x"), BL = p.BL, D = p.D, lane = p.lane, w = p.w, hp = p.hp;
-	LLVMValueRef out[MX_MAXPROJ], bias[MX_MAXPROJ][8][2];
+	LLVMValueRef out[MX_MAXPROJ];
 	for (int j = 0; j < na; j++) {
 		const MxProj *pj = &mx->proj[T->apj[j]];
 		stage_weights(T, ksig_param(T, &l->sig, pj->weight), hp, p.n0, boff + j * b_bytes(T), 0);
 		out[j] = ksig_each_arg(T, &l->sig, "proj_", j);
-		LLVMValueRef bp = ksig_param(T, &l->sig, pj->bias);
-		for (int nt = 0; nt < nc / 8; nt++)
-			for (int e = 0; e < 2; e++)
-				bias[j][nt][e] = ld(I, I->f32, gep_f32(I, bp, sext64(I, iadd(I, out_col(I, &p, p.c0, nt), ci32(I, e)))), 4);
+		IfBlk f;   /* thread t < NC: column t's bias of projection j */
+		if_begin(I, &f, ilt(I, tid_x(I), ci32(I, nc)), "bias_in");
+		LLVMValueRef b = ld(I, I->f32, gep_f32(I, ksig_param(T, &l->sig, pj->bias), sext64(I, iadd(I, p.c0, tid_x(I)))), 4);
+		st(I, b, smem_ptr(I, iadd(I, ci32(I, biasoff + j * nc * 4), imul(I, tid_x(I), ci32(I, 4)))), 4);
+		if_end(I, &f);
 	}
 	LLVMValueRef ntile = idiv(I, iadd(I, BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
 	Loop L;
 	loop_begin(I, &L, ctaid(I, 1), ntile, nctaid(I, 1), "rt");
 	LLVMValueRef row0 = imul(I, loop_i(I, &L), ci32(I, PROJ_ROWS));
 	LLVMValueRef acc[MX_MAXPROJ][8][4];
-	for (int j = 0; j < na; j++)
-		for (int nt = 0; nt < nc / 8; nt++)
-			for (int e = 0; e < 4; e++)
-				acc[j][nt][e] = bias[j][nt][e & 1];
 	for (int k0 = 0; k0 < K; k0 += kc) {   /* the contraction in pieces of kc columns (a_cols) */
-		bar_sync(I);   /* the weights staged, or the last piece's rows read */
+		bar_sync(I);   /* the weights and biases staged, or the last piece's rows read */
+		for (int j = 0; j < na && k0 == 0; j++)   /* the biases start the accumulators: c0 c1, and c2 c3 */
+			for (int nt = 0; nt < nc / 8; nt++) {
+				LLVMValueRef at = iadd(I, ci32(I, biasoff + j * nc * 4), imul(I, out_col(I, &p, ci32(I, 0), nt), ci32(I, 4)));
+				LLVMValueRef b = ld(I, LLVMVectorType(I->f32, 2), smem_ptr(I, at), 8);
+				for (int e = 0; e < 4; e++)
+					acc[j][nt][e] = LLVMBuildExtractElement(I->b, b, ci32(I, e & 1), "");
+			}
 		stage_rows(T, x, row0, BL, D, a_col0(T, hp, k0), ci32(I, 0), kc, a_stride(T), NULL, ROWS_ASYNC);
 		bar_sync(I);
 		for (int ks = 0; ks < kc / 16; ks++) {
