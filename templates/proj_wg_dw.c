@@ -20,10 +20,15 @@
 #endif
 _Static_assert(DW_KT == 1 || DW_KT == 2 || DW_KT == 4, "a head's k tiles split evenly");
 
+/* the most k tiles up to DW_KT that split the head's evenly (1, 2 or 4:
+ * heads of 192 take 1; 3, the least of DW_KT and the head's tiles, had no
+ * ring that fits two blocks an SM and stopped the generator) */
 int proj_dw_kt(const Tmpl *T)
 {
-	int nkt = T->mx->k / 64;
-	return proj_wgmma(T) ? (DW_KT < nkt ? DW_KT : nkt) : 1;
+	int nkt = T->mx->k / 64, kt = DW_KT;
+	while (kt > 1 && nkt % kt)
+		kt /= 2;
+	return proj_wgmma(T) ? kt : 1;
 }
 
 /* The ring: a stage holds kt + 2 blocks of 8 KB; kt = 1, 4 stages (96 KB);
