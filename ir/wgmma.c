@@ -28,19 +28,6 @@ LLVMValueRef wg_desc(Irb *I, LLVMValueRef block_off, int off)
 	return LLVMBuildOr(I->b, LLVMBuildZExt(I->b, lo, I->i64, ""), ci64(I, (long long)hi), "");
 }
 
-LLVMValueRef wg_desc_at(Irb *I, LLVMValueRef desc, int off)
-{
-	CHECK(off >= 0 && off % 16 == 0);
-	return off ? LLVMBuildAdd(I->b, desc, ci64(I, off >> 4), "") : desc;
-}
-
-LLVMValueRef wg_desc_here(Irb *I, LLVMValueRef desc)
-{
-	LLVMTypeRef in[1] = { I->i64 };
-	LLVMTypeRef fty = LLVMFunctionType(I->i64, in, 1, 0);
-	return LLVMBuildCall2(I->b, fty, irb_asm(fty, "mov.b64 $0, $1;", "=l,l", 1), &desc, 1, "");
-}
-
 /* Constraints of n fp32 outputs $0.. and, where tied, the n inputs read
  * in their registers ("=f,...,0,1,..."), then rest */
 static void f32_cons(char *cons, size_t size, int n, int tied, const char *rest)
@@ -54,24 +41,22 @@ static void f32_cons(char *cons, size_t size, int n, int tied, const char *rest)
 	CHECK(ct > 0 && (size_t)ct < size);
 }
 
-void wg_mma(Irb *I, int n, LLVMValueRef *acc, LLVMValueRef da, LLVMValueRef db, int accumulate, int mn)
+void wg_mma64(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, int accumulate, int mn)
 {
-	/* operands: $0..$(na-1) the accumulators out, $na.. in (tied) where
+	/* operands: $0..$31 the accumulators out, $32..$63 in (tied) where
 	 * accumulating, then the two descriptors and scale-d */
-	int na = n / 2;   /* fp32 accumulators a thread: 64 rows by n over 128 threads */
-	CHECK(n >= 8 && n <= 64 && n % 8 == 0);
 	char as[1024], cons[512];
-	int at = 0, nin = accumulate ? na : 0;
+	int at = 0, nin = accumulate ? 32 : 0;
 	at += snprintf(as + at, sizeof as - (size_t)at, "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, $%d, 0;\n\t"
-	               "wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16 {", na + nin + 2, n);
-	for (int i = 0; i < na; i++)
+	               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {", 32 + nin + 2);
+	for (int i = 0; i < 32; i++)
 		at += snprintf(as + at, sizeof as - (size_t)at, "%s$%d", i ? ", " : "", i);
-	at += snprintf(as + at, sizeof as - (size_t)at, "}, $%d, $%d, p, 1, 1, %d, %d;\n\t}", na + nin, na + 1 + nin, !!mn, !!mn);
+	at += snprintf(as + at, sizeof as - (size_t)at, "}, $%d, $%d, p, 1, 1, %d, %d;\n\t}", 32 + nin, 33 + nin, !!mn, !!mn);
 	CHECK(at > 0 && (size_t)at < sizeof as);
-	f32_cons(cons, sizeof cons, na, accumulate, "l,l,r,~{memory}");
+	f32_cons(cons, sizeof cons, 32, accumulate, "l,l,r,~{memory}");
 	LLVMTypeRef f32s[32], in[35];
 	LLVMValueRef args[35];
-	for (int i = 0; i < na; i++)
+	for (int i = 0; i < 32; i++)
 		f32s[i] = I->f32;
 	for (int i = 0; i < nin; i++) {
 		in[i] = I->f32;
@@ -82,16 +67,11 @@ void wg_mma(Irb *I, int n, LLVMValueRef *acc, LLVMValueRef da, LLVMValueRef db, 
 	args[nin] = da;
 	args[nin + 1] = db;
 	args[nin + 2] = ci32(I, accumulate);
-	LLVMTypeRef rt = LLVMStructTypeInContext(I->ctx, f32s, (unsigned)na, 0);
+	LLVMTypeRef rt = LLVMStructTypeInContext(I->ctx, f32s, 32, 0);
 	LLVMTypeRef fty = LLVMFunctionType(rt, in, (unsigned)(nin + 3), 0);
 	LLVMValueRef r = LLVMBuildCall2(I->b, fty, irb_asm(fty, as, cons, 1), args, (unsigned)(nin + 3), "");
-	for (unsigned i = 0; i < (unsigned)na; i++)
+	for (unsigned i = 0; i < 32; i++)
 		acc[i] = LLVMBuildExtractValue(I->b, r, i, "");
-}
-
-void wg_mma64(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, int accumulate, int mn)
-{
-	wg_mma(I, 64, acc, da, db, accumulate, mn);
 }
 
 static void asm0(Irb *I, const char *as)
@@ -108,11 +88,11 @@ void fence_proxy_async(Irb *I) { asm0(I, "fence.proxy.async.shared::cta;"); }
  * otherwise read (or copy) before the wgmma that write them are done. */
 void wg_wait(Irb *I, int pending, LLVMValueRef *acc, int n)
 {
-	char as[64], cons[1024];
-	CHECK(n >= 0 && n <= 128);
+	char as[64], cons[512];
+	CHECK(n >= 0 && n <= 64);
 	snprintf(as, sizeof as, "wgmma.wait_group.sync.aligned %d;", pending);
 	f32_cons(cons, sizeof cons, n, 1, "~{memory}");
-	LLVMTypeRef f32s[128];
+	LLVMTypeRef f32s[64];
 	for (int i = 0; i < n; i++)
 		f32s[i] = I->f32;
 	LLVMTypeRef rt = n ? LLVMStructTypeInContext(I->ctx, f32s, (unsigned)n, 0) : I->voidt;

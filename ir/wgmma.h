@@ -25,23 +25,11 @@ LLVMValueRef wg_swz(Irb *I, LLVMValueRef r, LLVMValueRef k);
  * contraction, its 64 columns the operand's rows), contraction rows k0..
  * at off = 128 k0 (8-row groups 1024 bytes apart in both) */
 LLVMValueRef wg_desc(Irb *I, LLVMValueRef block_off, int off);
-/* the descriptor of the slice off bytes further (a multiple of 16) in
- * the same shared memory: its start field plus off / 16 (shared offsets
- * stay under 2^18, so the 14-bit field never carries) */
-LLVMValueRef wg_desc_at(Irb *I, LLVMValueRef desc, int off);
-/* desc as a value made where this is called (an asm LLVM does not move):
- * a loop's invariant descriptors derived from it are made in the loop, one
- * add each, not all hoisted before it and held in registers across it */
-LLVMValueRef wg_desc_here(Irb *I, LLVMValueRef desc);
 /* acc (32 fp32 a thread, the m16n8 fragment order of warp w's rows 16w..
  * per 8-column tile) = A B^T (+ acc where accumulate): A and B 64 x 16
  * slices by their descriptors, D[m][n] = sum_k A[m][k] B[n][k]; both
  * K-major, or both MN-major (mn: wgmma's transpose bits) */
 void wg_mma64(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, int accumulate, int mn);
-/* the same with B n x 16 (n a multiple of 8 up to 64: B's rows n.. of the
- * slice's block), n / 2 accumulators a thread in the same order (the
- * n-tiles 0..n/8-1) */
-void wg_mma(Irb *I, int n, LLVMValueRef *acc, LLVMValueRef da, LLVMValueRef db, int accumulate, int mn);
 void wg_fence(Irb *I);                 /* wgmma.fence: registers written before are seen */
 void wg_commit(Irb *I);                /* close the warpgroup's group of wgmma */
 /* wait until at most pending groups fly; the n accumulators acc are read

@@ -93,8 +93,7 @@ static void plan_proj_grids(Tmpl *T)
 	add_argmin(T, "GY", PROJ_WAVES, key, 1048576);
 	add_var(T, "NW", "H*%d", proj_dw_tiles(T));
 	int slots = proj_dw_slots(T);
-	int tile_kb = proj_dxw(T) ? proj_dxw_tile_kb(T)                             /* x, adjoints, dx's own term, dx */
-	                          : 128 * (64 * proj_dw_kt(T) + proj_nc(T) * T->napj) / 1024;   /* x, adjoints */
+	int tile_kb = 128 * (64 * proj_dw_kt(T) + proj_nc(T) * T->napj) / 1024;   /* a block's row tile: x, adjoints */
 	int part_kb = 2 * T->mx->k * T->mx->k * 4 * T->napj / 1024;               /* a head's partials a slab, out and back */
 	for (int g = 1; g <= PROJ_DW_MAXSLABS; g++) {
 		int n = snprintf(key[g - 1], sizeof key[0], "(cdiv(NW*%d,%d)*cdiv(NR,%d)*%d+%d*H*%d)*64+%d+(NR<%d)*%lld", g,

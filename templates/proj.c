@@ -10,8 +10,6 @@
  *             dP_j W_j^T, dP_j the adjoints bwd_apply left in ws:dproj_W
  *   proj_dw   dW_j = x^T dP_j per slab of rows into ws:part_W; param_reduce
  *             sums the slabs in order, so every run gives the same bits
- *   (on sm_90a proj_dx and proj_dw are one kernel, proj_dxw, where the
- *   head allows: proj_wg_dxw.c)
  *
  * A block is 4 warps. proj_fwd and proj_dx compute a tile of 64 rows by NC
  * columns (NC = gcd(K, 64): a tile never straddles two heads), warp w its
@@ -58,12 +56,7 @@ static LLVMValueRef a_col0(Tmpl *T, LLVMValueRef hp, int k0)
 	return k0 ? iadd(&T->I, c, ci32(&T->I, k0)) : c;
 }
 
-int proj_dw_tiles(const Tmpl *T)
-{
-	if (proj_dxw(T))   /* proj_dxw's: a k tile each */
-		return T->mx->k / 64;
-	return (T->mx->k / proj_nc(T)) * ((T->mx->k + 63) / 64 / proj_dw_kt(T));
-}
+int proj_dw_tiles(const Tmpl *T) { return (T->mx->k / proj_nc(T)) * ((T->mx->k + 63) / 64 / proj_dw_kt(T)); }
 
 /* the lane's ldmatrix row offset for an A fragment at k-step ks of the
  * warp's 16 rows in a tile stored [row][k] at base: matrix m = lane / 8

@@ -106,26 +106,27 @@ static void wg_copy(Tmpl *T, const Wg *g, LLVMValueRef t, int kb, LLVMValueRef s
 }
 
 /* The weight slice of every projection as bf16 blocks [n][k] at wblk, block
- * j kbh + kb holding contraction columns 64 kb.. of projection j, by
- * nthreads threads: forward, B[n][k] = W_j[hp][k][n0 + n] (a float4 is 4
- * columns n of one row k: four 2-byte stores); for dx (transpose),
- * B[n][m] = W_j[hp][n0 + n][m] (4 adjacent m: one 8-byte store) */
-void wg_stage_weights(Tmpl *T, const KSig *s, LLVMValueRef hp, LLVMValueRef n0, int wblk, int transpose, int nthreads)
+ * j kbh + kb holding contraction columns 64 kb.. of projection j: forward,
+ * B[n][k] = W_j[hp][k][n0 + n] (a float4 is 4 columns n of one row k: four
+ * 2-byte stores); proj_dx, B[n][m] = W_j[hp][n0 + n][m] (4 adjacent m: one
+ * 8-byte store) */
+static void wg_stage_weights(Tmpl *T, const Wg *g, const KSig *s)
 {
 	Irb *I = &T->I;
-	int K = T->mx->k, kbh = K / 64, n = K * 64 / 4;   /* float4 loads a projection */
+	const ProjLanes *p = &g->p;
+	int K = T->mx->k, n = K * 64 / 4;   /* float4 loads a projection */
 	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4);
-	LLVMValueRef hbase = imul(I, hp, ci32(I, K * K));
+	LLVMValueRef hbase = imul(I, p->hp, ci32(I, K * K));
 	for (int j = 0; j < T->napj; j++) {
 		LLVMValueRef W = ksig_param(T, s, T->mx->proj[T->apj[j]].weight);
-		int jb = wblk + j * kbh * WG_BLOCK;
+		int jb = g->wblk + j * g->kbh * WG_BLOCK;
 		Loop L;   /* a loop, not unrolled: 64 loads in flight would take 256 registers */
-		loop_begin(I, &L, tid_x(I), ci32(I, n), ci32(I, nthreads), "wst");
+		loop_begin(I, &L, tid_x(I), ci32(I, n), ci32(I, wg_threads(g)), "wst");
 		{
 			LLVMValueRef e = loop_i(I, &L);
-			if (!transpose) {   /* e: row k of W, columns 4 (e % 16).. of the slice */
+			if (g->fwd) {   /* e: row k of W, columns 4 (e % 16).. of the slice */
 				LLVMValueRef k = LLVMBuildLShr(I->b, e, ci32(I, 4), ""), n4 = imul(I, LLVMBuildAnd(I->b, e, ci32(I, 15), ""), ci32(I, 4));
-				LLVMValueRef gi = iadd(I, hbase, iadd(I, imul(I, k, ci32(I, K)), iadd(I, n0, n4)));
+				LLVMValueRef gi = iadd(I, hbase, iadd(I, imul(I, k, ci32(I, K)), iadd(I, p->n0, n4)));
 				LLVMValueRef v = ld(I, v4f, gep_f32(I, W, sext64(I, gi)), 16);
 				LLVMValueRef blk = iadd(I, ci32(I, jb), imul(I, LLVMBuildLShr(I->b, k, ci32(I, 6), ""), ci32(I, WG_BLOCK)));
 				LLVMValueRef kk = LLVMBuildAnd(I->b, k, ci32(I, 63), "");
@@ -133,10 +134,10 @@ void wg_stage_weights(Tmpl *T, const KSig *s, LLVMValueRef hp, LLVMValueRef n0, 
 					LLVMValueRef h = f32_to_bf16(I, LLVMBuildExtractElement(I->b, v, ci32(I, i), ""));
 					st(I, h, smem_ptr(I, iadd(I, blk, wg_swz(I, iadd(I, n4, ci32(I, i)), kk))), 2);
 				}
-			} else {            /* e: row n0 + nn of W, columns m = 4 (e % (K/4)).. */
+			} else {        /* e: row n0 + nn of W, columns m = 4 (e % (K/4)).. */
 				LLVMValueRef nn = idiv(I, e, ci32(I, K / 4));
 				LLVMValueRef m4 = imul(I, isub(I, e, imul(I, nn, ci32(I, K / 4))), ci32(I, 4));
-				LLVMValueRef gi = iadd(I, hbase, iadd(I, imul(I, iadd(I, n0, nn), ci32(I, K)), m4));
+				LLVMValueRef gi = iadd(I, hbase, iadd(I, imul(I, iadd(I, p->n0, nn), ci32(I, K)), m4));
 				LLVMValueRef v = ld(I, v4f, gep_f32(I, W, sext64(I, gi)), 16);
 				LLVMValueRef w = pack_bf16x4(I, v);
 				LLVMValueRef blk = iadd(I, ci32(I, jb), imul(I, LLVMBuildLShr(I->b, m4, ci32(I, 6), ""), ci32(I, WG_BLOCK)));
@@ -280,7 +281,7 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgPre pre, WgOut out, void *c
 	CHECK(!g->producer || WG_PENDING == 0);   /* a buffer is released after its wgmma are waited for */
 	if (g->producer)
 		ring_bars_init(I, g->bars, &g->rg);
-	wg_stage_weights(T, s, g->p.hp, g->p.n0, g->wblk, !g->fwd, wg_threads(g));
+	wg_stage_weights(T, g, s);
 	g->ntile = idiv(I, iadd(I, g->p.BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
 	WgMul m = { .pre = pre, .out = out, .s = s, .ctx = ctx };
 	WgTrips mul = { mul_trip, mul_end, &m };

@@ -48,11 +48,6 @@ void wg_split_multiply(Irb *I, IfBlk *f, LLVMValueRef prod);
  * of the 128 that copy (the caller commits) */
 void copy_block(Tmpl *T, const ProjLanes *p, LLVMValueRef src, LLVMValueRef t, LLVMValueRef col0, LLVMValueRef base,
                 LLVMValueRef tid);
-/* The weight slice of every projection as bf16 blocks [n][k] at shared
- * offset wblk (block j K/64 + kb: contraction columns 64 kb.. of
- * projection j), staged by nthreads threads: B[n][k] = W_j[hp][k][n0 + n]
- * (proj_fwd), or transposed B[n][m] = W_j[hp][n0 + n][m] (dx's) */
-void wg_stage_weights(Tmpl *T, const KSig *s, LLVMValueRef hp, LLVMValueRef n0, int wblk, int transpose, int nthreads);
 /* an accumulator's row (pair r of warp w's 16 from row0) and the column
  * of its n-tile i (from base) */
 LLVMValueRef acc_row(Irb *I, const ProjLanes *p, LLVMValueRef row0, int r);

@@ -44,8 +44,6 @@ static int dw_per_sm(int kt) { return kt == 4 ? 1 : 2; }
 int proj_dw_slots(const Tmpl *T)
 {
 	int kt = proj_dw_kt(T);
-	if (proj_dxw(T))   /* proj_dxw: one block an SM */
-		return PROJ_PLAN_SMS;
 	return kt == 1 ? PROJ_DW_SLOTS : PROJ_PLAN_SMS * dw_per_sm(kt);
 }
 

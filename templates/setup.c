@@ -376,9 +376,7 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		tmpl_carry(T, 1);
 	}
 	tmpl_bwd_apply(T);
-	if (T->napj > 0 && proj_dxw(T)) {
-		tmpl_proj_dxw(T);
-	} else if (T->napj > 0) {
+	if (T->napj > 0) {
 		tmpl_proj_dx(T);
 		tmpl_proj_dw(T);
 	}

@@ -602,10 +602,6 @@ int proj_dw_slots(const Tmpl *T);   /* its block slots on PROJ_PLAN_SMS, for the
 void tmpl_proj_fwd(Tmpl *T);
 void tmpl_proj_dx(Tmpl *T);
 void tmpl_proj_dw(Tmpl *T);
-/* proj_dx and proj_dw as one kernel on wgmma (proj_wg_dxw.c), where proj_dxw says so */
-int proj_dxw(const Tmpl *T);
-int proj_dxw_tile_kb(const Tmpl *T);   /* its row tile's kilobytes a block, for the slabs' plan */
-void tmpl_proj_dxw(Tmpl *T);
 void tmpl_bwd_reduce(Tmpl *T);
 void tmpl_bwd_apply(Tmpl *T);
 void tmpl_param_reduce(Tmpl *T);

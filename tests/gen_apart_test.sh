@@ -2,8 +2,7 @@
 # Heads of K channels, the block-diagonal projections apart from the scans
 # (R.variants' apart, templates/proj.c): RG-LRU at RecurrentGemma's 256 and
 # Griffin 7B's 176 builds in every scan kind with no line of C; each plan
-# runs proj_fwd before the scans and proj_dx, proj_dw (proj_dxw on sm_90a
-# at heads of 128 and 256) after bwd_apply; the
+# runs proj_fwd before the scans and proj_dx, proj_dw after bwd_apply; the
 # projections and their adjoints take workspaces of B*L*D; the weight
 # gradients have a slot per slab of rows; every kernel compiles without
 # spills; and what the design cannot take is refused at the script's line.
@@ -134,58 +133,49 @@ echo "$out" | grep -q "illegal (shape B=2 L=300 D=640: the width must be a multi
 check $? "a width that heads of 176 do not divide is illegal, with the reason"
 
 # sm_90a: the projection kernels on wgmma where the heads are a multiple of 64 (16 wgmma a
-# 64-column block of the contraction: 4 steps of 16 for each of the 2 projections), the
+# 64-column block of the contraction: 4 steps of 16 for each of the 2 projections, 8 in
+# proj_dx's per projection; proj_dw's trip, a row tile of 64, 4 steps a projection), the
 # shared array aligned for the swizzled operands; heads of 176 keep mma.sync, and sm_90's
-# modules have no wgmma. The backward's two at K = 256 are one, proj_dxw: dW's 2 adjoint
-# blocks a warpgroup (4 steps of 16 rows each, m64n64) and its 16 columns of dx through
-# all 8 adjoint blocks (4 steps each, m64n16); heads of 64 (two adjoint blocks, which do
-# not split over its 4 warpgroups) keep proj_dx and proj_dw; heads of 192 generate
-# (proj_dw's k tiles a block divide the head's 3: one; the least of 4 and 3 stopped the
-# generator with an internal error)
+# modules have no wgmma
 # (one scan kind: the projection kernels are the same in the three)
 printf '%s\n' 'local R = require "recur"' \
 	'return R.variants { mixer = require "arch.rglru_heads" (tonumber(os.getenv("APART_K"))), chunk = { 8 },' \
 	'  prefix = { 32 }, fused = { true }, apart = { true }, scan = { "lookback" } }' > "$work/wg.lua"
 APART_K=256 "$recur" gen "$work/wg.lua" --lua "$src/lua" --sm sm_90a -o "$work/k256_90a" -q &&
 	APART_K=176 "$recur" gen "$work/wg.lua" --lua "$src/lua" --sm sm_90a -o "$work/k176_90a" -q &&
-	APART_K=64 "$recur" gen "$work/wg.lua" --lua "$src/lua" --sm sm_90a -o "$work/k64_90a" -q &&
 	APART_K=192 "$recur" gen "$work/wg.lua" --lua "$src/lua" --sm sm_90a -o "$work/k192_90a" -q
-check $? "gen of the look-back variant for sm_90a at heads of 256, 176, 64 and 192"
-wg() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" | grep -c "wgmma.mma_async.sync.aligned.m64n${3:-64}k16.f32.bf16.bf16"; }
+# (heads of 192: proj_dw's k tiles a block divide the head's 3, so one; the least of 4 and 3
+# stopped the generator with an internal error)
+check $? "gen of the look-back variant for sm_90a at heads of 256, 176 and 192"
+wg() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" | grep -c 'wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16'; }
 f=$work/k256_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
-got="$(wg "$f" proj_fwd) $(wg "$f" proj_dxw) $(wg "$f" proj_dxw 16) $(grep -c '^\.entry rglru_proj_d[xw](' "$f") $(grep -c '^\.target sm_90a' "$f") $(grep -c 'align 1024 .b8 recur_smem' "$f")"
-[ "$got" = "32 8 32 0 1 1" ]
-check $? "sm_90a at K = 256: proj_fwd 32 wgmma (4 blocks of 64 x 4 steps x 2), proj_dxw 8 for dW and 32 of n16 for dx, no proj_dx or proj_dw; target and 1024-byte alignment (got: $got)"
-f64=$work/k64_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
-got="$(wg "$f64" proj_dx) $(wg "$f64" proj_dw) $(grep -c '^\.entry rglru_proj_dxw(' "$f64")"
-[ "$got" = "8 8 0" ]
-check $? "sm_90a at K = 64: proj_dx and proj_dw apart, 8 wgmma each (got: $got)"
+got="$(wg "$f" proj_fwd) $(wg "$f" proj_dx) $(wg "$f" proj_dw) $(grep -c '^\.target sm_90a' "$f") $(grep -c 'align 1024 .b8 recur_smem' "$f")"
+[ "$got" = "32 32 8 1 1" ]
+check $? "sm_90a at K = 256: proj_fwd and proj_dx 32 wgmma each (4 blocks of 64 x 4 steps x 2), proj_dw 8 (4 steps x 2); target and 1024-byte alignment (got: $got)"
 # and proj_fwd's and proj_dx's copies by a warpgroup of their own: 256 threads, the registers
 # moved to the multiplying one (56 and 200 a thread), a full and an empty mbarrier wait a
-# trip (4 trips of a row tile in proj_fwd at K = 256, 2 in proj_dx at K = 64), the
-# multiplying warpgroup's own barrier twice around the epilogue, never the block's
+# trip (4 trips of a row tile in proj_fwd, 8 in proj_dx), the multiplying warpgroup's own
+# barrier twice around the epilogue, never the block's
 pw() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" > "$work/pw.ptx"
 	echo "$(grep -o 'maxntid [0-9]*' "$work/pw.ptx" | head -1 | cut -d' ' -f2)/$(grep -c 'setmaxnreg.dec.sync.aligned.u32 56;' "$work/pw.ptx")/$(grep -c 'setmaxnreg.inc.sync.aligned.u32 200;' "$work/pw.ptx")/$(grep -c 'mbarrier.try_wait.parity' "$work/pw.ptx")/$(grep -cE 'barrier.sync[[:space:]]+1, 128;' "$work/pw.ptx")/$(grep -cE 'bar(rier)?.sync[[:space:]]+0;' "$work/pw.ptx")"; }
-got="$(pw "$f" proj_fwd) $(pw "$f64" proj_dx)"
-[ "$got" = "256/1/1/8/2/1 256/1/1/4/2/1" ]
-check $? "sm_90a: proj_fwd and proj_dx with a producer warpgroup (threads/dec 56/inc 200/mbarrier waits/barrier 1/block barriers; got: $got)"
+got="$(pw "$f" proj_fwd) $(pw "$f" proj_dx)"
+[ "$got" = "256/1/1/8/2/1 256/1/1/16/2/1" ]
+check $? "sm_90a at K = 256: proj_fwd and proj_dx with a producer warpgroup (threads/dec 56/inc 200/mbarrier waits/barrier 1/block barriers; got: $got)"
 # proj_dx loads dx's own terms (bwd_apply's bf16, 4 chunks of 16 bytes a thread) before a
-# row tile's first wgmma, not in its epilogue, where each tile waited on them; proj_dxw its
-# 4 pairs before the trip's barrier
-got=$(sed -n "/\.entry rglru_proj_dx(/,/^}/p" "$f64" | grep -oE 'ld\.global\.nc\.v4\.u32|wgmma\.mma_async' | head -5 | cut -c1-5 | tr '\n' ' ')
-got="$got/ $(sed -n "/\.entry rglru_proj_dxw(/,/^}/p" "$f" | grep -oE 'ld\.global\.nc\.u32|wgmma\.mma_async|bar\.sync' | head -6 | cut -c1-5 | tr '\n' ' ')"
-[ "$got" = "ld.gl ld.gl ld.gl ld.gl wgmma / ld.gl ld.gl ld.gl ld.gl bar.s wgmma " ]
-check $? "sm_90a: proj_dx's and proj_dxw's own terms loaded before the tile's first wgmma (got: $got)"
-# proj_dxw at K = 256: a block of 4 warpgroups on a k tile of 64 and every adjoint block of a
-# row tile (the adjoints read from memory once: 10 bytes an element, 14 for proj_dx and
-# proj_dw apart), one block an SM, so its slabs are planned on 132 slots: 2 at D = 4096 (128
-# blocks); at 1x32768x2560 13 (3.94 waves: the partials' 133 MB weighed against 160 row tiles
-# a block, where 3 slabs take 171); what the 4 row tiles allow at 3x77x512
-got="$(sed -n "/\.entry rglru_proj_dxw(/,/^}/p" "$f" | grep -o 'maxntid [0-9]*' | cut -d' ' -f2) $("$recur" list --dir "$work/k256_90a" \
-	--plan --shape 1x131072x4096 --shape 1x32768x2560 --shape 3x77x512 2>&1 | grep -o "rglru_proj_dxw  *grid [0-9x]* block [0-9]*" |
+# row tile's first wgmma, not in its epilogue, where each tile waited on them
+got=$(sed -n "/\.entry rglru_proj_dx(/,/^}/p" "$f" | grep -oE 'ld\.global\.nc\.v4\.u32|wgmma\.mma_async' | head -5 | cut -c1-5 | tr '\n' ' ')
+[ "$got" = "ld.gl ld.gl ld.gl ld.gl wgmma " ]
+check $? "sm_90a at K = 256: proj_dx's own terms loaded before the tile's first wgmma (got: $got)"
+# proj_dw on wgmma at K = 256: a block of 4 warpgroups, a k tile of 64 each, sharing the
+# adjoints' blocks of a stage (12 bytes an element through L2, from 24 a block a k tile), one
+# block an SM, so its slabs are planned on 132 slots: 2 at D = 4096 (128 blocks); 3 at
+# 1x32768x2560, where 13 (3.94 waves) would write 4 times the fp32 partials; what the 4 row
+# tiles allow at 3x77x512
+got="$(sed -n "/\.entry rglru_proj_dw(/,/^}/p" "$f" | grep -o 'maxntid [0-9]*' | cut -d' ' -f2) $("$recur" list --dir "$work/k256_90a" \
+	--plan --shape 1x131072x4096 --shape 1x32768x2560 --shape 3x77x512 2>&1 | grep -o "rglru_proj_dw  *grid [0-9x]* block [0-9]*" |
 	LC_ALL=C sort -u | awk '{ print $3 "/" $5 }' | tr '\n' ' ')"
-[ "$got" = "512 4x10x13/512 4x16x2/512 4x2x4/512 " ]
-check $? "sm_90a at K = 256: proj_dxw's block of 4 warpgroups, slabs on 132 slots (got: $got)"
+[ "$got" = "512 4x10x3/512 4x16x2/512 4x2x4/512 " ]
+check $? "sm_90a at K = 256: proj_dw's block of 4 k tiles, slabs on 132 slots (got: $got)"
 f176=$work/k176_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
 got="$(grep -c wgmma "$f176") $(cat "$work"/k256/*.ptx | grep -c wgmma)"
 [ "$got" = "0 0" ]
@@ -219,15 +209,14 @@ if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
 		log=$(ptxas_cached "$ptxas" "-arch=sm_80 -v" "$f") && ! echo "$log" | grep -qE "[1-9][0-9]* bytes spill"
 	check $? "heads of 256 for sm_80: ptxas accepts the one-pass module without spills"
 	# Hopper's own (sm_90a): the projections on wgmma, ptxas keeping them asynchronous
-	# (proj_dxw at 256, proj_dx and proj_dw at 64 and 192)
 	bad=""
-	for k in 256 64 192; do
+	for k in 256 192; do
 		f=$work/k${k}_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
 		log=$(ptxas_cached "$ptxas" "-arch=sm_90a -v" "$f") && ! echo "$log" | grep -qE "[1-9][0-9]* bytes spill|serialized|injected" ||
 			bad="$bad $k"
 	done
 	[ -z "$bad" ]
-	check $? "heads of 256, 64 and 192 for sm_90a: ptxas accepts the look-back modules without spills, and no wait the compiler injects between wgmma and their registers (failed:${bad:- none})"
+	check $? "heads of 256 and 192 for sm_90a: ptxas accepts the look-back modules without spills, and no wait the compiler injects between wgmma and their registers (failed:${bad:- none})"
 else
 	echo "skip ptxas: not found"
 fi
