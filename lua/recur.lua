@@ -64,7 +64,8 @@ FILE:LINE, and the generator then writes nothing.
       mixer = m,                           required
       chunk = { 8, 16, 32, 64 },           required, subset of 8 16 32 64
       prefix = { 32, 64, 128 },            required, subset of 32 64 128
-      fused = { true, false },             lists of booleans, default { false } ({ true } for K ~= 64)
+      fused = { true, false },             lists of booleans, default { false } ({ true } where every
+                                           variant is apart: K ~= 64, or apart = { true })
       scan = { "hierarchical", "lookback", "onepass" },   default { "hierarchical" }
       shared_sfu = { false }, fused_output = { false }, fused_write = { false },
       resets = { false },                  { true }: the kernels also take per-token
@@ -688,8 +689,13 @@ function R.variants(o)
   local st = set_mixer(o, "R.variants")
   local chunks = int_list(o.chunk, "chunk", CHUNKS)
   local prefixes = int_list(o.prefix, "prefix", PREFIXES)
-  -- (heads of other than 64: the projections apart, and the gates in the scans)
-  local fused = (o.fused == nil and st.k ~= 64) and { true } or bool_list(o.fused, "fused")
+  -- heads of other than 64 channels take the projections apart: the scan
+  -- kernels hold 64 channels of a head, which sees its whole input row
+  local apart = o.apart == nil and { st.k ~= 64 } or bool_list(o.apart, "apart")
+  -- a grid apart throughout computes its gates in the scans: fused by default
+  local all_apart = true
+  for _, ap in ipairs(apart) do all_apart = all_apart and ap end
+  local fused = (o.fused == nil and all_apart) and { true } or bool_list(o.fused, "fused")
   local sfu = bool_list(o.shared_sfu, "shared_sfu")
   local fout = bool_list(o.fused_output, "fused_output")
   local fwrite = bool_list(o.fused_write, "fused_write")
@@ -713,9 +719,6 @@ function R.variants(o)
       for _, x in ipairs(states) do if x then fail("docs = true takes the states itself: leave states out of its grid") end end
     end
   end
-  -- heads of other than 64 channels take the projections apart: the scan
-  -- kernels hold 64 channels of a head, which sees its whole input row
-  local apart = o.apart == nil and { st.k ~= 64 } or bool_list(o.apart, "apart")
   local scans = o.scan == nil and { "hierarchical" } or int_list(o.scan, "scan", SCANS)
   local ctl = o.controller
   if ctl ~= nil and (not text(ctl) or ctl == "" or #ctl > MAXNAME) then

@@ -253,6 +253,19 @@ printf '%s\n' 'local R = require "recur"' \
 	> "$work/hgrn.lua"
 "$recur" gen "$work/hgrn.lua" --lua "$src/lua" -o "$work/hgrn" -q
 check $? "HGRN's projections apart at heads of 64, no line of C"
+# apart = { true } at heads of 64 with no fused given: fused, as at other K (the default
+# { false } refused the grid, asking for fused = { true }); with apart = { true, false } the
+# default stays { false } and the apart half is refused at the line
+printf '%s\n' 'local R = require "recur"' \
+	'return R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, apart = { true } }' > "$work/k64_apart.lua"
+out=$("$recur" gen "$work/k64_apart.lua" --lua "$src/lua" -o "$work/k64_apart" -q 2>&1) &&
+	[ "$(ls "$work/k64_apart"/*.ptx | xargs -n1 basename | tr '\n' ' ')" = "rglru.apart_fused_grouped_prefix32_hierarchical_chunk8.ptx " ]
+check $? "apart = { true } at heads of 64 defaults to fused (got: $out $(ls "$work/k64_apart" 2>&1 | tr '\n' ' '))"
+printf '%s\n' 'local R = require "recur"' \
+	'return R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, apart = { true, false } }' > "$work/k64_mixed.lua"
+out=$("$recur" gen "$work/k64_mixed.lua" --lua "$src/lua" -o "$work/k64_mixed" -q 2>&1)
+[ $? != 0 ] && echo "$out" | grep -q 'k64_mixed.lua:2: .*use fused = { true }'
+check $? "apart = { true, false } at heads of 64 without fused is refused at the line (got: $out)"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
