@@ -35,9 +35,11 @@ static long count(int i, const RefShape *s)
 /* Per-row intermediates, each [L][D]. */
 typedef struct { double *r, *i, *a, *m, *h; } Row;
 
+/* frees the row's intermediates and leaves it empty (freeing it again is a no-op) */
 static void row_free(Row *w)
 {
 	free(w->r); free(w->i); free(w->a); free(w->m); free(w->h);
+	*w = (Row){ 0 };
 }
 
 static int row_alloc(Row *w, long n)
@@ -46,7 +48,6 @@ static int row_alloc(Row *w, long n)
 	if (w->r && w->i && w->a && w->m && w->h)
 		return 0;
 	row_free(w);
-	memset(w, 0, sizeof *w);
 	return -1;
 }
 
@@ -160,9 +161,11 @@ static void forward_head(void *ctx, int hd)
 	}
 }
 
+/* frees what the job holds (the backward's adjoints too, where allocated) */
 static void job_close(Job *j)
 {
 	free(j->pa); free(j->px);
+	free(j->dh); free(j->dpa); free(j->dpx);
 	row_free(&j->w);
 	ref_plan_free(&j->pl);
 }
@@ -300,7 +303,6 @@ static int backward_state(const RefShape *s, const double *const *p, const doubl
 		par_run(s->H, backward_head, &j);
 	}
 	int rc = j.dh && j.dpa && j.dpx ? 0 : -1;
-	free(j.dh); free(j.dpa); free(j.dpx);
 	job_close(&j);
 	return rc;
 }
