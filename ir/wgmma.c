@@ -41,19 +41,21 @@ static void f32_cons(char *cons, size_t size, int n, int tied, const char *rest)
 	CHECK(ct > 0 && (size_t)ct < size);
 }
 
-void wg_mma64(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, int accumulate, int mn)
+/* tied: the accumulators are inputs too; scale: scale-d's value (0:
+ * D = A B^T, else D += A B^T) */
+static void mma64(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, int tied, LLVMValueRef scale, int mn)
 {
 	/* operands: $0..$31 the accumulators out, $32..$63 in (tied) where
 	 * accumulating, then the two descriptors and scale-d */
 	char as[1024], cons[512];
-	int at = 0, nin = accumulate ? 32 : 0;
+	int at = 0, nin = tied ? 32 : 0;
 	at += snprintf(as + at, sizeof as - (size_t)at, "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, $%d, 0;\n\t"
 	               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {", 32 + nin + 2);
 	for (int i = 0; i < 32; i++)
 		at += snprintf(as + at, sizeof as - (size_t)at, "%s$%d", i ? ", " : "", i);
 	at += snprintf(as + at, sizeof as - (size_t)at, "}, $%d, $%d, p, 1, 1, %d, %d;\n\t}", 32 + nin, 33 + nin, !!mn, !!mn);
 	CHECK(at > 0 && (size_t)at < sizeof as);
-	f32_cons(cons, sizeof cons, 32, accumulate, "l,l,r,~{memory}");
+	f32_cons(cons, sizeof cons, 32, tied, "l,l,r,~{memory}");
 	LLVMTypeRef f32s[32], in[35];
 	LLVMValueRef args[35];
 	for (int i = 0; i < 32; i++)
@@ -66,12 +68,22 @@ void wg_mma64(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, in
 	in[nin + 2] = I->i32;
 	args[nin] = da;
 	args[nin + 1] = db;
-	args[nin + 2] = ci32(I, accumulate);
+	args[nin + 2] = scale;
 	LLVMTypeRef rt = LLVMStructTypeInContext(I->ctx, f32s, 32, 0);
 	LLVMTypeRef fty = LLVMFunctionType(rt, in, (unsigned)(nin + 3), 0);
 	LLVMValueRef r = LLVMBuildCall2(I->b, fty, irb_asm(fty, as, cons, 1), args, (unsigned)(nin + 3), "");
 	for (unsigned i = 0; i < 32; i++)
 		acc[i] = LLVMBuildExtractValue(I->b, r, i, "");
+}
+
+void wg_mma64(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, int accumulate, int mn)
+{
+	mma64(I, acc, da, db, accumulate, ci32(I, accumulate), mn);
+}
+
+void wg_mma64_if(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, LLVMValueRef accumulate, int mn)
+{
+	mma64(I, acc, da, db, 1, LLVMBuildZExt(I->b, accumulate, I->i32, ""), mn);
 }
 
 static void asm0(Irb *I, const char *as)

@@ -30,6 +30,9 @@ LLVMValueRef wg_desc(Irb *I, LLVMValueRef block_off, int off);
  * slices by their descriptors, D[m][n] = sum_k A[m][k] B[n][k]; both
  * K-major, or both MN-major (mn: wgmma's transpose bits) */
 void wg_mma64(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, int accumulate, int mn);
+/* the same where whether it accumulates is known at run time (an i1; acc
+ * is read either way, any value where it does not) */
+void wg_mma64_if(Irb *I, LLVMValueRef acc[32], LLVMValueRef da, LLVMValueRef db, LLVMValueRef accumulate, int mn);
 void wg_fence(Irb *I);                 /* wgmma.fence: registers written before are seen */
 void wg_commit(Irb *I);                /* close the warpgroup's group of wgmma */
 /* wait until at most pending groups fly; the n accumulators acc are read

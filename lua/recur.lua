@@ -85,11 +85,15 @@ FILE:LINE, and the generator then writes nothing.
                                            K = 16..256 in steps of 16), stored bf16 for the
                                            scans; the only form for heads other than 64;
                                            fused = true, no token projection
+      scan_proj = { false },               { true }: apart, but the forward's projections
+                                           run inside fwd_scan on wgmma (no proj_fwd:
+                                           --sm sm_90a, K a multiple of 64, scan lookback
+                                           or onepass, prefix 32, chunk 8)
       controller = "name",                 default: the mixer's controller
       rules = { { "D % 64 == 0", "message" }, ... },   shape rules (util/shapex.h)
     }
     The grid is the cartesian product (at most 64 variants); each variant is
-    named [apart_][docs_|resets_][states_][map_][fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_{SCAN}_chunk{C}
+    named [apart_][scanproj_][docs_|resets_][states_][map_][fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_{SCAN}_chunk{C}
     and is "materialized" (gates written to memory) when not fused. For a
     mixer with token projections, fused = false means the controller runs in
     a separate pass and the gates stay inside the scan kernels (the only
@@ -681,7 +685,7 @@ end
 
 local OPTIONS = { mixer = true, chunk = true, prefix = true, fused = true, shared_sfu = true, scan = true,
                   fused_output = true, fused_write = true, resets = true, states = true, controller = true,
-                  rules = true, apart = true, docs = true, map = true }
+                  rules = true, apart = true, docs = true, map = true, scan_proj = true }
 
 function R.variants(o)
   if not plain(o) then fail("R.variants takes a table { mixer = m, chunk = {...}, prefix = {...}, ... }, got %s", describe(o)) end
@@ -696,6 +700,14 @@ function R.variants(o)
   local all_apart = true
   for _, ap in ipairs(apart) do all_apart = all_apart and ap end
   local fused = (o.fused == nil and all_apart) and { true } or bool_list(o.fused, "fused")
+  local sproj = bool_list(o.scan_proj, "scan_proj")
+  for _, sp in ipairs(sproj) do
+    if sp then
+      for _, ap in ipairs(apart) do
+        if not ap then fail("scan_proj = true runs the projections apart inside fwd_scan: give apart = { true }") end
+      end
+    end
+  end
   local sfu = bool_list(o.shared_sfu, "shared_sfu")
   local fout = bool_list(o.fused_output, "fused_output")
   local fwrite = bool_list(o.fused_write, "fused_write")
@@ -720,6 +732,13 @@ function R.variants(o)
     end
   end
   local scans = o.scan == nil and { "hierarchical" } or int_list(o.scan, "scan", SCANS)
+  for _, sp in ipairs(sproj) do
+    for _, sc in ipairs(scans) do
+      if sp and sc == "hierarchical" then
+        fail("scan_proj = true projects inside the look-back fwd_scan: give scan = { \"lookback\" } or { \"onepass\" }")
+      end
+    end
+  end
   local ctl = o.controller
   if ctl ~= nil and (not text(ctl) or ctl == "" or #ctl > MAXNAME) then
     fail("controller must be a non-empty line of text of at most %d characters, got %s", MAXNAME, describe(ctl))
@@ -753,15 +772,18 @@ function R.variants(o)
     end
   end
   local total = #chunks * #prefixes * #fused * #sfu * #fout * #fwrite * #scans * #resets * #states * #apart * #docs * #maps
+                * #sproj
   if total > MAXVAR then
-    fail("the grid has %d variants (chunk %d x prefix %d x fused %d x shared_sfu %d x fused_output %d x fused_write %d x scan %d x resets %d x states %d x apart %d x docs %d x map %d); at most %d per R.variants",
-         total, #chunks, #prefixes, #fused, #sfu, #fout, #fwrite, #scans, #resets, #states, #apart, #docs, #maps, MAXVAR)
+    fail("the grid has %d variants (chunk %d x prefix %d x fused %d x shared_sfu %d x fused_output %d x fused_write %d x scan %d x resets %d x states %d x apart %d x docs %d x map %d x scan_proj %d); at most %d per R.variants",
+         total, #chunks, #prefixes, #fused, #sfu, #fout, #fwrite, #scans, #resets, #states, #apart, #docs, #maps, #sproj,
+         MAXVAR)
   end
 
   local file, line = site()
   st.used_at = st.used_at or line
   local vars = {}
   for _, ap in ipairs(apart) do
+  for _, sp in ipairs(sproj) do
   for _, dc in ipairs(docs) do
   for _, rs in ipairs(resets) do
   for _, hs in ipairs(states) do
@@ -773,7 +795,7 @@ function R.variants(o)
           for _, sc in ipairs(scans) do
             for _, p in ipairs(prefixes) do
               for _, c in ipairs(chunks) do
-                local name = (ap and "apart_" or "") .. (dc and "docs_" or "") .. (rs and "resets_" or "") .. (hs and "states_" or "") .. (mp and "map_" or "") ..
+                local name = (ap and "apart_" or "") .. (sp and "scanproj_" or "") .. (dc and "docs_" or "") .. (rs and "resets_" or "") .. (hs and "states_" or "") .. (mp and "map_" or "") ..
                              (fo and "fused_output_" or "") ..
                              (fw and "fused_write_" or "") ..
                              (sf and "shared_sfu_" or "") .. (fu and "fused_" or "") ..
@@ -781,7 +803,7 @@ function R.variants(o)
                 vars[#vars + 1] = {
                   name = name, chunk = c, prefix = p, fused = fu, shared_sfu = sf,
                   fused_output = fo, fused_write = fw, resets = rs or dc, states = hs, map = mp, mma = false, rows = false, apart = ap,
-                  docs = dc,
+                  docs = dc, scan_proj = sp,
                   materialized = (not fu) and ntoken == 0,
                   scan = sc, controller = ctl, file = file, line = line,
                 }
@@ -791,6 +813,7 @@ function R.variants(o)
         end
       end
     end
+  end
   end
   end
   end
@@ -838,7 +861,7 @@ function R.decode(o)
     name = st.name .. "_decode" .. (mma and "_mma" or rows and "_rows" or ""), mma = mma or false,
     rows = rows or false, chunk = CHUNKS[1], prefix = PREFIXES[1], fused = ntoken == 0, shared_sfu = ntoken > 0,
     fused_output = true, fused_write = true, resets = false, states = false, map = false, materialized = false,
-    apart = false, docs = false, scan = "decode", controller = ctl or st.controller, file = file, line = line,
+    apart = false, scan_proj = false, docs = false, scan = "decode", controller = ctl or st.controller, file = file, line = line,
   } }
   return make_set(st, vars, rules, ntoken, nblock)
 end

@@ -95,6 +95,8 @@ typedef struct {
 	                        * token stage inside it (R.decode's rows; templates/decode_rows.c) */
 	bool apart;            /* the block-diagonal projections run in kernels of their own, stored for the
 	                        * scans (templates/proj.c): heads of K != 64 channels, or asked for */
+	bool scan_proj;        /* apart, but the forward's projections inside fwd_scan on wgmma (sm_90a;
+	                        * templates/scan_proj.c): no proj_fwd */
 	char controller[MX_NAME];
 	char file[MX_PATH];    /* script file and line of the grid declaration */
 	int line;

@@ -298,7 +298,8 @@ static void rd_canonical(const Variant *v, const char *mixer, char *buf, size_t 
 		snprintf(buf, n, "%s_decode%s", mixer, v->mma ? "_mma" : v->rows ? "_rows" : "");
 		return;
 	}
-	snprintf(buf, n, "%s%s%s%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->apart ? "apart_" : "",
+	snprintf(buf, n, "%s%s%s%s%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->apart ? "apart_" : "",
+	         v->scan_proj ? "scanproj_" : "",
 	         v->docs ? "docs_" : v->resets ? "resets_" : "",
 	         v->states ? "states_" : "", v->map ? "map_" : "", v->fused_output ? "fused_output_" : "",
 	         v->fused_write ? "fused_write_" : "", v->shared_sfu ? "shared_sfu_" : "", v->fused ? "fused_" : "",
@@ -332,6 +333,7 @@ static void rd_variant(const Rd *rd, int e, const char *mixer, int ntoken, Varia
 	v->rows = rd_bool(rd, e, "rows", of);
 	v->materialized = rd_bool(rd, e, "materialized", of);
 	v->apart = rd_bool(rd, e, "apart", of);
+	v->scan_proj = rd_bool(rd, e, "scan_proj", of);
 	v->docs = rd_bool(rd, e, "docs", of);
 	int scan = rd_enum(rd, e, "scan", of, scans);
 	v->decode = scan == 3;
@@ -350,6 +352,9 @@ static void rd_variant(const Rd *rd, int e, const char *mixer, int ntoken, Varia
 		rd_fail(rd, "%s: shared_sfu needs per-token shared expressions; the mixer has none", of);
 	if (v->apart && (v->decode || !v->fused || ntoken > 0))
 		rd_fail(rd, "%s: apart takes a scan variant, fused, of a mixer without token projections", of);
+	if (v->scan_proj && (!v->apart || !v->lookback))
+		rd_fail(rd, "%s: scan_proj moves the projections apart into a look-back fwd_scan: apart true, scan lookback "
+		        "or onepass", of);
 	if (v->docs && (!v->resets || v->states || v->decode))
 		rd_fail(rd, "%s: docs takes its reset marks and states itself (resets true, states false) and is a scan "
 		        "variant", of);

@@ -13,6 +13,7 @@
  * costs 2 bytes per element, storing gates would cost 8.
  */
 #include "tmpl.h"
+#include "wgmma.h"
 #include "diag.h"
 #include <math.h>
 #include <stdio.h>
@@ -443,7 +444,11 @@ void tmpl_fwd_apply(Tmpl *T)
 	l->minblocks = T->quad_groups == 1 ? 2 : 1;   /* more groups keep more chunk maps live: 128 registers spill */
 	if (proj && T->nbdproj)
 		launch_flops(l, proj_flops(T));   /* the gates (the look-back's second sweep may compute them again) */
+	if (T->v->scan_proj)
+		launch_flops(l, proj_flops(T));   /* the projections, proj_fwd's */
 	sig_inputs(T, &l->sig);
+	if (T->v->scan_proj)
+		ksig_add(T, &l->sig, "ws:wimg", I->gptr);
 	ksig_add(T, &l->sig, "y", I->gptr);
 	if (lb) {
 		ksig_add(T, &l->sig, "ws:ticket", I->gptr);
@@ -464,6 +469,18 @@ void tmpl_fwd_apply(Tmpl *T)
 	T->k.proj_inline = proj;
 	if (lb)
 		lb_ticket(T, ksig_arg(T, &l->sig, "ws:ticket"), lbo);
+	if (T->v->scan_proj) {
+		/* each quad's projections of its rows (one group of one segment),
+		 * ahead of the lanes' parameters and invariants: none of them is
+		 * live beside the 64 accumulators (after them ptxas spilled 372
+		 * bytes at the two-block cap of 128 registers) */
+		CHECK(scan_proj_ok(T) && (segf & SEG_PJ));   /* tmpl_check refused the rest */
+		wg_align_smem(I);
+		Lanes pl;
+		quad_lanes(T, &pl, &l->sig, apply_seg(T), segf);
+		pl.wimg = ksig_arg(T, &l->sig, "ws:wimg");
+		scan_project(T, &pl, quad_base(T, &pl));
+	}
 	Lanes ln;
 	quad_lanes(T, &ln, &l->sig, apply_seg(T), segf);
 	ln.keep_staged = staged;

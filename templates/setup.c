@@ -84,6 +84,13 @@ int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen)
 		         "multiple of 16 from 16 to 256", T->v->file, T->v->line, T->v->name, mx->name, mx->k);
 		return -1;
 	}
+	if (T->v->scan_proj && !scan_proj_ok(T)) {
+		snprintf(err, errlen, "%s:%d: variant %s: scan_proj (the forward's projections inside fwd_scan) runs on wgmma: "
+		         "it takes --sm sm_90a, heads of a multiple of 64 channels (mixer %s has %d), one or two block-diagonal "
+		         "projections apart (%d), a lookback or onepass scan, prefix 32 and chunk 8", T->v->file, T->v->line,
+		         T->v->name, mx->name, mx->k, T->napj);
+		return -1;
+	}
 	if (!derived && T->ntokproj > 0 && T->v->fused) {
 		snprintf(err, errlen, "%s:%d: variant %s: the per-token projection %s reduces over the whole width, which a scan "
 		         "block (one head) does not see; these templates compute it in a separate fp32 pass (fused = false)",
@@ -357,7 +364,9 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		tmpl_tok_fwd(T);   /* it clears the arena, so it comes first; the token stage sees no resets */
 	if (T->v->docs)
 		tmpl_docs_prep(T);   /* the marks and codes every later kernel reads */
-	if (T->napj > 0)
+	if (T->v->scan_proj)
+		tmpl_proj_wimg(T);   /* fwd_scan projects its rows itself */
+	else if (T->napj > 0)
 		tmpl_proj_fwd(T);
 
 	if (!gates_inline(T))

@@ -193,6 +193,7 @@ typedef struct {
 	LLVMValueRef ch[4];                        /* channel within the head for c = 0..3 */
 	LLVMValueRef la_ws, b_ws;                  /* materialised log_a / b (unfused) */
 	LLVMValueRef pws[MX_MAXPROJ];              /* the projections apart, bf16 [B][L][D] (T->apj order) */
+	LLVMValueRef wimg;                         /* scan_proj: the weights' bf16 image (ws:wimg), or NULL */
 	LLVMValueRef tok;                          /* per-token values [B*L][nz] */
 	LLVMValueRef reset, reset_row;             /* reset marks u8 [B][L] (state:reset) and row b's, or NULL */
 	LLVMValueRef h0;                           /* initial states fp32 [B][D] (state:h0), or NULL */
@@ -600,6 +601,17 @@ int proj_dw_tiles(const Tmpl *T);   /* proj_dw's blocks per head and slab */
 int proj_dw_kt(const Tmpl *T);      /* its k tiles of 64 a block (a warpgroup each on wgmma; 1 else) */
 int proj_dw_slots(const Tmpl *T);   /* its block slots on PROJ_PLAN_SMS, for the slabs' plan */
 void tmpl_proj_fwd(Tmpl *T);
+/* The forward's projections inside fwd_scan (Variant.scan_proj; scan_proj.c):
+ * whether the variant's geometry and target allow it (sm_90a, heads of a
+ * multiple of 64, one or two projections apart, a look-back scan of one
+ * group a quad of one segment: prefix 32, chunk 8); whether the weights'
+ * image and the copies' ring fit the quads' segment buffers of these
+ * bytes; proj_wimg, the image's kernel; and a quad's projections of its
+ * rows from gb, to ws:proj_W, before its first sweep stages them */
+int scan_proj_ok(const Tmpl *T);
+int scan_proj_fits(const Tmpl *T, int seg_buf_bytes);
+void tmpl_proj_wimg(Tmpl *T);
+void scan_project(Tmpl *T, Lanes *ln, LLVMValueRef gb);
 void tmpl_proj_dx(Tmpl *T);
 void tmpl_proj_dw(Tmpl *T);
 void tmpl_bwd_reduce(Tmpl *T);

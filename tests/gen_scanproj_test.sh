@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The forward's projections inside fwd_scan (R.variants' scan_proj, templates/
+# scan_proj.c, sm_90a): the plan runs proj_wimg and fwd_scan where proj_fwd ran,
+# fwd_scan writes the projections the backward reads, the backward is its twin's
+# (the same variant with proj_fwd) byte for byte, the twin itself is unchanged by
+# the option's existence, ptxas keeps two blocks an SM without spills, and what
+# the design cannot take is refused at the script's line, with nothing written.
+#   usage: gen_scanproj_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
+set -u
+recur=$1 src=$2 work=$3
+rm -rf "$work"; mkdir -p "$work"
+pass=0 fail=0
+check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+py=$(command -v /usr/bin/python3 || command -v python3)
+grid=$src/tests/grids/scanproj.lua
+for k in 256 128; do
+	SCANPROJ_K=$k "$recur" gen "$grid" --lua "$src/lua" --sm sm_90a -o "$work/k$k" -q
+	check $? "gen of tests/grids/scanproj.lua at heads of $k for sm_90a"
+done
+
+"$py" - "$work/k256/manifest.json" "$work/k128/manifest.json" <<'PY'
+import json, sys
+bad = []
+for path, k in ((sys.argv[1], 256), (sys.argv[2], 128)):
+    m = json.load(open(path))
+    vs = {v["name"]: v for v in m["variants"]}
+    for n, v in vs.items():
+        fw = [l["kernel"] for l in v["forward"]]
+        sp = n.startswith("apart_scanproj_")
+        if bool(v.get("scan_proj")) != sp: bad.append("%s: scan_proj %r" % (n, v.get("scan_proj")))
+        if fw[:2] != (["rglru_proj_wimg", "rglru_fwd_scan"] if sp else ["rglru_proj_fwd", "rglru_fwd_scan"]):
+            bad.append("%s: forward %r" % (n, fw))
+        ws = {w["name"]: w for w in v["workspaces"]}
+        want = {"life": "forward", "bytes": "D*%d" % (4 * k)} if sp else None
+        got = {"life": ws["wimg"]["life"], "bytes": ws["wimg"]["bytes"]} if "wimg" in ws else None
+        if got != want: bad.append("%s: workspace wimg %r, expected %r" % (n, got, want))
+        if not sp: continue
+        scan = v["forward"][1]
+        for a in ("x", "ws:wimg", "ws:proj_Wa", "ws:proj_Wx", "y"):
+            if a not in scan["args"]: bad.append("%s: fwd_scan takes no %s" % (n, a))
+        # proj_fwd's tensor-core FLOP (2 projections of 2K an element) move to fwd_scan
+        if scan.get("flops") != "B*L*D*%d" % (4 * k): bad.append("%s: fwd_scan flops %r" % (n, scan.get("flops")))
+        if int(scan["smem"]) > 113 * 1024 or scan["grid"] != ["NT", "HS", "B"]:
+            bad.append("%s: fwd_scan smem %s grid %r" % (n, scan["smem"], scan["grid"]))
+        twin = vs.get(n.replace("apart_scanproj_", "apart_"))
+        if twin and (v["backward"] != twin["backward"] or scan["smem"] != twin["forward"][1]["smem"]):
+            bad.append("%s: backward or fwd_scan's shared memory differs from its twin's" % n)
+if bad: print("\n".join("     " + b for b in bad[:12]))
+sys.exit(1 if bad else 0)
+PY
+check $? "each plan: proj_wimg then fwd_scan (4K FLOP an element, the weights' image, the projections written), the twin's backward and shared memory"
+
+# the twins (proj_fwd) are the shipped grid's variants, byte for byte; in the
+# scan_proj modules every kernel but the forward's is the twin's
+# (the shipped grid's variants of the same flags: lua/variants/recurrentgemma.lua's first grid)
+printf '%s\n' 'local R = require "recur"' \
+	'return R.variants { mixer = require "arch.recurrentgemma", chunk = { 8 }, prefix = { 32 }, fused = { true },' \
+	'  scan = { "lookback", "onepass" } }' > "$work/rg.lua"
+"$recur" gen "$work/rg.lua" --lua "$src/lua" --sm sm_90a -o "$work/rg" -q
+check $? "gen of RecurrentGemma's look-back and one-pass chunk-8 variants without scan_proj for sm_90a"
+bad=""
+for s in lookback onepass; do
+	v=apart_fused_grouped_prefix32_${s}_chunk8
+	cmp -s "$work/k256/rglru.$v.ptx" "$work/rg/rglru.$v.ptx" || bad="$bad $v"
+	for kn in bwd_apply proj_dx proj_dw param_reduce; do
+		body() { sed -n "/\.entry rglru_$kn(/,/^}/p" "$1"; }
+		[ "$(body "$work/k256/rglru.$v.ptx" | md5sum)" = "$(body "$work/k256/rglru.apart_scanproj_${v#apart_}.ptx" | md5sum)" ] ||
+			bad="$bad scanproj:$s:$kn"
+	done
+done
+[ -z "$bad" ]; check $? "the twins are the shipped grid's PTX, and the scan_proj modules' backward kernels are theirs (differ:${bad:- none})"
+
+# fwd_scan multiplies in a loop of trips (2 row tiles x K/64 blocks: 4 steps x 2
+# projections of m64n64k16 a trip), the scaling of its first step at run time;
+# proj_wimg none; the shared array aligned for the swizzled operands
+wg() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" | grep -c 'wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16'; }
+f=$work/k256/rglru.apart_scanproj_fused_grouped_prefix32_onepass_chunk8.ptx
+got="$(wg "$f" fwd_scan) $(wg "$f" proj_wimg) $(wg "$f" proj_dx) $(grep -c 'align 1024 .b8 recur_smem' "$f")"
+[ "$got" = "8 0 32 1" ]
+check $? "fwd_scan's trip: 8 wgmma; proj_wimg none; proj_dx its 32; 1024-byte alignment (got: $got)"
+
+ptxas=${PTXAS:-}
+[ -x "$ptxas" ] || ptxas=$(command -v ptxas || true)
+[ -x "$ptxas" ] || [ ! -x /usr/local/cuda/bin/ptxas ] || ptxas=/usr/local/cuda/bin/ptxas
+if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
+	. "$src/tests/ptxas_cache.sh"
+	bad=""
+	for f in "$work"/k256/rglru.apart_scanproj_*.ptx "$work"/k128/rglru.apart_scanproj_*onepass*.ptx; do
+		log=$(ptxas_cached "$ptxas" "-arch=sm_90a -v" "$f") || { bad="$bad $(basename "$f"):failed"; continue; }
+		echo "$log" | grep -qE "[1-9][0-9]* bytes spill|serialized|injected" && bad="$bad $(basename "$f")"
+		# two blocks an SM: fwd_scan at 128 registers or fewer
+		r=$(ptxas_kernels <(echo "$log") | grep '^rglru_fwd_scan ' | grep -o 'regs=[0-9]*' | cut -d= -f2)
+		[ -n "$r" ] && [ "$r" -le 128 ] || bad="$bad $(basename "$f"):regs=$r"
+	done
+	[ -z "$bad" ]
+	check $? "ptxas for sm_90a: the scan_proj modules without spills or injected waits, fwd_scan at 128 registers (failed:${bad:- none})"
+else
+	echo "skip ptxas: not found"
+fi
+
+# refusals at the script's line, nothing written
+refuse() {   # NAME EXPECTED-MESSAGE SM LUA
+	printf '%s\n' "$4" > "$work/$1.lua"
+	out=$("$recur" gen "$work/$1.lua" --lua "$src/lua" --sm "$3" -o "$work/$1" -q 2>&1)
+	[ $? != 0 ] && echo "$out" | grep -q "$1.lua:[0-9]*:.*$2" && [ ! -e "$work/$1" ] || { echo "     $out" | head -3; return 1; }
+}
+head='local R = require "recur"
+return R.variants { mixer = require "arch.recurrentgemma", fused = { true }, scan_proj = { true },'
+refuse sm90 "takes --sm sm_90a" sm_90 "$head chunk = { 8 }, prefix = { 32 }, scan = { \"onepass\" } }"
+check $? "scan_proj for sm_90 (no wgmma) is refused at the line"
+refuse chunk16 "prefix 32 and chunk 8" sm_90a "$head chunk = { 16 }, prefix = { 32 }, scan = { \"onepass\" } }"
+check $? "scan_proj at chunk 16 (two segments a group) is refused at the line"
+refuse prefix64 "prefix 32 and chunk 8" sm_90a "$head chunk = { 8 }, prefix = { 64 }, scan = { \"lookback\" } }"
+check $? "scan_proj at prefix 64 (two groups a quad) is refused at the line"
+refuse hier "give scan" sm_90a "$head chunk = { 8 }, prefix = { 32 } }"
+check $? "scan_proj with the hierarchical scan is refused at the line"
+refuse k176 "heads of a multiple of 64" sm_90a 'local R = require "recur"
+return R.variants { mixer = require "arch.rglru_heads" (176), fused = { true }, apart = { true }, scan_proj = { true },
+  chunk = { 8 }, prefix = { 32 }, scan = { "onepass" } }'
+check $? "scan_proj at heads of 176 is refused at the line"
+refuse notapart "give apart" sm_90a 'local R = require "recur"
+return R.variants { mixer = require "arch.rglru", apart = { false }, scan_proj = { true }, chunk = { 8 }, prefix = { 32 },
+  scan = { "onepass" } }'
+check $? "scan_proj without apart is refused at the line"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
