@@ -108,6 +108,26 @@ static void x_block(Tmpl *T, Lanes *ln, LLVMValueRef row0, LLVMValueRef col0, LL
 	}
 }
 
+/* Every 128-byte line of the quad's 128 rows of x's head columns asked of
+ * L2 at once (K / 8 lines a thread of the quad's 128): the ring holds one
+ * trip ahead, so each trip's copies would otherwise wait on memory */
+static void x_prefetch(Tmpl *T, Lanes *ln, LLVMValueRef gb, LLVMValueRef xcol)
+{
+	Irb *I = &T->I;
+	int lines = T->mx->k / 64;   /* 128-byte lines of a row's head columns */
+	LLVMValueRef tq = LLVMBuildAnd(I->b, ln->tid, ci32(I, 127), "");
+	for (int it = 0; it < lines; it++) {
+		LLVMValueRef t = iadd(I, gb, tq);
+		LLVMValueRef ok = in_seq(T, ln, t);
+		LLVMValueRef idx = iadd(I, imul(I, sext64(I, iadd(I, imul(I, ln->b, ln->L), t)), sext64(I, ln->D)),
+		                        sext64(I, iadd(I, xcol, ci32(I, 64 * it))));
+		IfBlk f;
+		if_begin(I, &f, ok, "xpf");
+		prefetch_l2(I, gep_bf16(I, ln->x, idx));
+		if_end(I, &f);
+	}
+}
+
 /* the 64 rows' projections from row0 with their biases, bf16, to
  * ws:proj_W: the accumulator pairs (rows 16 w + g (+ 8), columns 8 i + 2 q
  * (+ 1)) as 4-byte stores, rows inside the sequence */
@@ -166,6 +186,7 @@ void scan_project(Tmpl *T, Lanes *ln, LLVMValueRef gb)
 	/* the quad's two buffers of the ring; x's head columns */
 	LLVMValueRef qring = iadd(I, ci32(I, ring), imul(I, ln->quad, ci32(I, 2 * WG_BLOCK)));
 	LLVMValueRef xcol = imul(I, idiv(I, ln->head, ci32(I, kbh)), ci32(I, T->mx->k));
+	x_prefetch(T, ln, gb, xcol);
 	LLVMValueRef row0, col0, kb;
 	trip_at(T, gb, xcol, ci32(I, 0), &row0, &col0, &kb);
 	x_block(T, ln, row0, col0, qring);

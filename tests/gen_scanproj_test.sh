@@ -71,13 +71,14 @@ done
 [ -z "$bad" ]; check $? "the twins are the shipped grid's PTX, and the scan_proj modules' backward kernels are theirs (differ:${bad:- none})"
 
 # fwd_scan multiplies in a loop of trips (2 row tiles x K/64 blocks: 4 steps x 2
-# projections of m64n64k16 a trip), the scaling of its first step at run time;
-# proj_wimg none; the shared array aligned for the swizzled operands
-wg() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" | grep -c 'wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16'; }
+# projections of m64n64k16 a trip), the scaling of its first step at run time,
+# after asking L2 for a row's K/64 lines of x a thread; proj_wimg none; the
+# shared array aligned for the swizzled operands
+wg() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" | grep -c "${3:-wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16}"; }
 f=$work/k256/rglru.apart_scanproj_fused_grouped_prefix32_onepass_chunk8.ptx
-got="$(wg "$f" fwd_scan) $(wg "$f" proj_wimg) $(wg "$f" proj_dx) $(grep -c 'align 1024 .b8 recur_smem' "$f")"
-[ "$got" = "8 0 32 1" ]
-check $? "fwd_scan's trip: 8 wgmma; proj_wimg none; proj_dx its 32; 1024-byte alignment (got: $got)"
+got="$(wg "$f" fwd_scan) $(wg "$f" fwd_scan prefetch.global.L2) $(wg "$f" proj_wimg) $(wg "$f" proj_dx) $(grep -c 'align 1024 .b8 recur_smem' "$f")"
+[ "$got" = "8 4 0 32 1" ]
+check $? "fwd_scan's trip: 8 wgmma, 4 L2 prefetches; proj_wimg none; proj_dx its 32; 1024-byte alignment (got: $got)"
 
 ptxas=${PTXAS:-}
 [ -x "$ptxas" ] || ptxas=$(command -v ptxas || true)
