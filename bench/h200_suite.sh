@@ -96,6 +96,19 @@
 #                                        the set apartmarks, where carried:
 #                                        tests/grids/apart_marks.lua verified
 #                                        with documents and with reset marks)
+#          bench/h200_suite.sh scanproj  the forward's projections inside fwd_scan
+#                                        (scan_proj): the carried sets spK
+#                                        (SCANPROJ_K=K recur gen tests/grids/scanproj.lua
+#                                        --sm sm_90a, K in $SCANPROJ_KS, default
+#                                        256 128) verified at widths K divides,
+#                                        the states variant with marks and h0,
+#                                        tests/python/gpu_scanproj_test.py (each
+#                                        against its twin bit for bit, where
+#                                        .carry/lib/librecur.so is carried); then
+#                                        sp256's one-pass chunk-8 twin and
+#                                        scan_proj variant timed alternately
+#                                        ($SCANPROJ_REPEAT, default 2) at
+#                                        $SCANPROJ_SHAPES (RecurrentGemma's layers)
 #          bench/h200_suite.sh sanitize  compute-sanitizer (memcheck, racecheck,
 #                                        synccheck, initcheck; $TOOLS_LIST) over
 #                                        every variant (tests/gpu_sanitize.sh)
@@ -163,7 +176,7 @@ rc=0
 wrote=""   # the verify logs this run wrote, summarised at the end
 # every variant's PTX compiled into the driver's cache, many at once (NOWARM=1:
 # skip; modes targets, state and decode warm their own sets)
-[ -n "${NOWARM:-}" ] || [ "$mode" = targets ] || [ "$mode" = state ] || [ "$mode" = docs ] || [ "$mode" = decode ] || [ "$mode" = heads ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$TMPD/jit_warm.log" || rc=1
+[ -n "${NOWARM:-}" ] || [ "$mode" = targets ] || [ "$mode" = state ] || [ "$mode" = docs ] || [ "$mode" = decode ] || [ "$mode" = heads ] || [ "$mode" = scanproj ] || bash bench/jit_warm.sh "$BIN" "$D" "" "$TMPD/jit_warm.log" || rc=1
 if [ "$mode" = verify ] || [ "$mode" = all ]; then
 	"$BIN" verify --dir "$D" --goldens tests/goldens > "$RES/verify_h200_goldens.log" 2>&1 || rc=1
 	"$BIN" verify --dir "$D" $(echo "$SEED" | tr ',' '\n' | sed 's/^/--shape /') --shape 3x1000x1024 \
@@ -427,6 +440,39 @@ if [ "$mode" = heads ]; then
 		promote "$EXP/bench_heads.json" heads_h200.json
 		promote "$EXP/calibration_heads.json" calibration_heads_h200.json
 	esac
+fi
+if [ "$mode" = scanproj ]; then
+	for k in ${SCANPROJ_KS:-256 128}; do
+		set=$PTXROOT/sp$k
+		[ -d "$set" ] || { echo "scanproj: no carried PTX set sp$k"; rc=1; continue; }
+		[ -n "${NOWARM:-}" ] || WARM_SHAPE=1x64x2560 bash bench/jit_warm.sh "$BIN" "$set" "" "$TMPD/jit_warm.log" || rc=1
+		case $k in 256) shapes="2x1000x2560 1x4096x4096 3x77x512" ;; 128) shapes="3x1000x1024 2x333x256" ;;
+			*) shapes="3x1000x1024 2x333x$((2 * k))" ;; esac
+		# shellcheck disable=SC2046 # the shapes split on purpose
+		"$BIN" verify --dir "$set" $(printf -- "--shape %s " $shapes) > "$EXP/verify_sp$k.log" 2>&1 || rc=1
+		v=apart_scanproj_resets_states_fused_grouped_prefix32_onepass_chunk8
+		# shellcheck disable=SC2046 # the shapes split on purpose
+		"$BIN" verify --dir "$set" --variant $v --resets 0.01 --h0 $(printf -- "--shape %s " $shapes) \
+			> "$EXP/verify_sp${k}_states.log" 2>&1 || rc=1
+		wrote="$wrote $EXP/verify_sp$k.log $EXP/verify_sp${k}_states.log"
+		lib=${RECUR_LIB:-$PWD/.carry/lib/librecur.so}
+		if [ -f "$lib" ]; then
+			RECUR_LIB=$lib LD_LIBRARY_PATH=$(dirname "$lib") PYTHONDONTWRITEBYTECODE=1 \
+				python3 tests/python/gpu_scanproj_test.py "$set" > "$EXP/twins_sp$k.log" 2>&1 || rc=1
+			tail -1 "$EXP/twins_sp$k.log"
+		fi
+	done
+	if [ -d "$PTXROOT/sp256" ]; then
+		for r in $(seq "${SCANPROJ_REPEAT:-2}"); do
+			for v in apart_fused_grouped_prefix32_onepass_chunk8 apart_scanproj_fused_grouped_prefix32_onepass_chunk8; do
+				"$BIN" bench --dir "$PTXROOT/sp256" --mixer rglru --variant $v --rounds 1 --samples 5 --profile \
+					--shapes "${SCANPROJ_SHAPES:-1x8192x2560,1x32768x2560,1x131072x2560,1x32768x4096,1x131072x4096}" \
+					--out "$EXP/ab_${v}_$r.json" >> "$EXP/ab.log" 2>&1 || rc=1
+				echo "-- $v $r" >> "$EXP/ab.log"
+			done
+		done
+		grep -E "^rglru|proj_wimg|proj_fwd|fwd_scan|^-- " "$EXP/ab.log"
+	fi
 fi
 if [ "$mode" = sanitize ]; then
 	for t in ${TOOLS_LIST:-memcheck racecheck synccheck initcheck}; do
