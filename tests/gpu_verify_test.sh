@@ -6,7 +6,7 @@
 # many; packed documents with a
 # state each (lua/variants/docs.lua); the row's map and a sequence split
 # through it (examples/split_map.c); heads of 256 (the projections apart,
-# on wgmma too on a Hopper GPU); a single-pass backward
+# on wgmma too on a Hopper GPU, and fwd_scan projecting its own rows there); a single-pass backward
 # over the device's capacity refused; calibration under a
 # memory budget (its winner within it; none below y and dx alone), and
 # beside a plain variant without the state ones. Skips, saying why, where no
@@ -190,6 +190,19 @@ for sm in sm_90 sm_90a; do
 		echo "FAIL: recur gen of tests/grids/apart.lua for $sm"; rc=1
 	fi
 done
+# the forward's projections inside fwd_scan (scan_proj: wgmma, a compute-capability
+# 9.0 GPU), heads of 128 (two contraction blocks a trip loop) beside their twins
+if [ "$cc" = 9.0 ]; then
+	if SCANPROJ_K=128 "$recur" gen "$src/tests/grids/scanproj.lua" --lua "$src/lua" --sm sm_90a -o "$work/scanproj" -q; then
+		"$recur" verify --dir "$work/scanproj" --shape 3x1000x1024 --shape 2x333x256 || rc=1
+		"$recur" verify --dir "$work/scanproj" --variant apart_scanproj_resets_states_fused_grouped_prefix32_onepass_chunk8 \
+			--resets 0.01 --h0 --shape 2x333x256 || rc=1
+	else
+		echo "FAIL: recur gen of tests/grids/scanproj.lua"; rc=1
+	fi
+else
+	echo "skip scan_proj: the GPU's compute capability is ${cc:-unknown}, not 9.0"
+fi
 goldens=${RECUR_GOLDENS:-$src/tests/goldens}
 if [ -d "$goldens" ]; then
 	"$recur" verify --dir "$work/ptx" --goldens "$goldens" || rc=1
