@@ -127,7 +127,7 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 	json_object_set_new(o, "materialized", json_boolean(v->materialized));
 	if (v->apart)   /* only where set: every other manifest stays as it was */
 		json_object_set_new(o, "apart", json_true());
-	if (v->scan_proj)   /* the forward's projections inside fwd_scan */
+	if (scan_proj_on(T))   /* the forward's projections inside fwd_scan (on this target) */
 		json_object_set_new(o, "scan_proj", json_true());
 	if (v->mma)   /* a decode step on tensor cores: what a caller without a pin runs */
 		json_object_set_new(o, "mma", json_true());

@@ -86,9 +86,10 @@ FILE:LINE, and the generator then writes nothing.
                                            scans; the only form for heads other than 64;
                                            fused = true, no token projection
       scan_proj = { false },               { true }: apart, but the forward's projections
-                                           run inside fwd_scan on wgmma (no proj_fwd:
-                                           --sm sm_90a, K a multiple of 64, scan lookback
-                                           or onepass, prefix 32, chunk 8)
+                                           run inside fwd_scan on wgmma (no proj_fwd) on
+                                           sm_90a; other targets build it with proj_fwd.
+                                           K a multiple of 64, scan lookback or onepass,
+                                           prefix 32, chunk 8
       controller = "name",                 default: the mixer's controller
       rules = { { "D % 64 == 0", "message" }, ... },   shape rules (util/shapex.h)
     }

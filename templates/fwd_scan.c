@@ -444,10 +444,10 @@ void tmpl_fwd_apply(Tmpl *T)
 	l->minblocks = T->quad_groups == 1 ? 2 : 1;   /* more groups keep more chunk maps live: 128 registers spill */
 	if (proj && T->nbdproj)
 		launch_flops(l, proj_flops(T));   /* the gates (the look-back's second sweep may compute them again) */
-	if (T->v->scan_proj)
+	if (scan_proj_on(T))
 		launch_flops(l, proj_flops(T));   /* the projections, proj_fwd's */
 	sig_inputs(T, &l->sig);
-	if (T->v->scan_proj)
+	if (scan_proj_on(T))
 		ksig_add(T, &l->sig, "ws:wimg", I->gptr);
 	ksig_add(T, &l->sig, "y", I->gptr);
 	if (lb) {
@@ -469,7 +469,7 @@ void tmpl_fwd_apply(Tmpl *T)
 	T->k.proj_inline = proj;
 	if (lb)
 		lb_ticket(T, ksig_arg(T, &l->sig, "ws:ticket"), lbo);
-	if (T->v->scan_proj) {
+	if (scan_proj_on(T)) {
 		/* each quad's projections of its rows (one group of one segment),
 		 * ahead of the lanes' parameters and invariants: none of them is
 		 * live beside the 64 accumulators (after them ptxas spilled 372

@@ -211,7 +211,7 @@ static void plan_workspaces(Tmpl *T)
 		snprintf(buf, sizeof buf, "part_%s", w);
 		add_ws(T, buf, "GW*D*K*4", "backward", 0);   /* dW per slab of rows */
 	}
-	if (T->v->scan_proj) {   /* the weights' bf16 image fwd_scan copies (scan_proj.c): napj x K x D x 2 bytes */
+	if (scan_proj_on(T)) {   /* the weights' bf16 image fwd_scan copies (scan_proj.c): napj x K x D x 2 bytes */
 		snprintf(buf, sizeof buf, "D*%d", 2 * T->napj * T->mx->k);
 		add_ws(T, "wimg", buf, "forward", 0);
 	}

@@ -31,9 +31,11 @@ static int wimg_blocks(const Tmpl *T) { return T->napj * (T->mx->k / 64); }
 
 int scan_proj_ok(const Tmpl *T)
 {
-	return T->wgmma && T->mx->k % 64 == 0 && T->napj >= 1 && T->napj <= 2 && T->v->lookback && T->quads == 2 &&
+	return T->mx->k % 64 == 0 && T->napj >= 1 && T->napj <= 2 && T->v->lookback && T->quads == 2 &&
 	       T->quad_groups == 1 && T->chunk == 8;
 }
+
+int scan_proj_on(const Tmpl *T) { return T->v->scan_proj && T->wgmma; }
 
 int scan_proj_fits(const Tmpl *T, int seg_buf_bytes)
 {
@@ -172,7 +174,7 @@ void scan_project(Tmpl *T, Lanes *ln, LLVMValueRef gb)
 	Irb *I = &T->I;
 	int kbh = T->mx->k / 64, nb = wimg_blocks(T), ntrip = 2 * kbh;
 	int wbase = ln->seg_off, ring = wbase + nb * WG_BLOCK;
-	CHECK(scan_proj_ok(T) && ln->wimg && ln->seg_off % 1024 == 0 && T->k.threads == 128 * T->quads);
+	CHECK(scan_proj_on(T) && scan_proj_ok(T) && ln->wimg && ln->seg_off % 1024 == 0 && T->k.threads == 128 * T->quads);
 	CHECK(scan_proj_fits(T, T->quads * ln->seg_n * ln->seg_step));
 	/* the slice's image, by every thread of the block */
 	LLVMValueRef src0 = imul(I, sext64(I, ln->head), ci64(I, (long long)nb * WG_BLOCK / 2));

@@ -85,8 +85,8 @@ int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen)
 		return -1;
 	}
 	if (T->v->scan_proj && !scan_proj_ok(T)) {
-		snprintf(err, errlen, "%s:%d: variant %s: scan_proj (the forward's projections inside fwd_scan) runs on wgmma: "
-		         "it takes --sm sm_90a, heads of a multiple of 64 channels (mixer %s has %d), one or two block-diagonal "
+		snprintf(err, errlen, "%s:%d: variant %s: scan_proj (the forward's projections inside fwd_scan, on sm_90a's "
+		         "wgmma) takes heads of a multiple of 64 channels (mixer %s has %d), one or two block-diagonal "
 		         "projections apart (%d), a lookback or onepass scan, prefix 32 and chunk 8", T->v->file, T->v->line,
 		         T->v->name, mx->name, mx->k, T->napj);
 		return -1;
@@ -364,7 +364,7 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		tmpl_tok_fwd(T);   /* it clears the arena, so it comes first; the token stage sees no resets */
 	if (T->v->docs)
 		tmpl_docs_prep(T);   /* the marks and codes every later kernel reads */
-	if (T->v->scan_proj)
+	if (scan_proj_on(T))
 		tmpl_proj_wimg(T);   /* fwd_scan projects its rows itself */
 	else if (T->napj > 0)
 		tmpl_proj_fwd(T);

@@ -602,13 +602,17 @@ int proj_dw_kt(const Tmpl *T);      /* its k tiles of 64 a block (a warpgroup ea
 int proj_dw_slots(const Tmpl *T);   /* its block slots on PROJ_PLAN_SMS, for the slabs' plan */
 void tmpl_proj_fwd(Tmpl *T);
 /* The forward's projections inside fwd_scan (Variant.scan_proj; scan_proj.c):
- * whether the variant's geometry and target allow it (sm_90a, heads of a
- * multiple of 64, one or two projections apart, a look-back scan of one
- * group a quad of one segment: prefix 32, chunk 8); whether the weights'
+ * whether the variant's geometry allows it (heads of a multiple of 64,
+ * one or two projections apart, a look-back scan of one group a quad of
+ * one segment: prefix 32, chunk 8; tmpl_check refuses the rest); whether
+ * this target runs it (scan_proj_on: sm_90a's wgmma; another target builds
+ * the variant with proj_fwd, as its twin, so that one grid serves a
+ * folder of several targets); whether the weights'
  * image and the copies' ring fit the quads' segment buffers of these
  * bytes; proj_wimg, the image's kernel; and a quad's projections of its
  * rows from gb, to ws:proj_W, before its first sweep stages them */
 int scan_proj_ok(const Tmpl *T);
+int scan_proj_on(const Tmpl *T);
 int scan_proj_fits(const Tmpl *T, int seg_buf_bytes);
 void tmpl_proj_wimg(Tmpl *T);
 void scan_project(Tmpl *T, Lanes *ln, LLVMValueRef gb);

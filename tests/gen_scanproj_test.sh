@@ -3,8 +3,9 @@
 # scan_proj.c, sm_90a): the plan runs proj_wimg and fwd_scan where proj_fwd ran,
 # fwd_scan writes the projections the backward reads, the backward is its twin's
 # (the same variant with proj_fwd) byte for byte, the twin itself is unchanged by
-# the option's existence, ptxas keeps two blocks an SM without spills, and what
-# the design cannot take is refused at the script's line, with nothing written.
+# the option's existence, a target without wgmma builds the twin's form, ptxas
+# keeps two blocks an SM without spills, and what the design cannot take is
+# refused at the script's line, with nothing written.
 #   usage: gen_scanproj_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
 set -u
 recur=$1 src=$2 work=$3
@@ -108,8 +109,30 @@ refuse() {   # NAME EXPECTED-MESSAGE SM LUA
 }
 head='local R = require "recur"
 return R.variants { mixer = require "arch.recurrentgemma", fused = { true }, scan_proj = { true },'
-refuse sm90 "takes --sm sm_90a" sm_90 "$head chunk = { 8 }, prefix = { 32 }, scan = { \"onepass\" } }"
-check $? "scan_proj for sm_90 (no wgmma) is refused at the line"
+# a target without wgmma builds the variant with proj_fwd, its twin's PTX byte for byte,
+# so that one grid serves a folder of several targets (each entry its own plan)
+"$recur" gen "$grid" --lua "$src/lua" --sm sm_90,sm_90a -o "$work/multi" -q
+check $? "gen of tests/grids/scanproj.lua for sm_90 and sm_90a in one folder"
+"$py" - "$work/multi" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+m, bad, compared = json.load(open(d + "/manifest.json")), [], 0
+for v in m["variants"]:
+    n, sm = v["name"], v["target"]
+    if not n.startswith("apart_scanproj_"): continue
+    fw = [l["kernel"] for l in v["forward"]][0]
+    on = sm == "sm_90a"
+    if bool(v.get("scan_proj")) != on or fw != ("rglru_proj_wimg" if on else "rglru_proj_fwd"):
+        bad.append("%s %s: scan_proj %r, first kernel %s" % (n, sm, v.get("scan_proj"), fw))
+    tf = "%s/rglru.%s.%s.ptx" % (d, n.replace("apart_scanproj_", "apart_"), sm)
+    if not on and os.path.exists(tf):   # (the states variant has no twin in the grid)
+        compared += 1
+        if open("%s/%s" % (d, v["ptx"])).read() != open(tf).read(): bad.append("%s %s: PTX differs from its twin's" % (n, sm))
+if compared != 2: bad.append("%d scan_proj variants compared with their twins on sm_90, expected 2" % compared)
+if bad: print("\n".join("     " + b for b in bad[:8]))
+sys.exit(1 if bad else 0)
+PY
+check $? "sm_90 (no wgmma) builds the scan_proj variants with proj_fwd, their twins' PTX; sm_90a's entries project in fwd_scan"
 refuse chunk16 "prefix 32 and chunk 8" sm_90a "$head chunk = { 16 }, prefix = { 32 }, scan = { \"onepass\" } }"
 check $? "scan_proj at chunk 16 (two segments a group) is refused at the line"
 refuse prefix64 "prefix 32 and chunk 8" sm_90a "$head chunk = { 8 }, prefix = { 64 }, scan = { \"lookback\" } }"
