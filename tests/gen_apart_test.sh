@@ -182,15 +182,13 @@ got="$(grep -c wgmma "$f176") $(cat "$work"/k256/*.ptx | grep -c wgmma)"
 check $? "heads of 176 on sm_90a and every sm_90 module keep mma.sync (wgmma lines: $got)"
 
 # ptxas: every kernel without spills (sm_90)
-ptxas=${PTXAS:-}
-[ -x "$ptxas" ] || ptxas=$(command -v ptxas || true)
-[ -x "$ptxas" ] || [ ! -x /usr/local/cuda/bin/ptxas ] || ptxas=/usr/local/cuda/bin/ptxas
-if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
+. "$src/tests/ptxas_cache.sh"
+find_ptxas
+if [ -n "$ptxas" ]; then
 	# heads of 256 at prefix 32 and of 176 at chunk 8, two at a time (the rest
 	# differ in prefix or chunk alone, which the scans' own tests cover)
 	mods=$(ls "$work"/k256/*prefix32*.ptx "$work"/k176/*chunk8.ptx)
 	n=$(echo "$mods" | wc -l)
-	. "$src/tests/ptxas_cache.sh"
 	export -f ptxas_cached ptxas_cache_key
 	bad=$(echo "$mods" | xargs -P 2 -I{} bash -c 'log=$(ptxas_cached "$0" "-arch=sm_90 -v" "$1") || { echo "     $1: ptxas failed"; exit 0; }
 		echo "$log" | grep -qE "[1-9][0-9]* bytes spill (stores|loads)" && echo "     $(basename "$1"): spills"; exit 0' "$ptxas" {})

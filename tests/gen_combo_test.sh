@@ -50,10 +50,9 @@ fi
 cat "$work/cover.txt"
 
 # ptxas: $PTXAS, the PATH or /usr/local/cuda; without it the PTX is not assembled
-ptxas=${PTXAS:-}
-[ -x "$ptxas" ] || ptxas=$(command -v ptxas || true)
-[ -x "$ptxas" ] || [ ! -x /usr/local/cuda/bin/ptxas ] || ptxas=/usr/local/cuda/bin/ptxas
-[ -n "$ptxas" ] && [ -x "$ptxas" ] || { ptxas=""; echo "ptxas not found: the generated PTX is not assembled"; }
+. "$src/tests/ptxas_cache.sh"
+find_ptxas
+[ -n "$ptxas" ] || echo "ptxas not found: the generated PTX is not assembled"
 
 # one case: NAME PREDICTION; writes res/NAME (ok or FAIL line)
 run_case() {
@@ -94,7 +93,6 @@ run_case() {
 	[ "${RECUR_COMBO_KEEP:-0}" = 1 ] || rm -rf "$out"
 	verdict ok "built $nptx variant(s)${ptxas:+, ptxas accepts}$spill"
 }
-. "$src/tests/ptxas_cache.sh"
 export -f run_case ptxas_cached ptxas_cache_key
 export recur work cases ptxas
 start=$(date +%s)

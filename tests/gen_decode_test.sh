@@ -197,8 +197,8 @@ for m in $mixers; do
 done
 [ "$nt" -ge 1 ] && [ -z "$short" ]; check $? "each of the $nt token passes loads 8 chunks of x a trip, and no more (off:${short:- none})"
 
-ptxas=${PTXAS:-$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null)}
 . "$src/tests/ptxas_cache.sh"
+find_ptxas
 if [ -n "$ptxas" ]; then
 	bad=""
 	n90=0 n80=0

@@ -81,11 +81,9 @@ got="$(wg "$f" fwd_scan) $(wg "$f" fwd_scan prefetch.global.L2) $(wg "$f" proj_w
 [ "$got" = "8 4 0 32 1" ]
 check $? "fwd_scan's trip: 8 wgmma, 4 L2 prefetches; proj_wimg none; proj_dx its 32; 1024-byte alignment (got: $got)"
 
-ptxas=${PTXAS:-}
-[ -x "$ptxas" ] || ptxas=$(command -v ptxas || true)
-[ -x "$ptxas" ] || [ ! -x /usr/local/cuda/bin/ptxas ] || ptxas=/usr/local/cuda/bin/ptxas
-if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
-	. "$src/tests/ptxas_cache.sh"
+. "$src/tests/ptxas_cache.sh"
+find_ptxas
+if [ -n "$ptxas" ]; then
 	bad=""
 	# (the look-back's forward kernels are the one-pass variant's: one of the two)
 	for f in "$work"/k256/rglru.apart_scanproj_*onepass*.ptx "$work"/k128/rglru.apart_scanproj_fused_*onepass*.ptx; do

@@ -65,15 +65,6 @@ coverage() {
 		"no variant matches:$miss"
 }
 
-# ptxas: found through $PTXAS, the PATH or /usr/local/cuda; empty if none
-# (PTXAS=none: the checks without ptxas, which then report it skipped)
-find_ptxas() {
-	ptxas=${PTXAS:-}
-	[ "$ptxas" != none ] || { ptxas=""; return; }
-	[ -x "$ptxas" ] || ptxas=$(command -v ptxas || true)
-	[ -x "$ptxas" ] || [ ! -x /usr/local/cuda/bin/ptxas ] || ptxas=/usr/local/cuda/bin/ptxas
-	[ -n "$ptxas" ] && [ -x "$ptxas" ] || ptxas=""
-}
 # ptxas_all OUTDIR: ptxas -v of every PTX file, on every core, into
 # OUTDIR/<variant>.log and .rc. A result is cached under the PTX text's
 # sha256 with the flags and ptxas's version ($RECUR_PTXAS_CACHE, default

@@ -11,9 +11,19 @@
 #                                   compiled again on every run.
 # ptxas_kernels LOG: one line per kernel of a "ptxas -v" log,
 #   NAME regs=N stack=BYTES spill_stores=BYTES spill_loads=BYTES
+# find_ptxas: ptxas's path into $ptxas (empty where none is found).
 # ptxas_cache_key SALT FILE: the key of FILE's result, SALT the flags and
 # ptxas's version ("FLAGS VERSION-LINE"); ptx_lib.sh's ptxas_all keys its
 # results by it too, so the two share entries
+# ptxas: found through $PTXAS, the PATH or /usr/local/cuda; empty if none
+# (PTXAS=none: the checks without ptxas, which then report it skipped)
+find_ptxas() {
+	ptxas=${PTXAS:-}
+	[ "$ptxas" != none ] || { ptxas=""; return; }
+	[ -x "$ptxas" ] || ptxas=$(command -v ptxas || true)
+	[ -x "$ptxas" ] || [ ! -x /usr/local/cuda/bin/ptxas ] || ptxas=/usr/local/cuda/bin/ptxas
+	[ -n "$ptxas" ] && [ -x "$ptxas" ] || ptxas=""
+}
 ptxas_cache_key() {
 	{ printf '%s\n' "$1"; cat "$2"; } | sha256sum | cut -c1-64
 }
