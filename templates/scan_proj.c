@@ -92,7 +92,9 @@ void tmpl_proj_wimg(Tmpl *T)
 /* the copies of the quad's 64 rows from row0, x's columns col0 .. col0 +
  * 63 (contraction block kb of the head) into its swizzled block at base
  * (the quad's own): 4 chunks a thread of the quad's 128; rows past the
- * sequence land as zeros */
+ * sequence land as zeros. proj_wg_ring.c's copy_block with its row bound
+ * generalized did the same, but testing b L + t against b L + L instead of
+ * t against L cost fwd_scan 8 bytes of spill at 128 registers */
 static void x_block(Tmpl *T, Lanes *ln, LLVMValueRef row0, LLVMValueRef col0, LLVMValueRef base)
 {
 	Irb *I = &T->I;
