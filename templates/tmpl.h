@@ -316,6 +316,10 @@ LLVMValueRef ksig_param(Tmpl *T, const KSig *s, int p);           /* parameter p
  * 227 and 113 KB, on sm_80 163 and 81, on sm_86 and sm_89 99 and 49 */
 static inline int smem_blk_max(const Tmpl *T) { return T->smem_sm - TARGET_SMEM_RESERVED; }
 static inline int smem_2blk(const Tmpl *T) { return T->smem_sm / 2 - TARGET_SMEM_RESERVED; }
+static inline int smem_3blk(const Tmpl *T) { return T->smem_sm / 3 - TARGET_SMEM_RESERVED; }
+#ifndef BWD3
+#define BWD3 0   /* experiment: bwd_apply apart in 4-step segments at three blocks an SM */
+#endif
 /* Where no layout lets two blocks share the target's SM, the most one may
  * take: the target's limit, but no more than two blocks share an sm_90 SM
  * with (113 KB), since the portable PTX runs on Hopper too (through the
