@@ -16,6 +16,8 @@ static LLVMValueRef sigmoid(Irb *I, LLVMValueRef z)
 	return fadd(I, cf32(I, 0.5), fmul(I, cf32(I, 0.5), t));
 }
 
+LLVMValueRef emit_sigmoid(Irb *I, LLVMValueRef z) { return sigmoid(I, z); }
+
 /* sigmoid and tanh from exp(-|z|) and a division: relative error ~1e-7
  * for two ops and a divide. Per-token values need it: a token's error is
  * shared by all its elements, and sums over tokens (a bias gradient) can
@@ -124,7 +126,12 @@ static LLVMValueRef emit_node(Irb *I, const ExGraph *g, int node, const EmitEnv 
 	case EX_NEG: r = fneg(I, a); break;
 	case EX_EXP: r = emit_exp(I, g, n->a, env, memo); break;   /* its operands are in memo: no deep walk */
 	case EX_LOG: r = f_log(I, a); break;
-	case EX_SIGMOID: r = env->precise || token_level(g, n->a) ? sigmoid_precise(I, a) : sigmoid(I, a); break;
+	case EX_SIGMOID:
+		if (env->proj_sig && g->n[n->a].op == EX_PROJ && env->proj_sig[g->n[n->a].idx])
+			r = a;   /* the value stored is the sigmoid's (PJ_SIG) */
+		else
+			r = env->precise || token_level(g, n->a) ? sigmoid_precise(I, a) : sigmoid(I, a);
+		break;
 	case EX_SOFTPLUS: r = softplus(I, a); break;
 	case EX_SQRT:
 	case EX_SQRTB: r = f_sqrt(I, fmaxf_(I, a, cf32(I, 0.0))); break;

@@ -10,6 +10,7 @@ typedef struct {
 	LLVMValueRef x, h, first;
 	LLVMValueRef const *param;   /* indexed by parameter idx */
 	LLVMValueRef const *proj;    /* indexed by projection idx */
+	const unsigned char *proj_sig;   /* where nonzero, proj[idx] holds sigmoid(proj) (PJ_SIG), or NULL */
 	LLVMValueRef const *seed;    /* indexed by seed idx */
 	LLVMValueRef const *tok;     /* indexed by per-token value idx */
 	int precise;           /* a per-token site: sigmoid and tanh without the one-op approximation */
@@ -22,6 +23,10 @@ typedef struct {
 	LLVMValueRef *inv, *inv_l2e;
 	LLVMBasicBlockRef hoist;
 } EmitEnv;
+
+/* the sigmoid of the element math (tanh.approx): what proj_fwd applies to
+ * a projection it stores as sigmoid(P) */
+LLVMValueRef emit_sigmoid(Irb *I, LLVMValueRef z);
 
 /* memo: g->len entries, zeroed by the caller for each evaluation site, so a
  * node shared by several roots is computed once per site. */

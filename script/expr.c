@@ -453,6 +453,13 @@ void ex_grad(ExGraph *g, int nout, const int *outs, const int *seeds,
 /* ---- evaluation and queries -------------------------------------------- */
 
 /* Marks the nodes reachable from node (mark has node+1 entries). */
+static int roots_has(const int *roots, int n, int id)
+{
+	for (int i = 0; i < n; i++)
+		if (roots[i] == id) return 1;
+	return 0;
+}
+
 static void ex_reach(const ExGraph *g, int node, char *mark)
 {
 	mark[node] = 1;
@@ -511,6 +518,28 @@ int ex_depends(const ExGraph *g, int node, ExOp op, int idx)
 		if (mark[id] && g->n[id].op == op && (idx < 0 || g->n[id].idx == idx)) found = 1;
 	free(mark);
 	return found;
+}
+
+int ex_sigmoid_only(const ExGraph *g, const int *roots, int n, int idx)
+{
+	char *mark = calloc((size_t)g->len + 1, 1);
+	if (!mark) EX_DIE("out of memory");
+	for (int i = 0; i < n; i++)
+		if (ex_valid(g, roots[i])) ex_reach(g, roots[i], mark);
+	int uses = 0, other = 0;
+	for (int id = 0; id < g->len; id++) {
+		if (!mark[id]) continue;
+		const ExNode *nd = &g->n[id];
+		int ops[3] = { nd->a, nd->b, nd->c };
+		for (int k = 0; k < 3; k++) {
+			if (ops[k] < 0 || g->n[ops[k]].op != EX_PROJ || g->n[ops[k]].idx != idx) continue;
+			if (nd->op == EX_SIGMOID && k == 0) uses++;
+			else other++;
+		}
+		if (nd->op == EX_PROJ && nd->idx == idx && roots_has(roots, n, id)) other++;   /* a root that is the leaf itself */
+	}
+	free(mark);
+	return uses > 0 && other == 0;
 }
 
 /* ---- lane-invariant products ------------------------------------------- */

@@ -85,6 +85,10 @@ double ex_eval(const ExGraph *g, int node, const ExEnv *env);
 
 /* 1 when node depends on a leaf of kind op (any idx when idx < 0). */
 int ex_depends(const ExGraph *g, int node, ExOp op, int idx);
+/* 1 when projection idx reaches roots[0..n) and every node they reach
+ * that reads it reads it as sigmoid's operand: the values sigmoid(proj)
+ * are then all the roots need of it (their derivatives too, s (1 - s)). */
+int ex_sigmoid_only(const ExGraph *g, const int *roots, int n, int idx);
 
 /* 1 for each node over constants and parameters only (g->len entries,
  * malloc'd): the same value at every element of a channel, so a kernel

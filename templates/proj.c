@@ -56,6 +56,14 @@ static LLVMValueRef a_col0(Tmpl *T, LLVMValueRef hp, int k0)
 	return k0 ? iadd(&T->I, c, ci32(&T->I, k0)) : c;
 }
 
+LLVMValueRef proj_pack(Tmpl *T, int j, LLVMValueRef v0, LLVMValueRef v1)
+{
+	Irb *I = &T->I;
+	if (T->pj_sig[T->apj[j]])
+		return pack_f16x2(I, emit_sigmoid(I, v0), emit_sigmoid(I, v1));
+	return pack_bf16x2(I, v0, v1);
+}
+
 int proj_dw_tiles(const Tmpl *T) { return (T->mx->k / proj_nc(T)) * ((T->mx->k + 63) / 64 / proj_dw_kt(T)); }
 
 /* the lane's ldmatrix row offset for an A fragment at k-step ks of the
@@ -334,7 +342,7 @@ void tmpl_proj_fwd(Tmpl *T)
 		for (int j = 0; j < na; j++)
 			for (int nt = 0; nt < nc / 8; nt++) {
 				LLVMValueRef col = out_col(I, &p, p.c0, nt);
-				LLVMValueRef v = pack_bf16x2(I, acc[j][nt][2 * r], acc[j][nt][2 * r + 1]);
+				LLVMValueRef v = proj_pack(T, j, acc[j][nt][2 * r], acc[j][nt][2 * r + 1]);
 				st(I, v, gep_bf16(I, out[j], iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, col))), 4);
 			}
 		if_end(I, &f);

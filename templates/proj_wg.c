@@ -322,8 +322,8 @@ static void fwd_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVM
 		for (int r = 0; r < 2; r++) {
 			LLVMValueRef tr = acc_row(I, p, ci32(I, 0), r);   /* the row in the tile */
 			for (int i = 0; i < 8; i++) {
-				LLVMValueRef v = pack_bf16x2(I, fadd(I, acc[j][4 * i + 2 * r], o->bias[j][i][0]),
-				                             fadd(I, acc[j][4 * i + 2 * r + 1], o->bias[j][i][1]));
+				LLVMValueRef v = proj_pack(T, j, fadd(I, acc[j][4 * i + 2 * r], o->bias[j][i][0]),
+				                           fadd(I, acc[j][4 * i + 2 * r + 1], o->bias[j][i][1]));
 				LLVMValueRef at = iadd(I, ci32(I, g->obuf + j * WG_BLOCK), wg_swz(I, tr, acc_col(I, p, ci32(I, 0), i)));
 				st(I, v, smem_ptr(I, at), 4);
 			}

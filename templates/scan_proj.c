@@ -151,7 +151,7 @@ static void store_tile(Tmpl *T, Lanes *ln, LLVMValueRef row0, LLVMValueRef acc[]
 			for (int i = 0; i < 8; i++) {
 				LLVMValueRef b0 = ld(I, I->f32, gep_f32(I, bp, ci64(I, 8 * i)), 4);
 				LLVMValueRef b1 = ld(I, I->f32, gep_f32(I, bp, ci64(I, 8 * i + 1)), 4);
-				LLVMValueRef v = pack_bf16x2(I, fadd(I, acc[j][4 * i + 2 * r], b0), fadd(I, acc[j][4 * i + 2 * r + 1], b1));
+				LLVMValueRef v = proj_pack(T, j, fadd(I, acc[j][4 * i + 2 * r], b0), fadd(I, acc[j][4 * i + 2 * r + 1], b1));
 				st(I, v, gep_bf16(I, ln->pws[j], iadd(I, row, ci64(I, 8 * i))), 4);
 			}
 		}

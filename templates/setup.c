@@ -266,6 +266,19 @@ static void split_stages(Tmpl *T, ExGraph *g)
  * mixer's own expressions: seeds are d(loss)/d(log_a), d(loss)/d(b) at the
  * recurrence and d(loss)/d(y) at the output; the token stage's seeds are
  * the adjoints of its values tokval[k], summed over the channels of a token. */
+/* PJ_SIG: which projections apart the kernels read only through sigmoid,
+ * over the forward's roots and every adjoint the backward evaluates */
+static void pj_sig_derive(Tmpl *T, const int fr[3], const int *grads, int ng)
+{
+	int roots[3 + 2 + MX_MAXPROJ + MX_MAXPARAM + TM_MAXZ], n = 0;
+	for (int k = 0; k < 3; k++)
+		roots[n++] = fr[k];
+	for (int k = 0; k < ng; k++)
+		roots[n++] = grads[k];
+	for (int j = 0; j < T->napj; j++)
+		T->pj_sig[T->apj[j]] = PJ_SIG && ex_sigmoid_only(&T->mx->g, roots, n, T->apj[j]);
+}
+
 void tmpl_derive(Tmpl *T)
 {
 	const Mixer *mx = T->mx;
@@ -304,6 +317,7 @@ void tmpl_derive(Tmpl *T)
 		T->g_param[p] = grads[n++];
 	for (int k = 0; k < T->ntokval; k++)
 		T->g_tok[k] = grads[n++];
+	pj_sig_derive(T, fr, grads, n);
 	if (T->ntokval == 0) {
 		T->inv_node = ex_invariants(g);
 		return;

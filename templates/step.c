@@ -35,7 +35,7 @@ LLVMValueRef *param_vals(Tmpl *T, Lanes *ln, int s, LLVMValueRef *pv)
 EmitEnv slot_env(Tmpl *T, Lanes *ln, const Step *st, int s, LLVMValueRef *pv)
 {
 	EmitEnv e = { .x = st->x[s], .first = step_first(T, st, s), .param = param_vals(T, ln, s, pv),
-	              .proj = st->proj[s], .tok = st->tok[slot_r(s)] };
+	              .proj = st->proj[s], .proj_sig = T->pj_sig, .tok = st->tok[slot_r(s)] };
 	if (ln->hoist) {
 		size_t n = (size_t)T->mx->g.len;
 		e.inv_node = T->inv_node;
@@ -213,8 +213,9 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 			else if (!ln->pja.on)
 				pj_load(T, ln, st, j, r, pr);
 			for (int e = 0; e < 2; e++) {
-				st->proj[r * 4 + 2 * e][T->apj[j]] = unpack_bf16_lo(I, pr[e]);
-				st->proj[r * 4 + 2 * e + 1][T->apj[j]] = unpack_bf16_hi(I, pr[e]);
+				int sg = T->pj_sig[T->apj[j]];   /* fp16 sigmoids (proj_pack) */
+				st->proj[r * 4 + 2 * e][T->apj[j]] = sg ? unpack_f16(I, pr[e], 0) : unpack_bf16_lo(I, pr[e]);
+				st->proj[r * 4 + 2 * e + 1][T->apj[j]] = sg ? unpack_f16(I, pr[e], 1) : unpack_bf16_hi(I, pr[e]);
 			}
 		}
 	}

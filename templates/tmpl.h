@@ -162,6 +162,10 @@ typedef struct {
 	int seed[3];
 	int g_x, g_h;
 	int g_proj[MX_MAXPROJ];
+	/* a projection apart that the element math reads only through sigmoid
+	 * (PJ_SIG): proj_fwd stores sigmoid(P) as fp16, the scans read it as
+	 * the sigmoid's value (indexed by projection idx; 0 for the others) */
+	unsigned char pj_sig[MX_MAXPROJ];
 	int g_param[MX_MAXPARAM];
 	int derived;              /* tmpl_derive has run */
 	unsigned char *inv_node;  /* lane-invariant nodes of the graph (ex_invariants), set by tmpl_derive */
@@ -317,6 +321,9 @@ LLVMValueRef ksig_param(Tmpl *T, const KSig *s, int p);           /* parameter p
 static inline int smem_blk_max(const Tmpl *T) { return T->smem_sm - TARGET_SMEM_RESERVED; }
 static inline int smem_2blk(const Tmpl *T) { return T->smem_sm / 2 - TARGET_SMEM_RESERVED; }
 static inline int smem_3blk(const Tmpl *T) { return T->smem_sm / 3 - TARGET_SMEM_RESERVED; }
+#ifndef PJ_SIG
+#define PJ_SIG 0   /* experiment: projections apart read only through sigmoid stored as sigmoid(P), fp16 */
+#endif
 #ifndef BWD3
 #define BWD3 0   /* experiment: bwd_apply apart in 4-step segments at three blocks an SM */
 #endif
@@ -601,6 +608,9 @@ void tmpl_map_finish(Tmpl *T);    /* map variants: the row's map from the forwar
 #define PROJ_PLAN_SMS 132     /* the SMs proj_dw's slabs are planned on (fixed: they order its sums) */
 #define PROJ_DW_SLOTS (3 * PROJ_PLAN_SMS)   /* its block slots: 3 blocks an SM */
 int proj_nc(const Tmpl *T);         /* a projection block's output columns: gcd(K, 64) */
+/* a pair of projection j's (apart index) values, biases added, as stored:
+ * bf16, or where the scans read it through sigmoid (pj_sig) fp16 sigmoids */
+LLVMValueRef proj_pack(Tmpl *T, int j, LLVMValueRef v0, LLVMValueRef v1);
 int proj_dw_tiles(const Tmpl *T);   /* proj_dw's blocks per head and slab */
 int proj_dw_kt(const Tmpl *T);      /* its k tiles of 64 a block (a warpgroup each on wgmma; 1 else) */
 int proj_dw_slots(const Tmpl *T);   /* its block slots on PROJ_PLAN_SMS, for the slabs' plan */
