@@ -9,7 +9,10 @@
  *    spec/architectures.md) with EX_SEED adjoints, at reset and non-reset
  *    positions: the gradient wrt every leaf;
  * 3. hash-consing and folding (a*b == b*a, x+0 == x, ...), the bounded
- *    derivative of sqrtb near 0, the interpreter's stable softplus.
+ *    derivative of sqrtb near 0, the interpreter's stable softplus;
+ * 4. ex_sigmoid_only: which projections a cell and its gradients read
+ *    only through sigmoid (RG-LRU's both, SAMU's v), and graphs that read
+ *    one raw.
  * One line per check; exit 0 when all pass.
  */
 #include "expr.h"
@@ -449,6 +452,51 @@ static void test_sqrtb(void)
 	ex_free(&g);
 }
 
+/* ex_sigmoid_only over a cell's outputs and its gradients wrt every
+ * leaf (what the kernels evaluate), and over small graphs that read a
+ * projection raw */
+static void sigmoid_only_cell(const char *name, void (*build)(ExGraph *, int *), const Leaf *leaves, int nleaf,
+                              const int want[2])
+{
+	ExGraph g;
+	ex_init(&g);
+	int roots[3 + 16], lv[16], seeds[3];
+	build(&g, roots);
+	for (int k = 0; k < 3; k++)
+		seeds[k] = ex_leaf(&g, EX_SEED, k);
+	for (int i = 0; i < nleaf; i++)
+		lv[i] = ex_leaf(&g, leaves[i].op, leaves[i].idx);
+	ex_grad(&g, 3, roots, seeds, nleaf, lv, roots + 3);
+	for (int j = 0; j < 2; j++) {
+		int got = ex_sigmoid_only(&g, roots, 3 + nleaf, j);
+		check(got == want[j], "%s: projection %d read only through sigmoid: %d (want %d)", name, j, got, want[j]);
+	}
+	ex_free(&g);
+}
+
+static void test_sigmoid_only(void)
+{
+	static const Leaf rl[] = { { EX_X, 0, "x" }, { EX_H, 0, "h" }, { EX_FIRST, 0, "first" }, { EX_PARAM, 4, "lam" },
+		                   { EX_PROJ, 0, "pa" }, { EX_PROJ, 1, "px" } };
+	static const Leaf sl[] = { { EX_X, 0, "x" }, { EX_H, 0, "h" }, { EX_FIRST, 0, "first" }, { EX_PARAM, 2, "lam" },
+		                   { EX_PARAM, 5, "theta" }, { EX_PARAM, 6, "omega" }, { EX_PROJ, 0, "u" },
+		                   { EX_PROJ, 1, "v" } };
+	sigmoid_only_cell("rglru", build_rglru, rl, 6, (const int[2]){ 1, 1 });
+	/* SAMU's u goes through softplus (whose derivative is sigmoid(u)): raw */
+	sigmoid_only_cell("samu", build_samu, sl, 8, (const int[2]){ 0, 1 });
+	ExGraph g;
+	ex_init(&g);
+	int x = ex_leaf(&g, EX_X, 0), p = ex_leaf(&g, EX_PROJ, 0), s = ex_un(&g, EX_SIGMOID, p);
+	int only = ex_bin(&g, EX_MUL, s, x), raw = ex_bin(&g, EX_ADD, only, p), as_b = ex_bin(&g, EX_MUL, x, p);
+	check(ex_sigmoid_only(&g, &only, 1, 0), "sigmoid(p) * x reads p through sigmoid");
+	check(!ex_sigmoid_only(&g, &raw, 1, 0), "sigmoid(p) * x + p reads p raw");
+	check(!ex_sigmoid_only(&g, &as_b, 1, 0), "x * p reads p raw");
+	check(!ex_sigmoid_only(&g, &p, 1, 0), "p as a root is read raw");
+	check(!ex_sigmoid_only(&g, &x, 1, 0), "x does not read p at all");
+	check(!ex_sigmoid_only(&g, &only, 1, 1), "nor projection 1");
+	ex_free(&g);
+}
+
 int main(void)
 {
 	test_unary();
@@ -469,6 +517,7 @@ int main(void)
 	test_group("samu", build_samu, sl, 8, fill_samu);
 	test_structure();
 	test_sqrtb();
+	test_sigmoid_only();
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
 }
