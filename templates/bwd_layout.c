@@ -102,7 +102,7 @@ static BwdSmem bwd_best(const Tmpl *T, const PartMap *pm, int budget)
  * block may take (smem_1blk) */
 BwdSmem bwd_smem(const Tmpl *T, const PartMap *pm)
 {
-	if (BWD3 && T->napj && !T->portable) {
+	if (bwd3_on(T)) {
 		BwdSmem b3 = bwd_best(T, pm, smem_3blk(T));
 		if (b3.total <= smem_3blk(T))
 			return b3;

@@ -34,7 +34,7 @@ void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v)
 	/* backward segment: h of S steps kept in shared memory, and the steps'
 	 * inputs staged at once; with projections the weights, dproj of every
 	 * step and the dW accumulators take the room of longer segments */
-	int smax = T->nbdproj || (BWD3 && T->napj) ? 4 : 8;
+	int smax = T->nbdproj || (BWD3 && T->napj && !v->docs) ? 4 : 8;
 	T->seg = T->chunk < smax ? T->chunk : smax;
 	snprintf(T->kname, sizeof T->kname, "%s", mx->name);
 	T->smem_sm = target_smem_sm("sm_90");
