@@ -125,8 +125,10 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 			sl[c] = var_init(I, cf32(I, 0.0), "sl");
 		Loop Ls, L;
 		LLVMValueRef i = seg_loop_begin_n(T, ln, &Ls, &L, gb, T->chunk, n);
-		if (ln->keep_staged)   /* at the two-block cap of 128 registers pairs spilled 4 bytes */
-			L.unroll = 4;
+		/* at the two-block cap of 128 registers pairs spilled 4 bytes; with
+		 * the stored sigmoids (PJ_SIG) 4 spilled 8 and the chunk's 8 none */
+		if (ln->keep_staged)
+			L.unroll = pj_sig_any(T) ? 8 : 4;
 		Step stp[2];
 		step_gates_n(T, ln, stp, n, gb, i, 0);
 		for (int k = 0; k < n; k++) {

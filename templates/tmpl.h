@@ -329,6 +329,14 @@ static inline int smem_3blk(const Tmpl *T) { return T->smem_sm / 3 - TARGET_SMEM
 #endif
 /* BWD3's kernels: apart, on a target with clusters; a docs variant's
  * bwd_apply spills 24-32 bytes at three blocks' 168 registers */
+/* some projection apart is stored as its sigmoid (Tmpl.pj_sig) */
+static inline int pj_sig_any(const Tmpl *T)
+{
+	for (int j = 0; j < T->napj; j++)
+		if (T->pj_sig[T->apj[j]])
+			return 1;
+	return 0;
+}
 static inline int bwd3_on(const Tmpl *T) { return BWD3 && T->napj && !T->portable && !T->v->docs; }
 /* Where no layout lets two blocks share the target's SM, the most one may
  * take: the target's limit, but no more than two blocks share an sm_90 SM
