@@ -433,9 +433,7 @@ static int derive_all(VariantSet *sets, int nsets, Job *job, int *nj, json_t *mi
 			j->mx = vs->mixer;
 			CHECK(ex_copy(&j->mx.g, &vs->mixer.g) == 0);
 			tmpl_setup(j->T, &j->mx, &vs->var[vi]);
-			j->T->portable = !target_clusters(j->sm);
-			j->T->wgmma = target_wgmma(j->sm);
-			j->T->smem_sm = target_smem_sm(j->sm);
+			tmpl_target(j->T, j->sm);
 			rc = tmpl_check(j->T, 0, err, errlen);
 			if (rc == 0) {
 				tmpl_derive(j->T);

@@ -34,10 +34,19 @@ void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v)
 	/* backward segment: h of S steps kept in shared memory, and the steps'
 	 * inputs staged at once; with projections the weights, dproj of every
 	 * step and the dW accumulators take the room of longer segments */
-	int smax = T->nbdproj || (BWD3 && T->napj && !v->docs) ? 4 : 8;
+	int smax = T->nbdproj ? 4 : 8;
 	T->seg = T->chunk < smax ? T->chunk : smax;
 	snprintf(T->kname, sizeof T->kname, "%s", mx->name);
 	T->smem_sm = target_smem_sm("sm_90");
+}
+
+void tmpl_target(Tmpl *T, const char *sm)
+{
+	T->portable = !target_clusters(sm);
+	T->wgmma = target_wgmma(sm);
+	T->smem_sm = target_smem_sm(sm);
+	if (bwd3_on(T) && T->seg > 4)   /* BWD3: the backward's segments of 4 steps, for three blocks an SM */
+		T->seg = 4;
 }
 
 /* bwd_apply's shared memory, the most any kernel takes: it grows by 32 KB

@@ -593,6 +593,9 @@ void part_map(const Tmpl *T, PartMap *pm);
 
 /* the templates */
 void tmpl_setup(Tmpl *T, Mixer *mx, const Variant *v);
+/* the target's facts (clusters, wgmma, shared memory) and what they decide
+ * of the variant's geometry; before tmpl_check (sm_90 until called) */
+void tmpl_target(Tmpl *T, const char *sm);
 /* the stage split and every derivative the kernels evaluate (no IR) */
 void tmpl_derive(Tmpl *T);
 void tmpl_free(Tmpl *T);           /* a calloc'd Tmpl and what derivation allocated */
