@@ -452,7 +452,7 @@ void ex_grad(ExGraph *g, int nout, const int *outs, const int *seeds,
 
 /* ---- evaluation and queries -------------------------------------------- */
 
-/* Marks the nodes reachable from node (mark has node+1 entries). */
+/* Whether id is one of roots[0..n). */
 static int roots_has(const int *roots, int n, int id)
 {
 	for (int i = 0; i < n; i++)
@@ -460,6 +460,7 @@ static int roots_has(const int *roots, int n, int id)
 	return 0;
 }
 
+/* Marks the nodes reachable from node (mark has node+1 entries). */
 static void ex_reach(const ExGraph *g, int node, char *mark)
 {
 	mark[node] = 1;

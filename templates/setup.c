@@ -271,15 +271,12 @@ static void split_stages(Tmpl *T, ExGraph *g)
 	free(memo);
 }
 
-/* The adjoints the backward needs, derived once per variant from the
- * mixer's own expressions: seeds are d(loss)/d(log_a), d(loss)/d(b) at the
- * recurrence and d(loss)/d(y) at the output; the token stage's seeds are
- * the adjoints of its values tokval[k], summed over the channels of a token. */
 /* PJ_SIG: which projections apart the kernels read only through sigmoid,
  * over the forward's roots and every adjoint the backward evaluates */
 static void pj_sig_derive(Tmpl *T, const int fr[3], const int *grads, int ng)
 {
 	int roots[3 + 2 + MX_MAXPROJ + MX_MAXPARAM + TM_MAXZ], n = 0;
+	CHECK(ng >= 0 && 3 + ng <= (int)(sizeof roots / sizeof *roots));
 	for (int k = 0; k < 3; k++)
 		roots[n++] = fr[k];
 	for (int k = 0; k < ng; k++)
@@ -288,6 +285,10 @@ static void pj_sig_derive(Tmpl *T, const int fr[3], const int *grads, int ng)
 		T->pj_sig[T->apj[j]] = PJ_SIG && ex_sigmoid_only(&T->mx->g, roots, n, T->apj[j]);
 }
 
+/* The adjoints the backward needs, derived once per variant from the
+ * mixer's own expressions: seeds are d(loss)/d(log_a), d(loss)/d(b) at the
+ * recurrence and d(loss)/d(y) at the output; the token stage's seeds are
+ * the adjoints of its values tokval[k], summed over the channels of a token. */
 void tmpl_derive(Tmpl *T)
 {
 	const Mixer *mx = T->mx;

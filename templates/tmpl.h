@@ -327,8 +327,6 @@ static inline int smem_3blk(const Tmpl *T) { return T->smem_sm / 3 - TARGET_SMEM
 #ifndef BWD3
 #define BWD3 0   /* experiment: bwd_apply apart in 4-step segments at three blocks an SM */
 #endif
-/* BWD3's kernels: apart, on a target with clusters; a docs variant's
- * bwd_apply spills 24-32 bytes at three blocks' 168 registers */
 /* some projection apart is stored as its sigmoid (Tmpl.pj_sig) */
 static inline int pj_sig_any(const Tmpl *T)
 {
@@ -337,6 +335,8 @@ static inline int pj_sig_any(const Tmpl *T)
 			return 1;
 	return 0;
 }
+/* BWD3's kernels: apart, on a target with clusters; a docs variant's
+ * bwd_apply spills 24-32 bytes at three blocks' 168 registers */
 static inline int bwd3_on(const Tmpl *T) { return BWD3 && T->napj && !T->portable && !T->v->docs; }
 /* Where no layout lets two blocks share the target's SM, the most one may
  * take: the target's limit, but no more than two blocks share an sm_90 SM
