@@ -19,7 +19,7 @@ rm -rf "$work"; mkdir -p "$work"
 cd "$work" || exit 1
 pass=0 fail=0 runs=0 bad=0
 firstbad="" W=""
-check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+. "$src/tests/check_lib.sh"
 
 # run [-rc N] ARGS...: one run of recur held to the rules above (and to
 # exit status N when given); its output in $out, its status in $rc

@@ -11,7 +11,7 @@ recur=$1 src=$2 work=$3
 rm -rf "$work"; mkdir -p "$work/out"
 echo keep > "$work/out/marker"
 pass=0 fail=0
-check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+. "$src/tests/check_lib.sh"
 
 # a small mixer every case starts from (line 4 is the first after it)
 mixer_head() {

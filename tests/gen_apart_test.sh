@@ -11,7 +11,7 @@ set -u
 recur=$1 src=$2 work=$3
 rm -rf "$work"; mkdir -p "$work"
 pass=0 fail=0
-check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+. "$src/tests/check_lib.sh"
 py=$(command -v /usr/bin/python3 || command -v python3)
 grid=$src/tests/grids/apart.lua
 # heads of 256: the shipped grid (its prefix-32 variants are apart.lua's at 256)

@@ -19,7 +19,7 @@ LUA
 small=$work/small.lua
 echo keep > "$work/out/marker"
 pass=0 fail=0
-check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+. "$src/tests/check_lib.sh"
 cat > "$work/bad.lua" <<'LUA'
 local R = require "recur"
 local m = R.mixer("m", { k = 64 })

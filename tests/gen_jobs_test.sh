@@ -10,7 +10,7 @@ recur=$1 src=$2 work=$3
 unset RECUR_GEN_CACHE   # every generation here is compared with another: each must be built
 rm -rf "$work"; mkdir -p "$work"
 pass=0 fail=0
-check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+. "$src/tests/check_lib.sh"
 cat > "$work/grid.lua" <<'LUA'
 local R = require "recur"
 return R.variants {

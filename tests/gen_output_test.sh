@@ -8,7 +8,7 @@ recur=$1 src=$2 work=$3
 unset RECUR_GEN_CACHE   # the generations here are interrupted mid-build: each must really build
 rm -rf "$work"; mkdir -p "$work"
 pass=0 fail=0
-check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+. "$src/tests/check_lib.sh"
 leftovers() { ls -d "$work"/*.tmp.* "$work"/*.old.* 2>/dev/null | wc -l; }
 cat > "$work/one.lua" <<'LUA'
 local R = require "recur"

@@ -10,7 +10,7 @@ recur=$1 src=$2 work=$3
 unset RECUR_GEN_CACHE   # the counts below are the output folder's alone; the cache is checked on its own
 rm -rf "$work"; mkdir -p "$work"
 pass=0 fail=0
-check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+. "$src/tests/check_lib.sh"
 # a small mixer of its own, so that its math can be changed here
 mixer() {
 	cat > "$work/$1.lua" <<LUA

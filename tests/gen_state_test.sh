@@ -17,7 +17,7 @@ set -u
 recur=$1 src=$2 work=$3 plain=${4:-}
 rm -rf "$work"; mkdir -p "$work"
 pass=0 fail=0
-check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+. "$src/tests/check_lib.sh"
 # three variants of the representative grid (fused and unfused RG-LRU,
 # SAMU's one-pass), each with resets = { false, true }
 cat > "$work/both.lua" <<'LUA'

@@ -10,7 +10,7 @@ recur=$1 src=$2 work=$3
 lib=$(dirname "$recur")/librecur.so
 rm -rf "$work"; mkdir -p "$work"
 pass=0 fail=0
-check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+. "$src/tests/check_lib.sh"
 [ -f "$lib" ] || { echo "SKIP: no $lib (the build found no shared libjansson or libnettle)"; exit 77; }
 
 nm -D --defined-only "$lib" | awk '{ print $3 }' | sort -u > "$work/exports"

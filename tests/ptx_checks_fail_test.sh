@@ -11,7 +11,7 @@ set -u
 recur=$1 src=$2 work=$3 ptxdir=$4
 rm -rf "$work"; mkdir -p "$work"
 pass=0 fail=0
-check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+. "$src/tests/check_lib.sh"
 command -v python3 > /dev/null || { echo "FAIL python3 not found (llvm-19-dev's tools bring it): the manifest edits need it"; exit 1; }
 [ -f "$ptxdir/manifest.json" ] || { echo "FAIL no manifest.json in $ptxdir (the fixture gen_ptx writes it)"; exit 1; }
 m=$work/ptx

@@ -22,7 +22,7 @@ recur=$1 src=$2 work=$3
 rm -rf "$work"; mkdir -p "$work"
 cd "$work" || exit 1
 pass=0 fail=0
-check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+. "$src/tests/check_lib.sh"
 nodrv="RECUR_LIBCUDA=$work/no-libcuda.so"
 PLAIN=fused_grouped_prefix32_hierarchical_chunk8
 

@@ -20,7 +20,7 @@ done
 rm -rf "$work"; mkdir -p "$work"
 export PYTHONDONTWRITEBYTECODE=1
 pass=0 fail=0
-check() { if [ "$1" = 0 ]; then echo "ok   $2"; pass=$((pass+1)); else echo "FAIL $2"; fail=$((fail+1)); fi; }
+. "$src/tests/check_lib.sh"
 
 out=$("$py" "$src/examples/train_lm.py" --self-test 2>&1); rc=$?
 echo "$out" | sed 's/^/     /'
