@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # PTX sets for an A/B of the templates' build switches (experiments that are
-# off by default: BWD3, PJ_SIG, WG_COLS, ...): one recur built per switch
+# off by default: DW_KT, WG_AHEAD, ...): one recur built per switch
 # combination, each generating the same grid, plus the tree's own set.
 #
 #   bash bench/switch_sets.sh OUT SCRIPT NAME=FLAGS...
 #   APART_K=256 bash bench/switch_sets.sh out tests/grids/apart.lua \
-#       ctl= b3=-DBWD3=1 ps=-DPJ_SIG=1 pb3="-DBWD3=1 -DPJ_SIG=1"
+#       ctl= kt2=-DDW_KT=2 ahead2=-DWG_AHEAD=2
 #
 # writes OUT/NAME (manifest.json and the PTX) for each NAME, the flags added
 # to CMAKE_C_FLAGS of a build in build-switch-NAME/ (an empty FLAGS: the

@@ -128,7 +128,7 @@ static LLVMValueRef emit_node(Irb *I, const ExGraph *g, int node, const EmitEnv 
 	case EX_LOG: r = f_log(I, a); break;
 	case EX_SIGMOID:
 		if (env->proj_sig && g->n[n->a].op == EX_PROJ && env->proj_sig[g->n[n->a].idx])
-			r = a;   /* the value stored is the sigmoid's (PJ_SIG) */
+			r = a;   /* the value stored is the sigmoid's (Tmpl.pj_sig) */
 		else
 			r = env->precise || token_level(g, n->a) ? sigmoid_precise(I, a) : sigmoid(I, a);
 		break;

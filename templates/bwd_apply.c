@@ -647,10 +647,6 @@ void tmpl_bwd_apply(Tmpl *T)
 	 * step si's, so a segment needs at least two (chunks are >= 8) */
 	CHECK(T->nbdproj == 0 || T->seg >= 2);
 	Launch *l = bwd_apply_launch(T, bw.sm.total);
-	if (bwd3_on(T)) {   /* plan.c sized the one-pass grid for three blocks an SM */
-		CHECK(bw.sm.total <= smem_3blk(T));
-		l->minblocks = 3;
-	}
 	tmpl_open(T, l);
 	bw.sig = &l->sig;
 	/* dx's transposed projection takes the weights' rows in the slots'

@@ -102,11 +102,6 @@ static BwdSmem bwd_best(const Tmpl *T, const PartMap *pm, int budget)
  * block may take (smem_1blk) */
 BwdSmem bwd_smem(const Tmpl *T, const PartMap *pm)
 {
-	if (bwd3_on(T)) {
-		BwdSmem b3 = bwd_best(T, pm, smem_3blk(T));
-		if (b3.total <= smem_3blk(T))
-			return b3;
-	}
 	BwdSmem best = bwd_best(T, pm, smem_2blk(T));
 	return best.total <= smem_2blk(T) ? best : bwd_best(T, pm, smem_1blk(T));
 }

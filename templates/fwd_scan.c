@@ -126,7 +126,7 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 		Loop Ls, L;
 		LLVMValueRef i = seg_loop_begin_n(T, ln, &Ls, &L, gb, T->chunk, n);
 		/* at the two-block cap of 128 registers pairs spilled 4 bytes; with
-		 * the stored sigmoids (PJ_SIG) 4 spilled 8 and the chunk's 8 none */
+		 * the stored sigmoids (pj_sig) 4 spilled 8 and the chunk's 8 none */
 		if (ln->keep_staged)
 			L.unroll = pj_sig_any(T) ? 8 : 4;
 		Step stp[2];

@@ -45,8 +45,6 @@ void tmpl_target(Tmpl *T, const char *sm)
 	T->portable = !target_clusters(sm);
 	T->wgmma = target_wgmma(sm);
 	T->smem_sm = target_smem_sm(sm);
-	if (bwd3_on(T) && T->seg > 4)   /* BWD3: the backward's segments of 4 steps, for three blocks an SM */
-		T->seg = 4;
 }
 
 /* bwd_apply's shared memory, the most any kernel takes: it grows by 32 KB
@@ -271,7 +269,7 @@ static void split_stages(Tmpl *T, ExGraph *g)
 	free(memo);
 }
 
-/* PJ_SIG: which projections apart the kernels read only through sigmoid,
+/* Which projections apart the kernels read only through sigmoid,
  * over the forward's roots and every adjoint the backward evaluates */
 static void pj_sig_derive(Tmpl *T, const int fr[3], const int *grads, int ng)
 {
@@ -282,7 +280,7 @@ static void pj_sig_derive(Tmpl *T, const int fr[3], const int *grads, int ng)
 	for (int k = 0; k < ng; k++)
 		roots[n++] = grads[k];
 	for (int j = 0; j < T->napj; j++)
-		T->pj_sig[T->apj[j]] = PJ_SIG && ex_sigmoid_only(&T->mx->g, roots, n, T->apj[j]);
+		T->pj_sig[T->apj[j]] = ex_sigmoid_only(&T->mx->g, roots, n, T->apj[j]);
 }
 
 /* The adjoints the backward needs, derived once per variant from the

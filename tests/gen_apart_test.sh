@@ -90,12 +90,14 @@ PY
 check $? "sm_90: fwd_scan and bwd_apply stage their rows and the projections apart by cp.async (24 and 32 a site), no L2 hints, two blocks an SM"
 # and the look-back forward at chunk 8 (one segment a chunk) keeps each step's maps, fp16
 # pairs (cvt.rn.f16x2), in the bytes of the staged projections it has read, so that its
-# second sweep evaluates no gate; at chunk 16 (two segments) it keeps none
+# second sweep evaluates no gate; at chunk 16 (two segments) it keeps none. With the
+# gates' sigmoids stored, the fold is unrolled fully: 7 steps keep theirs (the chunk's
+# last needs none), 8 slots a step, in both copies of the tile
 kept() { sed -n "/\.entry rglru_fwd_scan(/,/^}/p" "$1" | grep -c 'cvt.rn.f16x2.f32'; }
 f=$work/k256/rglru.apart_fused_grouped_prefix32
 got="$(kept "${f}_lookback_chunk8.ptx") $(kept "${f}_onepass_chunk8.ptx") $(kept "${f}_lookback_chunk16.ptx")"
-[ "$got" = "64 64 0" ]
-check $? "fwd_scan at chunk 8 keeps its step maps in the staged projections: 64 fp16 packs (8 slots a step, the fold unrolled by 4, in both copies of the tile; got: $got; chunk 16 none)"
+[ "$got" = "112 112 0" ]
+check $? "fwd_scan at chunk 8 keeps its step maps in the staged projections: 112 fp16 packs (7 steps x 8 slots x 2 copies; got: $got; chunk 16 none)"
 # Ampere's (the portable path) load them a step ahead of bwd_apply's sweeps instead, each
 # step's loads hinting the lines 4 steps on into L2 (2 rows x 2 projections a step: pass A,
 # the sweeps to h and the reverse sweep; the one-pass backward's reverse sweep loads where
