@@ -593,6 +593,11 @@ if [ "$mode" = results ] || [ "$mode" = all ]; then
 fi
 for f in $wrote; do
 	[ -f "$f" ] || continue
+	case "$f" in *verify_xscale_*)
+		# activations at 1e5 leave the tolerances on purpose: the check is finiteness alone
+		echo "== $(basename "$f" .log): finiteness only, $(grep -c nonfinite "$f") rows with Inf or NaN"
+		continue ;;
+	esac
 	echo "== $(basename "$f" .log): $(tail -1 "$f")"
 	grep -E "FAIL" "$f" | head -5
 done
