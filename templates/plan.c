@@ -136,7 +136,7 @@ static void plan_vars(Tmpl *T)
 	 * the H200 (264); the runtime refuses a device that holds fewer. */
 	char g0[96];
 	if (T->v->onepass)
-		snprintf(g0, sizeof g0, "min(NG,min(%d,max(1,%d/(%s*B))))", ONEPASS_MAXG, 256, scan_h(T));
+		snprintf(g0, sizeof g0, "min(NG,min(%d,max(1,256/(%s*B))))", ONEPASS_MAXG, scan_h(T));
 	else
 		snprintf(g0, sizeof g0, "min(NT,cdiv(%d,B))", T->nbdproj ? 32 : 128);
 	if (T->nbdproj && T->portable) {
