@@ -13,7 +13,10 @@
  *   bf16   pa, px rounded to bf16 (what proj_fwd stores today), the
  *          sigmoid and its derivative r (1 - r) from the rounded value;
  *   sig16  sigmoid(pa), sigmoid(px) rounded to fp16 (PJ_SIG), the
- *          derivative r (1 - r) from the rounded sigmoid.
+ *          derivative r (1 - r) from the rounded sigmoid;
+ *   h2     the same through fp16 arithmetic a pair at a time (SIG_H2):
+ *          z/2 rounded to fp16, its tanh rounded to fp16, then
+ *          0.5 t + 0.5 rounded once (fma.rn.f16x2).
  * Reported: ||out - exact|| / ||exact|| over all tokens and channels (the
  * metric recur verify uses) for y, dx, dpa, dpx and dlam, at projections
  * of standard deviation 1 (the init) and 3 and 6 (gates near 0 and 1). */
@@ -54,7 +57,13 @@ static double fp16(double v) { return (double)(_Float16)(float)v; }
 
 typedef struct { double y[L], dx[L], dpa[L], dpx[L], dlam; } Out;
 
-/* mode 0 exact, 1 bf16 projections, 2 fp16 sigmoids */
+enum { NMODE = 4 };
+/* sigmoid as SIG_H2 takes it: tanh.approx.f16x2 of z/2 in fp16 (here
+ * rounded correctly: the instruction's own error is not modelled), then
+ * one fma.rn.f16x2 */
+static double sig_h2(double z) { return fp16(0.5 + 0.5 * fp16(tanh(fp16(z / 2)))); }
+
+/* mode 0 exact, 1 bf16 projections, 2 fp16 sigmoids, 3 fp16 sigmoids in fp16 arithmetic */
 static void run(int mode, const double *x, const double *pa, const double *px, double lam, const double *dy, Out *o)
 {
 	static double r[L], ig[L], a[L], m[L], h[L];
@@ -64,6 +73,7 @@ static void run(int mode, const double *x, const double *pa, const double *px, d
 		if (mode == 1) za = bf16(za), zx = bf16(zx);
 		r[t] = sigm(za), ig[t] = sigm(zx);
 		if (mode == 2) r[t] = fp16(r[t]), ig[t] = fp16(ig[t]);
+		if (mode == 3) r[t] = sig_h2(za), ig[t] = sig_h2(zx);
 		a[t] = exp(-C * r[t] * sp);
 		m[t] = t == 0 ? 1 : sqrt(fmax(1 - a[t] * a[t], 0));
 		h[t] = a[t] * hp + m[t] * ig[t] * x[t];
@@ -128,30 +138,30 @@ int main(void)
 	printf("%-6s %-6s %10s %10s %10s %10s %10s\n", "pstd", "store", "y", "dx", "dpa", "dpx", "dlam");
 	double stds[] = { 1, 3, 6 };
 	for (int si = 0; si < 3; si++) {
-		double num[3][5] = { { 0 } }, den[5] = { 0 };
+		double num[NMODE][5] = { { 0 } }, den[5] = { 0 };
 		static double x[L], pa[L], px[L], dy[L];
-		static Out o[3];
+		static Out o[NMODE];
 		for (int c = 0; c < D; c++) {
 			double u = 0.81 + (0.998 - 0.81) * urand();
 			double lam = log(exp(-0.5 * log(u)) - 1);   /* a_param at its init */
 			for (int t = 0; t < L; t++)
 				x[t] = nrand(), pa[t] = stds[si] * nrand(), px[t] = stds[si] * nrand(), dy[t] = nrand();
-			for (int mode = 0; mode < 3; mode++)
+			for (int mode = 0; mode < NMODE; mode++)
 				run(mode, x, pa, px, lam, dy, &o[mode]);
 			for (int t = 0; t < L; t++) {
 				double ev[5] = { o[0].y[t], o[0].dx[t], o[0].dpa[t], o[0].dpx[t], 0 };
 				for (int k = 0; k < 4; k++) den[k] += ev[k] * ev[k];
-				for (int mode = 1; mode < 3; mode++) {
+				for (int mode = 1; mode < NMODE; mode++) {
 					double mv[4] = { o[mode].y[t], o[mode].dx[t], o[mode].dpa[t], o[mode].dpx[t] };
 					for (int k = 0; k < 4; k++) num[mode][k] += (mv[k] - ev[k]) * (mv[k] - ev[k]);
 				}
 			}
 			den[4] += o[0].dlam * o[0].dlam;
-			for (int mode = 1; mode < 3; mode++)
+			for (int mode = 1; mode < NMODE; mode++)
 				num[mode][4] += (o[mode].dlam - o[0].dlam) * (o[mode].dlam - o[0].dlam);
 		}
-		const char *nm[3] = { "", "bf16", "sig16" };
-		for (int mode = 1; mode < 3; mode++) {
+		const char *nm[NMODE] = { "", "bf16", "sig16", "h2" };
+		for (int mode = 1; mode < NMODE; mode++) {
 			printf("%-6g %-6s", stds[si], nm[mode]);
 			for (int k = 0; k < 5; k++) printf(" %10.2e", sqrt(num[mode][k] / den[k]));
 			printf("\n");
