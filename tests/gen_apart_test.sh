@@ -98,6 +98,25 @@ f=$work/k256/rglru.apart_fused_grouped_prefix32
 got="$(kept "${f}_lookback_chunk8.ptx") $(kept "${f}_onepass_chunk8.ptx") $(kept "${f}_lookback_chunk16.ptx")"
 [ "$got" = "112 112 0" ]
 check $? "fwd_scan at chunk 8 keeps its step maps in the staged projections: 112 fp16 packs (7 steps x 8 slots x 2 copies; got: $got; chunk 16 none)"
+# the gates read each projection apart only through sigmoid, so proj_fwd stores sigmoid(P)
+# as fp16 (tanh.approx and cvt.rn.f16x2 in its epilogue) and no scan evaluates a gate's
+# sigmoid again: not one tanh.approx in fwd_scan, fwd_apply, bwd_apply or the reduces
+"$py" - "$work/k256" <<'PY'
+import glob, re, sys
+bad, n = [], 0
+for f in sorted(glob.glob(sys.argv[1] + "/*.ptx")):
+    for m in re.finditer(r"\.entry (\w+)\((.*?)\n}", open(f).read(), re.S):
+        k, body = m.group(1), m.group(2)
+        if k.endswith("_proj_fwd"):
+            n += 1
+            if "tanh.approx" not in body or "cvt.rn.f16x2.f32" not in body:
+                bad.append("%s %s: no sigmoid stored as fp16" % (f.split("/")[-1], k))
+        elif re.search("_(fwd_scan|fwd_apply|bwd_apply|fwd_reduce|bwd_reduce)$", k) and "tanh.approx" in body:
+            bad.append("%s %s: %d tanh.approx" % (f.split("/")[-1], k, body.count("tanh.approx")))
+if bad or n == 0: print("\n".join("     " + b for b in bad[:12]) or "     no proj_fwd found")
+sys.exit(1 if bad or n == 0 else 0)
+PY
+check $? "RecurrentGemma: proj_fwd stores the gates' sigmoids in fp16, and no scan kernel evaluates one (tanh.approx)"
 # Ampere's (the portable path) load them a step ahead of bwd_apply's sweeps instead, each
 # step's loads hinting the lines 4 steps on into L2 (2 rows x 2 projections a step: pass A,
 # the sweeps to h and the reverse sweep; the one-pass backward's reverse sweep loads where
