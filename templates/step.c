@@ -206,6 +206,7 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 	if (ln->pja.on)
 		pj_ahead_step(T, ln, st, pj);
 	for (int j = 0; j < T->napj; j++) {
+		int p = T->apj[j], sg = T->pj_sig[p];   /* sg: fp16 sigmoids (proj_pack), else bf16 */
 		for (int r = 0; r < 2; r++) {
 			LLVMValueRef *pr = pj[j][r];
 			if (staged)
@@ -213,9 +214,8 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 			else if (!ln->pja.on)
 				pj_load(T, ln, st, j, r, pr);
 			for (int e = 0; e < 2; e++) {
-				int sg = T->pj_sig[T->apj[j]];   /* fp16 sigmoids (proj_pack) */
-				st->proj[r * 4 + 2 * e][T->apj[j]] = sg ? unpack_f16(I, pr[e], 0) : unpack_bf16_lo(I, pr[e]);
-				st->proj[r * 4 + 2 * e + 1][T->apj[j]] = sg ? unpack_f16(I, pr[e], 1) : unpack_bf16_hi(I, pr[e]);
+				st->proj[r * 4 + 2 * e][p] = sg ? unpack_f16(I, pr[e], 0) : unpack_bf16_lo(I, pr[e]);
+				st->proj[r * 4 + 2 * e + 1][p] = sg ? unpack_f16(I, pr[e], 1) : unpack_bf16_hi(I, pr[e]);
 			}
 		}
 	}
