@@ -399,16 +399,6 @@ LLVMValueRef pack_bf16x2(Irb *I, LLVMValueRef lo, LLVMValueRef hi) { return cvt_
  * infinity); a half widens exactly */
 LLVMValueRef pack_f16x2(Irb *I, LLVMValueRef lo, LLVMValueRef hi) { return cvt_x2(I, "cvt.rn.f16x2.f32 $0, $1, $2;", lo, hi); }
 
-/* sigmoid(z) = 0.5 + 0.5 tanh(z / 2) for a pair, packed as fp16: the halves
- * rounded to fp16, one tanh.approx.f16x2 for both (one SFU op a pair, not
- * two) and one fma.rn.f16x2 */
-LLVMValueRef sigmoid_f16x2(Irb *I, LLVMValueRef lo, LLVMValueRef hi)
-{
-	LLVMValueRef h = cf32(I, 0.5);
-	return cvt_x2(I, "{ .reg .b32 t, h; mov.b32 h, 0x38003800; cvt.rn.f16x2.f32 t, $1, $2; "
-	                 "tanh.approx.f16x2 t, t; fma.rn.f16x2 $0, t, h, h; }", fmul(I, lo, h), fmul(I, hi, h));
-}
-
 LLVMValueRef unpack_f16(Irb *I, LLVMValueRef v, int hi)
 {
 	LLVMTypeRef i16 = LLVMInt16TypeInContext(I->ctx);

@@ -138,7 +138,6 @@ LLVMValueRef unpack_bf16_lo(Irb *I, LLVMValueRef i32v);   /* -> f32 */
 LLVMValueRef unpack_bf16_hi(Irb *I, LLVMValueRef i32v);
 /* fp16 pairs */
 LLVMValueRef pack_f16x2(Irb *I, LLVMValueRef lo_f32, LLVMValueRef hi_f32);   /* -> i32 */
-LLVMValueRef sigmoid_f16x2(Irb *I, LLVMValueRef lo_f32, LLVMValueRef hi_f32);   /* -> i32, fp16 sigmoids */
 LLVMValueRef unpack_f16(Irb *I, LLVMValueRef i32v, int hi);                  /* half lo or hi -> f32 */
 
 /* NVPTX */

@@ -60,7 +60,7 @@ LLVMValueRef proj_pack(Tmpl *T, int j, LLVMValueRef v0, LLVMValueRef v1)
 {
 	Irb *I = &T->I;
 	if (T->pj_sig[T->apj[j]])
-		return SIG_H2 ? sigmoid_f16x2(I, v0, v1) : pack_f16x2(I, emit_sigmoid(I, v0), emit_sigmoid(I, v1));
+		return pack_f16x2(I, emit_sigmoid(I, v0), emit_sigmoid(I, v1));
 	return pack_bf16x2(I, v0, v1);
 }
 

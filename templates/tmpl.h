@@ -321,9 +321,6 @@ LLVMValueRef ksig_param(Tmpl *T, const KSig *s, int p);           /* parameter p
  * 227 and 113 KB, on sm_80 163 and 81, on sm_86 and sm_89 99 and 49 */
 static inline int smem_blk_max(const Tmpl *T) { return T->smem_sm - TARGET_SMEM_RESERVED; }
 static inline int smem_2blk(const Tmpl *T) { return T->smem_sm / 2 - TARGET_SMEM_RESERVED; }
-#ifndef SIG_H2
-#define SIG_H2 0   /* experiment: proj_fwd's stored sigmoids a pair at a time in fp16 (tanh.approx.f16x2) */
-#endif
 /* some projection apart is stored as its sigmoid (Tmpl.pj_sig) */
 static inline int pj_sig_any(const Tmpl *T)
 {
