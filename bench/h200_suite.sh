@@ -88,6 +88,9 @@
 #                                        widths K divides; then the set rg (recur
 #                                        gen lua/variants/recurrentgemma.lua)
 #                                        verified at 2x1000x2560 and 1x1500x4096,
+#                                        its recompute variants against their
+#                                        twins (tests/python/gpu_twins_test.py,
+#                                        where librecur.so is carried),
 #                                        calibrated and timed at RecurrentGemma
 #                                        2B's and 9B's layers, beside the same
 #                                        math in PyTorch (HEADS_PARTS=verify or
@@ -102,7 +105,7 @@
 #                                        --sm sm_90a, K in $SCANPROJ_KS, default
 #                                        256 128) verified at widths K divides,
 #                                        the states variant with marks and h0,
-#                                        tests/python/gpu_scanproj_test.py (each
+#                                        tests/python/gpu_twins_test.py (each
 #                                        against its twin bit for bit, where
 #                                        .carry/lib/librecur.so is carried); then
 #                                        sp256's one-pass chunk-8 twin and
@@ -404,6 +407,14 @@ if [ "$mode" = heads ]; then
 			heads_warm "$PTXROOT/$RGSET"
 			"$BIN" verify --dir "$PTXROOT/$RGSET" --shape 2x1000x2560 --shape 1x1500x4096 > "$EXP/verify_$RGSET.log" 2>&1 || rc=1
 			wrote="$wrote $EXP/verify_$RGSET.log"
+			# its recompute variants against their twins, bit for bit, and what they keep
+			lib=${RECUR_LIB:-$PWD/.carry/lib/librecur.so}
+			if [ -f "$lib" ]; then
+				RECUR_LIB=$lib LD_LIBRARY_PATH=$(dirname "$lib") PYTHONDONTWRITEBYTECODE=1 \
+					python3 tests/python/gpu_twins_test.py "$PTXROOT/$RGSET" > "$EXP/twins_$RGSET.log" 2>&1 || rc=1
+				tail -1 "$EXP/twins_$RGSET.log"
+				wrote="$wrote $EXP/twins_$RGSET.log"
+			fi
 		fi
 	esac
 	case " ${HEADS_PARTS:-verify bench} " in *" bench "*)
@@ -458,7 +469,7 @@ if [ "$mode" = scanproj ]; then
 		lib=${RECUR_LIB:-$PWD/.carry/lib/librecur.so}
 		if [ -f "$lib" ]; then
 			RECUR_LIB=$lib LD_LIBRARY_PATH=$(dirname "$lib") PYTHONDONTWRITEBYTECODE=1 \
-				python3 tests/python/gpu_scanproj_test.py "$set" > "$EXP/twins_sp$k.log" 2>&1 || rc=1
+				python3 tests/python/gpu_twins_test.py "$set" > "$EXP/twins_sp$k.log" 2>&1 || rc=1
 			tail -1 "$EXP/twins_sp$k.log"
 		fi
 	done

@@ -139,9 +139,15 @@ static double num(const json_t *o, const char *key, double none)
 
 double cal_cand_ms(const json_t *cand) { return num(json_object_get(cand, "forward_backward"), "median_ms", -1); }
 double cal_cand_bytes(const json_t *cand) { return num(cand, "extra_bytes_per_element", -1); }
+double cal_cand_saved(const json_t *cand) { return num(cand, "saved_bytes_per_element", -1); }
 
-int cal_pick(const json_t *cands, double budget, int *least)
+/* within a bound (0: none) a number the candidate may lack (-1) */
+static int within(double have, double bound) { return bound <= 0 || (have >= 0 && have <= bound); }
+
+int cal_pick(const json_t *cands, const CalBudget *bud, int *least)
 {
+	CalBudget none = { 0, 0 };
+	const CalBudget *b = bud ? bud : &none;
 	int best = -1, low = -1;
 	double best_ms = 0, low_b = 0;
 	size_t i;
@@ -149,14 +155,15 @@ int cal_pick(const json_t *cands, double budget, int *least)
 	json_array_foreach(cands, i, c) {
 		if (strcmp(jstr(c, "status"), "ok"))
 			continue;
-		double ms = cal_cand_ms(c), b = cal_cand_bytes(c);
+		double ms = cal_cand_ms(c), extra = cal_cand_bytes(c), saved = cal_cand_saved(c);
+		double held = b->saved > 0 ? saved : extra;
 		if (ms < 0)
 			continue;
-		if (b >= 0 && (low < 0 || b < low_b)) {
+		if (held >= 0 && (low < 0 || held < low_b)) {
 			low = (int)i;
-			low_b = b;
+			low_b = held;
 		}
-		if (budget > 0 && !(b >= 0 && b <= budget))
+		if (!within(extra, b->extra) || !within(saved, b->saved))
 			continue;
 		if (best < 0 || ms < best_ms) {
 			best = (int)i;
@@ -176,16 +183,30 @@ void cal_missing_message(const CalKey *k, const json_t *entry, const char *calpa
 	snprintf(cuda, sizeof cuda, "%d.%d", k->cuda_api / 1000, k->cuda_api % 1000 / 10);
 	if (strcmp(calpath, CAL_DEFAULT_PATH) != 0)
 		snprintf(out, sizeof out, " --out %s", calpath);
-	double budget = num(entry, "memory_budget_bytes_per_element", -1);
+	/* the budgets the entry was calibrated under; the least is named by
+	 * what the saved budget bounds where there is one */
+	CalBudget b = { num(entry, "memory_budget_bytes_per_element", -1),
+	                num(entry, "saved_budget_bytes_per_element", -1) };
 	int least = -1;
 	const json_t *cands = json_object_get(entry, "candidates");
-	if (entry && budget > 0 && cal_pick(cands, 0, &least) >= 0 && least >= 0) {
+	if (entry && (b.extra > 0 || b.saved > 0))
+		cal_pick(cands, &(CalBudget){ 0, b.saved }, &least);   /* only the least: by saved bytes where bounded */
+	if (least >= 0) {
 		const json_t *c = json_array_get(cands, (size_t)least);
-		snprintf(msg, n, "calibration found no variant of %s %s on %s (driver %s, CUDA %s, %s) within its memory "
-		         "budget of %.3g extra bytes per element in %s (the least, %s, holds %.3f): run recur calibrate "
-		         "--dir %s --mixer %s --shapes %s%s with a larger --memory-budget or none",
-		         k->mixer, sh, k->gpu, k->driver, cuda, k->generator, budget, calpath, jstr(c, "variant"),
-		         cal_cand_bytes(c), dir, k->mixer, sh, out);
+		char within[160] = "", larger[64] = "";
+		if (b.saved > 0)
+			snprintf(within, sizeof within, "its saved budget of %.3g bytes per element kept for the backward%s",
+			         b.saved, b.extra > 0 ? " and " : "");
+		if (b.extra > 0)
+			snprintf(within + strlen(within), sizeof within - strlen(within), "its memory budget of %.3g extra bytes "
+			         "per element", b.extra);
+		snprintf(larger, sizeof larger, "%s%s%s", b.saved > 0 ? "--saved-budget" : "", b.saved > 0 && b.extra > 0 ?
+		         " or " : "", b.extra > 0 ? "--memory-budget" : "");
+		snprintf(msg, n, "calibration found no variant of %s %s on %s (driver %s, CUDA %s, %s) within %s in %s (the "
+		         "least, %s, %s %.3f): run recur calibrate --dir %s --mixer %s --shapes %s%s with a larger %s or none",
+		         k->mixer, sh, k->gpu, k->driver, cuda, k->generator, within, calpath, jstr(c, "variant"),
+		         b.saved > 0 ? "keeps" : "holds", b.saved > 0 ? cal_cand_saved(c) : cal_cand_bytes(c), dir, k->mixer,
+		         sh, out, larger);
 	} else if (entry)   /* every candidate failed: the entry's candidates say why */
 		snprintf(msg, n, "calibration found no working variant for %s %s on %s (driver %s, CUDA %s, %s) in %s "
 		         "(see the entry's candidates): run recur verify --dir %s --mixer %s --shape %s, fix the "

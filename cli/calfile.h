@@ -47,16 +47,25 @@ const char *cal_winner(const json_t *entry);
 json_t *cal_entry_new(const CalKey *k);
 /* Puts entry (reference stolen) in doc, replacing an entry with the same key. */
 void cal_put(json_t *doc, json_t *entry);
+/* What a winner may hold, in bytes per element of B L D (0: no bound):
+ * extra, its peak over a forward and backward (y, dx and the workspaces:
+ * --memory-budget); saved, what its forward keeps for its backward (the
+ * saved region, what a layer holds between the passes in training:
+ * --saved-budget). */
+typedef struct { double extra, saved; } CalBudget;
 /* The winner among an entry's candidates: of those that ran ("status":
- * "ok"), the fastest median, where budget > 0 only among those holding at
- * most budget extra bytes per element (a candidate without that number is
- * over any budget). Returns its index, or -1; *least (when not NULL) gets
- * the ok candidate holding the least memory, or -1. Ties keep the first. */
-int cal_pick(const json_t *cands, double budget, int *least);
-/* A candidate's forward + backward median (ms) and extra bytes per
- * element, or -1 where the entry does not hold them. */
+ * "ok"), the fastest median among those within every bound of b (a
+ * candidate without the number a bound reads is over it; b NULL: no
+ * bound). Returns its index, or -1; *least (when not NULL) gets the ok
+ * candidate holding the least of what the budget bounds (saved bytes
+ * where b bounds them, else the extra bytes), or -1. Ties keep the first. */
+int cal_pick(const json_t *cands, const CalBudget *b, int *least);
+/* A candidate's forward + backward median (ms), its extra bytes per
+ * element and the bytes per element its forward keeps for the backward,
+ * or -1 where the entry does not hold them. */
 double cal_cand_ms(const json_t *cand);
 double cal_cand_bytes(const json_t *cand);
+double cal_cand_saved(const json_t *cand);
 /* The message for a missing (entry NULL) or winnerless entry: what is
  * missing, why, where, and the command that calibrates it. dir is the
  * manifest folder used. */

@@ -11,7 +11,11 @@
  * memory in the same window as `recur bench` (y, dx and the workspaces over
  * B L D), warm up, and time forward + backward N times, each after an L2
  * flush. The fastest median wins; with --memory-budget, the fastest of those
- * within it (the budget trades time for memory, so it is the user's to set).
+ * within it (the budget trades time for memory, so it is the user's to set);
+ * with --saved-budget, of those whose forward keeps at most so many bytes
+ * per element for the backward (recur_workspace_sizes' saved region: what a
+ * layer holds between the passes when a model trains, where the peak of one
+ * layer's forward and backward is not what adds up).
  * After every (mixer, shape) the calibration file (calfile.h) is
  * rewritten atomically, so an interrupted run keeps what it measured.
  * A variant that breaks the CUDA context (a kernel fault is sticky) ends
@@ -35,7 +39,7 @@ typedef struct {
 	const char *dir, *out;
 	recur_shape sh[H_MAXSHAPES];
 	int nsh, samples, warmup;
-	double budget;   /* extra bytes per element; 0: none */
+	CalBudget budget;   /* extra and saved bytes per element; 0: none */
 	uint64_t seed;
 	const char *only[C_MAXMIX];
 	int nonly;
@@ -54,7 +58,7 @@ typedef struct {
 	struct timespec t0;
 } Cal;
 
-enum { C_DIR, C_SHAPES, C_MIXER, C_OUT, C_SAMPLES, C_WARMUP, C_SKIP, C_SEED, C_BUDGET };
+enum { C_DIR, C_SHAPES, C_MIXER, C_OUT, C_SAMPLES, C_WARMUP, C_SKIP, C_SEED, C_BUDGET, C_SAVED };
 
 static const CliOpt OPTS[] = {
 	[C_DIR] = CLI_OPT_DIR,
@@ -67,6 +71,9 @@ static const CliOpt OPTS[] = {
 	[C_SEED] = CLI_OPT_SEED,
 	[C_BUDGET] = { "--memory-budget", "BYTES_PER_ELEMENT", NULL,
 	               "the fastest within this many extra bytes per element wins (default: no budget)", 0 },
+	[C_SAVED] = { "--saved-budget", "BYTES_PER_ELEMENT", NULL,
+	              "the fastest whose forward keeps at most this many bytes per element for its backward wins "
+	              "(what a layer holds between the passes in training; default: no budget)", 0 },
 };
 
 const CliCmd cli_calibrate_cmd = {
@@ -90,9 +97,10 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 	case C_SEED:
 		return cli_parse_seed(v, &o->seed, err, n);
 	case C_BUDGET:
-		if (cli_parse_positive(v, 0.0, 1e6, &o->budget, err, n) == 0)
+	case C_SAVED:
+		if (cli_parse_positive(v, 0.0, 1e6, opt == C_BUDGET ? &o->budget.extra : &o->budget.saved, err, n) == 0)
 			return 0;
-		snprintf(err, n, "want extra bytes per element, a number above 0");
+		snprintf(err, n, "want %s bytes per element, a number above 0", opt == C_BUDGET ? "extra" : "saved");
 		return -1;
 	}
 	snprintf(err, n, "option %d has no handler", opt);
@@ -112,6 +120,8 @@ static double elapsed_s(const Cal *c)
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (double)(t.tv_sec - c->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - c->t0.tv_nsec);
 }
+
+static int budgeted(const CalOpts *o) { return o->budget.extra > 0 || o->budget.saved > 0; }
 
 static int skipped_by_user(const CalOpts *o, const char *v)
 {
@@ -169,7 +179,11 @@ static int candidate(Cal *c, int vi, HBufs *b, json_t *cands, char *skip, size_t
 		snprintf(skip, nskip, "not on this GPU: %s", why);
 		return 2;
 	}
-	int rc = fits ? 1 : harness_run(&c->h, v, b, why, sizeof why);
+	/* what its forward keeps for the backward: the saved region's size */
+	recur_ws_sizes z;
+	int rc = fits || recur_workspace_sizes(c->m, vi, b->s, &z, why, sizeof why) ? 1 : 0;
+	if (rc == 0)
+		rc = harness_run(&c->h, v, b, why, sizeof why);
 	if (rc == 0) {
 		int fin = harness_finite(&c->h, b, why, sizeof why);
 		rc = fin > 0 ? 1 : fin;
@@ -197,7 +211,9 @@ static int candidate(Cal *c, int vi, HBufs *b, json_t *cands, char *skip, size_t
 	json_object_set_new(o, "variant", json_string(vname));
 	json_object_set_new(o, "status", json_string("ok"));
 	json_object_set_new(o, "forward_backward", results_stats(t, c->o.samples));
-	json_object_set_new(o, "extra_bytes_per_element", json_real((double)delta / ((double)b->s.B * b->s.L * b->s.D)));
+	double el = (double)b->s.B * b->s.L * b->s.D;
+	json_object_set_new(o, "extra_bytes_per_element", json_real((double)delta / el));
+	json_object_set_new(o, "saved_bytes_per_element", json_real((double)z.saved / el));
 	json_array_append_new(cands, o);
 	return 0;
 }
@@ -273,26 +289,30 @@ static int calibrate_one(Cal *c, const char *mixer, recur_shape s, int si, char 
 			snprintf(now, sizeof now, "skipped (its waiting grid is larger than this GPU holds)");
 		if (rc == 0) {
 			const json_t *o = json_array_get(cands, json_array_size(cands) - 1);
-			snprintf(now, sizeof now, "%.4f ms, %.2f B/element", cal_cand_ms(o), cal_cand_bytes(o));
+			snprintf(now, sizeof now, "%.4f ms, %.2f B/element, keeps %.2f", cal_cand_ms(o), cal_cand_bytes(o),
+			         cal_cand_saved(o));
 		}
-		int w = cal_pick(cands, c->o.budget, NULL);
+		int w = cal_pick(cands, &c->o.budget, NULL);
 		if (w >= 0) {
 			const json_t *o = json_array_get(cands, (size_t)w);
 			snprintf(won, sizeof won, "%s %.4f ms", json_string_value(json_object_get(o, "variant")), cal_cand_ms(o));
 		}
 		fprintf(stderr, "calibrate: [%s %s] %d/%d %s: %s; best%s %s; %.1f s\n", mixer, shs, i + 1, nc,
-		        recur_manifest_variant_name(c->m, cand[i]), now, c->o.budget > 0 ? " within the budget" : "", won,
+		        recur_manifest_variant_name(c->m, cand[i]), now, budgeted(&c->o) ? " within the budget" : "", won,
 		        elapsed_s(c));
 	}
 	hbufs_free(&c->h, &b);
-	int least = -1, wi = cal_pick(cands, c->o.budget, &least);
+	int least = -1, wi = cal_pick(cands, &c->o.budget, &least);
 	const json_t *win = wi >= 0 ? json_array_get(cands, (size_t)wi) : NULL;
 	const char *best = win ? json_string_value(json_object_get(win, "variant")) : NULL;
 	char stamp[32];
 	now_utc(stamp, sizeof stamp);
 	json_object_set_new(entry, "winner", best ? json_string(best) : json_null());
 	json_object_set_new(entry, "winner_forward_backward_median_ms", best ? json_real(cal_cand_ms(win)) : json_null());
-	json_object_set_new(entry, "memory_budget_bytes_per_element", c->o.budget > 0 ? json_real(c->o.budget) : json_null());
+	json_object_set_new(entry, "memory_budget_bytes_per_element",
+	                    c->o.budget.extra > 0 ? json_real(c->o.budget.extra) : json_null());
+	if (c->o.budget.saved > 0)   /* only where set: entries without stay as they were */
+		json_object_set_new(entry, "saved_budget_bytes_per_element", json_real(c->o.budget.saved));
 	json_object_set_new(entry, "samples", json_integer(c->o.samples));
 	json_object_set_new(entry, "warmup_runs", json_integer(c->o.warmup));
 	json_object_set_new(entry, "l2_flush_bytes", json_integer((json_int_t)c->h.flush_bytes));
@@ -305,8 +325,11 @@ static int calibrate_one(Cal *c, const char *mixer, recur_shape s, int si, char 
 	char ms[64] = "-", none[256] = "(no variant works)";
 	if (best)
 		snprintf(ms, sizeof ms, "%.4f ms %5.2f B/el", cal_cand_ms(win), cal_cand_bytes(win));
+	else if (least >= 0 && c->o.budget.saved > 0)
+		snprintf(none, sizeof none, "(none within the budget; least kept %.2f B/element)",
+		         cal_cand_saved(json_array_get(cands, (size_t)least)));
 	else if (least >= 0)
-		snprintf(none, sizeof none, "(none within %.3g B/element; least %.2f)", c->o.budget,
+		snprintf(none, sizeof none, "(none within %.3g B/element; least %.2f)", c->o.budget.extra,
 		         cal_cand_bytes(json_array_get(cands, (size_t)least)));
 	printf("%-7s %-16s %-58s %22s  (%d timed, %d failed, %d skipped)\n", mixer, shs, best ? best : none, ms,
 	       nc - nfail - nfit, nfail, (int)json_array_size(skipped));
@@ -354,9 +377,14 @@ static int cal_main(Cal *c, char *err, size_t n)
 	harness_env(c->rt, c->m, &c->env);
 	if (harness_open(&c->h, c->rt, H_FLUSH_BYTES, err, n))
 		return -1;
-	char budget[64] = "fastest wins";
-	if (o->budget > 0)
-		snprintf(budget, sizeof budget, "fastest within %.3g extra bytes per element wins", o->budget);
+	char budget[200] = "fastest wins", extra[64] = "", saved[96] = "";
+	if (o->budget.extra > 0)
+		snprintf(extra, sizeof extra, " %.3g extra bytes per element", o->budget.extra);
+	if (o->budget.saved > 0)
+		snprintf(saved, sizeof saved, "%s %.3g bytes per element kept for the backward", *extra ? " and" : "",
+		         o->budget.saved);
+	if (budgeted(o))
+		snprintf(budget, sizeof budget, "fastest within%s%s wins", extra, saved);
 	fprintf(stderr, "calibrate: %s, driver %s, %s -> %s (%s)\n", c->env.gpu, c->env.driver, c->env.generator,
 	        o->out, budget);
 	for (int k = 0; k < nm; k++) {

@@ -1,6 +1,6 @@
 /* recur list: the variants of a generated folder, which shapes each accepts
- * (and why not), and with --plan every launch of each accepted shape, from
- * the manifest alone: no GPU needed. */
+ * (and why not), and with --plan the workspaces and every launch of each
+ * accepted shape, from the manifest alone: no GPU needed. */
 #include "cli.h"
 #include "harness.h"
 #include "mfinfo.h"
@@ -16,8 +16,9 @@ static const CliOpt OPTS[] = {
 	[L_SHAPE] = { "--shape", "BxLxD", NULL, "say whether each variant accepts this shape, and why not; BxLxD,... gives several",
 	              1 },
 	[L_PLAN] = { "--plan", NULL, NULL,
-	             "and each accepted shape's launches: grid, threads, shared bytes, cluster (a grid sized by the "
-	             "device's multiprocessors as on 132, an H100's or H200's)",
+	             "and each accepted shape's workspaces (saved: kept from the forward for the backward; scratch) and "
+	             "launches: grid, threads, shared bytes, cluster (a grid sized by the device's multiprocessors as "
+	             "on 132, an H100's or H200's)",
 	             0 },
 };
 
@@ -44,10 +45,29 @@ static int set(void *ctx, int opt, const char *v, char *err, size_t n)
 	return -1;
 }
 
+/* Variant v's workspaces at shape s as a caller provides them
+ * (recur_workspace_sizes): the saved region, what a forward keeps for its
+ * backward (what a layer holds between the passes in training), and the
+ * scratch either pass takes; 1 when they cannot be sized. */
+static int print_ws(recur_manifest *m, int v, recur_shape s)
+{
+	char err[4096];
+	recur_ws_sizes z;
+	if (recur_workspace_sizes(m, v, s, &z, err, sizeof err)) {
+		printf("    %dx%dx%d WORKSPACE ERROR: %s\n", s.B, s.L, s.D, err);
+		return 1;
+	}
+	double el = (double)s.B * s.L * s.D;
+	printf("    %dx%dx%d workspaces: saved %zu bytes (%.2f B/element, kept from the forward for the backward), "
+	       "scratch %zu (%.2f B/element)\n", s.B, s.L, s.D, z.saved, (double)z.saved / el, z.scratch,
+	       (double)z.scratch / el);
+	return 0;
+}
+
 /* Every launch of variant v at shape s; 1 when one cannot be planned. */
 static int print_plan(recur_manifest *m, int v, recur_shape s)
 {
-	int bad = 0;
+	int bad = print_ws(m, v, s);
 	char err[4096];
 	for (int p = 0; p < 2; p++)
 		for (int i = 0; i < recur_launch_count(m, v, p); i++) {

@@ -90,11 +90,17 @@ FILE:LINE, and the generator then writes nothing.
                                            sm_90a; other targets build it with proj_fwd.
                                            K a multiple of 64, scan lookback or onepass,
                                            prefix 32, chunk 8
+      recompute = { false },               { true }: apart, but the forward keeps no
+                                           projection for the backward, which runs
+                                           proj_fwd again first (the same kernel, the
+                                           same bits): 4 bytes an element fewer held
+                                           between the passes, one projection kernel
+                                           more in the backward; not with scan_proj
       controller = "name",                 default: the mixer's controller
       rules = { { "D % 64 == 0", "message" }, ... },   shape rules (util/shapex.h)
     }
     The grid is the cartesian product (at most 64 variants); each variant is
-    named [apart_][scanproj_][docs_|resets_][states_][map_][fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_{SCAN}_chunk{C}
+    named [apart_][scanproj_|recompute_][docs_|resets_][states_][map_][fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_{SCAN}_chunk{C}
     and is "materialized" (gates written to memory) when not fused. For a
     mixer with token projections, fused = false means the controller runs in
     a separate pass and the gates stay inside the scan kernels (the only
@@ -686,7 +692,8 @@ end
 
 local OPTIONS = { mixer = true, chunk = true, prefix = true, fused = true, shared_sfu = true, scan = true,
                   fused_output = true, fused_write = true, resets = true, states = true, controller = true,
-                  rules = true, apart = true, docs = true, map = true, scan_proj = true }
+                  rules = true, apart = true, docs = true, map = true, scan_proj = true,
+                  recompute = true }
 
 function R.variants(o)
   if not plain(o) then fail("R.variants takes a table { mixer = m, chunk = {...}, prefix = {...}, ... }, got %s", describe(o)) end
@@ -706,6 +713,22 @@ function R.variants(o)
     if sp then
       for _, ap in ipairs(apart) do
         if not ap then fail("scan_proj = true runs the projections apart inside fwd_scan: give apart = { true }") end
+      end
+    end
+  end
+  local recomp = bool_list(o.recompute, "recompute")
+  for _, rc in ipairs(recomp) do
+    if rc then
+      for _, ap in ipairs(apart) do
+        if not ap then
+          fail("recompute = true runs the projections' kernel again in the backward: give apart = { true }")
+        end
+      end
+      for _, sp in ipairs(sproj) do
+        if sp then
+          fail("recompute = true runs proj_fwd again in the backward, and scan_proj has no proj_fwd "
+               .. "(fwd_scan projects): leave one of them out of the grid")
+        end
       end
     end
   end
@@ -773,11 +796,11 @@ function R.variants(o)
     end
   end
   local total = #chunks * #prefixes * #fused * #sfu * #fout * #fwrite * #scans * #resets * #states * #apart * #docs * #maps
-                * #sproj
+                * #sproj * #recomp
   if total > MAXVAR then
-    fail("the grid has %d variants (chunk %d x prefix %d x fused %d x shared_sfu %d x fused_output %d x fused_write %d x scan %d x resets %d x states %d x apart %d x docs %d x map %d x scan_proj %d); at most %d per R.variants",
+    fail("the grid has %d variants (chunk %d x prefix %d x fused %d x shared_sfu %d x fused_output %d x fused_write %d x scan %d x resets %d x states %d x apart %d x docs %d x map %d x scan_proj %d x recompute %d); at most %d per R.variants",
          total, #chunks, #prefixes, #fused, #sfu, #fout, #fwrite, #scans, #resets, #states, #apart, #docs, #maps, #sproj,
-         MAXVAR)
+         #recomp, MAXVAR)
   end
 
   local file, line = site()
@@ -785,6 +808,7 @@ function R.variants(o)
   local vars = {}
   for _, ap in ipairs(apart) do
   for _, sp in ipairs(sproj) do
+  for _, rc in ipairs(recomp) do
   for _, dc in ipairs(docs) do
   for _, rs in ipairs(resets) do
   for _, hs in ipairs(states) do
@@ -796,7 +820,7 @@ function R.variants(o)
           for _, sc in ipairs(scans) do
             for _, p in ipairs(prefixes) do
               for _, c in ipairs(chunks) do
-                local name = (ap and "apart_" or "") .. (sp and "scanproj_" or "") .. (dc and "docs_" or "") .. (rs and "resets_" or "") .. (hs and "states_" or "") .. (mp and "map_" or "") ..
+                local name = (ap and "apart_" or "") .. (sp and "scanproj_" or "") .. (rc and "recompute_" or "") .. (dc and "docs_" or "") .. (rs and "resets_" or "") .. (hs and "states_" or "") .. (mp and "map_" or "") ..
                              (fo and "fused_output_" or "") ..
                              (fw and "fused_write_" or "") ..
                              (sf and "shared_sfu_" or "") .. (fu and "fused_" or "") ..
@@ -804,7 +828,7 @@ function R.variants(o)
                 vars[#vars + 1] = {
                   name = name, chunk = c, prefix = p, fused = fu, shared_sfu = sf,
                   fused_output = fo, fused_write = fw, resets = rs or dc, states = hs, map = mp, mma = false, rows = false, apart = ap,
-                  docs = dc, scan_proj = sp,
+                  docs = dc, scan_proj = sp, recompute = rc,
                   materialized = (not fu) and ntoken == 0,
                   scan = sc, controller = ctl, file = file, line = line,
                 }
@@ -814,6 +838,7 @@ function R.variants(o)
         end
       end
     end
+  end
   end
   end
   end
@@ -862,7 +887,7 @@ function R.decode(o)
     name = st.name .. "_decode" .. (mma and "_mma" or rows and "_rows" or ""), mma = mma or false,
     rows = rows or false, chunk = CHUNKS[1], prefix = PREFIXES[1], fused = ntoken == 0, shared_sfu = ntoken > 0,
     fused_output = true, fused_write = true, resets = false, states = false, map = false, materialized = false,
-    apart = false, scan_proj = false, docs = false, scan = "decode", controller = ctl or st.controller, file = file, line = line,
+    apart = false, scan_proj = false, recompute = false, docs = false, scan = "decode", controller = ctl or st.controller, file = file, line = line,
   } }
   return make_set(st, vars, rules, ntoken, nblock)
 end

@@ -448,7 +448,7 @@ static int on_sms(const rt_vdesc *d, const char *expr)
 
 static int ld_workspaces(Ld *L, json_t *wss, rt_vdesc *d, const ShapeVars *sv)
 {
-	static const char *const lives[] = {"forward", "saved", "backward"};
+	static const char *const lives[] = {"forward", "saved", "backward", "each"};
 	d->nws = (int)json_array_size(wss);
 	d->ws = ar_alloc(L->m, (d->nws + 1) * sizeof *d->ws);
 	for (int i = 0; i < d->nws; i++) {
@@ -466,11 +466,16 @@ static int ld_workspaces(Ld *L, json_t *wss, rt_vdesc *d, const ShapeVars *sv)
 			return ld_fail(L, "bytes \"%s\" depend on SMS, the device's multiprocessors: a workspace must "
 			               "be the same on every device", w->bytes);
 		int k = 0;
-		while (k < 3 && strcmp(life, lives[k]))
+		while (k < 4 && strcmp(life, lives[k]))
 			k++;
-		if (k == 3)
-			return ld_fail(L, "unknown workspace life \"%s\" (expected forward, saved or backward)", life);
+		if (k == 4)
+			return ld_fail(L, "unknown workspace life \"%s\" (expected forward, saved, backward or each)", life);
 		w->life = (rt_life)k;
+		/* each pass's kernels make it; a zeroed one would be cleared in
+		 * both passes' part of the arena, which holds a workspace once */
+		if (w->life == RT_LIFE_EACH && w->zero)
+			return ld_fail(L, "workspace \"%s\" of life \"each\" is zeroed: a workspace both passes make "
+			               "cannot be cleared by the arena", w->name);
 		if (find_ws(d, w->name) < i)
 			return ld_fail(L, "workspace \"%s\" declared twice", w->name);
 		ld_pop(L, at);

@@ -43,7 +43,9 @@
  *       "workspaces": [
  *         {"name": "agg", "bytes": "B*NT*D*8", "life": "forward", "zero": false},
  *           life: "forward" (used inside one forward), "saved" (written by the
- *           forward, read by the backward), "backward" (inside one backward).
+ *           forward, read by the backward), "backward" (inside one backward),
+ *           "each" (made and used inside each pass: the backward runs the
+ *           kernel that writes it again; not zeroed; nothing kept between).
  *           zero: memset to 0 on the stream at the start of the forward
  *           (forward, saved) or backward (backward) that uses it.
  *       ],

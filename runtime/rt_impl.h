@@ -56,7 +56,10 @@ typedef struct {
 	rt_arg *arg;
 } rt_launch;
 
-typedef enum { RT_LIFE_FORWARD, RT_LIFE_SAVED, RT_LIFE_BACKWARD } rt_life;
+/* a workspace's life: inside one forward; written by the forward for the
+ * backward; inside one backward; or made and used inside each pass (a
+ * kernel both passes run, so nothing of it is kept between them) */
+typedef enum { RT_LIFE_FORWARD, RT_LIFE_SAVED, RT_LIFE_BACKWARD, RT_LIFE_EACH } rt_life;
 
 typedef struct {
 	const char *name, *bytes;

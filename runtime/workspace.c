@@ -15,6 +15,8 @@ _Static_assert(RT_ARENA_ALIGN == RECUR_WS_ALIGN, "a caller's region is aligned a
 /* Which workspaces a pass owns (allocates and zeroes). */
 int rt_ws_in_pass(rt_life life, int pass)
 {
+	if (life == RT_LIFE_EACH)
+		return 1;
 	return pass == RT_FWD ? life != RT_LIFE_BACKWARD : life == RT_LIFE_BACKWARD;
 }
 
@@ -106,24 +108,29 @@ int rt_caller_layout(const rt_vdesc *d, rt_wsbuf *ws, const ShapeVars *sv, const
 		r->zbwd = r->zend;   /* the backward has nothing to clear */
 	r->saved = r->zend;
 	r->scratch[RT_FWD] = r->scratch[RT_BWD] = 0;
-	for (int i = 0; i < d->nws; i++) {
-		const rt_ws *w = &d->ws[i];
-		if (w->zero)
-			continue;   /* in the arena */
-		if (ws_unused(d, w)) {
-			ws[i].need = ws[i].off = 0;
-			continue;
+	/* the workspaces of life "each" first, at the same offsets in both
+	 * passes' scratch (one offset a workspace), then the others */
+	for (int each = 1; each >= 0; each--)
+		for (int i = 0; i < d->nws; i++) {
+			const rt_ws *w = &d->ws[i];
+			if (w->zero || (w->life == RT_LIFE_EACH) != each)
+				continue;   /* in the arena, or not in this round */
+			if (ws_unused(d, w)) {
+				ws[i].need = ws[i].off = 0;
+				continue;
+			}
+			size_t *end = rt_ws_region(w) == RT_REGION_SAVED ? &r->saved
+			            : &r->scratch[w->life == RT_LIFE_BACKWARD ? RT_BWD : RT_FWD];
+			if (rt_ws_bytes(d, i, sv, shape, &ws[i].need, err, errlen))
+				return -1;
+			size_t before = *end;
+			if (arena_add(end, ws[i].need, &ws[i].off))
+				return rt_vfail(err, errlen, "variant %s: workspace %s (%zu bytes) at %s, placed after %zu bytes "
+				                "of its region, makes a region larger than any size (2^64 bytes)", d->name, w->name,
+				                ws[i].need, shape, before);
+			if (each)   /* the backward's scratch starts after it too */
+				r->scratch[RT_BWD] = r->scratch[RT_FWD];
 		}
-		size_t *end = rt_ws_region(w) == RT_REGION_SAVED ? &r->saved
-		            : &r->scratch[w->life == RT_LIFE_BACKWARD ? RT_BWD : RT_FWD];
-		if (rt_ws_bytes(d, i, sv, shape, &ws[i].need, err, errlen))
-			return -1;
-		size_t before = *end;
-		if (arena_add(end, ws[i].need, &ws[i].off))
-			return rt_vfail(err, errlen, "variant %s: workspace %s (%zu bytes) at %s, placed after %zu bytes of "
-			                "its region, makes a region larger than any size (2^64 bytes)", d->name, w->name,
-			                ws[i].need, shape, before);
-	}
 	return 0;
 }
 

@@ -205,7 +205,9 @@ static void plan_workspaces(Tmpl *T)
 	for (int j = 0; j < T->napj; j++) {
 		const char *w = apj_weight(T, j);
 		snprintf(buf, sizeof buf, "proj_%s", w);
-		add_ws(T, buf, "B*L*D*2", "saved", 0);       /* the projection, bias added, in bf16 for every scan kernel */
+		/* the projection, bias added, in bf16 (or its fp16 sigmoid) for every scan kernel: kept for the
+		 * backward, or (recompute) made again by its first kernel, so held by neither pass past its end */
+		add_ws(T, buf, "B*L*D*2", T->v->recompute ? "each" : "saved", 0);
 		snprintf(buf, sizeof buf, "dproj_%s", w);
 		add_ws(T, buf, "B*L*D*2", "backward", 0);    /* its adjoint in bf16, as the mma takes it */
 		snprintf(buf, sizeof buf, "part_%s", w);

@@ -21,6 +21,7 @@
 #include "proj.h"
 #include "diag.h"
 #include <stdio.h>
+#include <string.h>
 
 static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
 int proj_nc(const Tmpl *T) { return gcd(T->mx->k, 64); }
@@ -349,6 +350,23 @@ void tmpl_proj_fwd(Tmpl *T)
 	}
 	loop_end(I, &L);
 	irb_ret(I);
+}
+
+/* recompute: the backward's first launch (after docs_prep's) is the
+ * forward's proj_fwd again, the same kernel on the same x and weights, so
+ * the scans read the bits the forward's read; the projections' workspaces
+ * live inside each pass ("each"), and nothing of them is kept between. */
+void proj_fwd_again(Tmpl *T)
+{
+	char want[sizeof T->fwd[0].kernel];
+	snprintf(want, sizeof want, "%s_proj_fwd", T->kname);
+	CHECK(T->nbwd < 8);
+	for (int i = 0; i < T->nfwd; i++)
+		if (!strcmp(T->fwd[i].kernel, want)) {
+			T->bwd[T->nbwd++] = T->fwd[i];
+			return;
+		}
+	CHECK(!"proj_fwd_again before tmpl_proj_fwd");
 }
 
 void tmpl_proj_dx(Tmpl *T)

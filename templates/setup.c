@@ -402,6 +402,8 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		tmpl_map_finish(T);
 	if (T->v->docs)
 		docs_prep_again(T);
+	if (T->v->recompute)
+		proj_fwd_again(T);
 	if (!T->v->onepass) {
 		tmpl_bwd_reduce(T);
 		tmpl_carry(T, 1);

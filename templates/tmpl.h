@@ -87,7 +87,7 @@ typedef struct {
 typedef struct {
 	char name[112];
 	char bytes[96];
-	const char *life;     /* "forward", "saved", "backward" */
+	const char *life;     /* "forward", "saved", "backward", or "each" (made and used inside each pass) */
 	int zero;
 } Workspace;
 
@@ -620,6 +620,7 @@ int proj_dw_tiles(const Tmpl *T);   /* proj_dw's blocks per head and slab */
 int proj_dw_kt(const Tmpl *T);      /* its k tiles of 64 a block (a warpgroup each on wgmma; 1 else) */
 int proj_dw_slots(const Tmpl *T);   /* its block slots on PROJ_PLAN_SMS, for the slabs' plan */
 void tmpl_proj_fwd(Tmpl *T);
+void proj_fwd_again(Tmpl *T);   /* recompute: the backward runs proj_fwd's launch again, first */
 /* The forward's projections inside fwd_scan (Variant.scan_proj; scan_proj.c):
  * whether the variant's geometry allows it (heads of a multiple of 64,
  * one or two projections apart, a look-back scan of one group a quad of

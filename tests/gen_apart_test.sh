@@ -49,7 +49,9 @@ for path, k in ((sys.argv[1], 256), (sys.argv[2], 176)):
             if kn.endswith("proj_dw") and l["grid"][1:] != ["H", "GW"]:
                 bad.append("%s: proj_dw grid %r" % (n, l["grid"]))
         ws = {w["name"]: w for w in v["workspaces"]}
-        for w, life, size in (("proj_Wa", "saved", "B*L*D*2"), ("proj_Wx", "saved", "B*L*D*2"),
+        # the projections kept for the backward, or (recompute) made in each pass
+        kept = "each" if v.get("recompute") else "saved"
+        for w, life, size in (("proj_Wa", kept, "B*L*D*2"), ("proj_Wx", kept, "B*L*D*2"),
                               ("dproj_Wa", "backward", "B*L*D*2"), ("dxd", "backward", "B*L*D*2"),
                               ("part_Wx", "backward", "GW*D*K*4")):
             if w not in ws or ws[w]["life"] != life or ws[w]["bytes"] != size:
@@ -66,6 +68,45 @@ if bad: print("\n".join("     " + b for b in bad[:12]))
 sys.exit(1 if bad else 0)
 PY
 check $? "each plan: proj_fwd first, proj_dx, proj_dw, param_reduce last; scans over D/64, the weights over D/K and slabs; 4K tensor FLOP per element in each projection kernel; both decode steps at 256"
+# recompute: the shipped grid's one-pass and look-back variants whose forward keeps no
+# projection; the backward's first launch is the forward's proj_fwd, argument for argument;
+# the module is its twin's, byte for byte; list --plan has it keep B L D x 4 bytes fewer
+"$py" - "$work/k256/manifest.json" "$work/k256" <<'PY'
+import json, sys, filecmp
+m, d, bad = json.load(open(sys.argv[1])), sys.argv[2], []
+names = {v["name"]: v for v in m["variants"]}
+rc = sorted(n for n, v in names.items() if v.get("recompute"))
+if rc != ["apart_recompute_fused_grouped_prefix32_lookback_chunk8", "apart_recompute_fused_grouped_prefix32_onepass_chunk8"]:
+    bad.append("recompute variants %r" % rc)
+for n in rc:
+    v, twin = names[n], names.get(n.replace("apart_recompute_", "apart_"))
+    if twin is None or twin.get("recompute"):
+        bad.append("%s: no twin" % n)
+        continue
+    if v["backward"][0] != v["forward"][0] or v["forward"][0]["kernel"] != "rglru_proj_fwd":
+        bad.append("%s: backward[0] %r is not the forward's proj_fwd" % (n, v["backward"][0].get("kernel")))
+    if v["backward"][1:] != twin["backward"] or v["forward"] != twin["forward"]:
+        bad.append("%s: its launches are not the twin's with proj_fwd ahead of the backward" % n)
+    if not filecmp.cmp("%s/%s" % (d, v["ptx"]), "%s/%s" % (d, twin["ptx"]), shallow=False):
+        bad.append("%s: PTX differs from %s's" % (n, twin["name"]))
+for n, v in names.items():
+    if not v.get("recompute") and any(w["life"] == "each" for w in v.get("workspaces", [])):
+        bad.append("%s: a workspace of life each without recompute" % n)
+if bad: print("\n".join("     " + b for b in bad[:12]))
+sys.exit(1 if bad else 0)
+PY
+check $? "recompute (lookback, onepass): the backward runs the forward's proj_fwd launch first, the rest is the twin's plan, the PTX the twin's bytes, the projections of life each"
+kept() { "$recur" list --dir "$work/k256" --plan --shape 2x1000x2560 | awk -v v="$1" '$1 == "rglru" { on = $2 == v } on && /workspaces:/ { print $4 }'; }
+a=$(kept apart_fused_grouped_prefix32_onepass_chunk8) b=$(kept apart_recompute_fused_grouped_prefix32_onepass_chunk8)
+[ -n "$a" ] && [ -n "$b" ] && [ $((a - b)) = $((2 * 1000 * 2560 * 4)) ]
+check $? "list --plan at 2x1000x2560: the recompute variant keeps B L D x 4 bytes fewer for the backward (saved $a -> ${b:-?})"
+for g in "apart = { false }, fused = { true }, recompute = { true }" \
+	"apart = { true }, scan = { \"lookback\" }, scan_proj = { true }, recompute = { true }"; do
+	printf 'local R = require "recur"\nlocal rglru = require "arch.rglru"\nreturn { R.variants { mixer = rglru, chunk = { 8 }, prefix = { 32 }, %s } }\n' "$g" > "$work/rc_bad.lua"
+	out=$("$recur" gen "$work/rc_bad.lua" --lua "$src/lua" -o "$work/rc_bad" -q 2>&1)
+	[ $? != 0 ] && echo "$out" | grep -q "rc_bad.lua:3" && echo "$out" | grep -q "recompute = true"
+	check $? "recompute refused at the script's line: $(echo "$out" | head -1 | cut -c1-160)"
+done
 # on sm_90 the scans that sweep over the projections apart stage them with the rows
 # (SEG_PJ): fwd_scan (fwd_apply) and bwd_apply copy every row array by cp.async, 16 bytes
 # at a time, 8 steps x (x, [dy,] 2 projections) at each staging site, hint nothing into L2

@@ -45,7 +45,14 @@ LUA
 "$recur" gen "$work/resets.lua" --lua "$src/lua" -o "$work/resets" -q || exit 1
 # and heads of 256 channels, their projections apart
 APART_K=256 "$recur" gen "$src/tests/grids/apart.lua" --lua "$src/lua" -o "$work/heads" -q || exit 1
+# and a recompute variant beside its twin (the backward makes the projections again)
+cat > "$work/recompute.lua" <<'LUA'
+local R = require "recur"
+return R.variants { mixer = require "arch.rglru_heads" (256), chunk = { 8 }, prefix = { 32 }, fused = { true },
+  apart = { true }, scan = { "onepass" }, recompute = { false, true } }
+LUA
+"$recur" gen "$work/recompute.lua" --lua "$src/lua" -o "$work/recompute" -q || exit 1
 echo "python: $py"
 # no __pycache__ in the source tree
-PYTHONDONTWRITEBYTECODE=1 RECUR_LIB=$lib RECUR_TEST_KERNELS=$ptx RECUR_TEST_RESETS_KERNELS=$work/resets RECUR_TEST_HEADS_KERNELS=$work/heads RECUR_GOLDENS=${RECUR_GOLDENS:-$src/tests/goldens} \
+PYTHONDONTWRITEBYTECODE=1 RECUR_LIB=$lib RECUR_TEST_KERNELS=$ptx RECUR_TEST_RESETS_KERNELS=$work/resets RECUR_TEST_HEADS_KERNELS=$work/heads RECUR_TEST_RECOMPUTE_KERNELS=$work/recompute RECUR_GOLDENS=${RECUR_GOLDENS:-$src/tests/goldens} \
 	exec "$py" "$src/tests/python/test_cpu.py"

@@ -289,6 +289,17 @@ int main(void)
 	          "gone.ptx", "missing");
 	must_fail("unknown workspace life", "\"life\": \"backward\"", "\"life\": \"forever\"",
 	          "unknown workspace life \"forever\"", NULL);
+	must_fail("a zeroed workspace of life each", "\"life\": \"forward\", \"zero\": true",
+	          "\"life\": \"each\", \"zero\": true", "workspace \"agg\" of life \"each\" is zeroed", NULL);
+	/* a workspace both passes make (recompute): the backward's launches may take it */
+	if (write_edit("\"name\": \"ckpt\", \"bytes\": \"B*NT*D*4\", \"life\": \"saved\"",
+	               "\"name\": \"ckpt\", \"bytes\": \"B*NT*D*4\", \"life\": \"each\"") == 0) {
+		recur_manifest *me = NULL;
+		err[0] = 0;
+		int rce = recur_manifest_load(dir, &me, err, sizeof err);
+		verdict(rce == 0 && me, "a workspace of life each, in both passes' launches", err);
+		recur_manifest_free(me);
+	}
 	must_fail("forward uses a backward workspace", "\"ws:ckpt\", \"i32:L\"", "\"ws:part\", \"i32:L\"",
 	          "life", "forward[0]");
 	must_fail("wrong type", "\"block\": [128, 2, 1]", "\"block\": \"128\"", "must be an array", "forward[1]");

@@ -304,7 +304,7 @@ static CalKey test_key(void)
 	return k;
 }
 
-static json_t *cand(const char *name, const char *status, double ms, double bytes)
+static json_t *cand(const char *name, const char *status, double ms, double bytes, double saved)
 {
 	json_t *c = json_object();
 	json_object_set_new(c, "variant", json_string(name));
@@ -315,43 +315,64 @@ static json_t *cand(const char *name, const char *status, double ms, double byte
 	}
 	if (bytes >= 0)
 		json_object_set_new(c, "extra_bytes_per_element", json_real(bytes));
+	if (saved >= 0)
+		json_object_set_new(c, "saved_bytes_per_element", json_real(saved));
 	return c;
+}
+
+static int pick(const json_t *c, double extra, double saved, int *least)
+{
+	return cal_pick(c, &(CalBudget){ extra, saved }, least);
 }
 
 /* The winner: the fastest that ran, within the memory budget when one is set. */
 static void calibration_pick(void)
 {
 	json_t *c = json_array();
-	json_array_append_new(c, cand("p32", "ok", 0.1773, 4.67));
-	json_array_append_new(c, cand("broken", "failed", 0, -1));
-	json_array_append_new(c, cand("p64", "ok", 0.1799, 4.35));
-	json_array_append_new(c, cand("p128", "ok", 0.1900, 4.20));
-	json_array_append_new(c, cand("nobytes", "ok", 0.1500, -1));
-	json_array_append_new(c, cand("p64_again", "ok", 0.1799, 4.30));
+	json_array_append_new(c, cand("p32", "ok", 0.1773, 4.67, 0.40));
+	json_array_append_new(c, cand("broken", "failed", 0, -1, -1));
+	json_array_append_new(c, cand("p64", "ok", 0.1799, 4.35, 0.30));
+	json_array_append_new(c, cand("p128", "ok", 0.1900, 4.20, 0.35));
+	json_array_append_new(c, cand("nobytes", "ok", 0.1500, -1, -1));
+	json_array_append_new(c, cand("p64_again", "ok", 0.1799, 4.30, 0.20));
 	int least = 9;
-	check(cal_pick(c, 0, &least) == 4 && least == 3, "no budget: the fastest that ran wins, however much it holds",
-	      "%d %d", cal_pick(c, 0, NULL), least);
-	check(cal_pick(c, 4.5, NULL) == 2, "budget 4.5: the fastest within it (p64, not the faster p32 at 4.67 "
-	      "nor one whose memory is unknown), the first of equal times", "%d", cal_pick(c, 4.5, NULL));
-	check(cal_pick(c, 4.67, NULL) == 0, "a candidate exactly at the budget is within it", NULL);
-	check(cal_pick(c, 4.1, &least) == -1 && least == 3, "none within the budget: no winner, and the least is named",
+	check(pick(c, 0, 0, &least) == 4 && least == 3, "no budget: the fastest that ran wins, however much it holds",
+	      "%d %d", pick(c, 0, 0, NULL), least);
+	check(cal_pick(c, NULL, NULL) == 4, "no budget given at all: the same", NULL);
+	check(pick(c, 4.5, 0, NULL) == 2, "budget 4.5: the fastest within it (p64, not the faster p32 at 4.67 "
+	      "nor one whose memory is unknown), the first of equal times", "%d", pick(c, 4.5, 0, NULL));
+	check(pick(c, 4.67, 0, NULL) == 0, "a candidate exactly at the budget is within it", NULL);
+	check(pick(c, 4.1, 0, &least) == -1 && least == 3, "none within the budget: no winner, and the least is named",
 	      "%d", least);
+	/* what the forward keeps for the backward, bounded alone and with the peak */
+	check(pick(c, 0, 0.35, &least) == 2 && least == 5, "saved budget 0.35: p64 (0.30), not p32 (0.40) nor one "
+	      "that does not say; the least is by saved bytes", "%d %d", pick(c, 0, 0.35, NULL), least);
+	check(pick(c, 0, 0.2, NULL) == 5, "saved budget 0.2: p64_again, exactly at it", NULL);
+	check(pick(c, 4.32, 0.35, NULL) == 5, "both budgets: within both (p64 holds 4.35 > 4.32)", NULL);
+	check(pick(c, 4.25, 0.25, &least) == -1 && least == 5, "within neither together: no winner, the least kept "
+	      "named", "%d", least);
 	json_t *none = json_array();
-	json_array_append_new(none, cand("broken", "failed", 0, -1));
-	check(cal_pick(none, 0, &least) == -1 && least == -1, "nothing ran: no winner and no least", NULL);
+	json_array_append_new(none, cand("broken", "failed", 0, -1, -1));
+	check(pick(none, 0, 0, &least) == -1 && least == -1, "nothing ran: no winner and no least", NULL);
 	json_decref(none);
 
 	CalKey k = test_key();
 	json_t *e = cal_entry_new(&k);
 	json_object_set_new(e, "winner", json_null());
 	json_object_set_new(e, "memory_budget_bytes_per_element", json_real(4.1));
-	json_object_set_new(e, "candidates", c);
+	json_object_set_new(e, "candidates", json_deep_copy(c));
 	char msg[2048];
 	cal_missing_message(&k, e, CAL_DEFAULT_PATH, "out/ptx", msg, sizeof msg);
 	check(strstr(msg, "within its memory budget of 4.1 extra bytes per element") && strstr(msg, "p128, holds 4.200") &&
-	      strstr(msg, "--memory-budget") && strstr(msg, "--shapes 1x8192x1024"),
+	      strstr(msg, "--memory-budget") && !strstr(msg, "--saved-budget") && strstr(msg, "--shapes 1x8192x1024"),
 	      "over the budget: the message names the budget, the least variant and what to change", "%s", msg);
+	json_object_set_new(e, "saved_budget_bytes_per_element", json_real(0.1));
+	cal_missing_message(&k, e, CAL_DEFAULT_PATH, "out/ptx", msg, sizeof msg);
+	check(strstr(msg, "its saved budget of 0.1 bytes per element kept for the backward and its memory budget of "
+	             "4.1") && strstr(msg, "p64_again, keeps 0.200") && strstr(msg, "--saved-budget or --memory-budget"),
+	      "over both budgets: the message names both, the least kept and both options", "%s", msg);
 	json_decref(e);
+	json_decref(c);
 }
 
 static void calibration(void)

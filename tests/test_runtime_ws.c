@@ -36,6 +36,18 @@ static char dir[256];
 	" \"backward\": [{\"kernel\": \"bwd\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1],\n"                          \
 	"   \"args\": [\"dx\", \"dy\", \"grad:w\", \"ws:c\", \"ws:d\"]}]}"
 
+/* each: e made by a kernel both passes run (life "each", recompute), a
+ * forward scratch, c saved, d backward scratch */
+#define VARIANT_EACH                                                                                                   \
+	"{\"name\": \"each\", \"mixer\": \"toy\", \"ptx\": \"k.ptx\", \"vars\": [[\"N\", \"L*D\"]],\n"     \
+	" \"rules\": [],\n"                                                                                             \
+	" \"workspaces\": [" WS("a", "B*100", "forward", "false") "," WS("e", "L*D*2", "each", "false") ","               \
+	WS("c", "L*4", "saved", "false") "," WS("d", "D*8", "backward", "false") "],\n"                                    \
+	" \"forward\": [{\"kernel\": \"fwd\", \"grid\": [\"B*4\", 1, 1], \"block\": [64, 1, 1],\n"                     \
+	"   \"args\": [\"y\", \"x\", \"param:w\", \"ws:a\", \"ws:e\", \"ws:c\", \"i32:N\"]}],\n"                      \
+	" \"backward\": [{\"kernel\": \"fwd\", \"grid\": [\"B*4\", 1, 1], \"block\": [64, 1, 1],\n"                    \
+	"   \"args\": [\"y\", \"x\", \"param:w\", \"ws:d\", \"ws:e\", \"ws:c\", \"i32:N\"]}]}"
+
 /* mixed: a forward scratch, b zeroed and saved (the arena), c saved, d
  * backward scratch; zeroed: every one zeroed, d the backward's part of
  * the arena */
@@ -46,7 +58,8 @@ static const char *manifest =
                                      WS("b", "B*L*4", "saved", "true") "," WS("c", "L*D*2", "saved", "false") ","
                                      WS("d", "D*8", "backward", "false")) ",\n"
         VARIANT("zeroed", WS("a", "B*12", "forward", "true") "," WS("b", "B*L*4", "saved", "true") ","
-                          WS("c", "L*4", "saved", "true") "," WS("d", "D*8", "backward", "true")) "\n ]}\n";
+                          WS("c", "L*4", "saved", "true") "," WS("d", "D*8", "backward", "true")) ",\n"
+        VARIANT_EACH "\n ]}\n";
 
 static size_t up(size_t n)
 {
@@ -174,6 +187,45 @@ static void layout(Session *S, recur_shape s)
 	recur_free(S->rt, sc);
 }
 
+/* A workspace both passes make (life "each"): none of it in the saved
+ * region; in the scratch region at the same offset in both passes (ahead of
+ * each pass's own), so the backward's kernel makes it where the forward's
+ * did; in the variant's own buffers, one buffer for both passes. */
+static void each_pass(Session *S, recur_shape s)
+{
+	char err[1024] = "";
+	int vi = recur_manifest_find(S->m, "each");
+	recur_ws_sizes z = {0};
+	size_t L = (size_t)s.L, D = (size_t)s.D, eoff = up(L * D * 2);
+	size_t scratch = eoff + ((size_t)s.B * 100 > D * 8 ? (size_t)s.B * 100 : D * 8);
+	int rc = recur_workspace_sizes(S->m, vi, s, &z, err, sizeof err);
+	check(rc == 0 && z.saved == L * 4 && z.scratch == scratch,
+	      "life each: not in the saved region; scratch = it, then the larger pass's own",
+	      "saved %zu (expected %zu), scratch %zu (expected %zu) %s", z.saved, L * 4, z.scratch, scratch, err);
+	recur_variant *v = NULL;
+	CUdeviceptr sv = 0, sc = 0;
+	rc = rc || recur_variant_load(S->rt, S->m, "each", &v, err, sizeof err) ||
+	     recur_alloc(S->rt, z.saved, &sv, err, sizeof err) || recur_alloc(S->rt, z.scratch, &sc, err, sizeof err);
+	recur_ws w = {sv, sc, z.saved, z.scratch};
+	CUdeviceptr f[3] = {0}, b[3] = {0};
+	if (rc == 0 && (rc = recur_forward_ws(v, s, &S->io, &w, 0, err, sizeof err)) == 0)
+		f[0] = arg(3), f[1] = arg(4), f[2] = arg(5);
+	if (rc == 0 && (rc = recur_backward_ws(v, s, &S->io, &w, 0, err, sizeof err)) == 0)
+		b[0] = arg(3), b[1] = arg(4), b[2] = arg(5);
+	check(rc == 0 && f[1] == sc && b[1] == sc && f[0] == sc + eoff && b[0] == sc + eoff && f[2] == sv && b[2] == sv,
+	      "caller's regions: e at the scratch region's start in both passes, each pass's own after it, c saved",
+	      "e %llx %llx, own %llx %llx, scratch %llx: %s", (unsigned long long)f[1], (unsigned long long)b[1],
+	      (unsigned long long)f[0], (unsigned long long)b[0], (unsigned long long)sc, err);
+	rc = rc || recur_forward(v, s, &S->io, 0, err, sizeof err);
+	CUdeviceptr fe = rc ? 0 : arg(4);
+	rc = rc || recur_backward(v, s, &S->io, 0, err, sizeof err);
+	check(rc == 0 && fe && arg(4) == fe, "the variant's own buffers: the backward's e is the forward's buffer", "%s",
+	      err);
+	recur_variant_free(v);
+	recur_free(S->rt, sv);
+	recur_free(S->rt, sc);
+}
+
 /* the backward's part of the arena, poisoned after each backward, is clear
  * again at the next */
 static void backward_clears(Session *S, recur_shape s)
@@ -217,6 +269,7 @@ int main(void)
 		sizes(&S, s);
 		layout(&S, s);
 		backward_clears(&S, s);
+		each_pass(&S, s);
 	}
 	session_close(&S);
 	check(hc.nblk == 0, "closing the runtime leaves nothing on the device", "%d blocks", hc.nblk);

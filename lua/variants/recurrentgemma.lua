@@ -17,6 +17,18 @@ return {
     fused  = { true },
     scan   = { "hierarchical", "lookback", "onepass" },
   },
+  -- the forward keeps no projection for the backward, which makes them
+  -- again first (proj_fwd's kernel, the same bits): 4 bytes an element
+  -- fewer held between the passes for a training step's layers, one
+  -- projection kernel more in the backward (calibrate --saved-budget)
+  R.variants {
+    mixer     = rg,
+    chunk     = { 8 },
+    prefix    = { 32 },
+    fused     = { true },
+    scan      = { "lookback", "onepass" },
+    recompute = { true },
+  },
   -- a sequence's state: reset marks (packed documents), initial and final
   -- states (a prompt's state for the decode step, a row continuing from
   -- one); calls without one run the variants above

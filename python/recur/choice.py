@@ -14,6 +14,9 @@ is refused.
 
 The default rule ranks the variants of the mixer that accept the shape:
   - not materialized before materialized (no [B, L, D] gate tensors);
+  - the projections kept for the backward before made again there
+    (recompute: leaner between the passes, one kernel more in the backward;
+    pin it, or calibrate with --saved-budget, to run it);
   - one-pass, then look-back, then hierarchical scans;
   - smaller prefix, then fused, shared_sfu, fused_output, fused_write first;
   - smaller chunk; the name last, so the choice is deterministic.
@@ -52,7 +55,7 @@ def default_rank(v, need, device):
     (Manifest.resident_need); device: a DeviceInfo or None."""
     blocks, smem = need
     too_wide = device is not None and blocks > resident_capacity(smem, device)
-    return (too_wide, v.materialized, _SCAN_ORDER.get(v.scan, len(_SCAN_ORDER)), v.prefix, not v.fused,
+    return (too_wide, v.materialized, v.recompute, _SCAN_ORDER.get(v.scan, len(_SCAN_ORDER)), v.prefix, not v.fused,
             not v.shared_sfu, not v.fused_output, not v.fused_write, v.chunk, v.name)
 
 

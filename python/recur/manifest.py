@@ -3,7 +3,7 @@
 librecur answers everything a shape decides: which variants accept it,
 each parameter's dims and initialisation, the workspace sizes, the launch
 plan. The variant attributes the default choice ranks by (scan, prefix,
-chunk, fused, materialized, which launches are "resident") are read from
+chunk, fused, materialized, recompute, which launches are "resident") are read from
 the same manifest.json as JSON, whose format runtime/manifest.h documents.
 """
 import ctypes
@@ -18,12 +18,13 @@ ParamSpec = namedtuple("ParamSpec", "name dims init a b")
 ParamSpec.__doc__ = "A mixer parameter at one width: name, dims, init kind and its numbers a, b."
 
 Variant = namedtuple("Variant", "name mixer target scan prefix chunk fused shared_sfu fused_output "
-                                "fused_write materialized resident_launches state mma rows")
+                                "fused_write materialized resident_launches state mma rows recompute")
 Variant.__doc__ = ("A variant's attributes from manifest.json; resident_launches: (backward, index) of "
                    "each launch whose blocks wait on each other (they must all be resident at once); state: "
                    "the fields of the sequence state its kernels take (frozenset, e.g. {'reset'}); mma: a decode "
                    "step on tensor cores (R.decode { mma = true }); rows: a decode step of one kernel a row "
-                   "(R.decode { rows = true }).")
+                   "(R.decode { rows = true }); recompute: the backward makes the projections apart again "
+                   "(R.variants { recompute = { true } }), so the forward keeps none of them.")
 
 
 class Manifest:
@@ -151,7 +152,8 @@ class Manifest:
                                 shared_sfu=bool(v.get("shared_sfu")), fused_output=bool(v.get("fused_output")),
                                 fused_write=bool(v.get("fused_write")), materialized=bool(v.get("materialized")),
                                 resident_launches=tuple(resident), state=frozenset(v.get("state") or ()),
-                                mma=bool(v.get("mma")), rows=bool(v.get("rows")))
+                                mma=bool(v.get("mma")), rows=bool(v.get("rows")),
+                                recompute=bool(v.get("recompute")))
         return out
 
     # ---- shapes ----

@@ -36,6 +36,7 @@ from recur.kernels import DeviceInfo  # noqa: E402
 KERNELS = os.environ.get("RECUR_TEST_KERNELS", "")
 RESETS_KERNELS = os.environ.get("RECUR_TEST_RESETS_KERNELS", "")
 HEADS_KERNELS = os.environ.get("RECUR_TEST_HEADS_KERNELS", "")
+RECOMPUTE_KERNELS = os.environ.get("RECUR_TEST_RECOMPUTE_KERNELS", "")
 GOLDENS = os.environ.get("RECUR_GOLDENS") or os.path.join(REPO, "tests", "goldens")
 H200 = DeviceInfo(0, "NVIDIA H200", 132)
 
@@ -575,6 +576,43 @@ class Heads256(unittest.TestCase):
             report("%-48s saved %10d scratch %10d" % (v, saved, scratch))
             self.assertGreaterEqual(saved, 2 * B * L * D * 2)       # both projections, bf16
             self.assertGreaterEqual(scratch, 2 * B * L * D * 2 + B * L * D * 4)   # their adjoints, dx's own term
+
+
+class Recompute(unittest.TestCase):
+    """A variant whose backward makes the projections again (recompute) beside
+    its twin that keeps them: the default choice runs the twin (faster); the
+    recompute variant's forward keeps B L D x 4 bytes fewer for the
+    backward, and runs through autograd when pinned, the backward given the
+    forward's smaller saved region."""
+
+    TWIN = "apart_fused_grouped_prefix32_onepass_chunk8"
+    LEAN = "apart_recompute_fused_grouped_prefix32_onepass_chunk8"
+
+    def setUp(self):
+        if not RECOMPUTE_KERNELS:
+            self.skipTest("RECUR_TEST_RECOMPUTE_KERNELS is not set (python_test.sh makes one)")
+        self.k = recur.load(RECOMPUTE_KERNELS)
+
+    def test_the_default_keeps_the_projections(self):
+        self.assertEqual(self.k.choose("rglru", 1, 8192, 2560, H200)[0], self.TWIN)
+        self.assertTrue(self.k.manifest.variants[self.LEAN].recompute)
+        self.assertFalse(self.k.manifest.variants[self.TWIN].recompute)
+
+    def test_it_keeps_four_bytes_an_element_fewer(self):
+        if not _lib.library().has("recur_workspace_sizes"):
+            self.skipTest("librecur has no recur_workspace_sizes")
+        for B, L, D in ((1, 1000, 2560), (3, 77, 512)):
+            (s0, c0), (s1, c1) = (self.k.workspace_sizes(v, B, L, D) for v in (self.TWIN, self.LEAN))
+            report("%dx%dx%d: saved %d -> %d, scratch %d -> %d" % (B, L, D, s0, s1, c0, c1))
+            self.assertEqual(s0 - s1, B * L * D * 4)
+            self.assertGreaterEqual(c1, c0)
+
+    def test_pinned_it_runs_through_autograd(self):
+        stand_in(self, self.k)
+        m = recur.RGLRU(self.k, 512, variant=self.LEAN)
+        x = torch.randn(3, 77, 512).bfloat16().requires_grad_(True)
+        m(x).backward(torch.randn(3, 77, 512).bfloat16())
+        self.assertEqual([c[:2] for c in self.calls], [("forward", self.LEAN), ("backward", self.LEAN)])
 
 
 class RecurrentGemmaCheckpoint(unittest.TestCase):
