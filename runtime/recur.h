@@ -334,7 +334,9 @@ size_t recur_abi_size(const char *type);
  *            the same shape; keep it untouched from one to the other (a
  *            second backward from the same saved region is allowed);
  *   scratch: used during one pass only, forward or backward; free or reuse
- *            it once the pass is done in stream order.
+ *            it once the pass is done in stream order (a recompute
+ *            variant's backward makes its projections again there, so its
+ *            saved region is B L D x 4 bytes smaller than its twin's).
  * recur_workspace_sizes gives both sizes at shape s from the manifest alone
  * (no GPU) for variant index i (in a folder of several targets, after
  * recur_manifest_select: the sizes differ between targets); either may be

@@ -76,7 +76,9 @@ import json, sys, filecmp
 m, d, bad = json.load(open(sys.argv[1])), sys.argv[2], []
 names = {v["name"]: v for v in m["variants"]}
 rc = sorted(n for n, v in names.items() if v.get("recompute"))
-if rc != ["apart_recompute_fused_grouped_prefix32_lookback_chunk8", "apart_recompute_fused_grouped_prefix32_onepass_chunk8"]:
+want = ["apart_recompute_%sfused_grouped_prefix32_%s_chunk8" % (st, sc) for st in ("", "resets_states_")
+        for sc in ("lookback", "onepass")]
+if rc != want:
     bad.append("recompute variants %r" % rc)
 for n in rc:
     v, twin = names[n], names.get(n.replace("apart_recompute_", "apart_"))
@@ -95,7 +97,7 @@ for n, v in names.items():
 if bad: print("\n".join("     " + b for b in bad[:12]))
 sys.exit(1 if bad else 0)
 PY
-check $? "recompute (lookback, onepass): the backward runs the forward's proj_fwd launch first, the rest is the twin's plan, the PTX the twin's bytes, the projections of life each"
+check $? "recompute (lookback, onepass; plain and with resets and states): the backward runs the forward's proj_fwd launch first, the rest is the twin's plan, the PTX the twin's bytes, the projections of life each"
 kept() { "$recur" list --dir "$work/k256" --plan --shape 2x1000x2560 | awk -v v="$1" '$1 == "rglru" { on = $2 == v } on && /workspaces:/ { print $4 }'; }
 a=$(kept apart_fused_grouped_prefix32_onepass_chunk8) b=$(kept apart_recompute_fused_grouped_prefix32_onepass_chunk8)
 [ -n "$a" ] && [ -n "$b" ] && [ $((a - b)) = $((2 * 1000 * 2560 * 4)) ]

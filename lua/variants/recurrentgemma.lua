@@ -31,15 +31,17 @@ return {
   },
   -- a sequence's state: reset marks (packed documents), initial and final
   -- states (a prompt's state for the decode step, a row continuing from
-  -- one); calls without one run the variants above
+  -- one); calls without one run the variants above; and the same keeping
+  -- no projection (packed documents are where long rows train)
   R.variants {
-    mixer  = rg,
-    chunk  = { 8 },
-    prefix = { 32 },
-    fused  = { true },
-    scan   = { "lookback", "onepass" },
-    resets = { true },
-    states = { true },
+    mixer     = rg,
+    chunk     = { 8 },
+    prefix    = { 32 },
+    fused     = { true },
+    scan      = { "lookback", "onepass" },
+    resets    = { true },
+    states    = { true },
+    recompute = { false, true },
   },
   R.decode { mixer = rg },
   R.decode { mixer = rg, mma = true },
