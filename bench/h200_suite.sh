@@ -406,7 +406,10 @@ if [ "$mode" = heads ]; then
 		if [ -d "$PTXROOT/$RGSET" ]; then
 			heads_warm "$PTXROOT/$RGSET"
 			"$BIN" verify --dir "$PTXROOT/$RGSET" --shape 2x1000x2560 --shape 1x1500x4096 > "$EXP/verify_$RGSET.log" 2>&1 || rc=1
-			wrote="$wrote $EXP/verify_$RGSET.log"
+			# its variants taking reset marks and states (those keeping no projection among them)
+			"$BIN" verify --dir "$PTXROOT/$RGSET" --resets 0.01 --h0 --shape 2x1000x2560 --shape 3x77x512 \
+				> "$EXP/verify_${RGSET}_states.log" 2>&1 || rc=1
+			wrote="$wrote $EXP/verify_$RGSET.log $EXP/verify_${RGSET}_states.log"
 			# its recompute variants against their twins, bit for bit, and what they keep
 			lib=${RECUR_LIB:-$PWD/.carry/lib/librecur.so}
 			if [ -f "$lib" ]; then
