@@ -16,6 +16,7 @@
 #include "cache.h"
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <jansson.h>
 #include <llvm-c/BitWriter.h>
 #include <llvm-c/Core.h>
@@ -241,6 +242,8 @@ typedef struct {
 	char cubin_key[HASH_HEX];  /* and of the cubin: the PTX's, ptxas and its options */
 	int reused_ptx, reused_cubin;
 	int cached_ptx;            /* the PTX came from the cache (o->cache) */
+	int claimed;               /* this job builds the module of its key in this run */
+	int twin;                  /* 1 + the index of the job building this same module (its key), or 0 */
 	char cache_err[512];       /* why the cache could not keep it, or "" */
 	double t[NSTAGE];          /* seconds in each stage */
 	int rc;
@@ -249,6 +252,8 @@ typedef struct {
 
 typedef struct {
 	Job *job;
+	int njob;
+	pthread_mutex_t *claims;   /* over the jobs' claimed and twin */
 	const GenOpts *o;
 	const Reuse *old;          /* the output folder's modules, by key */
 	const Ptxas *ptxas;        /* one per target, NULL without --cubin */
@@ -258,23 +263,78 @@ typedef struct {
  * O3 (its bitcode: everything the scripts and the templates put into it),
  * the generator's version, LLVM's, the target, the PTX ISA and the
  * optimisation pipeline. Equal keys give equal PTX, so a module whose key
- * the output folder already holds is taken from there, not rebuilt. */
+ * the output folder already holds is taken from there, not rebuilt. The
+ * module's name (its variant's) is left out: it is not in the PTX, and two
+ * variants of one IR (a recompute variant and its twin) are one module. */
 static void module_key(LLVMModuleRef mod, const Target *tg, char out[HASH_HEX])
 {
 	char llvmv[32];
 	target_llvm_version(llvmv, sizeof llvmv);
 	Hash h;
 	hash_init(&h);
-	hash_str(&h, "recur module key 1");
+	hash_str(&h, "recur module key 2");
 	hash_str(&h, RECUR_VERSION);
 	hash_str(&h, llvmv);
 	hash_str(&h, tg->sm);
 	hash_str(&h, tg->ptx);
 	hash_str(&h, "default<O3>");
+	size_t nid, nsrc;
+	const char *id = LLVMGetModuleIdentifier(mod, &nid), *src = LLVMGetSourceFileName(mod, &nsrc);
+	char *keep_id = strndup(id, nid), *keep_src = strndup(src, nsrc);
+	CHECK(keep_id && keep_src);
+	LLVMSetModuleIdentifier(mod, "", 0);
+	LLVMSetSourceFileName(mod, "", 0);
 	LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(mod);
+	LLVMSetModuleIdentifier(mod, keep_id, nid);
+	LLVMSetSourceFileName(mod, keep_src, nsrc);
+	free(keep_id);
+	free(keep_src);
 	hash_bytes(&h, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc));
 	LLVMDisposeMemoryBuffer(bc);
 	hash_hex(&h, out);
+}
+
+/* 1 when another job of the run builds the module of j's key (j->twin
+ * names it, and take_twins gives j its PTX after the builds), else 0 and
+ * j builds it: the first to claim a key, so each module is built once. */
+static int claim_key(const Build *b, Job *j)
+{
+	pthread_mutex_lock(b->claims);
+	for (int k = 0; k < b->njob && !j->twin; k++)
+		if (&b->job[k] != j && b->job[k].claimed && !strcmp(b->job[k].key, j->key))
+			j->twin = k + 1;
+	j->claimed = !j->twin;
+	pthread_mutex_unlock(b->claims);
+	return j->twin != 0;
+}
+
+/* After the builds: each job whose module another built takes its PTX and
+ * cubin (the same key: the same bytes), or that one's failure. */
+static void take_twins(Job *job, int njob)
+{
+	for (int i = 0; i < njob; i++) {
+		Job *j = &job[i];
+		if (!j->twin || j->rc)
+			continue;
+		const Job *o = &job[j->twin - 1];
+		if (o->rc) {   /* (through e2: the compiler cannot tell that o is not j) */
+			char e2[sizeof j->err];
+			snprintf(e2, sizeof e2, "%s (the module of variant %s.%s too, which has the same IR)", o->err,
+			         j->T->mx->name, j->T->v->name);
+			j->rc = -1;
+			memcpy(j->err, e2, sizeof e2);
+			continue;
+		}
+		j->ptx = strdup(o->ptx);
+		CHECK(j->ptx);
+		if (o->cubin) {
+			j->cubin = malloc(o->ncubin);
+			CHECK(j->cubin);
+			memcpy(j->cubin, o->cubin, o->ncubin);
+			j->ncubin = o->ncubin;
+			memcpy(j->cubin_key, o->cubin_key, sizeof j->cubin_key);
+		}
+	}
 }
 
 /* The cubin's: its PTX's key, ptxas's version, the target and options. */
@@ -297,6 +357,8 @@ static int module_ptx(Job *j, const Build *b, LLVMModuleRef mod)
 	module_key(mod, &j->tg, j->key);
 	double t1 = now_s();
 	j->t[ST_KEY] = t1 - t0;
+	if (claim_key(b, j))   /* another variant of the run builds this module */
+		return 0;
 	if ((j->reused_ptx = reuse_ptx(b->old, j->key, &j->ptx)))
 		return 0;
 	const char *cache = b->o->rebuild ? NULL : b->o->cache;
@@ -354,7 +416,7 @@ static int gen_variant(Job *j, const Build *b)
 	int rc = o->check ? 0 : module_ptx(j, b, mod);
 	LLVMDisposeModule(mod);
 	LLVMContextDispose(ctx);
-	if (rc == 0 && b->ptxas)
+	if (rc == 0 && b->ptxas && !j->twin)
 		rc = module_cubin(j, b, modname);
 	if (rc != 0) {
 		char e2[sizeof j->err];
@@ -382,9 +444,12 @@ static int build_all(Job *job, int njob, const GenOpts *o, const Ptxas *ptxas, c
 	 * only means building more */
 	Reuse *old = o->rebuild ? NULL : reuse_open(o->outdir);
 	/* IR dumps come out of the builds: one thread keeps them in script order */
-	Build b = { .job = job, .o = o, .old = old, .ptxas = ptxas };
-	if (rc == 0)
+	pthread_mutex_t claims = PTHREAD_MUTEX_INITIALIZER;
+	Build b = { .job = job, .njob = njob, .claims = &claims, .o = o, .old = old, .ptxas = ptxas };
+	if (rc == 0) {
 		par_run_n(njob, o->dump_ir ? 1 : o->jobs, build_one, &b);
+		take_twins(job, njob);
+	}
 	reuse_close(old);
 	for (int i = 0; i < made; i++)
 		target_free(&job[i].tg);
@@ -574,22 +639,25 @@ static int report_check(const Job *job, int nj, const Targets *tl, char *err, si
 /* The closing line: how many modules were built and how many taken over. */
 static void say_built(const Job *job, int nj, const GenOpts *o)
 {
-	int rp = 0, rc = 0, nc = 0, cp = 0;
+	int rp = 0, rc = 0, nc = 0, cp = 0, tw = 0;
 	for (int i = 0; i < nj; i++) {
+		tw += job[i].twin != 0;
 		rp += job[i].reused_ptx;
 		rc += job[i].reused_cubin;
-		nc += job[i].cubin != NULL;
+		nc += job[i].cubin != NULL && !job[i].twin;
 		cp += job[i].cached_ptx;
 	}
 	rp += cp;
 	int ntgt = nj ? job[nj - 1].ti + 1 : 1;
 	if (ntgt > 1)
 		fprintf(stderr, "wrote %d variants for %d targets to %s: PTX of %d built, %d unchanged", nj / ntgt, ntgt,
-		        o->outdir, nj - rp, rp);
+		        o->outdir, nj - rp - tw, rp);
 	else
-		fprintf(stderr, "wrote %d variants to %s: PTX of %d built, %d unchanged", nj, o->outdir, nj - rp, rp);
+		fprintf(stderr, "wrote %d variants to %s: PTX of %d built, %d unchanged", nj, o->outdir, nj - rp - tw, rp);
 	if (cp)
 		fprintf(stderr, " (%d from the cache)", cp);
+	if (tw)   /* variants of one IR: one module, built once */
+		fprintf(stderr, ", %d the module of another variant", tw);
 	if (nc)
 		fprintf(stderr, "; cubins of %d built, %d unchanged", nc - rc, rc);
 	fprintf(stderr, "\n");

@@ -3,7 +3,8 @@
 # module whose content key (the IR, the generator's and LLVM's versions,
 # target, PTX ISA, pipeline) it already holds, checked by checksum, and
 # builds the rest; with --cubin the same for each cubin (plus ptxas's
-# version). The output stays what a fresh generation writes.
+# version); and two variants of one IR in a run are one module, built
+# once. The output stays what a fresh generation writes.
 #   usage: gen_reuse_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
 set -u
 recur=$1 src=$2 work=$3
@@ -107,6 +108,20 @@ check $? "a cache that cannot be written is a warning naming it; the folder is w
 out=$(RECUR_GEN_CACHE= gen "$work/a.lua" "$work/k8")
 echo "$out" | grep -q "PTX of 2 built, 0 unchanged$"; check $? "an empty \$RECUR_GEN_CACHE is no cache ($out)"
 
+# two variants of one IR (a recompute variant and its twin: the module's name is not in its
+# key) are one module, built once, written under both names, the same bytes and key
+cat > "$work/twins.lua" <<'LUA'
+local R = require "recur"
+return R.variants { mixer = require "arch.rglru_heads" (64), chunk = { 8 }, prefix = { 32 }, fused = { true },
+  apart = { true }, recompute = { false, true } }
+LUA
+tw=rglru.apart_fused_grouped_prefix32_hierarchical_chunk8 twr=rglru.apart_recompute_fused_grouped_prefix32_hierarchical_chunk8
+out=$(gen "$work/twins.lua" "$work/tw")
+echo "$out" | grep -q "PTX of 1 built, 0 unchanged, 1 the module of another variant$" &&
+	cmp -s "$work/tw/$tw.ptx" "$work/tw/$twr.ptx" && [ "$(grep -c '"key"' "$work/tw/manifest.json")" = 2 ] &&
+	[ "$(grep -o '"key": "[0-9a-f]*"' "$work/tw/manifest.json" | sort -u | wc -l)" = 1 ]
+check $? "variants of one IR: one module built, both files the same bytes, one key ($out)"
+
 if ptxas=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null); then
 	out=$(PTXAS=$ptxas gen "$work/a.lua" "$work/cu" --cubin); check $? "--cubin ($out)"
 	echo "$out" | grep -q "cubins of 2 built, 0 unchanged"; check $? "a cubin per variant"
@@ -123,6 +138,9 @@ if ptxas=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null); then
 	check $? "without --cubin the folder holds no cubin and the manifest names none"
 	out=$(PTXAS=$work/nonexistent gen "$work/a.lua" "$work/cu" --cubin); rc=$?
 	[ $rc != 0 ] && echo "$out" | grep -q "PTXAS=.*nonexistent is not an executable"; check $? "a PTXAS that is not there is named ($out)"
+	out=$(PTXAS=$ptxas gen "$work/twins.lua" "$work/twc" --cubin)
+	echo "$out" | grep -q "cubins of 1 built, 0 unchanged" && cmp -s "$work/twc/$tw.sm_90.cubin" "$work/twc/$twr.sm_90.cubin"
+	check $? "and one cubin, written under both names ($out)"
 else
 	echo "note: no ptxas on this machine: the --cubin checks did not run"
 fi
