@@ -3,6 +3,9 @@
 In order:
 1. a pinned variant (Mixer(..., variant=NAME), or variant= of the op): it
    must accept the shape, else ValueError with the variant's own reason;
+   variant="recompute" pins no name but keeps the choice below to the
+   variants whose forward keeps no projection for the backward (the lean
+   ones, R.variants' recompute), and fails where the folder has none;
 2. the winner of a calibration file, when one was given (calibration.py):
    the best matching entry whose winner the folder holds and accepts the shape;
 3. the default rule below.
@@ -35,6 +38,18 @@ import threading
 from . import _lib
 
 _SCAN_ORDER = {"onepass": 0, "lookback": 1, "hierarchical": 2}
+RECOMPUTE = "recompute"   # the pin that keeps the choice to the recompute variants (no variant is named so)
+
+
+def recompute_variants(m, mixer):
+    """The mixer's variants in manifest m that keep no projection for the
+    backward; ValueError, saying how to make them, where there are none."""
+    names = [n for n in m.variants_of(mixer) if m.variants[n].recompute]
+    if not names:
+        raise ValueError("variant=%r: no %s variant of %s keeps its projections out of the saved state (a grid "
+                         "with recompute = { true }: lua/variants/recurrentgemma.lua has them)"
+                         % (RECOMPUTE, mixer, m.path))
+    return names
 RESIDENT_BLOCKS_PER_SM = 2
 SMEM_RESERVED_PER_BLOCK = 1024   # what the system keeps of an SM's shared memory per resident block
 
@@ -89,6 +104,9 @@ class Chooser:
         s = _lib.shape(B, L, D)
         names = m.variants_of(mixer)
         shape = "%dx%dx%d" % (B, L, D)
+        lean = pin == RECOMPUTE
+        if lean:
+            names, pin = recompute_variants(m, mixer), ""
         if pin:
             if pin not in m.variants or m.variants[pin].mixer != mixer:
                 raise ValueError("pinned variant %r is not a %s variant of %s (it has: %s)"
@@ -123,10 +141,11 @@ class Chooser:
             reasons = sorted({m.check_shape(n, s) for n in names})
             raise ValueError("no %s variant of %s accepts x of shape %s: %s" % (mixer, m.path, shape,
                                                                                   "; ".join(reasons)))
+        among = ", among the recompute variants" if lean else ""
         if self.calibration is not None and device is not None:
             for w in self.calibration.winners(mixer, B, L, D, device.name, m.generator):
                 if w.variant in legal:
-                    return w.variant, "calibrated at %dx%dx%d on %s (%s)" % (
-                        w.shape + (device.name, self.calibration.path))
+                    return w.variant, "calibrated at %dx%dx%d on %s (%s)%s" % (
+                        w.shape + (device.name, self.calibration.path, among))
         best = min(legal, key=lambda n: default_rank(m.variants[n], m.resident_need(n, s), device))
-        return best, "default rule"
+        return best, "default rule" + among

@@ -11,7 +11,7 @@ from collections import namedtuple
 
 from . import _lib
 from .calibration import Calibration
-from .choice import Chooser
+from .choice import RECOMPUTE, Chooser, recompute_variants
 from .device import DeviceKernels
 from .manifest import Manifest
 
@@ -101,7 +101,12 @@ class Kernels:
         return name
 
     def check_variant(self, mixer, variant):
-        """Raises ValueError unless variant is one of the mixer's in this folder."""
+        """Raises ValueError unless variant is one of the mixer's in this folder,
+        or "recompute" where the folder has variants of the mixer keeping no
+        projection for the backward (choice.py)."""
+        if variant == RECOMPUTE:
+            recompute_variants(self.manifest, mixer)
+            return
         if variant not in self.variants(mixer):
             raise ValueError("variant %r is not a %s variant of %s (it has: %s)"
                              % (variant, mixer, self.folder, ", ".join(self.variants(mixer))))

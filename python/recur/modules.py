@@ -46,7 +46,9 @@ class Mixer(nn.Module):
 
     kernels: a recur.load()ed folder or its path; calibration: a calibration
     file for the variant choice (with a path for kernels); variant: a
-    variant to pin (None: calibration, else the default rule)."""
+    variant to pin (None: calibration, else the default rule), or
+    "recompute": that choice among the variants whose forward keeps no
+    projection for the backward (4 bytes an element fewer saved a layer)."""
 
     def __init__(self, kernels, mixer, width, variant=None, calibration=None, device=None, generator=None):
         super().__init__()

@@ -137,8 +137,10 @@ class RecurrentGemmaRglru(nn.Module):
 def apply_to_recurrentgemma(model, kernels, variant=None):
     """Replaces every transformers RecurrentGemmaRglru in model by recur's
     (RecurrentGemmaRglru.from_transformers): kernels a folder (or its path)
-    whose RG-LRU has the model's heads. Returns how many were replaced;
-    a model without one is a ValueError."""
+    whose RG-LRU has the model's heads; variant: a pin for every layer, or
+    "recompute" (the layers keep no projection for the backward: 4 bytes an
+    element fewer saved each, for longer training rows). Returns how many
+    were replaced; a model without one is a ValueError."""
     k = kernels if hasattr(kernels, "key") else load(kernels)
     found = [(name, m) for name, m in model.named_modules()
              if type(m).__name__ == "RecurrentGemmaRglru" and not isinstance(m, RecurrentGemmaRglru)]

@@ -607,12 +607,28 @@ class Recompute(unittest.TestCase):
             self.assertEqual(s0 - s1, B * L * D * 4)
             self.assertGreaterEqual(c1, c0)
 
+    def test_asked_for_by_its_option(self):
+        name, why = self.k.choose("rglru", 1, 8192, 2560, H200, "recompute")
+        report(name, why)
+        self.assertEqual(name, self.LEAN)
+        self.assertIn("among the recompute variants", why)
+        heads = recur.load(HEADS_KERNELS) if HEADS_KERNELS else None
+        if heads is not None:   # apart.lua's grid has none: said, with where they are
+            with self.assertRaises(ValueError) as e:
+                heads.choose("rglru", 1, 8192, 2560, H200, "recompute")
+            report(str(e.exception))
+            self.assertIn("recurrentgemma.lua", str(e.exception))
+            with self.assertRaises(ValueError):
+                recur.RGLRU(heads, 2560, variant="recompute")
+
     def test_pinned_it_runs_through_autograd(self):
         stand_in(self, self.k)
-        m = recur.RGLRU(self.k, 512, variant=self.LEAN)
-        x = torch.randn(3, 77, 512).bfloat16().requires_grad_(True)
-        m(x).backward(torch.randn(3, 77, 512).bfloat16())
-        self.assertEqual([c[:2] for c in self.calls], [("forward", self.LEAN), ("backward", self.LEAN)])
+        for pin in (self.LEAN, "recompute"):
+            self.calls.clear()
+            m = recur.RGLRU(self.k, 512, variant=pin)
+            x = torch.randn(3, 77, 512).bfloat16().requires_grad_(True)
+            m(x).backward(torch.randn(3, 77, 512).bfloat16())
+            self.assertEqual([c[:2] for c in self.calls], [("forward", self.LEAN), ("backward", self.LEAN)])
 
 
 class RecurrentGemmaCheckpoint(unittest.TestCase):
