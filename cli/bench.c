@@ -319,6 +319,11 @@ static int row_start(Bench *bn, Mix *mx, int s, long long delta, char *err, size
 	r->baseline_reserved = r->baseline_allocated;
 	r->peak_reserved = r->peak_allocated;
 	r->parameters = mx->b.parameters;
+	recur_ws_sizes z;
+	if (recur_workspace_sizes(bn->m, mx->vi[s], r->shape, &z, err, n))
+		return -1;
+	r->has_saved = 1;
+	r->saved_bytes = (long long)z.saved;
 	if (mf_dyn_per_token(&bn->mi, mx->mixer, r->shape, &r->dyn_per_token, err, n))
 		return -1;
 	int mat = mf_materialized(&bn->mi, vname, err, n);

@@ -158,6 +158,11 @@ json_t *results_row(const ResRow *r)
 	json_object_set_new(o, "materialized_state_sized_transition", json_boolean(r->materialized));
 
 	/* this project's additions, after the seed's keys */
+	if (r->has_saved) {   /* what a layer holds between the passes when a model trains */
+		json_object_set_new(o, "saved_bytes", json_integer(r->saved_bytes));
+		json_object_set_new(o, "saved_bytes_per_element",
+		                    json_real((double)r->saved_bytes / ((double)r->shape.B * r->shape.L * r->shape.D)));
+	}
 	json_t *fl = results_floor(&r->floor, r->shape);
 	if (fl)
 		json_object_set_new(o, "floor", fl);

@@ -60,6 +60,9 @@ typedef struct {
 	long long parameters;                        /* fp32 values; parameter_bytes = 4x */
 	long long dyn_per_token;
 	int materialized;
+	int has_saved;                               /* saved_bytes known (a scan variant's row) */
+	long long saved_bytes;                       /* what its forward keeps for the backward: the saved
+	                                              * region of recur_workspace_sizes */
 	ResFloor floor;                              /* gb_per_s 0: no floor object */
 	int has_profile;
 	int nprof[2];                                /* forward, backward launches */

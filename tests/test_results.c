@@ -63,6 +63,10 @@ static void synth_row(ResRow *r, const char *arch, const char *ctrl, int L)
 	r->parameters = 134144;
 	r->dyn_per_token = 2048;
 	r->materialized = 0;
+	if (ctrl[0]) {   /* the second row: what its forward keeps */
+		r->has_saved = 1;
+		r->saved_bytes = 3LL * L * 1024;
+	}
 	snprintf(r->floor.key, sizeof r->floor.key, "copy_bandwidth_gb_per_s");
 	snprintf(r->floor.method, sizeof r->floor.method, "synthetic");
 	r->floor.gb_per_s = 4000;
@@ -199,6 +203,9 @@ static int results_file(void)
 	      num(r0, "parameter_bytes") == 4 * 134144.0 && num(r0, "dynamic_control_values_per_token") == 2048 &&
 	      json_is_false(json_object_get(r0, "materialized_state_sized_transition")),
 	      "memory delta = peak - baseline; parameter_bytes = 4 x parameters", NULL);
+	check(!json_object_get(r0, "saved_bytes") && num(r1, "saved_bytes") == 3.0 * 8192 * 1024 &&
+	      num(r1, "saved_bytes_per_element") == 3.0, "saved_bytes (and per element) only where known",
+	      "%g", num(r1, "saved_bytes_per_element"));
 	check(json_is_null(json_object_get(r0, "controller")) &&
 	      !strcmp(json_string_value(json_object_get(r1, "controller")), "fp32_fused_coords"),
 	      "controller: null for an empty one, the string otherwise", NULL);
