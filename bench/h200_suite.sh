@@ -153,6 +153,16 @@ promote() {   # FILE NAME
 		echo "not promoted to $RES/$2: ${GPU_NAME:-an unknown GPU} is not an H200, or $(basename "$1") is missing"
 	fi
 }
+# DIR's variants that have a twin (scan_proj, recompute) against it bit for bit, into LOG
+# (tests/python/gpu_twins_test.py), where the shared runtime is carried
+twins_test() {   # DIR LOG
+	local lib=${RECUR_LIB:-$PWD/.carry/lib/librecur.so}
+	[ -f "$lib" ] || { echo "twins: no $lib: $(basename "$1")'s twins not checked"; return 0; }
+	RECUR_LIB=$lib LD_LIBRARY_PATH=$(dirname "$lib") PYTHONDONTWRITEBYTECODE=1 \
+		python3 tests/python/gpu_twins_test.py "$1" > "$2" 2>&1 || rc=1
+	tail -1 "$2"
+	wrote="$wrote $2"
+}
 case "$mode" in
 	results|verify|all|others) mkdir -p "$RES"; W=$RES ;;
 	*) mkdir -p "$EXP"; W=$EXP ;;
@@ -411,13 +421,7 @@ if [ "$mode" = heads ]; then
 				> "$EXP/verify_${RGSET}_states.log" 2>&1 || rc=1
 			wrote="$wrote $EXP/verify_$RGSET.log $EXP/verify_${RGSET}_states.log"
 			# its recompute variants against their twins, bit for bit, and what they keep
-			lib=${RECUR_LIB:-$PWD/.carry/lib/librecur.so}
-			if [ -f "$lib" ]; then
-				RECUR_LIB=$lib LD_LIBRARY_PATH=$(dirname "$lib") PYTHONDONTWRITEBYTECODE=1 \
-					python3 tests/python/gpu_twins_test.py "$PTXROOT/$RGSET" > "$EXP/twins_$RGSET.log" 2>&1 || rc=1
-				tail -1 "$EXP/twins_$RGSET.log"
-				wrote="$wrote $EXP/twins_$RGSET.log"
-			fi
+			twins_test "$PTXROOT/$RGSET" "$EXP/twins_$RGSET.log"
 		fi
 	esac
 	case " ${HEADS_PARTS:-verify bench} " in *" bench "*)
@@ -469,12 +473,7 @@ if [ "$mode" = scanproj ]; then
 		"$BIN" verify --dir "$set" --variant $v --resets 0.01 --h0 $(printf -- "--shape %s " $shapes) \
 			> "$EXP/verify_sp${k}_states.log" 2>&1 || rc=1
 		wrote="$wrote $EXP/verify_sp$k.log $EXP/verify_sp${k}_states.log"
-		lib=${RECUR_LIB:-$PWD/.carry/lib/librecur.so}
-		if [ -f "$lib" ]; then
-			RECUR_LIB=$lib LD_LIBRARY_PATH=$(dirname "$lib") PYTHONDONTWRITEBYTECODE=1 \
-				python3 tests/python/gpu_twins_test.py "$set" > "$EXP/twins_sp$k.log" 2>&1 || rc=1
-			tail -1 "$EXP/twins_sp$k.log"
-		fi
+		twins_test "$set" "$EXP/twins_sp$k.log"
 	done
 	if [ -d "$PTXROOT/sp256" ]; then
 		for r in $(seq "${SCANPROJ_REPEAT:-2}"); do
