@@ -190,7 +190,7 @@ void cal_missing_message(const CalKey *k, const json_t *entry, const char *calpa
 	int least = -1;
 	const json_t *cands = json_object_get(entry, "candidates");
 	if (entry && (b.extra > 0 || b.saved > 0))
-		cal_pick(cands, &(CalBudget){ 0, b.saved }, &least);   /* only the least: by saved bytes where bounded */
+		cal_pick(cands, &b, &least);   /* no winner (why this message): only the least, by what b bounds */
 	if (least >= 0) {
 		const json_t *c = json_array_get(cands, (size_t)least);
 		char within[160] = "", larger[64] = "";

@@ -39,6 +39,8 @@ from . import _lib
 
 _SCAN_ORDER = {"onepass": 0, "lookback": 1, "hierarchical": 2}
 RECOMPUTE = "recompute"   # the pin that keeps the choice to the recompute variants (no variant is named so)
+RESIDENT_BLOCKS_PER_SM = 2
+SMEM_RESERVED_PER_BLOCK = 1024   # what the system keeps of an SM's shared memory per resident block
 
 
 def recompute_variants(m, mixer):
@@ -50,8 +52,6 @@ def recompute_variants(m, mixer):
                          "with recompute = { true }: lua/variants/recurrentgemma.lua has them)"
                          % (RECOMPUTE, mixer, m.path))
     return names
-RESIDENT_BLOCKS_PER_SM = 2
-SMEM_RESERVED_PER_BLOCK = 1024   # what the system keeps of an SM's shared memory per resident block
 
 
 def resident_capacity(smem, device):
