@@ -1,7 +1,8 @@
 /* A runtime session on the host stand-in (hostcu.h) with the tensors of
- * one call of a one-parameter test mixer: x, y, dy, dx bf16 [B][L][D], the
- * parameter and its gradient fp32 [D]. Shared by the runtime tests that
- * run plans; included once by each. */
+ * one call: x, y, dy, dx bf16 [B][L][D], and the parameters and their
+ * gradients: the one-parameter test mixer's fp32 [D], or (session_open_n)
+ * as many as a generated mixer takes. Shared by the runtime tests that run
+ * plans; included once by each. */
 #ifndef RECUR_TEST_HOSTSESSION_H
 #define RECUR_TEST_HOSTSESSION_H
 #include "hostcu.h"
@@ -15,41 +16,66 @@ static const char toy_ptx[] =
         ".visible .entry bwd(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u64 a3, .param .u64 a4)\n"
         "{\n\tret;\n}\n";
 
+#define HS_MAXPARAM 8
+
 typedef struct {
 	recur_rt *rt;
 	recur_manifest *m;
-	CUdeviceptr x, y, dy, dx, p[1], g[1];
+	CUdeviceptr x, y, dy, dx, p[HS_MAXPARAM], g[HS_MAXPARAM];
+	int nparam;
 	recur_io io;
 } Session;
 
-/* the tensors at shape s, and S->io over them */
-static int io_alloc(Session *S, recur_shape s, char *err, size_t n)
+/* the tensors at shape s, nparam parameters and gradients of pbytes each,
+ * and S->io over them */
+static int io_alloc(Session *S, recur_shape s, int nparam, size_t pbytes, char *err, size_t n)
 {
 	size_t bytes;
+	if (nparam < 1 || nparam > HS_MAXPARAM) {
+		snprintf(err, n, "io_alloc: %d parameters, at most %d", nparam, HS_MAXPARAM);
+		return -1;
+	}
+	S->nparam = nparam;
 	if (recur_tensor_bytes(s, 2, &bytes, err, n))
 		return -1;
 	if (recur_alloc(S->rt, bytes, &S->x, err, n) || recur_alloc(S->rt, bytes, &S->y, err, n) ||
-	    recur_alloc(S->rt, bytes, &S->dy, err, n) || recur_alloc(S->rt, bytes, &S->dx, err, n) ||
-	    recur_alloc(S->rt, (size_t)s.D * 4, &S->p[0], err, n) ||
-	    recur_alloc(S->rt, (size_t)s.D * 4, &S->g[0], err, n))
+	    recur_alloc(S->rt, bytes, &S->dy, err, n) || recur_alloc(S->rt, bytes, &S->dx, err, n))
 		return -1;
+	for (int i = 0; i < nparam; i++)
+		if (recur_alloc(S->rt, pbytes, &S->p[i], err, n) || recur_alloc(S->rt, pbytes, &S->g[i], err, n))
+			return -1;
 	S->io = (recur_io){.x = S->x, .y = S->y, .dy = S->dy, .dx = S->dx, .params = S->p, .grads = S->g};
 	return 0;
 }
 
 static void io_free(Session *S)
 {
-	CUdeviceptr *b[6] = {&S->x, &S->y, &S->dy, &S->dx, &S->p[0], &S->g[0]};
-	for (int i = 0; i < 6; i++) {
+	CUdeviceptr *b[4] = {&S->x, &S->y, &S->dy, &S->dx};
+	for (int i = 0; i < 4; i++) {
 		recur_free(S->rt, *b[i]);
 		*b[i] = 0;
 	}
+	for (int i = 0; i < S->nparam; i++) {
+		recur_free(S->rt, S->p[i]);
+		recur_free(S->rt, S->g[i]);
+		S->p[i] = S->g[i] = 0;
+	}
 }
 
-/* the runtime on the stand-in, the manifest at path, the tensors at s */
+/* the runtime on the stand-in, the manifest at path, the tensors at s with
+ * nparam parameters of pbytes each */
+static inline int session_open_n(Session *S, const char *path, recur_shape s, int nparam, size_t pbytes, char *err,
+                                 size_t n)
+{
+	if (hc_open(&S->rt, err, n) || recur_manifest_load(path, &S->m, err, n) || io_alloc(S, s, nparam, pbytes, err, n))
+		return -1;
+	return 0;
+}
+
+/* the same for the one-parameter test mixer (toy_ptx): fp32 [D] */
 static inline int session_open(Session *S, const char *path, recur_shape s, char *err, size_t n)
 {
-	return hc_open(&S->rt, err, n) || recur_manifest_load(path, &S->m, err, n) || io_alloc(S, s, err, n) ? -1 : 0;
+	return session_open_n(S, path, s, 1, (size_t)s.D * 4, err, n);
 }
 
 /* session_open, then variant name of its manifest loaded into *v */

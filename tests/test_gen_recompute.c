@@ -14,7 +14,7 @@
  *   ctest -R test_gen_recompute   (RECUR_SOURCE_DIR names the tree)
  */
 #include "gen.h"
-#include "hostcu.h"
+#include "hostsession.h"
 #include "check.h"
 #include "testfs.h"
 
@@ -27,17 +27,10 @@ static const char grid[] =
 static const char *const twin = "apart_fused_grouped_prefix32_hierarchical_chunk8";
 static const char *const lean = "apart_recompute_fused_grouped_prefix32_hierarchical_chunk8";
 
-typedef struct {
-	recur_rt *rt;
-	recur_manifest *m;
-	CUdeviceptr t[4], p[NPARAM], g[NPARAM];   /* x, y, dy, dx; parameters; gradients */
-	recur_io io;
-} Run;
-
 /* The last pass's launches' arguments named arg (ws:proj_Wa): their
  * pointers into got[] (0 where a launch takes none), and the kernel of
  * each launch into names[] */
-static void args_named(const Run *r, int vi, int pass, const char *arg, CUdeviceptr *got, const char **names)
+static void args_named(const Session *r, int vi, int pass, const char *arg, CUdeviceptr *got, const char **names)
 {
 	const rt_vdesc *d = &r->m->variant[vi];
 	for (int i = 0; i < d->nlaunch[pass] && i < hc.nlaunch; i++) {
@@ -54,7 +47,7 @@ static void args_named(const Run *r, int vi, int pass, const char *arg, CUdevice
  * (own = 0) or the variant's own buffers: the projection's pointer in the
  * forward's proj_fwd (*fwd) and in each backward launch (bwd[], 0: none),
  * the saved and scratch regions given. 0, or -1 with err. */
-static int run(Run *r, const char *name, recur_shape s, int own, CUdeviceptr *fwd, CUdeviceptr *bwd,
+static int run(Session *r, const char *name, recur_shape s, int own, CUdeviceptr *fwd, CUdeviceptr *bwd,
                const char **kern, int *nbwd, CUdeviceptr region[2], recur_ws_sizes *z, char *err, size_t n)
 {
 	int vi = recur_manifest_find(r->m, name);
@@ -124,7 +117,7 @@ static void check_regions(recur_shape s, const CUdeviceptr fwd[2], CUdeviceptr b
 	      "recompute keeps B L D x 4 bytes fewer for the backward", "saved %zu against %zu", z[1].saved, z[0].saved);
 }
 
-static void caller_regions(Run *r, recur_shape s)
+static void caller_regions(Session *r, recur_shape s)
 {
 	char err[2048] = "";
 	CUdeviceptr fwd[2] = {0}, bwd[2][64] = {{0}}, reg[2][2] = {{0}};
@@ -143,7 +136,7 @@ static void caller_regions(Run *r, recur_shape s)
 	}
 }
 
-static void own_buffers(Run *r, recur_shape s)
+static void own_buffers(Session *r, recur_shape s)
 {
 	char err[2048] = "";
 	CUdeviceptr fwd = 0, bwd[64] = {0}, reg[2];
@@ -173,27 +166,19 @@ int main(void)
 	GenOpts o = {.lua_root = lua, .outdir = out, .sm = "sm_90", .ptx = "8.0", .jobs = 2};
 	int rc = gen_run(script, &o, err, sizeof err);
 	check(rc == 0, "the grid generates: RG-LRU apart at heads of 64, with and without recompute", "%s", err);
-	Run r = {0};
+	Session r = {0};
 	recur_shape s = {2, 333, 256};
 	snprintf(path, sizeof path, "%s/manifest.json", out);
 	hc_reset();
+	/* a head's weights are the largest parameter: D x 64 fp32 */
 	if (rc == 0)
-		rc = hc_open(&r.rt, err, sizeof err) || recur_manifest_load(path, &r.m, err, sizeof err);
-	size_t bytes = 0;
-	rc = rc || recur_tensor_bytes(s, 2, &bytes, err, sizeof err);
-	for (int i = 0; rc == 0 && i < 4; i++)
-		rc = recur_alloc(r.rt, bytes, &r.t[i], err, sizeof err);
-	for (int i = 0; rc == 0 && i < NPARAM; i++)   /* a head's weights are the largest: D x 64 fp32 */
-		rc = recur_alloc(r.rt, (size_t)s.D * 64 * 4, &r.p[i], err, sizeof err) ||
-		     recur_alloc(r.rt, (size_t)s.D * 64 * 4, &r.g[i], err, sizeof err);
+		rc = session_open_n(&r, path, s, NPARAM, (size_t)s.D * 64 * 4, err, sizeof err);
 	check(rc == 0, "the runtime opens on the host stand-in and loads the generated manifest", "%s", err);
 	if (rc == 0) {
-		r.io = (recur_io){.x = r.t[0], .y = r.t[1], .dy = r.t[2], .dx = r.t[3], .params = r.p, .grads = r.g};
 		caller_regions(&r, s);
 		own_buffers(&r, s);
 	}
-	recur_manifest_free(r.m);
-	recur_rt_close(r.rt);
+	session_close(&r);
 	check(hc.nblk == 0, "closing the runtime leaves nothing on the device", "%d blocks", hc.nblk);
 	char cmd[700];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
