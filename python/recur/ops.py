@@ -1,9 +1,9 @@
 """The mixer as torch operators: forward, backward, and autograd between them.
 
-Two operators, on torch >= 2.4 registered with torch.library.custom_op
-(fake implementations for torch.compile, autograd through
-register_autograd); on older torch the same two functions behind a
-torch.autograd.Function:
+Two operators: run eagerly, a torch.autograd.Function calls them
+straight (the least host time a call); traced by torch.compile (torch >=
+2.4), the same two functions registered with torch.library.custom_op
+(fake implementations for the trace, autograd through register_autograd):
 
   recur::mixer_forward(x, params, kernels, mixer, variant, resets, h0, want_hT, cu) -> (y, saved, hT)
   recur::mixer_backward(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT, cu)
@@ -238,6 +238,15 @@ def backward_fake(dy, dhT, x, params, saved, key, mixer, variant, resets=None, h
 def _pack(ctx, x, saved, params, resets, h0, cu):
     ctx.has = (resets is not None, h0 is not None, cu is not None)
     ctx.save_for_backward(x, saved, *params, *[t for t in (resets, h0, cu) if t is not None])
+    # an output the loss does not use gets None, not a tensor of zeros: autograd
+    # would otherwise fill one the size of each (the saved workspace, 4 bytes an
+    # element at heads of 256, and an unused final state) every backward
+    ctx.set_materialize_grads(False)
+
+
+def _dy(dy, x):
+    """dy of a backward: zeros where the loss uses only the final state"""
+    return torch.zeros_like(x) if dy is None else dy
 
 
 def _unpack(ctx):
@@ -246,6 +255,46 @@ def _unpack(ctx):
     h0 = rest.pop() if ctx.has[1] else None
     resets = rest.pop() if ctx.has[0] else None
     return x, saved, rest, resets, h0, cu
+
+
+class _MixerFunction(torch.autograd.Function):
+    """The eager path: autograd straight to forward_impl / backward_impl.
+    The custom ops below carry the same two calls through torch.compile;
+    run eagerly their dispatch (schema checks, pytree flattening, the
+    aliasing check) costs hundreds of microseconds of host time a call
+    (bench/experiments/2026-12-07-torch-layer-overhead/), more than a
+    layer's kernels take at short L."""
+
+    @staticmethod
+    def forward(ctx, x, kernels, mixer, variant, resets, h0, want_hT, cu, *params):
+        y, saved, hT = forward_impl(x, list(params), kernels, mixer, variant, resets, h0, want_hT, cu)
+        _pack(ctx, x, saved, params, resets, h0, cu)
+        ctx.call = (kernels, mixer, variant)
+        ctx.want_hT = want_hT
+        if not want_hT:
+            ctx.mark_non_differentiable(hT)
+        return y, hT
+
+    @staticmethod
+    def backward(ctx, dy, dhT):
+        x, saved, params, resets, h0, cu = _unpack(ctx)
+        g = backward_impl(_dy(dy, x), dhT if ctx.want_hT else None, x, params, saved, *ctx.call, resets, h0,
+                          ctx.want_hT, cu)
+        return (g[0], None, None, None, None, g[-1] if h0 is not None else None, None, None) + tuple(g[1:-1])
+
+
+def _eager_differentiable(x, params, kernels, mixer, variant, resets, h0, want_hT, cu=None):
+    return _MixerFunction.apply(x, kernels, mixer, variant, resets, h0, want_hT, cu, *params)
+
+
+def _eager_raw_forward(x, params, kernels, mixer, variant, resets, h0, want_hT, cu=None):
+    with torch.no_grad():    # the caller does its own backward
+        return forward_impl(x, list(params), kernels, mixer, variant, resets, h0, want_hT, cu)
+
+
+def _eager_raw_backward(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT, cu=None):
+    with torch.no_grad():
+        return backward_impl(dy, dhT, x, list(params), saved, kernels, mixer, variant, resets, h0, want_hT, cu)
 
 
 if HAS_CUSTOM_OP:
@@ -273,52 +322,33 @@ if HAS_CUSTOM_OP:
     def _autograd_backward(ctx, dy, dsaved, dhT):
         x, saved, params, resets, h0, cu = _unpack(ctx)
         dhT = dhT if ctx.want_hT else None
-        g = _backward_op(dy, dhT, x, params, saved, *ctx.call, resets, h0, ctx.want_hT, cu)
+        g = _backward_op(_dy(dy, x), dhT, x, params, saved, *ctx.call, resets, h0, ctx.want_hT, cu)
         return g[0], list(g[1:-1]), None, None, None, None, g[-1] if h0 is not None else None, None, None
 
     _forward_op.register_autograd(_autograd_backward, setup_context=_setup_context)
 
+    def _compiling():
+        return torch.compiler.is_compiling()
+
     def _differentiable(x, params, kernels, mixer, variant, resets, h0, want_hT, cu=None):
+        if not _compiling():
+            return _eager_differentiable(x, params, kernels, mixer, variant, resets, h0, want_hT, cu)
         y, _, hT = _forward_op(x, params, kernels, mixer, variant, resets, h0, want_hT, cu)
         return y, hT
 
     def raw_forward(x, params, kernels, mixer, variant, resets, h0, want_hT, cu=None):
-        with torch.no_grad():    # the caller does its own backward
+        if not _compiling():
+            return _eager_raw_forward(x, params, kernels, mixer, variant, resets, h0, want_hT, cu)
+        with torch.no_grad():
             return _forward_op(x, params, kernels, mixer, variant, resets, h0, want_hT, cu)
 
     def raw_backward(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT, cu=None):
+        if not _compiling():
+            return _eager_raw_backward(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT, cu)
         with torch.no_grad():
             return _backward_op(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT, cu)
 else:
-    class _MixerFunction(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x, kernels, mixer, variant, resets, h0, want_hT, cu, *params):
-            y, saved, hT = forward_impl(x, list(params), kernels, mixer, variant, resets, h0, want_hT, cu)
-            _pack(ctx, x, saved, params, resets, h0, cu)
-            ctx.call = (kernels, mixer, variant)
-            ctx.want_hT = want_hT
-            if not want_hT:
-                ctx.mark_non_differentiable(hT)
-            return y, hT
-
-        @staticmethod
-        def backward(ctx, dy, dhT):
-            x, saved, params, resets, h0, cu = _unpack(ctx)
-            g = backward_impl(dy, dhT if ctx.want_hT else None, x, params, saved, *ctx.call, resets, h0,
-                              ctx.want_hT, cu)
-            return (g[0], None, None, None, None, g[-1] if h0 is not None else None, None, None) + tuple(g[1:-1])
-
-    def _differentiable(x, params, kernels, mixer, variant, resets, h0, want_hT, cu=None):
-        return _MixerFunction.apply(x, kernels, mixer, variant, resets, h0, want_hT, cu, *params)
-
-    def raw_forward(x, params, kernels, mixer, variant, resets, h0, want_hT, cu=None):
-        with torch.no_grad():
-            return forward_impl(x, list(params), kernels, mixer, variant, resets, h0, want_hT, cu)
-
-    def raw_backward(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT, cu=None):
-        with torch.no_grad():
-            return backward_impl(dy, dhT, x, list(params), saved, kernels, mixer, variant, resets, h0, want_hT,
-                                 cu)
+    _differentiable, raw_forward, raw_backward = _eager_differentiable, _eager_raw_forward, _eager_raw_backward
 
 
 # ---- the decode step ----
