@@ -74,6 +74,13 @@ struct recur_variant {
 	const char **last_name;
 	float *last_ms;
 	rt_geom *last_geom;          /* geometry and occupancy of each timed launch */
+	/* the last shape run: its variables (its rules passed) and the values of
+	 * the expressions evaluated at them, so that a loop at one shape
+	 * evaluates none again (they were most of a call's host time) */
+	int sv_valid;
+	recur_shape sv_shape;
+	ShapeVars sv_last;
+	ShapexMemo *memo;
 };
 
 int rt_vfail(char *err, size_t errlen, const char *fmt, ...)
@@ -392,8 +399,9 @@ int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, 
 	v->last_name = calloc(v->maxlaunch + 1, sizeof *v->last_name);
 	v->last_ms = calloc(v->maxlaunch + 1, sizeof *v->last_ms);
 	v->last_geom = calloc(v->maxlaunch + 1, sizeof *v->last_geom);
+	v->memo = calloc(1, sizeof *v->memo);
 	if (!v->kernel || !v->kidx[RT_FWD] || !v->argoff[RT_FWD] || !v->ws || !v->val || !v->argp ||
-	    !v->geom || !v->last_name || !v->last_ms || !v->last_geom) {
+	    !v->geom || !v->last_name || !v->last_ms || !v->last_geom || !v->memo) {
 		recur_variant_free(v);
 		return rt_vfail(err, errlen, "variant %s: out of host memory", name);
 	}
@@ -450,6 +458,7 @@ void recur_variant_free(recur_variant *v)
 	if (in_ctx && rt_ctx_leave(v->rt, &c, 0, err, sizeof err))
 		fprintf(stderr, "recur: %s\n", err);
 	free(v->jit_log);
+	free(v->memo);
 	free(v->kernel);
 	free(v->kidx[RT_FWD]);
 	free(v->argoff[RT_FWD]);
@@ -835,13 +844,32 @@ static int launch(recur_variant *v, int pass, int li, CUstream st, const char *s
 }
 
 /* The shape's variables, its rules checked, and its name for messages */
-static int shape_setup(const recur_variant *v, recur_shape s, ShapeVars *sv, char shape[64], char *err,
-                       size_t errlen)
+static int shape_vars(const recur_variant *v, recur_shape s, ShapeVars *sv, char shape[64], char *err,
+                      size_t errlen)
 {
 	char why[768];
 	snprintf(shape, 64, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
 	if (rt_shape_vars_on(v->m, (int)(v->d - v->m->variant), s, 1, v->rt->sms, sv, why, sizeof why))
 		return rt_vfail(err, errlen, "variant %s refuses %s", v->d->name, why);
+	return 0;
+}
+
+/* shape_vars for a pass about to run, from the last shape's where s is it,
+ * with the variant's memo attached */
+static int shape_setup(recur_variant *v, recur_shape s, ShapeVars *sv, char shape[64], char *err, size_t errlen)
+{
+	if (v->sv_valid && v->sv_shape.B == s.B && v->sv_shape.L == s.L && v->sv_shape.D == s.D) {
+		snprintf(shape, 64, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
+		*sv = v->sv_last;
+		return 0;
+	}
+	v->sv_valid = 0;
+	if (shape_vars(v, s, sv, shape, err, errlen))
+		return -1;
+	sv->memo = v->memo;
+	v->sv_last = *sv;
+	v->sv_shape = s;
+	v->sv_valid = 1;
 	return 0;
 }
 
@@ -1010,7 +1038,7 @@ int rt_variant_check(const recur_variant *v, int pass, recur_shape s, const recu
 	if (!io)
 		return rt_vfail(err, errlen, "variant %s: %s without buffers (io is NULL)", v->d->name,
 		                rt_pass_name[pass]);
-	return shape_setup(v, s, &sv, shape, err, errlen) || state_check(v, io->state, &s, shape, err, errlen) ? -1 : 0;
+	return shape_vars(v, s, &sv, shape, err, errlen) || state_check(v, io->state, &s, shape, err, errlen) ? -1 : 0;
 }
 
 /* A pass after run()'s checks, with the device's context current */
@@ -1148,7 +1176,7 @@ int recur_variant_fits(recur_variant *v, recur_shape s, char *why, size_t n)
 		return rt_vfail(why, n, "recur_variant_fits: the variant is NULL (did recur_variant_load fail?)");
 	ShapeVars sv;
 	char shape[64];
-	if (shape_setup(v, s, &sv, shape, why, n))
+	if (shape_vars(v, s, &sv, shape, why, n))
 		return -1;
 	rt_ctx_saved c;
 	if (rt_ctx_enter(v->rt, &c, "recur_variant_fits", v->d->name, why, n))

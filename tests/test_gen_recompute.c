@@ -10,7 +10,12 @@
  *   region is B L D x 4 bytes smaller;
  * - the same with the variant's own buffers (recur_forward, recur_backward);
  * - every buffer of both passes lies in an allocation with room for its
- *   bytes (hc_check_pass).
+ *   bytes (hc_check_pass);
+ * - a variant run at one shape, another, then the first again launches
+ *   what a variant fresh from loading launches at each (the runtime keeps
+ *   the last shape's variables and evaluated expressions: this grid's are
+ *   a real variant's many, every grid, size and argument depending on the
+ *   shape).
  *   ctest -R test_gen_recompute   (RECUR_SOURCE_DIR names the tree)
  */
 #include "gen.h"
@@ -149,6 +154,83 @@ static void own_buffers(Session *r, recur_shape s)
 	      "%s", err);
 }
 
+/* one pass's launches as the stand-in saw them: geometry and argument values */
+typedef struct {
+	int n, narg[HC_MAXLAUNCH];
+	unsigned grid[HC_MAXLAUNCH][3], block[HC_MAXLAUNCH][3], smem[HC_MAXLAUNCH];
+	uint64_t arg[HC_MAXLAUNCH][HC_MAXARG];
+} Seen;
+
+static void seen_take(Seen *p)
+{
+	memset(p, 0, sizeof *p);
+	p->n = hc.nlaunch;
+	for (int i = 0; i < hc.nlaunch; i++) {
+		const HcLaunch *l = &hc.launch[i];
+		memcpy(p->grid[i], l->grid, sizeof l->grid);
+		memcpy(p->block[i], l->block, sizeof l->block);
+		p->smem[i] = l->smem;
+		p->narg[i] = l->narg < HC_MAXARG ? l->narg : HC_MAXARG;
+		for (int k = 0; k < p->narg[i]; k++)
+			memcpy(&p->arg[i][k], l->params[k], 8);
+	}
+}
+
+/* forward then backward of v at s into the regions of w, each pass's launches into seen[] */
+static int pass_pair(Session *r, recur_variant *v, recur_shape s, const recur_ws *w, Seen seen[2], char *err,
+                     size_t n)
+{
+	hc.nlaunch = 0;
+	if (recur_forward_ws(v, s, &r->io, w, 0, err, n))
+		return -1;
+	seen_take(&seen[0]);
+	hc.nlaunch = 0;
+	if (recur_backward_ws(v, s, &r->io, w, 0, err, n))
+		return -1;
+	seen_take(&seen[1]);
+	return 0;
+}
+
+static void alternating_shapes(Session *r, const char *name)
+{
+	char err[2048] = "";
+	recur_shape sh[2] = {{2, 333, 256}, {1, 100, 128}};   /* the second inside the session's tensors */
+	int vi = recur_manifest_find(r->m, name);
+	recur_ws_sizes z[2];
+	recur_ws w = {0, 0, 0, 0};
+	int rc = vi < 0;
+	for (int k = 0; k < 2 && !rc; k++) {
+		rc = recur_workspace_sizes(r->m, vi, sh[k], &z[k], err, sizeof err);
+		if (!rc && z[k].saved > w.saved_bytes)
+			w.saved_bytes = z[k].saved;
+		if (!rc && z[k].scratch > w.scratch_bytes)
+			w.scratch_bytes = z[k].scratch;
+	}
+	rc = rc || recur_alloc(r->rt, w.saved_bytes, &w.saved, err, sizeof err) ||
+	     recur_alloc(r->rt, w.scratch_bytes, &w.scratch, err, sizeof err);
+	static Seen fresh[2][2], again[4][2];
+	recur_variant *v = NULL;
+	for (int k = 0; k < 2 && !rc; k++) {
+		rc = recur_variant_load(r->rt, r->m, name, &v, err, sizeof err) ||
+		     pass_pair(r, v, sh[k], &w, fresh[k], err, sizeof err);
+		recur_variant_free(v);
+		v = NULL;
+	}
+	rc = rc || recur_variant_load(r->rt, r->m, name, &v, err, sizeof err);
+	int same = 1;
+	for (int i = 0; i < 4 && !rc; i++) {
+		rc = pass_pair(r, v, sh[i % 2], &w, again[i], err, sizeof err);
+		same &= !rc && !memcmp(again[i], fresh[i % 2], sizeof again[i]);
+	}
+	recur_variant_free(v);
+	int differ = !rc && memcmp(fresh[0], fresh[1], sizeof fresh[0]);
+	check(rc == 0 && same && differ, "run at 2x333x256, 1x100x128 and again, it launches at each what a fresh "
+	      "variant does (grids, sizes, arguments; the two shapes' differ)", "%s%s%s", name, rc ? ": " : "",
+	      rc ? err : "");
+	recur_free(r->rt, w.saved);
+	recur_free(r->rt, w.scratch);
+}
+
 int main(void)
 {
 	const char *src = getenv("RECUR_SOURCE_DIR");
@@ -177,6 +259,8 @@ int main(void)
 	if (rc == 0) {
 		caller_regions(&r, s);
 		own_buffers(&r, s);
+		alternating_shapes(&r, twin);
+		alternating_shapes(&r, lean);
 	}
 	session_close(&r);
 	check(hc.nblk == 0, "closing the runtime leaves nothing on the device", "%d blocks", hc.nblk);

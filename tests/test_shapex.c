@@ -42,6 +42,62 @@ static void error(const char *expr, const char *word1, const char *word2)
 	verdict(ok, what, rc ? err : "no error");
 }
 
+/* A memo (shapex.h) gives what evaluation gives: at the variables it was
+ * filled at, and again after they change, by name or by value; failures
+ * are never kept; beyond its capacity expressions still evaluate. The
+ * expressions are strings that live as long as the memo, as a manifest's do. */
+static void memo_tests(void)
+{
+	static ShapexMemo memo;
+	static const char *const ex[] = { "cdiv(L, 64) * B", "L / D", "min(L, 100) + D" };
+	static char many[SHAPEX_MEMO * 2][24];
+	char err[512] = "";
+	ShapeVars v = { .n = 0 };
+	shapex_set(&v, "B", 2);
+	shapex_set(&v, "L", 1000);
+	shapex_set(&v, "D", 10);
+	v.memo = &memo;
+	int64_t x[3], y[3];
+	int rc = 0;
+	for (int round = 0; round < 2; round++)   /* the second round from the memo */
+		for (int i = 0; i < 3; i++)
+			rc |= shapex_eval(ex[i], &v, round ? &y[i] : &x[i], err, sizeof err);
+	verdict(rc == 0 && x[0] == 32 && x[1] == 100 && x[2] == 110 && !memcmp(x, y, sizeof x) && memo.used == 3,
+	        "a memo keeps each expression's value at its variables", err);
+
+	shapex_set(&v, "L", 130);
+	rc = shapex_eval(ex[0], &v, &x[0], err, sizeof err) || shapex_eval(ex[1], &v, &x[1], err, sizeof err);
+	verdict(rc == 0 && x[0] == 6 && x[1] == 13, "a changed value is evaluated anew, not read from the memo", err);
+
+	ShapeVars w = { .n = 0 };   /* the same values under other names */
+	shapex_set(&w, "D", 2);
+	shapex_set(&w, "L", 130);
+	shapex_set(&w, "B", 10);
+	w.memo = &memo;
+	rc = shapex_eval(ex[0], &w, &x[0], err, sizeof err);
+	verdict(rc == 0 && x[0] == 30, "other names with the values are evaluated anew", err);
+
+	shapex_set(&w, "D", 0);
+	int f1 = shapex_eval(ex[1], &w, &x[1], err, sizeof err) != 0 && strstr(err, "division by zero");
+	shapex_set(&w, "D", 5);
+	rc = shapex_eval(ex[1], &w, &x[1], err, sizeof err);
+	shapex_set(&w, "D", 0);
+	err[0] = 0;
+	int f2 = shapex_eval(ex[1], &w, &x[2], err, sizeof err) != 0 && strstr(err, "division by zero");
+	verdict(f1 && rc == 0 && x[1] == 26 && f2, "a failure is not kept: it fails with its message each time", err);
+
+	shapex_set(&w, "D", 1);
+	err[0] = 0;
+	int ok = 1;
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < SHAPEX_MEMO * 2; i++) {
+			snprintf(many[i], sizeof many[i], "L * 1000 + %d", i);
+			int64_t got = -1;
+			ok &= shapex_eval(many[i], &w, &got, err, sizeof err) == 0 && got == 130000 + i;
+		}
+	verdict(ok && memo.used <= SHAPEX_MEMO, "past its capacity every expression still evaluates", err);
+}
+
 int main(void)
 {
 	shapex_set(&vars, "B", 2);
@@ -152,6 +208,20 @@ int main(void)
 	                !shapex_mentions("12", "SMS") && !shapex_mentions("", "SMS"),
 	        "mentions skips longer names, function names and numbers", "");
 
+	/* a name that is another's prefix, or has it as a prefix, is not it */
+	ShapeVars pv = { .n = 0 };   /* the longer first: a lookup by prefix alone would find them */
+	shapex_set(&pv, "NNN_longest_15", 7);
+	shapex_set(&pv, "NN", 5);
+	shapex_set(&pv, "N", 3);
+	int64_t a = 0, b = 0, c = 0;
+	err[0] = 0;
+	int rc = shapex_eval("N", &pv, &a, err, sizeof err) || shapex_eval("NN", &pv, &b, err, sizeof err) ||
+	         shapex_eval("NNN_longest_15", &pv, &c, err, sizeof err);
+	verdict(rc == 0 && a == 3 && b == 5 && c == 7, "names that prefix each other are told apart", err);
+	verdict(shapex_eval("NNNN", &pv, &a, err, sizeof err) != 0 && strstr(err, "unknown name"),
+	        "a longer name that starts like known ones is unknown", err);
+
+	memo_tests();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

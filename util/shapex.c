@@ -15,6 +15,7 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
 #define SHAPEX_QUOTE 160   /* characters of an expression a message quotes */
@@ -63,15 +64,32 @@ static void px_ws(Px *p)
 		p->s++;
 }
 
-/* Consumes tok when it comes next (after blanks). */
-static int px_eat(Px *p, const char *tok)
+/* Consumes tok, an operator of one or two characters, when it comes next
+ * (after blanks). Compared character by character, not through strncmp:
+ * the runtime evaluates a variant's expressions at every call, and the
+ * library calls were most of its host time (perf, 2026-12-07). */
+static inline int px_eat(Px *p, const char *tok)
 {
 	px_ws(p);
-	size_t n = strlen(tok);
-	if (strncmp(p->s, tok, n) != 0)
+	if (p->s[0] != tok[0] || (tok[1] && p->s[1] != tok[1]))
 		return 0;
-	p->s += n;
+	p->s += tok[1] ? 2 : 1;
 	return 1;
+}
+
+/* The slot of the variable named by the n characters at name, or -1 where
+ * v has none: a name longer than a slot holds matches nothing. The first
+ * characters are compared before memcmp is called (most names differ
+ * there), and [n] is read only after n characters matched, so it lies
+ * inside the slot's name or on its end. */
+static int px_var(const ShapeVars *v, const char *name, size_t n)
+{
+	if (!v || n >= sizeof v->name[0])
+		return -1;
+	for (int i = 0; i < v->n; i++)
+		if (v->name[i][0] == name[0] && !memcmp(v->name[i], name, n) && v->name[i][n] == '\0')
+			return i;
+	return -1;
 }
 
 static int64_t px_or(Px *p);
@@ -178,9 +196,9 @@ static int64_t px_unary_at(Px *p)
 		size_t n = p->s - name;
 		if (px_eat(p, "("))
 			return px_call(p, name, n);
-		for (int i = 0; p->v && i < p->v->n; i++)
-			if (strlen(p->v->name[i]) == n && !strncmp(p->v->name[i], name, n))
-				return p->v->value[i];
+		int i = px_var(p->v, name, n);
+		if (i >= 0)
+			return p->v->value[i];
 		p->s = name;
 		px_fail(p, "unknown name '%.*s'", (int)n, name);
 		return 0;
@@ -297,9 +315,55 @@ static int px_run(const char *expr, const ShapeVars *v, int quiet, int64_t *out,
 	return 0;
 }
 
+/* 1 where memo m was filled at v's names and values */
+static int memo_current(const ShapexMemo *m, const ShapeVars *v)
+{
+	return m->at.n == v->n && !memcmp(m->at.value, v->value, (size_t)v->n * sizeof v->value[0]) &&
+	       !memcmp(m->at.name, v->name, (size_t)v->n * sizeof v->name[0]);
+}
+
+/* the slot of expr in m, or the empty slot where it would go (SHAPEX_MEMO: none left) */
+static size_t memo_slot(const ShapexMemo *m, const char *expr)
+{
+	size_t h = (size_t)((uintptr_t)expr >> 3) * 0x9E3779B97F4A7C15u;
+	size_t i = h >> 20;
+	for (int k = 0; k < SHAPEX_MEMO; k++, i++) {
+		i &= SHAPEX_MEMO - 1;
+		if (!m->slot[i].expr || m->slot[i].expr == expr)
+			return i;
+	}
+	return SHAPEX_MEMO;
+}
+
 int shapex_eval(const char *expr, const ShapeVars *v, int64_t *out, char *err, size_t errlen)
 {
-	return px_run(expr, v, 0, out, err, errlen);
+	ShapexMemo *m = v && expr ? v->memo : NULL;
+	if (!m)
+		return px_run(expr, v, 0, out, err, errlen);
+	if (!memo_current(m, v)) {
+		memset(m, 0, sizeof *m);
+		memcpy(m->at.name, v->name, sizeof v->name);
+		memcpy(m->at.value, v->value, sizeof v->value);
+		m->at.n = v->n;
+	}
+	size_t i = memo_slot(m, expr);
+	if (i < SHAPEX_MEMO && m->slot[i].expr) {
+		if (out)
+			*out = m->slot[i].value;
+		return 0;
+	}
+	int64_t x;
+	if (px_run(expr, v, 0, &x, err, errlen))
+		return -1;
+	/* kept while a quarter of the slots stay free, so probes stay short */
+	if (i < SHAPEX_MEMO && m->used < SHAPEX_MEMO * 3 / 4) {
+		m->slot[i].expr = expr;
+		m->slot[i].value = x;
+		m->used++;
+	}
+	if (out)
+		*out = x;
+	return 0;
 }
 
 int shapex_check(const char *expr, const ShapeVars *v, char *err, size_t errlen)
