@@ -283,16 +283,29 @@ class _MixerFunction(torch.autograd.Function):
         return (g[0], None, None, None, None, g[-1] if h0 is not None else None, None, None) + tuple(g[1:-1])
 
 
+def _untraceable():
+    """Refuses torch.jit.trace where the custom ops are not there to record:
+    the Function's kernels run outside what a trace records, so the traced
+    module would return tensors no kernel wrote."""
+    if torch.jit.is_tracing():
+        raise RuntimeError("recur: torch.jit.trace cannot record recur's kernels on torch %s (it lacks "
+                           "torch.library.custom_op, torch >= 2.4); run the module eagerly or under torch.compile"
+                           % torch.__version__)
+
+
 def _eager_differentiable(x, params, kernels, mixer, variant, resets, h0, want_hT, cu=None):
+    _untraceable()
     return _MixerFunction.apply(x, kernels, mixer, variant, resets, h0, want_hT, cu, *params)
 
 
 def _eager_raw_forward(x, params, kernels, mixer, variant, resets, h0, want_hT, cu=None):
+    _untraceable()
     with torch.no_grad():    # the caller does its own backward
         return forward_impl(x, list(params), kernels, mixer, variant, resets, h0, want_hT, cu)
 
 
 def _eager_raw_backward(dy, dhT, x, params, saved, kernels, mixer, variant, resets, h0, want_hT, cu=None):
+    _untraceable()
     with torch.no_grad():
         return backward_impl(dy, dhT, x, list(params), saved, kernels, mixer, variant, resets, h0, want_hT, cu)
 
@@ -328,7 +341,8 @@ if HAS_CUSTOM_OP:
     _forward_op.register_autograd(_autograd_backward, setup_context=_setup_context)
 
     def _compiling():
-        return torch.compiler.is_compiling()
+        """traced (torch.compile, torch.export, torch.jit.trace): the custom ops, which a trace records"""
+        return torch.compiler.is_compiling() or torch.jit.is_tracing()
 
     def _differentiable(x, params, kernels, mixer, variant, resets, h0, want_hT, cu=None):
         if not _compiling():

@@ -492,6 +492,18 @@ class Marshalling(unittest.TestCase):
         filled = [f for f in ops.seen if any(w in f for w in ("zero", "fill", "full"))]
         self.assertEqual(filled, [], "the backward filled tensors: %s" % filled)
 
+    def test_jit_trace_is_refused_without_the_custom_ops(self):
+        # the eager path's kernels run outside what torch.jit.trace records:
+        # a traced module would return tensors no kernel wrote
+        if recur.HAS_CUSTOM_OP:
+            self.skipTest("torch %s traces through the custom ops (gpu_torch_test.py)" % torch.__version__)
+        m = recur.RGLRU(self.k, 128)
+        x = torch.randn(2, 37, 128).bfloat16()
+        with self.assertRaises(RuntimeError) as e:
+            torch.jit.trace(m, (x,), check_trace=False)
+        self.assertIn("torch.compile", str(e.exception))
+        self.assertEqual(self.calls, [])
+
     def test_an_expanded_dy_is_made_contiguous(self):
         m = recur.RGLRU(self.k, 128)
         x = torch.randn(2, 37, 128).bfloat16().requires_grad_(True)
