@@ -278,9 +278,33 @@ class _MixerFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy, dhT):
         x, saved, params, resets, h0, cu = _unpack(ctx)
-        g = backward_impl(_dy(dy, x), dhT if ctx.want_hT else None, x, params, saved, *ctx.call, resets, h0,
-                          ctx.want_hT, cu)
+        with torch.no_grad():
+            g = backward_impl(_dy(dy, x), dhT if ctx.want_hT else None, x, params, saved, *ctx.call, resets, h0,
+                              ctx.want_hT, cu)
+        if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in [dy, dhT, x, h0] + params):
+            # create_graph=True: a gradient of these must fail, not be taken as 0
+            g = _FirstOrderOnly.apply(len(g), *g, *[t for t in [dy, dhT, x, h0] + params if t is not None])
         return (g[0], None, None, None, None, g[-1] if h0 is not None else None, None, None) + tuple(g[1:-1])
+
+
+class _FirstOrderOnly(torch.autograd.Function):
+    """Aliases of the mixer's gradients whose own backward raises: the
+    kernels have no second derivative, and a gradient computed with
+    create_graph=True (a gradient penalty) would otherwise take recur's
+    gradients as constants and silently leave their part out.
+    (torch.autograd.function.once_differentiable looks only at the
+    incoming gradients, not at x and the parameters the backward reads.)"""
+
+    @staticmethod
+    def forward(ctx, n, *ts):
+        """aliases of ts[:n]; the rest are what the gradients depend on
+        (dy, x, the parameters), so that a second derivative reaches here"""
+        return tuple(t.view_as(t) for t in ts[:n])
+
+    @staticmethod
+    def backward(ctx, *ggs):
+        raise RuntimeError("recur: the mixer's gradients have no derivative of their own; a second derivative "
+                           "through a recur layer (create_graph=True, e.g. a gradient penalty) is not supported")
 
 
 def _untraceable():

@@ -504,6 +504,18 @@ class Marshalling(unittest.TestCase):
         self.assertIn("torch.compile", str(e.exception))
         self.assertEqual(self.calls, [])
 
+    def test_a_second_derivative_is_refused(self):
+        # the backward's kernels have no derivative: a gradient of a
+        # gradient must fail, not come back as zeros
+        m = recur.RGLRU(self.k, 128)
+        x = torch.randn(2, 37, 128).bfloat16().requires_grad_(True)
+        (gx,) = torch.autograd.grad(m(x).float().sum(), x, create_graph=True)
+        self.assertEqual(gx.float().mean().item(), 1.0)   # the first derivative itself is there (the stand-in's dy)
+        penalty = (gx.float() ** 2).sum() + (x.float() ** 2).sum()   # as a gradient penalty adds one
+        with self.assertRaises(RuntimeError) as e:
+            torch.autograd.grad(penalty, x)
+        self.assertIn("second derivative", str(e.exception))
+
     def test_an_expanded_dy_is_made_contiguous(self):
         m = recur.RGLRU(self.k, 128)
         x = torch.randn(2, 37, 128).bfloat16().requires_grad_(True)
