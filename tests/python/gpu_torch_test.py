@@ -2,7 +2,8 @@
 reference written from spec/architectures.md (ref_torch.py), and what a
 model author relies on -- torch.compile without graph breaks, CUDA graph
 capture, two streams from two threads, several forwards before their
-backwards, bf16 autocast, a clear exception for every wrong input, and a
+backwards, bf16 autocast, a clear exception for every wrong input, a
+backward that fills no tensor of zeros and refuses a second derivative, and a
 released RecurrentGemma RG-LRU's weights and transformers' RecurrentGemmaRglru
 (recur.apply_to_recurrentgemma) run as the release computes them.
 
@@ -508,6 +509,32 @@ def host_overhead(k, g):
         fwd * 1e6, both * 1e6)
 
 
+def backward_extras(k, g):
+    """What a backward runs besides the kernels: no tensor of zeros for an
+    output the loss does not use (the saved workspace was one, 2.2 GB at
+    1x131072x4096), and a second derivative raises rather than taking
+    recur's gradients as constants."""
+    poison, recur.ops._POISON = recur.ops._POISON, False   # its fills would be counted
+    try:
+        layer = recur.RGLRU(k, 128).cuda()
+        x = fresh_x(2, 300, 128, g).requires_grad_(True)
+        dy = torch.randn_like(x)
+        y = layer(x)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            y.backward(dy)
+        filled = sorted({e.name for e in prof.events() if "zero" in e.name or "fill" in e.name})
+        (gx,) = torch.autograd.grad(layer(x).float().sum(), x, create_graph=True)
+        try:
+            torch.autograd.grad((gx.float() ** 2).sum() + (x.float() ** 2).sum(), x)
+            second = "returned"
+        except RuntimeError as e:
+            second = "raised" if "second derivative" in str(e) else "raised %s" % str(e)[:100]
+    finally:
+        recur.ops._POISON = poison
+    return not filled and second == "raised", "ops filling in the backward: %s; a second derivative %s" % (
+        ", ".join(filled) or "none", second)
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     quick = "--quick" in sys.argv
@@ -541,6 +568,7 @@ def main():
     check("bf16 autocast")(lambda: autocast(k, g))
     check("wrong inputs raise")(lambda: wrong_inputs(k, g))
     check("host overhead")(lambda: host_overhead(k, g))
+    check("the backward fills nothing; a second derivative raises")(lambda: backward_extras(k, g))
     if resets_dir:
         kr = recur.load(resets_dir)
         for mixer in ("rglru", "samu"):
