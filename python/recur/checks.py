@@ -58,7 +58,8 @@ def params(ps, specs, x, mixer):
         if not isinstance(t, torch.Tensor):
             raise TypeError("%s must be a torch.Tensor, got %s" % (what, type(t).__name__))
         if t.dtype != torch.float32:
-            raise TypeError("%s is a %s; parameters are float32 (autocast leaves them so)" % (what, _where(t)))
+            raise TypeError("%s is a %s; parameters are float32 (autocast leaves them so; a recur.Mixer "
+                            "made bf16 or fp16 widens its own)" % (what, _where(t)))
         if t.device != x.device:
             raise ValueError("%s is a %s, x is on %s: move the module with .to(x.device)" % (what, _where(t), x.device))
         if tuple(int(n) for n in t.shape) != tuple(spec.dims):

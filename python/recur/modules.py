@@ -10,9 +10,10 @@ declares (recur_param_init):
   decay a, b   log(u^(-1/2) - 1), u uniform in [a, b]  (RecurrentGemma's
                lambda, for which softplus(lam) = -log(u) / 2)
 so a state_dict of the same names loads as it is (RG-LRU's Wa, Wx are
-[H][K][K] = [head][in][out], RecurrentGemma's layout). Parameters stay
-float32; the module's forward takes bf16 x (or float32 under bf16
-autocast) and returns bf16 y.
+[H][K][K] = [head][in][out], RecurrentGemma's layout). Parameters are
+float32 (a module made bf16 or fp16 has them widened for each call, as
+transformers' adapter in recurrentgemma.py does); the module's forward
+takes bf16 x (or float32 under bf16 autocast) and returns bf16 y.
 """
 import math
 
@@ -76,9 +77,21 @@ class Mixer(nn.Module):
         resets: [B, L] bool, True where a document starts; initial_state:
         fp32 [B, width]; cu_seqlens: int [N + 1] document offsets in x's one
         row (see recur.mix)."""
-        return ops.mix(x, [getattr(self, s.name) for s in self.specs], self.kernels, self.mixer, self.variant,
+        return ops.mix(x, self._params(), self.kernels, self.mixer, self.variant,
                        resets=resets, initial_state=initial_state, output_final_state=output_final_state,
                        cu_seqlens=cu_seqlens)
+
+    def _params(self):
+        """The parameters in the manifest's order as the kernels take them,
+        float32: a module made bf16 or fp16 (.bfloat16(), .half()) has them
+        widened for the call, exactly, and their gradients come back in its
+        dtype through autograd; float64 ones stay refused (the kernels would
+        not compute in float64)."""
+        out = []
+        for s in self.specs:
+            p = getattr(self, s.name)
+            out.append(p.float() if p.dtype in (torch.bfloat16, torch.float16) else p)
+        return out
 
     def new_state(self, slots, device=None):
         """Zeroed decode states, fp32 [slots, width], on the parameters' device unless given."""
@@ -91,8 +104,7 @@ class Mixer(nn.Module):
         kernels: the folder holding the mixer's decode step, when it is not
         the module's own; variant: which of its decode steps."""
         k = self.kernels if kernels is None else (kernels if hasattr(kernels, "key") else load(kernels))
-        return ops.decode_step(x, [getattr(self, s.name) for s in self.specs], state, k, self.mixer, index=index,
-                               start=start, variant=variant)
+        return ops.decode_step(x, self._params(), state, k, self.mixer, index=index, start=start, variant=variant)
 
     def extra_repr(self):
         return "%s, width=%d, variant=%s, kernels=%s" % (self.mixer, self.width, self.variant or "auto",

@@ -3,7 +3,8 @@ reference written from spec/architectures.md (ref_torch.py), and what a
 model author relies on -- torch.compile without graph breaks, CUDA graph
 capture, two streams from two threads, several forwards before their
 backwards, bf16 autocast, a clear exception for every wrong input, a
-backward that fills no tensor of zeros and refuses a second derivative, and a
+backward that fills no tensor of zeros and refuses a second derivative, a
+module made bf16, and a
 released RecurrentGemma RG-LRU's weights and transformers' RecurrentGemmaRglru
 (recur.apply_to_recurrentgemma) run as the release computes them.
 
@@ -461,7 +462,8 @@ def wrong_inputs(k, g):
             recur.RGLRU(k, 64).parameters()), k, "rglru"), ValueError),
         ("x not 16-byte aligned", lambda: layer(misaligned), ValueError),
         ("parameters on the CPU", lambda: recur.RGLRU(k, D)(x), ValueError),
-        ("parameters in bf16", lambda: recur.RGLRU(k, D).cuda().bfloat16()(x), TypeError),
+        ("parameters in bf16 to recur.mix", lambda: recur.mix(x, [p.detach().bfloat16() for p in layer.parameters()],
+                                                               k, "rglru"), TypeError),
         ("a parameter missing", lambda: recur.mix(x, list(layer.parameters())[:-1], k, "rglru"), ValueError),
         ("an unknown keyword", lambda: recur.mix(x, list(layer.parameters()), k, "rglru", h0=None), TypeError),
     ]
@@ -507,6 +509,25 @@ def host_overhead(k, g):
     torch.cuda.synchronize()
     return True, "host time per call at 1x64x1024: forward %.1f us, forward+backward %.1f us (information)" % (
         fwd * 1e6, both * 1e6)
+
+
+def bf16_module(k, g):
+    """A module made bf16 (.bfloat16()) runs on exact float32 copies of its
+    weights: the float32 module's bits, given the same (bf16-representable)
+    weights, and its gradients rounded to bf16."""
+    D = 128
+    a = recur.RGLRU(k, D).cuda()
+    b = recur.RGLRU(k, D).cuda().bfloat16()
+    with torch.no_grad():
+        for pa, pb in zip(a.parameters(), b.parameters()):
+            pa.copy_(pb.float())
+    x = fresh_x(2, 300, D, g)
+    dy = torch.randn(2, 300, D, generator=g, device="cuda").bfloat16()
+    ya, dxa, ga = layer_grads(a, x, dy)
+    yb, dxb, gb = layer_grads(b, x, dy)
+    same = torch.equal(ya, yb) and torch.equal(dxa, dxb) and all(
+        v.dtype == torch.bfloat16 and torch.equal(u.bfloat16(), v) for u, v in zip(ga, gb))
+    return same, "y, dx the float32 module's bits; %d gradients in bf16, its rounded" % len(gb)
 
 
 def backward_extras(k, g):
@@ -569,6 +590,7 @@ def main():
     check("wrong inputs raise")(lambda: wrong_inputs(k, g))
     check("host overhead")(lambda: host_overhead(k, g))
     check("the backward fills nothing; a second derivative raises")(lambda: backward_extras(k, g))
+    check("a bf16 module: the float32 module's numbers")(lambda: bf16_module(k, g))
     if resets_dir:
         kr = recur.load(resets_dir)
         for mixer in ("rglru", "samu"):

@@ -492,6 +492,26 @@ class Marshalling(unittest.TestCase):
         filled = [f for f in ops.seen if any(w in f for w in ("zero", "fill", "full"))]
         self.assertEqual(filled, [], "the backward filled tensors: %s" % filled)
 
+    def test_a_bf16_module_runs_on_float32_copies(self):
+        # .bfloat16() on a model must not break its recur layers: the kernels
+        # get exact float32 copies, the gradients come back in bf16
+        m = recur.RGLRU(self.k, 128).bfloat16()
+        x = torch.randn(2, 37, 128).bfloat16().requires_grad_(True)
+        y = m(x)                  # the copies live while autograd holds them for the backward
+        (fwd,) = self.calls
+        own = [p.data_ptr() for p in m.parameters()]
+        self.assertTrue(all(a not in own for a in fwd[3]))   # copies, not the bf16 tensors
+        for p, at in zip(m.parameters(), fwd[3]):
+            n = p.numel()
+            seen = torch.tensor((ctypes.c_float * n).from_address(at)[:n])
+            self.assertTrue(torch.equal(seen, p.detach().float().flatten()), "the copy is the parameter, exactly")
+        y.backward(torch.randn(2, 37, 128).bfloat16())
+        self.assertEqual([(p.grad.dtype, p.grad.flatten()[0].item()) for p in m.parameters()],
+                         [(torch.bfloat16, float(i + 1)) for i in range(5)])
+        with self.assertRaises(TypeError) as e:       # the functional form takes float32 only
+            recur.mix(x, [p.detach() for p in m.parameters()], self.k, "rglru")
+        self.assertIn("float32", str(e.exception))
+
     def test_jit_trace_is_refused_without_the_custom_ops(self):
         # the eager path's kernels run outside what torch.jit.trace records:
         # a traced module would return tensors no kernel wrote
