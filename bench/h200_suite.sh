@@ -93,8 +93,10 @@
 #                                        where librecur.so is carried),
 #                                        calibrated and timed at RecurrentGemma
 #                                        2B's and 9B's layers, beside the same
-#                                        math in PyTorch (HEADS_PARTS=verify or
-#                                        bench; HEADS_RG=rg90a: the set made
+#                                        math in PyTorch (HEADS_PARTS=verify,
+#                                        bench, or torch: the PyTorch rows alone
+#                                        at every layer shape, with the committed
+#                                        calibration; HEADS_RG=rg90a: the set made
 #                                        with --sm sm_90a, wgmma projections;
 #                                        the set apartmarks, where carried:
 #                                        tests/grids/apart_marks.lua verified
@@ -162,6 +164,22 @@ twins_test() {   # DIR LOG
 		python3 tests/python/gpu_twins_test.py "$1" > "$2" 2>&1 || rc=1
 	tail -1 "$2"
 	wrote="$wrote $2"
+}
+# one RecurrentGemma layer through recur's PyTorch module against the same math in
+# PyTorch (cuBLAS batched projections, the chunked matrix scan of examples/train_lm.py,
+# eager and through torch.compile), forward+backward at each shape of SHAPES, recur's
+# variant chosen by the calibration CAL, into $EXP/layer_heads*
+heads_torch() {   # CAL SHAPES
+	local lib=${RECUR_LIB:-$PWD/.carry/lib/librecur.so} sh
+	if [ ! -f "$lib" ] || [ ! -d "$PTXROOT/$RGSET" ] || [ ! -f "$1" ]; then
+		echo "heads: no PyTorch rows: $lib, the set $RGSET or the calibration $1 is missing"; rc=1; return 0
+	fi
+	for sh in $2; do
+		RECUR_LIB=$lib LD_LIBRARY_PATH=$(dirname "$lib") PYTHONDONTWRITEBYTECODE=1 \
+			python3 examples/train_lm.py --kernels "$PTXROOT/$RGSET" --calibration "$1" \
+			--compare --bench-layer "$sh" --head 256 --out "$EXP/layer_heads" >> "$EXP/layer_heads.log" 2>&1 || rc=1
+	done
+	grep "^layer" "$EXP/layer_heads.log"
 }
 case "$mode" in
 	results|verify|all|others) mkdir -p "$RES"; W=$RES ;;
@@ -363,6 +381,7 @@ if [ "$mode" = heads ]; then
 		[ -n "${NOWARM:-}" ] || WARM_SHAPE=1x64x2816 bash bench/jit_warm.sh "$BIN" "$1" "" "$TMPD/jit_warm.log" || rc=1
 	}
 	for k in ${APART_KS:-64 256 128 176 16} rg; do
+		case " ${HEADS_PARTS:-verify bench} " in *" verify "* | *" bench "*) ;; *) continue ;; esac
 		set=apart$k
 		if [ $k = rg ]; then   # lua/variants/recurrentgemma.lua: warmed for the bench only
 			case " ${HEADS_PARTS:-verify bench} " in *" bench "*) set=$RGSET ;; *) continue ;; esac
@@ -424,6 +443,13 @@ if [ "$mode" = heads ]; then
 			twins_test "$PTXROOT/$RGSET" "$EXP/twins_$RGSET.log"
 		fi
 	esac
+	case " ${HEADS_PARTS:-verify bench} " in *" torch "*)
+		# the PyTorch rows alone, recur's variants as the committed calibration chose them, at
+		# every layer shape unless HEADS_TORCH names some (torch.compile compiles each shape;
+		# eager PyTorch may run out of memory at the longest, a row that says so)
+		heads_torch "${HEADS_CAL:-bench/results/calibration_heads_h200.json}" \
+			"${HEADS_TORCH:-1x8192x2560 1x32768x2560 1x131072x2560 1x8192x4096 1x32768x4096 1x131072x4096}"
+	esac
 	case " ${HEADS_PARTS:-verify bench} " in *" bench "*)
 		RG="${HEADS_SHAPES:-1x8192x2560,1x32768x2560,1x131072x2560,1x8192x4096,1x32768x4096,1x131072x4096}"
 		"$BIN" calibrate --dir "$PTXROOT/$RGSET" --shapes "$RG" --out "$EXP/calibration_heads.json" \
@@ -443,17 +469,8 @@ if [ "$mode" = heads ]; then
 		# the tensor-core floor's rate: cuBLAS bf16 GEMMs measured on this card (bench/gemm_rate.py)
 		python3 bench/gemm_rate.py > "$EXP/gemm_rate.log" 2>&1 || rc=1
 		tail -1 "$EXP/gemm_rate.log"
-		# the same math in PyTorch (cuBLAS batched projections, the chunked matrix scan of
-		# examples/train_lm.py, and through torch.compile), one layer forward+backward
-		lib=${RECUR_LIB:-$PWD/.carry/lib/librecur.so}
-		if [ -f "$lib" ] && [ -d "$PTXROOT/$RGSET" ]; then
-			for sh in ${HEADS_TORCH:-1x8192x2560 1x32768x2560}; do
-				RECUR_LIB=$lib LD_LIBRARY_PATH=$(dirname "$lib") PYTHONDONTWRITEBYTECODE=1 \
-					python3 examples/train_lm.py --kernels "$PTXROOT/$RGSET" --calibration "$EXP/calibration_heads.json" \
-					--compare --bench-layer "$sh" --head 256 --out "$EXP/layer_heads" >> "$EXP/layer_heads.log" 2>&1 || rc=1
-			done
-			grep "^layer" "$EXP/layer_heads.log"
-		fi
+		# the same math in PyTorch, one layer forward+backward (HEADS_PARTS=torch: every shape)
+		heads_torch "$EXP/calibration_heads.json" "${HEADS_TORCH:-1x8192x2560 1x32768x2560}"
 		grep -vE "^\[|^ *$" "$EXP/bench_heads.log" | tail -60
 		promote "$EXP/bench_heads.json" heads_h200.json
 		promote "$EXP/calibration_heads.json" calibration_heads_h200.json
