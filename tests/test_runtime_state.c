@@ -201,6 +201,19 @@ static void packed(recur_rt *rt)
 	io.state = NULL;
 	rc = recur_forward(v, s, &io, 0, err, sizeof err);
 	check(rc == 0 && arg(2) == 0 && arg_i32(3) == 0, "a call without them: a null pointer and ndocs 0", "%s", err);
+	/* one variant, one shape, ndocs changing from call to call: the values
+	 * the runtime keeps from the last call must follow it */
+	int seen[3] = {0};
+	const int want[3] = {5, 3, 5};
+	for (int i = 0; i < 3 && rc == 0; i++) {
+		recur_seqstate si = {.cu_seqlens = t[4], .ndocs = want[i]};
+		io.state = &si;
+		hc.nlaunch = 0;
+		rc = recur_forward(v, s, &io, 0, err, sizeof err);
+		seen[i] = rc ? -1 : arg_i32(3);
+	}
+	check(rc == 0 && !memcmp(seen, want, sizeof want), "ndocs 5, 3, 5 on one variant after 3 and none: each call's "
+	      "own", "%d %d %d: %s", seen[0], seen[1], seen[2], err);
 	io.state = &st;
 	recur_shape s2 = {2, 37, 64};
 	hc.nlaunch = 0;
