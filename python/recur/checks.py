@@ -50,23 +50,34 @@ def x_shape(x, mixer):
 
 def params(ps, specs, x, mixer):
     """Checks the parameter tensors ps against the manifest's specs at x's width."""
-    names = [s.name for s in specs]
     if len(ps) != len(specs):
-        raise ValueError("recur %s takes %d parameters (%s), got %d" % (mixer, len(specs), ", ".join(names), len(ps)))
+        raise ValueError("recur %s takes %d parameters (%s), got %d" % (mixer, len(specs),
+                                                                       ", ".join(s.name for s in specs), len(ps)))
+    # every call of both passes runs this: each parameter's usual case in one
+    # test, the message made only for one that fails it
+    dev = x.device
     for t, spec in zip(ps, specs):
-        what = "recur %s: parameter %s" % (mixer, spec.name)
-        if not isinstance(t, torch.Tensor):
-            raise TypeError("%s must be a torch.Tensor, got %s" % (what, type(t).__name__))
-        if t.dtype != torch.float32:
-            raise TypeError("%s is a %s; parameters are float32 (autocast leaves them so; a recur.Mixer "
-                            "made bf16 or fp16 widens its own)" % (what, _where(t)))
-        if t.device != x.device:
-            raise ValueError("%s is a %s, x is on %s: move the module with .to(x.device)" % (what, _where(t), x.device))
-        if tuple(int(n) for n in t.shape) != tuple(spec.dims):
-            raise ValueError("%s is a %s; at width D = %d it has shape %s" % (what, _where(t), int(x.shape[2]),
-                                                                               list(spec.dims)))
-        if not t.is_contiguous():
-            raise ValueError("%s (a %s) is not contiguous" % (what, _where(t)))
+        if not (isinstance(t, torch.Tensor) and t.dtype == torch.float32 and t.device == dev and
+                t.shape == spec.dims and t.is_contiguous()):
+            _param_fault(t, spec, x, mixer)
+
+
+def _param_fault(t, spec, x, mixer):
+    """Raises what is wrong with parameter tensor t, the first of params' checks it fails."""
+    what = "recur %s: parameter %s" % (mixer, spec.name)
+    if not isinstance(t, torch.Tensor):
+        raise TypeError("%s must be a torch.Tensor, got %s" % (what, type(t).__name__))
+    if t.dtype != torch.float32:
+        raise TypeError("%s is a %s; parameters are float32 (autocast leaves them so; a recur.Mixer "
+                        "made bf16 or fp16 widens its own)" % (what, _where(t)))
+    if t.device != x.device:
+        raise ValueError("%s is a %s, x is on %s: move the module with .to(x.device)" % (what, _where(t), x.device))
+    if tuple(int(n) for n in t.shape) != tuple(spec.dims):
+        raise ValueError("%s is a %s; at width D = %d it has shape %s" % (what, _where(t), int(x.shape[2]),
+                                                                           list(spec.dims)))
+    if not t.is_contiguous():
+        raise ValueError("%s (a %s) is not contiguous" % (what, _where(t)))
+    raise ValueError("%s is a %s and fails the parameters' checks" % (what, _where(t)))
 
 
 def resets(r, x, mixer):
