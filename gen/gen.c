@@ -130,6 +130,8 @@ static json_t *variant_json(const Tmpl *T, const VariantSet *vs, const char *ptx
 		json_object_set_new(o, "apart", json_true());
 	if (scan_proj_on(T))   /* the forward's projections inside fwd_scan (on this target) */
 		json_object_set_new(o, "scan_proj", json_true());
+	if (scan_proj_ahead(T))   /* there by a producer warpgroup in resident blocks */
+		json_object_set_new(o, "proj_ahead", json_true());
 	if (v->recompute)   /* the backward makes the projections again: none kept between the passes */
 		json_object_set_new(o, "recompute", json_true());
 	if (v->mma)   /* a decode step on tensor cores: what a caller without a pin runs */

@@ -2,6 +2,7 @@
 #include "irb.h"
 #include "diag.h"
 #include <llvm-c/DebugInfo.h>
+#include <stdio.h>
 #include <string.h>
 
 void irb_init(Irb *I, LLVMContextRef ctx, LLVMModuleRef mod)
@@ -432,12 +433,27 @@ LLVMValueRef nctaid(Irb *I, int dim)
 	return call_intr(I, n[dim], NULL, 0, NULL, 0);
 }
 
-void bar_sync(Irb *I) { call_intr(I, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); }
+void bar_sync(Irb *I)
+{
+	if (I->bar_n)
+		bar_named(I, ci32(I, I->bar_id), I->bar_n);
+	else
+		call_intr(I, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+}
 
 LLVMValueRef bar_or(Irb *I, LLVMValueRef pred)
 {
 	LLVMValueRef a = LLVMBuildZExt(I->b, pred, I->i32, "");
-	LLVMValueRef r = call_intr(I, "llvm.nvvm.barrier0.or", NULL, 0, &a, 1);
+	LLVMValueRef r;
+	if (I->bar_n) {   /* LLVM 19 has no intrinsic for a named barrier's reduction */
+		char as[160];
+		snprintf(as, sizeof as, "{\n\t.reg .pred p, q;\n\tsetp.ne.u32 q, $1, 0;\n\tbar.red.or.pred p, %d, %d, q;"
+		         "\n\tselp.u32 $0, 1, 0, p;\n\t}", I->bar_id, I->bar_n);
+		LLVMTypeRef fty = LLVMFunctionType(I->i32, &I->i32, 1, 0);
+		r = LLVMBuildCall2(I->b, fty, irb_asm(fty, as, "=r,r,~{memory}", 1), &a, 1, "");
+	} else {
+		r = call_intr(I, "llvm.nvvm.barrier0.or", NULL, 0, &a, 1);
+	}
 	return LLVMBuildICmp(I->b, LLVMIntNE, r, ci32(I, 0), "");
 }
 

@@ -24,6 +24,10 @@ typedef struct {
 	LLVMTypeRef i1, i8, i16, i32, i64, f32, bf16, v2i32, gptr, sptr, voidt;
 	LLVMValueRef entry_alloca_pt; /* allocas are placed at the top of the entry block */
 	LLVMBasicBlockRef entry;
+	/* where only some of a block's threads run a part of a kernel (a
+	 * warp-specialised one), their barrier for bar_sync and bar_or: named
+	 * barrier bar_id of bar_n threads; bar_n 0 is the whole block's */
+	int bar_id, bar_n;
 } Irb;
 
 typedef struct { LLVMValueRef slot; LLVMTypeRef ty; } Var;
@@ -144,8 +148,8 @@ LLVMValueRef unpack_f16(Irb *I, LLVMValueRef i32v, int hi);                  /* 
 LLVMValueRef tid_x(Irb *I);
 LLVMValueRef ctaid(Irb *I, int dim);
 LLVMValueRef nctaid(Irb *I, int dim);
-void bar_sync(Irb *I);                                   /* __syncthreads */
-LLVMValueRef bar_or(Irb *I, LLVMValueRef pred_i1);       /* __syncthreads_or: i1 */
+void bar_sync(Irb *I);                                   /* __syncthreads (or I->bar_id's) */
+LLVMValueRef bar_or(Irb *I, LLVMValueRef pred_i1);       /* __syncthreads_or (or I->bar_id's): i1 */
 LLVMValueRef warp_any(Irb *I, LLVMValueRef pred_i1);     /* vote.any over the full warp: i1 */
 void fence_gpu(Irb *I);                                  /* membar.gl (__threadfence) */
 void bar_named(Irb *I, LLVMValueRef id, int nthreads);   /* bar.sync id, n */

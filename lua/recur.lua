@@ -90,6 +90,11 @@ FILE:LINE, and the generator then writes nothing.
                                            sm_90a; other targets build it with proj_fwd.
                                            K a multiple of 64, scan lookback or onepass,
                                            prefix 32, chunk 8
+      proj_ahead = { false },              { true }: scan_proj's fwd_scan in resident
+                                           blocks taking tiles by ticket, a producer
+                                           warpgroup projecting the tile the scan
+                                           warpgroups sweep next (sm_90a; K a multiple
+                                           of 64 from 128; no docs or map)
       recompute = { false },               { true }: apart, but the forward keeps no
                                            projection for the backward, which runs
                                            proj_fwd again first (the same kernel, the
@@ -100,7 +105,7 @@ FILE:LINE, and the generator then writes nothing.
       rules = { { "D % 64 == 0", "message" }, ... },   shape rules (util/shapex.h)
     }
     The grid is the cartesian product (at most 64 variants); each variant is
-    named [apart_][scanproj_|recompute_][docs_|resets_][states_][map_][fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_{SCAN}_chunk{C}
+    named [apart_][scanproj_[ahead_]|recompute_][docs_|resets_][states_][map_][fused_output_][fused_write_][shared_sfu_][fused_]grouped_prefix{P}_{SCAN}_chunk{C}
     and is "materialized" (gates written to memory) when not fused. For a
     mixer with token projections, fused = false means the controller runs in
     a separate pass and the gates stay inside the scan kernels (the only
@@ -693,7 +698,7 @@ end
 local OPTIONS = { mixer = true, chunk = true, prefix = true, fused = true, shared_sfu = true, scan = true,
                   fused_output = true, fused_write = true, resets = true, states = true, controller = true,
                   rules = true, apart = true, docs = true, map = true, scan_proj = true,
-                  recompute = true }
+                  proj_ahead = true, recompute = true }
 
 function R.variants(o)
   if not plain(o) then fail("R.variants takes a table { mixer = m, chunk = {...}, prefix = {...}, ... }, got %s", describe(o)) end
@@ -713,6 +718,14 @@ function R.variants(o)
     if sp then
       for _, ap in ipairs(apart) do
         if not ap then fail("scan_proj = true runs the projections apart inside fwd_scan: give apart = { true }") end
+      end
+    end
+  end
+  local pahead = bool_list(o.proj_ahead, "proj_ahead")
+  for _, pa in ipairs(pahead) do
+    for _, sp in ipairs(sproj) do
+      if pa and not sp then
+        fail("proj_ahead = true is a form of scan_proj's fwd_scan: give scan_proj = { true }")
       end
     end
   end
@@ -796,11 +809,11 @@ function R.variants(o)
     end
   end
   local total = #chunks * #prefixes * #fused * #sfu * #fout * #fwrite * #scans * #resets * #states * #apart * #docs * #maps
-                * #sproj * #recomp
+                * #sproj * #pahead * #recomp
   if total > MAXVAR then
-    fail("the grid has %d variants (chunk %d x prefix %d x fused %d x shared_sfu %d x fused_output %d x fused_write %d x scan %d x resets %d x states %d x apart %d x docs %d x map %d x scan_proj %d x recompute %d); at most %d per R.variants",
+    fail("the grid has %d variants (chunk %d x prefix %d x fused %d x shared_sfu %d x fused_output %d x fused_write %d x scan %d x resets %d x states %d x apart %d x docs %d x map %d x scan_proj %d x proj_ahead %d x recompute %d); at most %d per R.variants",
          total, #chunks, #prefixes, #fused, #sfu, #fout, #fwrite, #scans, #resets, #states, #apart, #docs, #maps, #sproj,
-         #recomp, MAXVAR)
+         #pahead, #recomp, MAXVAR)
   end
 
   local file, line = site()
@@ -808,6 +821,7 @@ function R.variants(o)
   local vars = {}
   for _, ap in ipairs(apart) do
   for _, sp in ipairs(sproj) do
+  for _, pa in ipairs(pahead) do
   for _, rc in ipairs(recomp) do
   for _, dc in ipairs(docs) do
   for _, rs in ipairs(resets) do
@@ -820,7 +834,7 @@ function R.variants(o)
           for _, sc in ipairs(scans) do
             for _, p in ipairs(prefixes) do
               for _, c in ipairs(chunks) do
-                local name = (ap and "apart_" or "") .. (sp and "scanproj_" or "") .. (rc and "recompute_" or "") .. (dc and "docs_" or "") .. (rs and "resets_" or "") .. (hs and "states_" or "") .. (mp and "map_" or "") ..
+                local name = (ap and "apart_" or "") .. (sp and "scanproj_" or "") .. (pa and "ahead_" or "") .. (rc and "recompute_" or "") .. (dc and "docs_" or "") .. (rs and "resets_" or "") .. (hs and "states_" or "") .. (mp and "map_" or "") ..
                              (fo and "fused_output_" or "") ..
                              (fw and "fused_write_" or "") ..
                              (sf and "shared_sfu_" or "") .. (fu and "fused_" or "") ..
@@ -828,7 +842,7 @@ function R.variants(o)
                 vars[#vars + 1] = {
                   name = name, chunk = c, prefix = p, fused = fu, shared_sfu = sf,
                   fused_output = fo, fused_write = fw, resets = rs or dc, states = hs, map = mp, mma = false, rows = false, apart = ap,
-                  docs = dc, scan_proj = sp, recompute = rc,
+                  docs = dc, scan_proj = sp, proj_ahead = pa, recompute = rc,
                   materialized = (not fu) and ntoken == 0,
                   scan = sc, controller = ctl, file = file, line = line,
                 }
@@ -838,6 +852,7 @@ function R.variants(o)
         end
       end
     end
+  end
   end
   end
   end
@@ -887,7 +902,7 @@ function R.decode(o)
     name = st.name .. "_decode" .. (mma and "_mma" or rows and "_rows" or ""), mma = mma or false,
     rows = rows or false, chunk = CHUNKS[1], prefix = PREFIXES[1], fused = ntoken == 0, shared_sfu = ntoken > 0,
     fused_output = true, fused_write = true, resets = false, states = false, map = false, materialized = false,
-    apart = false, scan_proj = false, recompute = false, docs = false, scan = "decode", controller = ctl or st.controller, file = file, line = line,
+    apart = false, scan_proj = false, proj_ahead = false, recompute = false, docs = false, scan = "decode", controller = ctl or st.controller, file = file, line = line,
   } }
   return make_set(st, vars, rules, ntoken, nblock)
 end

@@ -97,6 +97,8 @@ typedef struct {
 	                        * scans (templates/proj.c): heads of K != 64 channels, or asked for */
 	bool scan_proj;        /* apart, but the forward's projections inside fwd_scan on wgmma (sm_90a;
 	                        * templates/scan_proj.c): no proj_fwd */
+	bool proj_ahead;       /* scan_proj's fwd_scan in resident blocks, a producer warpgroup projecting
+	                        * the tile the quads sweep next (templates/scan_proj.c) */
 	bool recompute;        /* apart, but the forward keeps no projection for the backward: the
 	                        * backward runs proj_fwd again first (workspace life "each") */
 	char controller[MX_NAME];

@@ -298,8 +298,8 @@ static void rd_canonical(const Variant *v, const char *mixer, char *buf, size_t 
 		snprintf(buf, n, "%s_decode%s", mixer, v->mma ? "_mma" : v->rows ? "_rows" : "");
 		return;
 	}
-	snprintf(buf, n, "%s%s%s%s%s%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->apart ? "apart_" : "",
-	         v->scan_proj ? "scanproj_" : "", v->recompute ? "recompute_" : "",
+	snprintf(buf, n, "%s%s%s%s%s%s%s%s%s%s%sgrouped_prefix%d_%s_chunk%d", v->apart ? "apart_" : "",
+	         v->scan_proj ? "scanproj_" : "", v->proj_ahead ? "ahead_" : "", v->recompute ? "recompute_" : "",
 	         v->docs ? "docs_" : v->resets ? "resets_" : "",
 	         v->states ? "states_" : "", v->map ? "map_" : "", v->fused_output ? "fused_output_" : "",
 	         v->fused_write ? "fused_write_" : "", v->shared_sfu ? "shared_sfu_" : "", v->fused ? "fused_" : "",
@@ -334,6 +334,7 @@ static void rd_variant(const Rd *rd, int e, const char *mixer, int ntoken, Varia
 	v->materialized = rd_bool(rd, e, "materialized", of);
 	v->apart = rd_bool(rd, e, "apart", of);
 	v->scan_proj = rd_bool(rd, e, "scan_proj", of);
+	v->proj_ahead = rd_bool(rd, e, "proj_ahead", of);
 	v->recompute = rd_bool(rd, e, "recompute", of);
 	v->docs = rd_bool(rd, e, "docs", of);
 	int scan = rd_enum(rd, e, "scan", of, scans);
@@ -356,6 +357,8 @@ static void rd_variant(const Rd *rd, int e, const char *mixer, int ntoken, Varia
 	if (v->scan_proj && (!v->apart || !v->lookback))
 		rd_fail(rd, "%s: scan_proj moves the projections apart into a look-back fwd_scan: apart true, scan lookback "
 		        "or onepass", of);
+	if (v->proj_ahead && !v->scan_proj)
+		rd_fail(rd, "%s: proj_ahead is a form of scan_proj's fwd_scan: scan_proj true", of);
 	if (v->recompute && (!v->apart || v->scan_proj))
 		rd_fail(rd, "%s: recompute runs proj_fwd again in the backward: apart true, scan_proj false", of);
 	if (v->docs && (!v->resets || v->states || v->decode))

@@ -87,7 +87,7 @@ static void map_store(Tmpl *T, Lanes *ln, KSig *sig, Var ml[4])
 	Irb *I = &T->I;
 	LLVMValueRef mapL = ksig_arg(T, sig, "ws:mapL");
 	LLVMValueRef pos = iadd(I, imul(I, lane_tile(I, ln), ci32(I, T->quads)), ln->quad);
-	LLVMValueRef np = imul(I, nctaid(I, 0), ci32(I, T->quads));
+	LLVMValueRef np = imul(I, kern_nt(T), ci32(I, T->quads));
 	IfBlk f;
 	if_begin(I, &f, ieq(I, ln->g, ci32(I, 0)), "map");
 	for (int c = 0; c < 4; c++)
@@ -162,10 +162,10 @@ static void quad_fold(Tmpl *T, Lanes *ln, LLVMValueRef qbase, Maps ex[], LLVMVal
 }
 
 
-/* channel ch of the block's tile in a [B][NT][D] array (NT = nctaid.x) */
+/* channel ch of the block's tile in a [B][NT][D] array */
 static LLVMValueRef tile_chan_index(Tmpl *T, Lanes *ln, LLVMValueRef ch)
 {
-	return tile_chan(T, ln, lane_tile(&T->I, ln), nctaid(&T->I, 0), ch);
+	return tile_chan(T, ln, lane_tile(&T->I, ln), kern_nt(T), ch);
 }
 
 static LLVMValueRef quad_base(Tmpl *T, Lanes *ln)
@@ -431,6 +431,120 @@ static void fwd_apply_tile_body(void *arg)
 	fwd_apply_tile(a->T, a->ln, a->l, a->keep, a->lbo);
 }
 
+/* scan_proj's persistent form (proj_ahead): fwd_scan's launch of resident
+ * blocks, two quads and the producer warpgroup (scan_proj.c) a block, the
+ * shared memory of both (a), the logical grid's B an argument */
+static Launch *ahead_launch(Tmpl *T, const SpAhead *a)
+{
+	Irb *I = &T->I;
+	CHECK(T->v->lookback && a->bytes <= smem_blk_max(T) && !T->v->docs && !T->v->map);
+	char sm[32];
+	snprintf(sm, sizeof sm, "%d", a->bytes);
+	Launch *l = tmpl_launch(T, 1, "fwd_scan", "PB", "1", "1", 128 * T->quads + 128, sm);
+	l->minblocks = 1;
+	launch_flops(l, proj_flops(T));   /* the projections, proj_fwd's */
+	sig_inputs(T, &l->sig);
+	ksig_add(T, &l->sig, "ws:wimg", I->gptr);
+	ksig_add(T, &l->sig, "y", I->gptr);
+	ksig_add(T, &l->sig, "ws:ticket", I->gptr);
+	ksig_add(T, &l->sig, "ws:aggA", I->gptr);
+	ksig_add(T, &l->sig, "ws:aggB", I->gptr);
+	ksig_add(T, &l->sig, "ws:hend", I->gptr);
+	if (T->v->states)
+		ksig_add(T, &l->sig, "state:hT", I->gptr);
+	ksig_add(T, &l->sig, "ws:ckpt", I->gptr);
+	ksig_shape(T, &l->sig);
+	ksig_add(T, &l->sig, "i32:B", I->i32);
+	return l;
+}
+
+/* The quads' loop: each tile the producer posted in slot k % 2 (its
+ * ticket past total: the end) swept as fwd_scan's blocks sweep theirs
+ * (fwd_apply_tile, ta with the tile's lanes), then the slot released;
+ * their block barrier is SP_BAR_QUADS, of their threads alone */
+static void ahead_sweeps(Tmpl *T, Launch *l, const SpAhead *a, LLVMValueRef HS, LLVMValueRef B, LLVMValueRef total,
+                         struct TileArg ta, int staged, int segf)
+{
+	Irb *I = &T->I;
+	int steps = T->chunk * T->prefix;
+	I->bar_id = SP_BAR_QUADS;
+	I->bar_n = T->k.threads;
+	Var k = var_init(I, ci32(I, 0), "sp_k");
+	LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "sp_sweep");
+	LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "sp_sweep_tile");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "sp_sweep_done");
+	LLVMBuildBr(I->b, head);
+	LLVMPositionBuilderAtEnd(I->b, head);
+	LLVMValueRef kk = var_get(I, k), s = LLVMBuildAnd(I->b, kk, ci32(I, 1), "");
+	LLVMValueRef use = LLVMBuildLShr(I->b, kk, ci32(I, 1), "");   /* the slot's use: the phase's parity */
+	mbar_wait(I, sp_slot(I, a->full, s, 8), LLVMBuildAnd(I->b, use, ci32(I, 1), ""));
+	LLVMValueRef t = ld(I, I->i32, smem_ptr(I, sp_slot(I, a->tick, s, 4)), 4);
+	LLVMBuildCondBr(I->b, LLVMBuildICmp(I->b, LLVMIntULT, t, total, ""), body, done);
+	LLVMPositionBuilderAtEnd(I->b, body);
+	sp_ticket(T, t, HS, B);
+	Lanes ln;
+	quad_lanes(T, &ln, &l->sig, apply_seg(T), segf);
+	ln.keep_staged = staged;
+	memset(T->k.ticket_thb, 0, sizeof T->k.ticket_thb);
+	ta.ln = &ln;
+	LLVMValueRef end = imul(I, iadd(I, lane_tile(I, &ln), ci32(I, 1)), ci32(I, steps));
+	LLVMValueRef in = LLVMBuildICmp(I->b, LLVMIntSLE, end, ln.L, "");
+	emit_split_docs(T, &ln, in, imul(I, lane_tile(I, &ln), ci32(I, steps)), steps, 0, fwd_apply_tile_body, &ta);
+	/* every quad past the tile's shared maps, carries and staging before
+	 * the next tile's; the slot back to the producer */
+	bar_sync(I);
+	mbar_arrive(I, sp_slot(I, a->empty, s, 8));
+	var_set(I, k, iadd(I, kk, ci32(I, 1)));
+	LLVMBuildBr(I->b, head);
+	LLVMPositionBuilderAtEnd(I->b, done);
+	I->bar_n = 0;
+}
+
+/* fwd_scan of scan_proj's persistent form: the launch, the slots'
+ * mbarriers, then the producer's loop and the quads' */
+static void fwd_apply_ahead(Tmpl *T, int sweep_bytes, int keep, int staged, int lbo, int segf, int proj)
+{
+	Irb *I = &T->I;
+	SpAhead a;
+	sp_layout(T, sweep_bytes, &a);
+	Launch *l = ahead_launch(T, &a);
+	tmpl_open(T, l);
+	T->k.slots_adjacent = 1;
+	T->k.proj_inline = proj;
+	int nq = 128 * T->quads;
+	T->k.threads = nq;   /* what the sweeps' code sizes by: the quads' threads */
+	wg_align_smem(I);
+	LLVMValueRef Lv = ksig_arg(T, &l->sig, "i32:L"), Dv = ksig_arg(T, &l->sig, "i32:D");
+	LLVMValueRef Bv = ksig_arg(T, &l->sig, "i32:B"), tid = tid_x(I);
+	int steps = T->chunk * T->prefix;
+	LLVMValueRef NT = LLVMBuildUDiv(I->b, iadd(I, Lv, ci32(I, steps - 1)), ci32(I, steps), "NT");
+	LLVMValueRef HS = LLVMBuildUDiv(I->b, Dv, ci32(I, 64), "HS");
+	LLVMValueRef total = imul(I, imul(I, NT, HS), Bv);
+	T->k.grid_nt = NT;
+	IfBlk f;
+	if_begin(I, &f, ieq(I, tid, ci32(I, 0)), "sp_bars");
+	for (int s = 0; s < 2; s++) {
+		mbar_init(I, ci32(I, a.full + 8 * s), 128);
+		mbar_init(I, ci32(I, a.empty + 8 * s), nq);
+	}
+	if_end(I, &f);
+	bar_sync(I);
+	LLVMValueRef prod = LLVMBuildICmp(I->b, LLVMIntUGE, tid, ci32(I, nq), "");
+	/* the registers moved to the producer (its 64 accumulators beside the
+	 * next tile's copies spilled at the kernel's 168), from the quads,
+	 * which sweep within 128 at two blocks an SM elsewhere */
+	if_begin(I, &f, prod, "producer");
+	wg_setmaxnreg(I, 1, SP_PRODUCER_REGS);
+	scan_proj_producer(T, &l->sig, &a, HS, Bv, total);
+	if_end(I, &f);
+	if_begin(I, &f, LLVMBuildNot(I->b, prod, ""), "quads");
+	wg_setmaxnreg(I, 0, SP_QUAD_REGS);
+	struct TileArg ta = { T, NULL, l, keep, lbo };   /* its lanes a tile's */
+	ahead_sweeps(T, l, &a, HS, Bv, total, ta, staged, segf);
+	if_end(I, &f);
+	irb_ret(I);
+}
+
 void tmpl_fwd_apply(Tmpl *T)
 {
 	Irb *I = &T->I;
@@ -440,8 +554,13 @@ void tmpl_fwd_apply(Tmpl *T)
 	int lbo = quad_smem(T, segf, proj);   /* look-back's ticket and carries after the quads' memory */
 	int staged;
 	int keep = fwd_keep(T, lbo, segf, &staged);
+	int bytes = keep >= 0 && !staged ? keep + keep_bytes(T) : lbo + (lb ? LB_SMEM : 0);
+	if (scan_proj_ahead(T)) {
+		fwd_apply_ahead(T, bytes, keep, staged, lbo, segf, proj);
+		return;
+	}
 	char sm[32];
-	snprintf(sm, sizeof sm, "%d", keep >= 0 && !staged ? keep + keep_bytes(T) : lbo + (lb ? LB_SMEM : 0));
+	snprintf(sm, sizeof sm, "%d", bytes);
 	Launch *l = tmpl_launch(T, 1, lb ? "fwd_scan" : "fwd_apply", "NT", scan_h(T), "B", 128 * T->quads, sm);
 	l->minblocks = T->quad_groups == 1 ? 2 : 1;   /* more groups keep more chunk maps live: 128 registers spill */
 	if (proj && T->nbdproj)

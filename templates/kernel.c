@@ -36,6 +36,7 @@ void tmpl_open(Tmpl *T, Launch *l)
 		l->early = 1;
 	}
 	T->k.threads = l->block;
+	T->k.grid_nt = NULL;
 	T->k.docs_quiet = 0;
 	T->k.marks_quiet = 0;
 	T->k.gates_inline = gates_inline(T);

@@ -68,10 +68,10 @@ static LLVMValueRef lb_word(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRef 
 	return gep_f32(&T->I, base, tile_chan(T, ln, p, n, ch));
 }
 
-/* word (b, tile p, channel ch) of a [B][NT][D] workspace (NT = nctaid.x) */
+/* word (b, tile p, channel ch) of a [B][NT][D] workspace (NT = kern_nt) */
 static LLVMValueRef tile_elem(Tmpl *T, Lanes *ln, LLVMValueRef base, LLVMValueRef p, LLVMValueRef ch)
 {
-	return lb_word(T, ln, base, p, nctaid(&T->I, 0), ch);
+	return lb_word(T, ln, base, p, kern_nt(T), ch);
 }
 
 LLVMValueRef lb_enc(Irb *I, LLVMValueRef v)
@@ -174,7 +174,7 @@ void lb_carry(Tmpl *T, Lanes *ln, const KSig *sig, int smem_off)
 	LLVMValueRef end = fadd(I, fmul(I, var_get(I, A), h), var_get(I, B));
 	st_volatile(I, lb_enc(I, end), hw, 4);
 	if (h0p)
-		state_store(I, ksig_arg(T, sig, "state:hT"), sidx, ieq(I, tile, isub(I, nctaid(I, 0), ci32(I, 1))), end);
+		state_store(I, ksig_arg(T, sig, "state:hT"), sidx, ieq(I, tile, isub(I, kern_nt(T), ci32(I, 1))), end);
 	if_end(I, &f);
 	bar_sync(I);
 }

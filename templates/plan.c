@@ -159,6 +159,8 @@ static void plan_vars(Tmpl *T)
 	add_var(T, "NXB", "min(cdiv(B*L,32),64)");
 	if (T->napj)
 		plan_proj_grids(T);
+	if (scan_proj_ahead(T))   /* fwd_scan's resident blocks (scan_proj.c) */
+		add_var(T, "PB", "min(NT*HS*B,%d)", SP_GRID);
 }
 
 static void plan_workspaces(Tmpl *T)

@@ -25,6 +25,8 @@
  * for the sweeps, as they staged proj_fwd's. */
 #include "proj_wg.h"
 #include "diag.h"
+#include <stdio.h>
+#include <string.h>
 
 /* a 64-channel slice's image: napj x K/64 blocks */
 static int wimg_blocks(const Tmpl *T) { return T->napj * (T->mx->k / 64); }
@@ -171,6 +173,38 @@ static void trip_at(Tmpl *T, LLVMValueRef gb, LLVMValueRef xcol, LLVMValueRef n,
 	*col0 = iadd(I, xcol, imul(I, *kb, ci32(I, 64)));
 }
 
+/* A trip's multiplies, waited for: the accumulators acc (their values
+ * into a) plus the 64 rows of x's block at abuf times contraction block kb
+ * of each projection's image at wbase, 4 k-steps of 16; the first step adds
+ * to them only where more (a row tile's first trip starts from zero) */
+static void trip_mma(Tmpl *T, Var acc[][32], LLVMValueRef a[][32], LLVMValueRef abuf, int wbase, LLVMValueRef kb,
+                     LLVMValueRef more)
+{
+	Irb *I = &T->I;
+	int kbh = T->mx->k / 64;
+	for (int j = 0; j < T->napj; j++)
+		for (int e = 0; e < 32; e++)
+			a[j][e] = var_get(I, acc[j][e]);
+	wg_fence(I);
+	for (int ks = 0; ks < 4; ks++)
+		for (int j = 0; j < T->napj; j++) {
+			LLVMValueRef wb = iadd(I, ci32(I, wbase), imul(I, iadd(I, kb, ci32(I, j * kbh)), ci32(I, WG_BLOCK)));
+			LLVMValueRef acc_on = ks > 0 ? LLVMConstInt(I->i1, 1, 0) : more;
+			wg_mma64_if(I, a[j], wg_desc(I, abuf, 2 * 16 * ks), wg_desc(I, wb, 2 * 16 * ks), acc_on, 0);
+		}
+	wg_commit(I);
+	LLVMValueRef all[64];
+	for (int j = 0; j < T->napj; j++)
+		for (int e = 0; e < 32; e++)
+			all[32 * j + e] = a[j][e];
+	wg_wait(I, 0, all, 32 * T->napj);
+	for (int j = 0; j < T->napj; j++)
+		for (int e = 0; e < 32; e++) {
+			a[j][e] = all[32 * j + e];
+			var_set(I, acc[j][e], a[j][e]);
+		}
+}
+
 void scan_project(Tmpl *T, Lanes *ln, LLVMValueRef gb)
 {
 	Irb *I = &T->I;
@@ -222,27 +256,7 @@ void scan_project(Tmpl *T, Lanes *ln, LLVMValueRef gb)
 		LLVMValueRef abuf = iadd(I, qring, imul(I, LLVMBuildAnd(I->b, n, ci32(I, 1), ""), ci32(I, WG_BLOCK)));
 		LLVMValueRef more = LLVMBuildICmp(I->b, LLVMIntNE, kb, ci32(I, 0), "");
 		LLVMValueRef a[2][32];
-		for (int j = 0; j < T->napj; j++)
-			for (int e = 0; e < 32; e++)
-				a[j][e] = var_get(I, acc[j][e]);
-		wg_fence(I);
-		for (int ks = 0; ks < 4; ks++)
-			for (int j = 0; j < T->napj; j++) {
-				LLVMValueRef wb = iadd(I, ci32(I, wbase), imul(I, iadd(I, kb, ci32(I, j * kbh)), ci32(I, WG_BLOCK)));
-				LLVMValueRef acc_on = ks > 0 ? LLVMConstInt(I->i1, 1, 0) : more;
-				wg_mma64_if(I, a[j], wg_desc(I, abuf, 2 * 16 * ks), wg_desc(I, wb, 2 * 16 * ks), acc_on, 0);
-			}
-		wg_commit(I);
-		LLVMValueRef all[64];
-		for (int j = 0; j < T->napj; j++)
-			for (int e = 0; e < 32; e++)
-				all[32 * j + e] = a[j][e];
-		wg_wait(I, 0, all, 32 * T->napj);
-		for (int j = 0; j < T->napj; j++)
-			for (int e = 0; e < 32; e++) {
-				a[j][e] = all[32 * j + e];
-				var_set(I, acc[j][e], a[j][e]);
-			}
+		trip_mma(T, acc, a, abuf, wbase, kb, more);
 		if_begin(I, &f, ieq(I, kb, ci32(I, kbh - 1)), "pstore");
 		store_tile(T, ln, row0, a);
 		if_end(I, &f);
@@ -251,4 +265,311 @@ void scan_project(Tmpl *T, Lanes *ln, LLVMValueRef gb)
 	/* the projections stored seen by the segment copies, and the image and
 	 * ring read by every wgmma before those copies overwrite them */
 	bar_sync(I);
+}
+
+/* The persistent form (Variant.proj_ahead): fwd_scan's blocks stay resident and take
+ * tile after tile by ticket, and a third warpgroup of the block projects
+ * the tile its quads sweep next while they sweep this one, so that the
+ * projections' loads and tensor work overlap the sweeps instead of
+ * preceding them (the form above measured the forward +11 to +19% against
+ * proj_fwd apart, its trips waiting with nothing of the block to hide
+ * them). Its image and ring are its own shared memory, after the quads':
+ * one block an SM, whose two quads swept at 77% of the copy rate where two
+ * blocks' four reach 94% (bench/experiments/2026-12-07-fwd-one-block).
+ * Measured on an H100 (bench/experiments/2026-12-07-scanproj-ahead, 1x131072x4096):
+ * correct, slower: fwd_scan 3.63 ms against proj_fwd's 1.50 and its twin's
+ * 1.48. The producer paces it, about 15 us a tile of 256 rows against the
+ * quads' 7.5: 16 trips each behind a barrier and the wait for its wgmma,
+ * and the row tiles' epilogues (with the projections stored from the
+ * accumulators' pairs it took 4.8 ms; without any store 2.3). */
+int scan_proj_ahead_ok(const Tmpl *T) { return scan_proj_ok(T) && T->mx->k >= 128 && !T->v->docs && !T->v->map; }
+
+int scan_proj_ahead(const Tmpl *T) { return T->v->proj_ahead && scan_proj_on(T); }
+
+/* trips a copy runs ahead: fewer than the head's contraction blocks, so
+ * that the next tile's image block is copied past its last use here */
+static int sp_ahead_n(const Tmpl *T)
+{
+	int kbh = T->mx->k / 64;
+	return SP_AHEAD_N < kbh ? SP_AHEAD_N : kbh - 1;
+}
+
+void sp_layout(const Tmpl *T, int sweep_bytes, SpAhead *a)
+{
+	int at = (sweep_bytes + 1023) & ~1023;
+	a->img = at;
+	at += wimg_blocks(T) * WG_BLOCK;
+	a->ring = at;
+	at += SP_STAGES * WG_BLOCK;
+	a->obuf = at;   /* a row tile's output, a block a projection */
+	at += T->napj * WG_BLOCK;
+	a->tick = at;   /* the two slots' tickets, then the draw's */
+	at += 16;
+	a->full = at;   /* full[2] (the producer's 128 arrive), then empty[2] (the quads' 128 * quads) */
+	at += 16;
+	a->empty = at;
+	at += 16;
+	a->bytes = at;
+}
+
+void sp_ticket(Tmpl *T, LLVMValueRef t, LLVMValueRef HS, LLVMValueRef B)
+{
+	Irb *I = &T->I;
+	LLVMValueRef HB = imul(I, HS, B), r = LLVMBuildURem(I->b, t, HB, "");
+	T->k.ticket_thb[0] = LLVMBuildUDiv(I->b, t, HB, "sp_tile");
+	T->k.ticket_thb[1] = LLVMBuildURem(I->b, r, HS, "sp_head");
+	T->k.ticket_thb[2] = LLVMBuildUDiv(I->b, r, HS, "sp_b");
+}
+
+/* the producer's lanes: what x_block, x_prefetch and sp_store read */
+static void prod_lanes(Tmpl *T, const KSig *sig, Lanes *ln)
+{
+	Irb *I = &T->I;
+	memset(ln, 0, sizeof *ln);
+	ln->tid = tid_x(I);
+	LLVMValueRef lane = LLVMBuildAnd(I->b, ln->tid, ci32(I, 31), "");
+	ln->g = LLVMBuildLShr(I->b, lane, ci32(I, 2), "");
+	ln->q = LLVMBuildAnd(I->b, lane, ci32(I, 3), "");
+	ln->w = LLVMBuildAnd(I->b, LLVMBuildLShr(I->b, ln->tid, ci32(I, 5), ""), ci32(I, 3), "");
+	ln->tile = T->k.ticket_thb[0];
+	ln->head = T->k.ticket_thb[1];
+	ln->b = T->k.ticket_thb[2];
+	ln->L = ksig_arg(T, sig, "i32:L");
+	ln->D = ksig_arg(T, sig, "i32:D");
+	ln->x = ksig_arg(T, sig, "x");
+	ln->wimg = ksig_arg(T, sig, "ws:wimg");
+	for (int j = 0; j < T->napj; j++) {
+		char a[64];
+		snprintf(a, sizeof a, "ws:proj_%s", apj_weight(T, j));
+		ln->pws[j] = ksig_arg(T, sig, a);
+		int bias = T->mx->proj[T->apj[j]].bias;
+		snprintf(a, sizeof a, "param:%s", T->mx->param[bias].name);
+		ln->param[bias] = ksig_arg(T, sig, a);
+	}
+}
+
+/* a row tile's projections with their biases to ws:proj_W through the
+ * output tile at obuf (block j a projection, swizzled: a warp's 4-byte
+ * pairs fall in 32 banks), then a 16-byte chunk a thread, a row's 128
+ * bytes by 8 lanes. Stored from the accumulators' pairs (store_tile),
+ * 16 bytes of 8 rows a warp's store, they took half of this kernel's time
+ * (bench/experiments/2026-12-07-scanproj-ahead) */
+static void sp_store(Tmpl *T, Lanes *ln, LLVMValueRef row0, LLVMValueRef acc[][32], int obuf, LLVMValueRef pbar)
+{
+	Irb *I = &T->I;
+	/* a projection's biases of the lane's columns asked at once (held over
+	 * the trips beside the accumulators, or both projections' here, ptxas
+	 * spilled 104 and 16 bytes) */
+	for (int j = 0; j < T->napj; j++) {
+		LLVMValueRef bias[8][2];
+		LLVMValueRef bp = ln->param[T->mx->proj[T->apj[j]].bias];
+		for (int i = 0; i < 8; i++)
+			for (int e = 0; e < 2; e++) {
+				LLVMValueRef col = iadd(I, imul(I, ln->head, ci32(I, 64)), iadd(I, ci32(I, 8 * i + e),
+				                                                                 imul(I, ln->q, ci32(I, 2))));
+				bias[i][e] = ld(I, I->f32, gep_f32(I, bp, sext64(I, col)), 4);
+			}
+		for (int r = 0; r < 2; r++) {
+			LLVMValueRef tr = iadd(I, imul(I, ln->w, ci32(I, 16)), iadd(I, ln->g, ci32(I, 8 * r)));
+			for (int i = 0; i < 8; i++) {
+				LLVMValueRef v = proj_pack(T, j, fadd(I, acc[j][4 * i + 2 * r], bias[i][0]),
+				                           fadd(I, acc[j][4 * i + 2 * r + 1], bias[i][1]));
+				LLVMValueRef col = iadd(I, ci32(I, 8 * i), imul(I, ln->q, ci32(I, 2)));
+				st(I, v, smem_ptr(I, iadd(I, ci32(I, obuf + j * WG_BLOCK), wg_swz(I, tr, col))), 4);
+			}
+		}
+	}
+	bar_named(I, pbar, 128);
+	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4);
+	LLVMValueRef ptid = LLVMBuildAnd(I->b, ln->tid, ci32(I, 127), "");
+	LLVMValueRef c = LLVMBuildAnd(I->b, ptid, ci32(I, 7), "");
+	LLVMValueRef col = iadd(I, imul(I, ln->head, ci32(I, 64)), imul(I, c, ci32(I, 8)));
+	for (int it = 0; it < T->napj * 64 * 8 / 128; it++) {
+		int j = it * 128 / 512;   /* 512 chunks a projection */
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, ptid, ci32(I, 3), ""), ci32(I, (it * 128 / 8) % 64));
+		LLVMValueRef at = iadd(I, ci32(I, obuf + j * WG_BLOCK), wg_swz(I, r, imul(I, c, ci32(I, 8))));
+		LLVMValueRef v = ld(I, v4i, smem_ptr(I, at), 16);
+		LLVMValueRef t = iadd(I, row0, r);
+		IfBlk f;
+		if_begin(I, &f, in_seq(T, ln, t), "sp_out");
+		LLVMValueRef row = sext64(I, iadd(I, imul(I, ln->b, ln->L), t));
+		LLVMValueRef idx = iadd(I, imul(I, row, sext64(I, ln->D)), sext64(I, col));
+		st(I, v, gep_bf16(I, ln->pws[j], idx), 16);
+		if_end(I, &f);
+	}
+}
+
+/* The producer's copies for trip m of a tile (m a constant or not): x's
+ * block, and in the tile's first row tile the image's blocks kb of both
+ * projections, into ring slot m % SP_STAGES (a tile's trips are a multiple
+ * of it, so the slots run on across tiles) and the image. An image block
+ * is loaded sp_ahead_n trips before its first use, past its last use in the
+ * tile before (trip 12 + kb there at 4 row tiles, before the copy's trip
+ * 16 - sp_ahead_n + kb: that trip's barrier follows its wgmma) */
+static void sp_copy(Tmpl *T, Lanes *ln, const SpAhead *a, LLVMValueRef m)
+{
+	Irb *I = &T->I;
+	int kbh = T->mx->k / 64, nb = wimg_blocks(T);
+	LLVMValueRef gb = imul(I, ln->tile, ci32(I, T->chunk * T->prefix));
+	LLVMValueRef xcol = imul(I, idiv(I, ln->head, ci32(I, kbh)), ci32(I, T->mx->k));
+	LLVMValueRef row0, col0, kb;
+	trip_at(T, gb, xcol, m, &row0, &col0, &kb);
+	x_block(T, ln, row0, col0, iadd(I, ci32(I, a->ring), imul(I, LLVMBuildURem(I->b, m, ci32(I, SP_STAGES), ""),
+	                                                         ci32(I, WG_BLOCK))));
+	IfBlk f;
+	if_begin(I, &f, ilt(I, m, ci32(I, kbh)), "sp_img");
+	LLVMValueRef ptid = LLVMBuildAnd(I->b, ln->tid, ci32(I, 127), "");
+	LLVMValueRef src0 = imul(I, sext64(I, ln->head), ci64(I, (long long)nb * WG_BLOCK / 2));
+	for (int j = 0; j < T->napj; j++) {
+		LLVMValueRef blk = iadd(I, kb, ci32(I, j * kbh));
+		for (int it = 0; it < WG_BLOCK / 16 / 128; it++) {
+			LLVMValueRef e = iadd(I, ptid, ci32(I, it * 128));   /* the block's 16-byte chunk */
+			LLVMValueRef dst = iadd(I, sp_slot(I, a->img, blk, WG_BLOCK), imul(I, e, ci32(I, 16)));
+			LLVMValueRef src = iadd(I, src0, sext64(I, iadd(I, imul(I, blk, ci32(I, WG_BLOCK / 2)),
+			                                               imul(I, e, ci32(I, 8)))));
+			cp_async16(I, dst, gep_bf16(I, ln->wimg, src), ci32(I, 16));
+		}
+	}
+	if_end(I, &f);
+}
+
+/* One tile's projections by the producer warpgroup: its row tiles of 64
+ * times the head's K/64 contraction blocks, each trip's copies issued
+ * sp_ahead_n trips ahead, into the next tile's first trips at the end
+ * (nxt, where more is true): one group a trip, empty or not */
+static void sp_project_tile(Tmpl *T, Lanes *ln, Lanes *nxt, LLVMValueRef more, const SpAhead *a, LLVMValueRef pbar)
+{
+	Irb *I = &T->I;
+	int kbh = T->mx->k / 64, nrt = T->chunk * T->prefix / 64, ntrip = nrt * kbh;
+	int ahead = sp_ahead_n(T);
+	CHECK(nrt * 64 == T->chunk * T->prefix && ahead >= 1 && ahead < SP_STAGES && ntrip % SP_STAGES == 0 && nrt > 1);
+	LLVMValueRef gb = imul(I, ln->tile, ci32(I, T->chunk * T->prefix));
+	LLVMValueRef xcol = imul(I, idiv(I, ln->head, ci32(I, kbh)), ci32(I, T->mx->k));
+	Var acc[2][32];
+	for (int j = 0; j < T->napj; j++)
+		for (int e = 0; e < 32; e++)
+			acc[j][e] = var_init(I, cf32(I, 0.0), "pacc");
+	LLVMValueRef row0, col0, kb;
+	Loop L;
+	loop_begin(I, &L, ci32(I, 0), ci32(I, ntrip), ci32(I, 1), "sptrip");
+	{
+		LLVMValueRef n = loop_i(I, &L);
+		trip_at(T, gb, xcol, n, &row0, &col0, &kb);
+		/* trip n's blocks landed in every thread, and every thread past trip
+		 * n - 1's wgmma, whose buffer the copy below refills */
+		cp_async_wait(I, ahead - 1);
+		fence_proxy_async(I);
+		bar_named(I, pbar, 128);
+		LLVMValueRef na = iadd(I, n, ci32(I, ahead));
+		IfBlk f, g;
+		if_begin(I, &f, ilt(I, na, ci32(I, ntrip)), "sp_ahead");
+		sp_copy(T, ln, a, na);
+		if_end(I, &f);
+		if_begin(I, &g, land(I, more, ige(I, na, ci32(I, ntrip))), "sp_ahead_next");
+		sp_copy(T, nxt, a, isub(I, na, ci32(I, ntrip)));
+		if_end(I, &g);
+		cp_async_commit(I);
+		LLVMValueRef abuf = iadd(I, ci32(I, a->ring), imul(I, LLVMBuildURem(I->b, n, ci32(I, SP_STAGES), ""),
+		                                                  ci32(I, WG_BLOCK)));
+		LLVMValueRef more = LLVMBuildICmp(I->b, LLVMIntNE, kb, ci32(I, 0), "");
+		LLVMValueRef av[2][32];
+		trip_mma(T, acc, av, abuf, a->img, kb, more);
+		if_begin(I, &f, ieq(I, kb, ci32(I, kbh - 1)), "spstore");
+		sp_store(T, ln, row0, av, a->obuf, pbar);
+		if_end(I, &f);
+	}
+	loop_end(I, &L);
+}
+
+/* a ticket drawn for the producer warpgroup, through the shared word at
+ * off (a draw's word is written again only after barriers every thread
+ * of the warpgroup has passed since it read it) */
+static LLVMValueRef sp_draw(Tmpl *T, LLVMValueRef ticket, LLVMValueRef first, LLVMValueRef pbar, int off)
+{
+	Irb *I = &T->I;
+	IfBlk f;
+	if_begin(I, &f, first, "sp_draw");
+	st(I, atom_add_u32(I, ticket, ci32(I, 1)), smem_ptr(I, ci32(I, off)), 4);
+	if_end(I, &f);
+	bar_named(I, pbar, 128);
+	return ld(I, I->i32, smem_ptr(I, ci32(I, off)), 4);
+}
+
+/* ticket t's x rows asked of L2, a tile before they are copied */
+static void sp_prefetch(Tmpl *T, const KSig *sig, LLVMValueRef t, LLVMValueRef HS, LLVMValueRef B, LLVMValueRef total)
+{
+	Irb *I = &T->I;
+	IfBlk f;
+	if_begin(I, &f, LLVMBuildICmp(I->b, LLVMIntULT, t, total, ""), "sp_pf");
+	sp_ticket(T, t, HS, B);
+	Lanes ln;
+	prod_lanes(T, sig, &ln);
+	int steps = T->chunk * T->prefix;
+	LLVMValueRef gb = imul(I, ln.tile, ci32(I, steps));
+	LLVMValueRef xcol = imul(I, idiv(I, ln.head, ci32(I, T->mx->k / 64)), ci32(I, T->mx->k));
+	for (int r = 0; r < steps; r += 128)
+		x_prefetch(T, &ln, iadd(I, gb, ci32(I, r)), xcol);
+	if_end(I, &f);
+}
+
+void scan_proj_producer(Tmpl *T, const KSig *sig, const SpAhead *a, LLVMValueRef HS, LLVMValueRef B,
+                        LLVMValueRef total)
+{
+	Irb *I = &T->I;
+	LLVMValueRef pbar = ci32(I, SP_BAR_PRODUCER), tid = tid_x(I);
+	LLVMValueRef first = ieq(I, LLVMBuildAnd(I->b, tid, ci32(I, 127), ""), ci32(I, 0));
+	LLVMValueRef ticket = ksig_arg(T, sig, "ws:ticket");
+	CHECK(T->chunk * T->prefix % 128 == 0);
+	/* the block's first tile: its rows prefetched, its first trips' copies
+	 * issued; then at each tile the next one's ticket drawn and its rows
+	 * prefetched before this one's trips, which issue its first copies */
+	LLVMValueRef t0 = sp_draw(T, ticket, first, pbar, a->tick + 12);
+	sp_prefetch(T, sig, t0, HS, B, total);
+	IfBlk f;
+	if_begin(I, &f, LLVMBuildICmp(I->b, LLVMIntULT, t0, total, ""), "sp_first");
+	sp_ticket(T, t0, HS, B);
+	Lanes l0;
+	prod_lanes(T, sig, &l0);
+	for (int m = 0; m < sp_ahead_n(T); m++) {
+		sp_copy(T, &l0, a, ci32(I, m));
+		cp_async_commit(I);
+	}
+	if_end(I, &f);
+	Var k = var_init(I, ci32(I, 0), "sp_k"), cur = var_init(I, t0, "sp_cur");
+	LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "sp_prod");
+	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "sp_prod_done");
+	LLVMBuildBr(I->b, head);
+	LLVMPositionBuilderAtEnd(I->b, head);
+	LLVMValueRef t = var_get(I, cur);
+	LLVMValueRef valid = LLVMBuildICmp(I->b, LLVMIntULT, t, total, "");
+	if_begin(I, &f, valid, "sp_tile");
+	LLVMValueRef nx = sp_draw(T, ticket, first, pbar, a->tick + 8);
+	sp_prefetch(T, sig, nx, HS, B, total);
+	var_set(I, cur, nx);
+	LLVMValueRef more = LLVMBuildICmp(I->b, LLVMIntULT, nx, total, "");
+	/* the next tile's coordinates (a ticket past the last decodes to a tile
+	 * past NT, never copied from: more is false) */
+	sp_ticket(T, nx, HS, B);
+	Lanes ln_next;
+	prod_lanes(T, sig, &ln_next);
+	sp_ticket(T, t, HS, B);
+	Lanes ln;
+	prod_lanes(T, sig, &ln);
+	sp_project_tile(T, &ln, &ln_next, more, a, pbar);
+	if_end(I, &f);
+	/* the slot's previous tile swept (from its second use), the ticket in it,
+	 * and the tile's projections released to the quads with the arrival */
+	LLVMValueRef kk = var_get(I, k), s = LLVMBuildAnd(I->b, kk, ci32(I, 1), "");
+	LLVMValueRef u = LLVMBuildLShr(I->b, kk, ci32(I, 1), "");
+	if_begin(I, &f, LLVMBuildICmp(I->b, LLVMIntUGE, kk, ci32(I, 2), ""), "sp_empty");
+	mbar_wait(I, sp_slot(I, a->empty, s, 8), LLVMBuildAnd(I->b, isub(I, u, ci32(I, 1)), ci32(I, 1), ""));
+	if_end(I, &f);
+	if_begin(I, &f, first, "sp_post");
+	st(I, t, smem_ptr(I, sp_slot(I, a->tick, s, 4)), 4);
+	if_end(I, &f);
+	mbar_arrive(I, sp_slot(I, a->full, s, 8));
+	var_set(I, k, iadd(I, kk, ci32(I, 1)));
+	LLVMBuildCondBr(I->b, valid, head, done);
+	LLVMPositionBuilderAtEnd(I->b, done);
+	memset(T->k.ticket_thb, 0, sizeof T->k.ticket_thb);
 }

@@ -98,6 +98,13 @@ int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen)
 		         T->v->name, mx->name, mx->k, T->napj);
 		return -1;
 	}
+	if (T->v->proj_ahead && !scan_proj_ahead_ok(T)) {
+		snprintf(err, errlen, "%s:%d: variant %s: proj_ahead (scan_proj's fwd_scan in resident blocks with a "
+		         "producer warpgroup) takes heads of a multiple of 64 channels from 128 (mixer %s has %d), copying two "
+		         "or more blocks of a head's contraction ahead, and no docs or map", T->v->file, T->v->line, T->v->name,
+		         mx->name, mx->k);
+		return -1;
+	}
 	if (!derived && T->ntokproj > 0 && T->v->fused) {
 		snprintf(err, errlen, "%s:%d: variant %s: the per-token projection %s reduces over the whole width, which a scan "
 		         "block (one head) does not see; these templates compute it in a separate fp32 pass (fused = false)",

@@ -104,6 +104,8 @@ typedef struct {
 	int slots_adjacent;       /* lane q's slots are channels 4q .. 4q+3 of its warp's 16 (ln->ch), the
 	                           * projections' columns permuted to match */
 	LLVMValueRef ticket_thb[3]; /* tile, head, b from a ticket (lb_ticket), else NULL */
+	LLVMValueRef grid_nt;     /* the tiles NT of a persistent kernel, whose grid is not its tiles
+	                           * (kern_nt; NULL: nctaid.x) */
 	LLVMValueRef *inv_memo;   /* 8 x graph length: the hoisted lane-invariant values (lanes_init) */
 	int docs_quiet;           /* docs: the code being emitted covers tokens with no start or end
 	                           * (emit_split_docs): no state is read or written */
@@ -477,6 +479,8 @@ void warp_scan_fwd(Tmpl *T, Lanes *ln, Maps *m, LLVMValueRef totA[4], LLVMValueR
 void warp_scan_bwd(Tmpl *T, Lanes *ln, Maps *m, LLVMValueRef totA[4], LLVMValueRef totB[4]);
 /* the block's time tile: the ticket's, else the block index */
 static inline LLVMValueRef lane_tile(Irb *I, const Lanes *ln) { return ln->tile ? ln->tile : ctaid(I, 0); }
+/* the kernel's tiles NT: its grid's x, or a persistent kernel's count */
+static inline LLVMValueRef kern_nt(Tmpl *T) { return T->k.grid_nt ? T->k.grid_nt : nctaid(&T->I, 0); }
 /* channel c of slot s */
 static inline int slot_c(int s) { return s & 3; }
 static inline int slot_r(int s) { return s >> 2; }
@@ -636,6 +640,37 @@ int scan_proj_on(const Tmpl *T);
 int scan_proj_fits(const Tmpl *T, int seg_buf_bytes);
 void tmpl_proj_wimg(Tmpl *T);
 void scan_project(Tmpl *T, Lanes *ln, LLVMValueRef gb);
+/* Its persistent form (Variant.proj_ahead; scan_proj.c): fwd_scan's blocks
+ * resident, taking tiles by ticket, a producer warpgroup beside the quads
+ * projecting the tile they sweep next. scan_proj_ahead_ok: the geometry it
+ * takes (tmpl_check refuses the rest); scan_proj_ahead: this variant runs
+ * it on this target (scan_proj_on). sp_layout: its shared memory after
+ * the quads' sweep_bytes; sp_ticket: ticket t's tile, head and b into
+ * T->k.ticket_thb (lb_ticket's order); scan_proj_producer: the producer's
+ * loop, to a ticket past total (NT x HS x B), each tile's ticket posted in
+ * slot k % 2 at a->tick once its projections are stored (mbarriers full
+ * and empty at a->full, a->empty, 8 bytes a slot) */
+#define SP_STAGES 4          /* the producer's ring of x blocks */
+#define SP_AHEAD_N 3         /* blocks copied ahead of the one multiplied */
+#define SP_BAR_QUADS 3       /* the quads' block barrier (1 and 2: each quad's own, segment.c) */
+#define SP_BAR_PRODUCER 4    /* the producer warpgroup's */
+#define SP_PRODUCER_REGS 216 /* registers a thread (setmaxnreg): the producer's, */
+#define SP_QUAD_REGS 144     /* the quads' (2 x 144 + 216 = 3 x 168, the SM's 64 K a block of 384;
+                              * ptxas spills none at K = 128 or 256, where 184 and 160 spilled 80
+                              * bytes at 128, and no split 40 to 184) */
+#define SP_GRID 264          /* blocks launched: at one an SM, every SM of the H100's and H200's 132 */
+typedef struct { int img, ring, obuf, tick, full, empty, bytes; } SpAhead;
+int scan_proj_ahead_ok(const Tmpl *T);
+int scan_proj_ahead(const Tmpl *T);
+void sp_layout(const Tmpl *T, int sweep_bytes, SpAhead *a);
+/* shared offset of slot s (0 or 1) of an array of the layout at off, bytes apart */
+static inline LLVMValueRef sp_slot(Irb *I, int off, LLVMValueRef s, int bytes)
+{
+	return iadd(I, ci32(I, off), imul(I, s, ci32(I, bytes)));
+}
+void sp_ticket(Tmpl *T, LLVMValueRef t, LLVMValueRef HS, LLVMValueRef B);
+void scan_proj_producer(Tmpl *T, const KSig *sig, const SpAhead *a, LLVMValueRef HS, LLVMValueRef B,
+                        LLVMValueRef total);
 void tmpl_proj_dx(Tmpl *T);
 void tmpl_proj_dw(Tmpl *T);
 void tmpl_bwd_reduce(Tmpl *T);

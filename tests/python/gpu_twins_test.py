@@ -4,7 +4,8 @@ against the float64 reference, at shapes whose L is a multiple of no tile,
 B > 1.
   - scan_proj (templates/scan_proj.c): the forward's projections inside
     fwd_scan, the same wgmma in the same order, the same rounding as
-    proj_fwd's;
+    proj_fwd's; and its persistent form (proj_ahead), the same multiplies
+    by a producer warpgroup;
   - recompute: the backward runs proj_fwd again instead of reading the
     forward's projections (the same kernel on the same inputs); and its
     forward keeps 4 bytes an element fewer for the backward (the saved
@@ -26,7 +27,7 @@ import torch  # noqa: E402
 import recur  # noqa: E402
 import ref_torch  # noqa: E402
 
-OPTIONS = ("apart_scanproj_", "apart_recompute_")   # the options whose variants have a twin
+OPTIONS = ("apart_scanproj_ahead_", "apart_scanproj_", "apart_recompute_")   # the options whose variants have a twin
 
 
 def pairs(k):
