@@ -110,8 +110,9 @@
 #                                        tests/python/gpu_twins_test.py (each
 #                                        against its twin bit for bit, where
 #                                        .carry/lib/librecur.so is carried); then
-#                                        sp256's one-pass chunk-8 twin and
-#                                        scan_proj variant timed alternately
+#                                        sp256's one-pass chunk-8 twin,
+#                                        scan_proj variant and its persistent
+#                                        form (proj_ahead) timed alternately
 #                                        ($SCANPROJ_REPEAT, default 2) at
 #                                        $SCANPROJ_SHAPES (RecurrentGemma's layers)
 #          bench/h200_suite.sh sanitize  compute-sanitizer (memcheck, racecheck,
@@ -485,16 +486,19 @@ if [ "$mode" = scanproj ]; then
 			*) shapes="3x1000x1024 2x333x$((2 * k))" ;; esac
 		# shellcheck disable=SC2046 # the shapes split on purpose
 		"$BIN" verify --dir "$set" $(printf -- "--shape %s " $shapes) > "$EXP/verify_sp$k.log" 2>&1 || rc=1
-		v=apart_scanproj_resets_states_fused_grouped_prefix32_onepass_chunk8
-		# shellcheck disable=SC2046 # the shapes split on purpose
-		"$BIN" verify --dir "$set" --variant $v --resets 0.01 --h0 $(printf -- "--shape %s " $shapes) \
+		# the states variants (scan_proj's, and its persistent form's where the set has it)
+		states=$(grep -o '"apart_scanproj_\(ahead_\)\{0,1\}resets_states_fused_grouped_prefix32_onepass_chunk8"' \
+			"$set/manifest.json" | tr -d '"' | sort -u | sed 's/^/--variant /')
+		# shellcheck disable=SC2046,SC2086 # the shapes and variants split on purpose
+		"$BIN" verify --dir "$set" $states --resets 0.01 --h0 $(printf -- "--shape %s " $shapes) \
 			> "$EXP/verify_sp${k}_states.log" 2>&1 || rc=1
 		wrote="$wrote $EXP/verify_sp$k.log $EXP/verify_sp${k}_states.log"
 		twins_test "$set" "$EXP/twins_sp$k.log"
 	done
 	if [ -d "$PTXROOT/sp256" ]; then
 		for r in $(seq "${SCANPROJ_REPEAT:-2}"); do
-			for v in apart_fused_grouped_prefix32_onepass_chunk8 apart_scanproj_fused_grouped_prefix32_onepass_chunk8; do
+			for v in apart_fused_grouped_prefix32_onepass_chunk8 apart_scanproj_fused_grouped_prefix32_onepass_chunk8 \
+				apart_scanproj_ahead_fused_grouped_prefix32_onepass_chunk8; do
 				"$BIN" bench --dir "$PTXROOT/sp256" --mixer rglru --variant $v --rounds 1 --samples 5 --profile \
 					--shapes "${SCANPROJ_SHAPES:-1x8192x2560,1x32768x2560,1x131072x2560,1x32768x4096,1x131072x4096}" \
 					--out "$EXP/ab_${v}_$r.json" >> "$EXP/ab.log" 2>&1 || rc=1
