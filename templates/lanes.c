@@ -22,7 +22,7 @@ LLVMValueRef wcol(const Tmpl *T, Irb *I, LLVMValueRef w, LLVMValueRef n8, int nt
 	return iadd(I, base, iadd(I, iadd(I, pair, LLVMBuildAnd(I->b, n8, ci32(I, 1), "")), ci32(I, 2 * nt)));
 }
 
-void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
+void lanes_bind(Tmpl *T, Lanes *ln, const KSig *s)
 {
 	Irb *I = &T->I;
 	const Mixer *mx = T->mx;
@@ -68,6 +68,13 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 		snprintf(a, sizeof a, "param:%s", mx->param[p].name);
 		ln->param[p] = argv_of(T, s, a);
 	}
+}
+
+void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
+{
+	Irb *I = &T->I;
+	const Mixer *mx = T->mx;
+	lanes_bind(T, ln, s);
 	/* slot column c is the accumulator's n-tile c >> 1, column 2q + (c & 1),
 	 * so its channel is that column's (wcol): 16w + 8*(c>>1) + 2q + (c&1),
 	 * or with slots_adjacent 16w + 4q + c; pairs (c, c+1) for even c are adjacent either way */

@@ -321,31 +321,13 @@ void sp_ticket(Tmpl *T, LLVMValueRef t, LLVMValueRef HS, LLVMValueRef B)
 	T->k.ticket_thb[2] = LLVMBuildUDiv(I->b, r, HS, "sp_b");
 }
 
-/* the producer's lanes: what x_block, x_prefetch and sp_store read */
+/* the producer's lanes: lanes_bind's (tile, head and b from the ticket) and
+ * the weights' image; what x_block, x_prefetch and sp_store read */
 static void prod_lanes(Tmpl *T, const KSig *sig, Lanes *ln)
 {
-	Irb *I = &T->I;
-	memset(ln, 0, sizeof *ln);
-	ln->tid = tid_x(I);
-	LLVMValueRef lane = LLVMBuildAnd(I->b, ln->tid, ci32(I, 31), "");
-	ln->g = LLVMBuildLShr(I->b, lane, ci32(I, 2), "");
-	ln->q = LLVMBuildAnd(I->b, lane, ci32(I, 3), "");
-	ln->w = LLVMBuildAnd(I->b, LLVMBuildLShr(I->b, ln->tid, ci32(I, 5), ""), ci32(I, 3), "");
-	ln->tile = T->k.ticket_thb[0];
-	ln->head = T->k.ticket_thb[1];
-	ln->b = T->k.ticket_thb[2];
-	ln->L = ksig_arg(T, sig, "i32:L");
-	ln->D = ksig_arg(T, sig, "i32:D");
-	ln->x = ksig_arg(T, sig, "x");
+	CHECK(T->k.ticket_thb[1] && T->k.ticket_thb[2]);
+	lanes_bind(T, ln, sig);
 	ln->wimg = ksig_arg(T, sig, "ws:wimg");
-	for (int j = 0; j < T->napj; j++) {
-		char a[64];
-		snprintf(a, sizeof a, "ws:proj_%s", apj_weight(T, j));
-		ln->pws[j] = ksig_arg(T, sig, a);
-		int bias = T->mx->proj[T->apj[j]].bias;
-		snprintf(a, sizeof a, "param:%s", T->mx->param[bias].name);
-		ln->param[bias] = ksig_arg(T, sig, a);
-	}
 }
 
 /* a row tile's projections with their biases to ws:proj_W through the

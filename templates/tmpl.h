@@ -379,7 +379,11 @@ void wmat_dx_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2]);    
  * would otherwise re-read them at every step in every warp; returns what
  * ln->wmat_smem was, for the caller to put back after the sweep. */
 int gate_frags_hold(Tmpl *T, Lanes *ln);
-/* lane geometry, params and weight fragments for the kernel being built */
+/* a thread's place (tid, warp, lane, g, q, quad, w; tile, head and b from
+ * T->k.ticket_thb or the block index) and the kernel's arguments by name,
+ * nothing loaded */
+void lanes_bind(Tmpl *T, Lanes *ln, const KSig *s);
+/* lanes_bind, then the lanes' channels, parameters and weight fragments for the kernel being built */
 void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights);
 /* ln->bias[j]: block-diagonal projection j's bias at the lanes' channels
  * hbase + ch (lanes_init's, with the weights) */
