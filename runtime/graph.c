@@ -114,7 +114,7 @@ int recur_graph_create(recur_variant *v, recur_shape s, const recur_io *io, int 
 	*out = NULL;
 	const char *name = rt_variant_name(v);
 	char shape[64];
-	snprintf(shape, sizeof shape, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
+	rt_shape_name(s, shape, sizeof shape);
 	if (passes < 1 || passes > (RECUR_GRAPH_FORWARD | RECUR_GRAPH_BACKWARD))
 		return rt_vfail(err, errlen, "variant %s: a graph of passes %d at %s: want RECUR_GRAPH_FORWARD, "
 		                "RECUR_GRAPH_BACKWARD or both", name, passes, shape);

@@ -1218,10 +1218,12 @@ static int shape_limits(recur_shape s, const char *head, char *why, size_t n)
 	return 0;
 }
 
+void rt_shape_name(recur_shape s, char *out, size_t n) { snprintf(out, n, "shape B=%d L=%d D=%d", s.B, s.L, s.D); }
+
 int recur_tensor_bytes(recur_shape s, size_t elem_bytes, size_t *bytes, char *err, size_t errlen)
 {
 	char head[96];
-	snprintf(head, sizeof head, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
+	rt_shape_name(s, head, sizeof head);
 	*bytes = 0;
 	if (shape_limits(s, head, err, errlen))
 		return -1;
@@ -1243,7 +1245,7 @@ int rt_shape_vars_on(const recur_manifest *m, int variant, recur_shape s, int ru
                      ShapeVars *v, char *why, size_t n)
 {
 	char head[96], e[512];
-	snprintf(head, sizeof head, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
+	rt_shape_name(s, head, sizeof head);
 	const rt_vdesc *d = vdesc(m, variant);
 	if (!d) {
 		snprintf(why, n, "%s: no variant %d in %s", head, variant, m ? m->path : "(no manifest)");

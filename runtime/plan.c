@@ -848,7 +848,7 @@ static int shape_vars(const recur_variant *v, recur_shape s, ShapeVars *sv, char
                       size_t errlen)
 {
 	char why[768];
-	snprintf(shape, 64, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
+	rt_shape_name(s, shape, 64);
 	if (rt_shape_vars_on(v->m, (int)(v->d - v->m->variant), s, 1, v->rt->sms, sv, why, sizeof why))
 		return rt_vfail(err, errlen, "variant %s refuses %s", v->d->name, why);
 	return 0;
@@ -859,7 +859,7 @@ static int shape_vars(const recur_variant *v, recur_shape s, ShapeVars *sv, char
 static int shape_setup(recur_variant *v, recur_shape s, ShapeVars *sv, char shape[64], char *err, size_t errlen)
 {
 	if (v->sv_valid && v->sv_shape.B == s.B && v->sv_shape.L == s.L && v->sv_shape.D == s.D) {
-		snprintf(shape, 64, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
+		rt_shape_name(s, shape, 64);
 		*sv = v->sv_last;
 		return 0;
 	}

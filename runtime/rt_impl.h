@@ -234,6 +234,8 @@ int  rt_open_with(recur_rt **rt, const rt_cu *cu, int device, char *err, size_t 
 
 /* err = the formatted message; returns -1 */
 int  rt_vfail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "shape B=.. L=.. D=..": how a message names a shape */
+void rt_shape_name(recur_shape s, char *out, size_t n);
 
 /* The state a pass leaves in its variant. A capture runs the passes
  * without executing them, so graph.c restores the state after it and sets

@@ -145,7 +145,7 @@ int recur_workspace_sizes(const recur_manifest *m, int variant, recur_shape s, r
 	const rt_vdesc *d = &m->variant[variant];
 	char why[768], shape[64];
 	ShapeVars sv;
-	snprintf(shape, sizeof shape, "shape B=%d L=%d D=%d", s.B, s.L, s.D);
+	rt_shape_name(s, shape, sizeof shape);
 	if (rt_shape_vars(m, variant, s, 1, &sv, why, sizeof why))
 		return rt_vfail(err, errlen, "variant %s refuses %s", d->name, why);
 	rt_wsbuf *ws = calloc((size_t)d->nws + 1, sizeof *ws);
