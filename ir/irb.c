@@ -21,6 +21,7 @@ void irb_init(Irb *I, LLVMContextRef ctx, LLVMModuleRef mod)
 	I->v2i32 = LLVMVectorType(I->i32, 2);
 	I->gptr = LLVMPointerTypeInContext(ctx, AS_GLOBAL);
 	I->sptr = LLVMPointerTypeInContext(ctx, AS_SHARED);
+	I->ptr = LLVMPointerTypeInContext(ctx, 0);
 	I->voidt = LLVMVoidTypeInContext(ctx);
 	/* One dynamic shared array per module: extern __shared__ char smem[]. */
 	LLVMValueRef g = LLVMGetNamedGlobal(mod, "recur_smem");
@@ -90,6 +91,24 @@ void irb_may_alias(Irb *I, int i)
 	unsigned kind = LLVMGetEnumAttributeKindForName("noalias", 7);
 	CHECK(kind != 0);
 	LLVMRemoveEnumAttributeAtIndex(I->fn, (unsigned)i + 1, kind);
+}
+
+void irb_tensor_map_param(Irb *I, int i)
+{
+	unsigned idx = (unsigned)i + 1, byval = LLVMGetEnumAttributeKindForName("byval", 5);
+	unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
+	CHECK(byval && align && LLVMTypeOf(LLVMGetParam(I->fn, (unsigned)i)) == I->ptr);
+	LLVMAddAttributeAtIndex(I->fn, idx, LLVMCreateTypeAttribute(I->ctx, byval, LLVMArrayType2(I->i8, 128)));
+	LLVMAddAttributeAtIndex(I->fn, idx, LLVMCreateEnumAttribute(I->ctx, align, 64));
+	/* NVVM's annotation counts parameters from 1 */
+	LLVMMetadataRef which = LLVMValueAsMetadata(LLVMConstInt(I->i32, idx, 0));
+	LLVMMetadataRef ops[3] = {
+		LLVMValueAsMetadata(I->fn),
+		LLVMMDStringInContext2(I->ctx, "grid_constant", 13),
+		LLVMMDNodeInContext2(I->ctx, &which, 1),
+	};
+	LLVMAddNamedMetadataOperand(I->mod, "nvvm.annotations",
+		LLVMMetadataAsValue(I->ctx, LLVMMDNodeInContext2(I->ctx, ops, 3)));
 }
 
 LLVMValueRef irb_arg(Irb *I, int i) { return LLVMGetParam(I->fn, (unsigned)i); }

@@ -22,6 +22,7 @@ typedef struct {
 	LLVMValueRef fn;          /* the kernel being built */
 	LLVMValueRef smem;        /* dynamic shared memory base (addrspace 3 i8*) */
 	LLVMTypeRef i1, i8, i16, i32, i64, f32, bf16, v2i32, gptr, sptr, voidt;
+	LLVMTypeRef ptr;          /* generic: a tensor map parameter's (irb_tensor_map_param) */
 	LLVMValueRef entry_alloca_pt; /* allocas are placed at the top of the entry block */
 	LLVMBasicBlockRef entry;
 	/* where only some of a block's threads run a part of a kernel (a
@@ -52,6 +53,10 @@ LLVMValueRef irb_asm(LLVMTypeRef fty, const char *as, const char *cons, int side
 /* pointer parameter i of the kernel being built may share memory with
  * another (it loses irb_kernel's noalias) */
 void irb_may_alias(Irb *I, int i);
+/* parameter i (of type I->ptr) made a TMA tensor map passed by value: 128
+ * bytes, 64-byte aligned, read where it lies in the parameter space
+ * (grid_constant: its address is taken with no local copy) */
+void irb_tensor_map_param(Irb *I, int i);
 void irb_ret(Irb *I);
 /* A block on the kernel's straight path, entered here and left for a new
  * block the builder continues in: values emitted later before its

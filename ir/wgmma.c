@@ -149,6 +149,37 @@ void mbar_wait(Irb *I, LLVMValueRef off, LLVMValueRef parity)
 	LLVMPositionBuilderAtEnd(I->b, done);
 }
 
+void mbar_arrive_tx(Irb *I, LLVMValueRef off, LLVMValueRef bytes)
+{
+	LLVMTypeRef in[2] = { I->i32, I->i32 };
+	LLVMValueRef args[2] = { smem_addr32(I, off), bytes };
+	LLVMTypeRef fty = LLVMFunctionType(I->voidt, in, 2, 0);
+	LLVMBuildCall2(I->b, fty, irb_asm(fty, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", 1),
+	               args, 2, "");
+}
+
+void tma_load3(Irb *I, LLVMValueRef dst, LLVMValueRef map, LLVMValueRef c[3], LLVMValueRef mbar)
+{
+	LLVMTypeRef in[6] = { I->i32, I->ptr, I->i32, I->i32, I->i32, I->i32 };
+	LLVMValueRef args[6] = { smem_addr32(I, dst), map, c[0], c[1], c[2], smem_addr32(I, mbar) };
+	LLVMTypeRef fty = LLVMFunctionType(I->voidt, in, 6, 0);
+	LLVMBuildCall2(I->b, fty,
+	               irb_asm(fty, "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+	                            "[$0], [$1, {$2, $3, $4}], [$5];", "r,l,r,r,r,r,~{memory}", 1),
+	               args, 6, "");
+}
+
+void bulk_load(Irb *I, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef bytes, LLVMValueRef mbar)
+{
+	LLVMTypeRef in[4] = { I->i32, I->gptr, I->i32, I->i32 };
+	LLVMValueRef args[4] = { smem_addr32(I, dst), src, bytes, smem_addr32(I, mbar) };
+	LLVMTypeRef fty = LLVMFunctionType(I->voidt, in, 4, 0);
+	LLVMBuildCall2(I->b, fty,
+	               irb_asm(fty, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];",
+	                       "r,l,r,r,~{memory}", 1),
+	               args, 4, "");
+}
+
 void wg_setmaxnreg(Irb *I, int inc, int n)
 {
 	CHECK(n >= 24 && n <= 256 && n % 8 == 0);

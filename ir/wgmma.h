@@ -54,6 +54,17 @@ void wg_align_smem(Irb *I);
 void mbar_init(Irb *I, LLVMValueRef off, int count);
 void mbar_arrive(Irb *I, LLVMValueRef off);
 void mbar_wait(Irb *I, LLVMValueRef off, LLVMValueRef parity);
+/* mbar_arrive that also expects bytes more of the async copies completing
+ * on the barrier (expect_tx: the phase completes when both are in) */
+void mbar_arrive_tx(Irb *I, LLVMValueRef off, LLVMValueRef bytes);
+/* TMA (sm_90): the box of the tensor map at map (a grid_constant kernel
+ * parameter, irb_tensor_map_param) at coordinates c[0..2], innermost
+ * first, into shared memory at byte offset dst; bytes counted on the
+ * mbarrier at mbar. Rows outside the tensor land as zeros. */
+void tma_load3(Irb *I, LLVMValueRef dst, LLVMValueRef map, LLVMValueRef c[3], LLVMValueRef mbar);
+/* a bulk copy of bytes (a multiple of 16) from global src (16-byte
+ * aligned) to shared memory at dst, counted on the mbarrier at mbar */
+void bulk_load(Irb *I, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef bytes, LLVMValueRef mbar);
 /* setmaxnreg (sm_90a): the executing warpgroup's registers a thread
  * raised (inc) or lowered to n, a multiple of 8 in 24..256; every warp of
  * the warpgroup runs it */

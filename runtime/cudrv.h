@@ -63,7 +63,11 @@
 	X(GraphInstantiateWithFlags, (CUgraphExec *exec, CUgraph graph, unsigned long long flags)) \
 	X(GraphLaunch,             (CUgraphExec exec, CUstream st)) \
 	X(GraphExecDestroy,        (CUgraphExec exec)) \
-	X(GraphDestroy,            (CUgraph graph))
+	X(GraphDestroy,            (CUgraph graph)) \
+	X(TensorMapEncodeTiled,    (CUtensorMap *map, CUtensorMapDataType dtype, cuuint32_t rank, void *addr, \
+	                            const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box, \
+	                            const cuuint32_t *estrides, CUtensorMapInterleave il, CUtensorMapSwizzle swz, \
+	                            CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob))
 
 /* Resolved with dlsym before cuInit: cuInit itself and the error strings
  * (needed to report a failing cuInit); none of them has a renamed ABI.

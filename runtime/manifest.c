@@ -483,6 +483,33 @@ static int ld_workspaces(Ld *L, json_t *wss, rt_vdesc *d, const ShapeVars *sv)
 	return 0;
 }
 
+/* "tmap:TENSOR:RxC": a TMA tensor map of x, y, dy or dx ([B][L][D] bf16)
+ * whose box is R rows of C columns, passed by value (128 bytes); the
+ * runtime encodes it at each call (rt_tmap_encode). C is 64: a box row is
+ * the 128 bytes of the 128-byte swizzle that wgmma's operands are laid
+ * out in. */
+static int ld_tmap(Ld *L, const char *s, const char *rest, rt_arg *a)
+{
+	static const char *const tensors[] = {"x", "y", "dy", "dx"};
+	const char *colon = strchr(rest, ':');
+	size_t n = colon ? (size_t)(colon - rest) : strlen(rest);
+	a->index = -1;
+	for (int k = 0; k < 4; k++)
+		if (strlen(tensors[k]) == n && !strncmp(rest, tensors[k], n))
+			a->index = k;
+	if (a->index < 0)
+		return ld_fail(L, "\"%s\": a tensor map is of x, y, dy or dx, not \"%.*s\"", s, (int)n, rest);
+	char tail;
+	if (!colon || sscanf(colon + 1, "%dx%d%c", &a->box[0], &a->box[1], &tail) != 2)
+		return ld_fail(L, "\"%s\": expected tmap:TENSOR:RxC, the box's rows and columns", s);
+	if (a->box[0] < 1 || a->box[0] > 256)
+		return ld_fail(L, "\"%s\": a box of %d rows, outside TMA's 1..256", s, a->box[0]);
+	if (a->box[1] != 64)
+		return ld_fail(L, "\"%s\": a box of %d columns; the runtime encodes 64 (the 128 bytes of a "
+		               "128-byte swizzle's row)", s, a->box[1]);
+	return 0;
+}
+
 static int ld_arg(Ld *L, const char *s, const rt_mixer *mx, const rt_vdesc *d, int pass,
                   const ShapeVars *sv, rt_arg *a)
 {
@@ -518,6 +545,9 @@ static int ld_arg(Ld *L, const char *s, const rt_mixer *mx, const rt_vdesc *d, i
 		if (!(d->state >> a->index & 1))
 			return ld_fail(L, "\"%s\": the variant's \"state\" does not list %s", s, rest);
 		return 0;
+	} else if (n == 4 && !strncmp(s, "tmap", 4)) {
+		a->kind = RT_ARG_TMAP;
+		return ld_tmap(L, s, rest, a);
 	} else if (!strcmp(s, "zero:base") || !strcmp(s, "zero:words")) {
 		a->kind = s[5] == 'b' ? RT_ARG_ZBASE : RT_ARG_ZWORDS;
 		return 0;
@@ -529,7 +559,7 @@ static int ld_arg(Ld *L, const char *s, const rt_mixer *mx, const rt_vdesc *d, i
 		return ld_check(L, s, a->expr, sv);
 	} else {
 		return ld_fail(L, "unknown arg kind \"%s\" (expected x, y, dy, dx, param:NAME, grad:NAME, "
-		               "ws:NAME, state:NAME, zero:base, zero:words, i32:EXPR or i64:EXPR)", s);
+		               "ws:NAME, state:NAME, zero:base, zero:words, i32:EXPR, i64:EXPR or tmap:TENSOR:RxC)", s);
 	}
 	if ((a->index = find_param(mx, rest)) < 0)
 		return ld_fail(L, "\"%s\" names no parameter of mixer %s", s, mx->name);

@@ -64,7 +64,8 @@ struct recur_variant {
 	int pinned;                  /* live graphs holding the workspaces' addresses */
 	recur_shape saved_shape;
 	rt_argval *val;              /* argument values, one slice per launch */
-	void **argp;                 /* pointers into val, as cuLaunchKernelEx takes them */
+	void **argp;                 /* pointers into val (or tmap), as cuLaunchKernelEx takes them */
+	CUtensorMap *tmap;           /* a tensor map's 128 bytes, at its arg's place in val */
 	int *argoff[2];              /* start of each launch's slice, per pass */
 	rt_geom *geom;
 	int maxlaunch;
@@ -332,7 +333,7 @@ static int load_in_ctx(recur_variant *v, char *err, size_t errlen)
 			v->kidx[p][i] = k;
 			v->argoff[p][i] = off;
 			for (int a = 0; a < l->narg; a++)
-				v->argp[off + a] = &v->val[off + a];
+				v->argp[off + a] = l->arg[a].kind == RT_ARG_TMAP ? (void *)&v->tmap[off + a] : &v->val[off + a];
 			off += l->narg;
 			/* register pressure (or .maxntid) can make a block too big: say so now */
 			const recur_kernel_info *I = &v->kernel[k].info;
@@ -395,12 +396,13 @@ int recur_variant_load(recur_rt *rt, const recur_manifest *m, const char *name, 
 	v->cws = calloc(d->nws + 1, sizeof *v->cws);
 	v->val = calloc(nargs + 1, sizeof *v->val);
 	v->argp = calloc(nargs + 1, sizeof *v->argp);
+	v->tmap = aligned_alloc(_Alignof(CUtensorMap), (nargs + 1) * sizeof *v->tmap);
 	v->geom = calloc(v->maxlaunch + 1, sizeof *v->geom);
 	v->last_name = calloc(v->maxlaunch + 1, sizeof *v->last_name);
 	v->last_ms = calloc(v->maxlaunch + 1, sizeof *v->last_ms);
 	v->last_geom = calloc(v->maxlaunch + 1, sizeof *v->last_geom);
 	v->memo = calloc(1, sizeof *v->memo);
-	if (!v->kernel || !v->kidx[RT_FWD] || !v->argoff[RT_FWD] || !v->ws || !v->val || !v->argp ||
+	if (!v->kernel || !v->kidx[RT_FWD] || !v->argoff[RT_FWD] || !v->ws || !v->val || !v->argp || !v->tmap ||
 	    !v->geom || !v->last_name || !v->last_ms || !v->last_geom || !v->memo) {
 		recur_variant_free(v);
 		return rt_vfail(err, errlen, "variant %s: out of host memory", name);
@@ -466,6 +468,7 @@ void recur_variant_free(recur_variant *v)
 	free(v->cws);
 	free(v->val);
 	free(v->argp);
+	free(v->tmap);
 	free(v->geom);
 	free(v->ev);
 	free(v->last_name);
@@ -618,12 +621,13 @@ static int prepare_ws(recur_variant *v, int pass, const ShapeVars *sv, const cha
  * those of a caller's regions */
 typedef struct { const rt_wsbuf *ws, *zero; } rt_bind;
 
-static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, const recur_io *io,
+static int marshal(recur_variant *v, int pass, int li, recur_shape s, const ShapeVars *sv, const recur_io *io,
                    const rt_bind *bind, const char *shape, char *err, size_t errlen)
 {
 	const rt_vdesc *d = v->d;
 	const rt_launch *l = &d->launch[pass][li];
 	rt_argval *val = &v->val[v->argoff[pass][li]];
+	CUtensorMap *tmap = &v->tmap[v->argoff[pass][li]];
 	rt_geom *g = &v->geom[li];
 	const rt_kernel *K = &v->kernel[v->kidx[pass][li]];
 	char e[512];
@@ -651,6 +655,15 @@ static int marshal(recur_variant *v, int pass, int li, const ShapeVars *sv, cons
 		case RT_ARG_Y: p = io->y; break;
 		case RT_ARG_DY: p = io->dy; break;
 		case RT_ARG_DX: p = io->dx; break;
+		case RT_ARG_TMAP: {
+			const CUdeviceptr t[4] = {io->x, io->y, io->dy, io->dx};
+			if (!t[a->index])
+				return rt_vfail(err, errlen, WHERE "args[%d] \"%s\": a tensor map of a null device pointer",
+				                WARGS, i, a->text);
+			if (rt_tmap_encode(&v->rt->cu, a, t[a->index], s, &tmap[i], e, sizeof e))
+				return rt_vfail(err, errlen, WHERE "args[%d]: %s", WARGS, i, e);
+			continue;
+		}
 		case RT_ARG_PARAM:
 		case RT_ARG_GRAD:
 			list = a->kind == RT_ARG_PARAM ? io->params : io->grads;
@@ -1056,7 +1069,7 @@ static int run_in_ctx(recur_variant *v, int pass, recur_shape s, const ShapeVars
 	       : bind_own(v, pass, s, sv, shape, &bind, &zfrom, err, errlen))
 		return -1;
 	for (int i = 0; i < d->nlaunch[pass]; i++)
-		if (marshal(v, pass, i, sv, io, &bind, shape, err, errlen))
+		if (marshal(v, pass, i, s, sv, io, &bind, shape, err, errlen))
 			return -1;
 	if (v->profiling && !v->ev) {
 		v->ev = calloc(v->maxlaunch + 1, sizeof *v->ev);

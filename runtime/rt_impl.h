@@ -32,11 +32,14 @@ typedef struct {
 } rt_mixer;
 
 typedef enum { RT_ARG_X, RT_ARG_Y, RT_ARG_DY, RT_ARG_DX, RT_ARG_PARAM, RT_ARG_GRAD,
-               RT_ARG_WS, RT_ARG_I32, RT_ARG_I64, RT_ARG_ZBASE, RT_ARG_ZWORDS, RT_ARG_STATE } rt_argkind;
+               RT_ARG_WS, RT_ARG_I32, RT_ARG_I64, RT_ARG_ZBASE, RT_ARG_ZWORDS, RT_ARG_STATE,
+               RT_ARG_TMAP } rt_argkind;
 
 typedef struct {
 	rt_argkind kind;
-	int index;                   /* parameter or workspace index; RT_STATE_* of a state arg */
+	int index;                   /* parameter or workspace index; RT_STATE_* of a state arg; a tensor
+	                              * map's tensor (RT_ARG_X + index) */
+	int box[2];                  /* a tensor map's box: rows, columns */
 	const char *expr;            /* i32 / i64 */
 	const char *text;            /* as written, for messages */
 } rt_arg;
@@ -145,6 +148,9 @@ int rt_shape_vars_on(const recur_manifest *m, int variant, recur_shape s, int ru
  * expression, in e. */
 typedef struct { unsigned grid[3]; int64_t smem; unsigned cluster; } rt_plan_geom;
 int rt_launch_geom(const rt_launch *l, const ShapeVars *sv, rt_plan_geom *g, char *e, size_t n);
+/* a launch's "tmap:" arg for the tensor at p, at shape s (runtime/tmap.c) */
+int rt_tmap_encode(const rt_cu *cu, const rt_arg *a, CUdeviceptr p, recur_shape s, CUtensorMap *map, char *err,
+                   size_t errlen);
 
 /* ---- workspaces (workspace.c) ---- */
 

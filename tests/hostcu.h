@@ -77,6 +77,7 @@ static struct {
 	const char *ptx; /* of the module loaded last */
 	HcLaunch launch[HC_MAXLAUNCH];
 	int nlaunch, capturing, captured;
+	int tmaps;        /* tensor maps encoded */
 	int sms;          /* multiprocessors the device reports; 0: 132 */
 	int smem_optin;   /* shared bytes a block may opt in to; 0: 232448 (sm_90's) */
 	long calls, fail_at; /* fail_at > 0: that call (counted from 1) fails */
@@ -383,6 +384,40 @@ static CUresult hc_LaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void 
 	 * that declares more than that is the manifest's fault, not the fake's */
 	L->narg = F->nparam < HC_MAXARG ? F->nparam : HC_MAXARG;
 	L->params = params;
+	return CUDA_SUCCESS;
+}
+
+/* A tensor map held as the driver's rules would take it, its address in
+ * its first 8 bytes (where hc_check_pass reads an argument's value) and
+ * its dims and strides after it, for a test to read */
+static CUresult hc_TensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType dtype, cuuint32_t rank, void *addr,
+                                        const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+                                        const cuuint32_t *estrides, CUtensorMapInterleave il, CUtensorMapSwizzle swz,
+                                        CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob)
+{
+	HC_ENTER();
+	(void)l2;
+	(void)oob;
+	hc.tmaps++;
+	if (!map || rank < 1 || rank > 5 || !addr || (uintptr_t)addr % 16 || dtype != CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 ||
+	    il != CU_TENSOR_MAP_INTERLEAVE_NONE)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (cuuint32_t d = 0; d < rank; d++) {
+		if (dims[d] < 1 || dims[d] > (cuuint64_t)1 << 32 || box[d] < 1 || box[d] > 256 || estrides[d] < 1 ||
+		    estrides[d] > 8)
+			return CUDA_ERROR_INVALID_VALUE;
+		if (d + 1 < rank && (strides[d] % 16 || strides[d] >= (cuuint64_t)1 << 40))
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (swz == CU_TENSOR_MAP_SWIZZLE_128B && box[0] * 2 > 128)
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(map, 0, sizeof *map);
+	map->opaque[0] = (cuuint64_t)(uintptr_t)addr;
+	for (cuuint32_t d = 0; d < rank; d++) {
+		map->opaque[1 + d] = dims[d];
+		map->opaque[6 + d] = d + 1 < rank ? strides[d] : 0;
+		map->opaque[11 + d] = box[d];
+	}
 	return CUDA_SUCCESS;
 }
 

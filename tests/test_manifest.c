@@ -6,6 +6,7 @@
  * message naming the manifest path and what is wrong.
  */
 #include "recur.h"
+#include "rt_impl.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,6 +264,26 @@ int main(void)
 	must_fail("bad flops expression", "\"flops\": \"B*L*D*256\"", "\"flops\": \"B*Z\"", "flops", "forward[0]");
 	must_fail("bad arg kind", "\"i64:B*L*D\"", "\"f32:1\"", "unknown arg kind \"f32:1\"", "forward[1]");
 	must_fail("unknown parameter", "\"grad:W\"", "\"grad:V\"", "grad:V", "backward[0]");
+	/* TMA tensor maps: of x, y, dy or dx, a box of 1..256 rows of 64 columns */
+	if (write_edit("\"args\": [\"x\", \"param:w\"", "\"args\": [\"x\", \"tmap:x:64x64\", \"param:w\"") == 0) {
+		recur_manifest *mt = NULL;
+		err[0] = 0;
+		int rct = recur_manifest_load(dir, &mt, err, sizeof err);
+		const rt_arg *a = rct ? NULL : &mt->variant[0].launch[0][0].arg[1];
+		verdict(a && a->kind == RT_ARG_TMAP && a->index == 0 && a->box[0] == 64 && a->box[1] == 64,
+		        "a tensor map arg (tmap:x:64x64) loads as x's with a box of 64 x 64", err);
+		recur_manifest_free(mt);
+	}
+	must_fail("a tensor map of a parameter", "\"args\": [\"x\", \"param:w\"",
+	          "\"args\": [\"x\", \"tmap:w:64x64\", \"param:w\"", "a tensor map is of x, y, dy or dx", "forward[0]");
+	must_fail("a tensor map without its box", "\"args\": [\"x\", \"param:w\"",
+	          "\"args\": [\"x\", \"tmap:x\", \"param:w\"", "expected tmap:TENSOR:RxC", "forward[0]");
+	must_fail("a tensor map's box of 300 rows", "\"args\": [\"x\", \"param:w\"",
+	          "\"args\": [\"x\", \"tmap:x:300x64\", \"param:w\"", "outside TMA's 1..256", "forward[0]");
+	must_fail("a tensor map's box of 32 columns", "\"args\": [\"x\", \"param:w\"",
+	          "\"args\": [\"x\", \"tmap:dy:64x32\", \"param:w\"", "the runtime encodes 64", "forward[0]");
+	must_fail("a tensor map's box with a tail", "\"args\": [\"x\", \"param:w\"",
+	          "\"args\": [\"x\", \"tmap:y:64x64z\", \"param:w\"", "expected tmap:TENSOR:RxC", "forward[0]");
 	must_fail("unknown workspace", "\"ws:part\"", "\"ws:nope\"", "ws:nope", "backward[0]");
 	/* the arena's clear left to a kernel: the forward's first, told where the arena is */
 	if (write_edit("\"args\": [\"x\", \"param:w\"", "\"clears\": true, \"args\": [\"zero:base\", \"x\", "

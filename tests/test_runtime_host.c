@@ -595,6 +595,72 @@ static void device_smem(void)
 	unlink(path);
 }
 
+/* A launch taking a TMA tensor map of x (tmap:x:64x64): encoded at each
+ * call from the call's x and shape, its 128 bytes passed where the
+ * kernel's parameter is, 64-byte aligned; a shape TMA cannot take and a
+ * failing encode refused before any launch, named. */
+static const char tmap_ptx[] =
+        ".version 8.0\n.target sm_90a\n.address_size 64\n"
+        ".visible .entry tf(.param .u64 a0, .param .align 64 .b8 a1[128], .param .u64 a2)\n{\n\tret;\n}\n"
+        ".visible .entry tb(.param .u64 a0)\n{\n\tret;\n}\n";
+static const char tmap_manifest[] =
+        "{\"format\": 1, \"mixers\": {\"toy\": {\"params\": [{\"name\": \"w\", \"dims\": [\"D\"],\n"
+        "  \"init\": {\"kind\": \"normal\", \"a\": \"rsqrt(D)\"}}]}},\n"
+        " \"variants\": [{\"name\": \"tm\", \"mixer\": \"toy\", \"ptx\": \"t.ptx\", \"vars\": [], \"rules\": [],\n"
+        "  \"workspaces\": [],\n"
+        "  \"forward\": [{\"kernel\": \"tf\", \"grid\": [\"B\", 1, 1], \"block\": [128, 1, 1],\n"
+        "   \"args\": [\"y\", \"tmap:x:64x64\", \"x\"]}],\n"
+        "  \"backward\": [{\"kernel\": \"tb\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"args\": [\"dx\"]}]}]}\n";
+
+static void tensor_maps(void)
+{
+	char err[4096] = "", path[300];
+	write_in(dir, "t.ptx", tmap_ptx);
+	write_in(dir, "tmap.json", tmap_manifest);
+	snprintf(path, sizeof path, "%s/tmap.json", dir);
+	recur_shape s = {2, 37, 64};
+	Session S = {0};
+	recur_variant *v = NULL;
+	int rc = session_open_variant(&S, path, s, "tm", &v, err, sizeof err);
+	hc.nlaunch = hc.tmaps = 0;
+	rc = rc || recur_forward(v, s, &S.io, 0, err, sizeof err) ||
+	     hc_check_pass(S.m, recur_manifest_find(S.m, "tm"), RT_FWD, s, err, sizeof err);
+	const CUtensorMap *map = !rc && hc.nlaunch == 1 ? hc.launch[0].params[1] : NULL;
+	check(map && hc.tmaps == 1 && (uintptr_t)map % 64 == 0 && map->opaque[0] == S.io.x && map->opaque[1] == 64 &&
+	              map->opaque[2] == 37 && map->opaque[3] == 2 && map->opaque[6] == 128 && map->opaque[7] == 37 * 128 &&
+	              map->opaque[11] == 64 && map->opaque[12] == 64 && map->opaque[13] == 1,
+	      "a tensor map of x: [B][L][D] as (D, L, B), rows of 2D bytes, a box of 64 x 64 x 1, 64-byte aligned",
+	      "rc %d, %d launches, %d maps: %s", rc, hc.nlaunch, hc.tmaps, err);
+	/* another x: encoded again */
+	CUdeviceptr x2 = 0;
+	rc = recur_alloc(S.rt, (size_t)2 * 37 * 64 * 2, &x2, err, sizeof err);
+	recur_io io = S.io;
+	io.x = x2;
+	hc.nlaunch = 0;
+	rc = rc || recur_forward(v, s, &io, 0, err, sizeof err);
+	map = !rc && hc.nlaunch == 1 ? hc.launch[0].params[1] : NULL;
+	check(map && map->opaque[0] == x2 && hc.tmaps == 2, "the next call's tensor map holds the next call's x",
+	      "rc %d, %d maps: %s", rc, hc.tmaps, err);
+	recur_free(S.rt, x2);
+	/* D = 4: rows of 8 bytes, not TMA's multiple of 16 */
+	hc.nlaunch = 0;
+	rc = recur_forward(v, (recur_shape){1, 5, 4}, &S.io, 0, err, sizeof err);
+	check(rc != 0 && hc.nlaunch == 0 && strstr(err, "kernel tf") && strstr(err, "tmap:x:64x64") &&
+	              strstr(err, "D = 4") && strstr(err, "multiples of 16 bytes"),
+	      "a shape whose rows TMA cannot stride is refused before any launch, naming the kernel and the map",
+	      "rc %d, %d launches: %s", rc, hc.nlaunch, err);
+	/* the driver refusing the encode */
+	hc.fail_fn = "TensorMapEncodeTiled";
+	hc.nlaunch = 0;
+	rc = recur_forward(v, s, &S.io, 0, err, sizeof err);
+	check(rc != 0 && hc.nlaunch == 0 && strstr(err, "cuTensorMapEncodeTiled") && strstr(err, "2x37x64"),
+	      "a failing encode is an error naming the call and the shape, nothing launched", "rc %d, %d launches: %s",
+	      rc, hc.nlaunch, err);
+	hc.fail_fn = NULL;
+	recur_variant_free(v);
+	session_close(&S);
+}
+
 int main(void)
 {
 	if (make_test_dir(dir, sizeof dir, "test_runtime_host"))
@@ -620,8 +686,9 @@ int main(void)
 	faults();
 	cubins();
 	targets();
-	const char *const names[] = {"k.ptx", "manifest.json"};
-	remove_test_dir(dir, names, 2);
+	tensor_maps();
+	const char *const names[] = {"k.ptx", "manifest.json", "t.ptx", "tmap.json"};
+	remove_test_dir(dir, names, 4);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
