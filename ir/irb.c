@@ -93,19 +93,22 @@ void irb_may_alias(Irb *I, int i)
 	LLVMRemoveEnumAttributeAtIndex(I->fn, (unsigned)i + 1, kind);
 }
 
-void irb_tensor_map_param(Irb *I, int i)
+void irb_tensor_map_params(Irb *I, const int *idx, int n)
 {
-	unsigned idx = (unsigned)i + 1, byval = LLVMGetEnumAttributeKindForName("byval", 5);
-	unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
-	CHECK(byval && align && LLVMTypeOf(LLVMGetParam(I->fn, (unsigned)i)) == I->ptr);
-	LLVMAddAttributeAtIndex(I->fn, idx, LLVMCreateTypeAttribute(I->ctx, byval, LLVMArrayType2(I->i8, 128)));
-	LLVMAddAttributeAtIndex(I->fn, idx, LLVMCreateEnumAttribute(I->ctx, align, 64));
-	/* NVVM's annotation counts parameters from 1 */
-	LLVMMetadataRef which = LLVMValueAsMetadata(LLVMConstInt(I->i32, idx, 0));
+	unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5), align = LLVMGetEnumAttributeKindForName("align", 5);
+	LLVMMetadataRef which[16];
+	CHECK(byval && align && n > 0 && n <= 16);
+	for (int k = 0; k < n; k++) {
+		unsigned at = (unsigned)idx[k] + 1;   /* attributes and NVVM's annotation count parameters from 1 */
+		CHECK(LLVMTypeOf(LLVMGetParam(I->fn, (unsigned)idx[k])) == I->ptr);
+		LLVMAddAttributeAtIndex(I->fn, at, LLVMCreateTypeAttribute(I->ctx, byval, LLVMArrayType2(I->i8, 128)));
+		LLVMAddAttributeAtIndex(I->fn, at, LLVMCreateEnumAttribute(I->ctx, align, 64));
+		which[k] = LLVMValueAsMetadata(LLVMConstInt(I->i32, at, 0));
+	}
 	LLVMMetadataRef ops[3] = {
 		LLVMValueAsMetadata(I->fn),
 		LLVMMDStringInContext2(I->ctx, "grid_constant", 13),
-		LLVMMDNodeInContext2(I->ctx, &which, 1),
+		LLVMMDNodeInContext2(I->ctx, which, (size_t)n),
 	};
 	LLVMAddNamedMetadataOperand(I->mod, "nvvm.annotations",
 		LLVMMetadataAsValue(I->ctx, LLVMMDNodeInContext2(I->ctx, ops, 3)));

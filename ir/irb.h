@@ -53,10 +53,11 @@ LLVMValueRef irb_asm(LLVMTypeRef fty, const char *as, const char *cons, int side
 /* pointer parameter i of the kernel being built may share memory with
  * another (it loses irb_kernel's noalias) */
 void irb_may_alias(Irb *I, int i);
-/* parameter i (of type I->ptr) made a TMA tensor map passed by value: 128
- * bytes, 64-byte aligned, read where it lies in the parameter space
- * (grid_constant: its address is taken with no local copy) */
-void irb_tensor_map_param(Irb *I, int i);
+/* parameters idx[0..n-1] (of type I->ptr) made TMA tensor maps passed by
+ * value: 128 bytes, 64-byte aligned, read where they lie in the parameter
+ * space (grid_constant: their addresses taken with no local copy). Once a
+ * kernel: LLVM reads one grid_constant annotation of a function */
+void irb_tensor_map_params(Irb *I, const int *idx, int n);
 void irb_ret(Irb *I);
 /* A block on the kernel's straight path, entered here and left for a new
  * block the builder continues in: values emitted later before its

@@ -180,6 +180,29 @@ void bulk_load(Irb *I, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef bytes, L
 	               args, 4, "");
 }
 
+void tma_store3(Irb *I, LLVMValueRef map, LLVMValueRef c[3], LLVMValueRef src)
+{
+	LLVMTypeRef in[5] = { I->ptr, I->i32, I->i32, I->i32, I->i32 };
+	LLVMValueRef args[5] = { map, c[0], c[1], c[2], smem_addr32(I, src) };
+	LLVMTypeRef fty = LLVMFunctionType(I->voidt, in, 5, 0);
+	LLVMBuildCall2(I->b, fty,
+	               irb_asm(fty, "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [$0, {$1, $2, $3}], [$4];",
+	                       "l,r,r,r,r,~{memory}", 1),
+	               args, 5, "");
+}
+
+void bulk_commit(Irb *I) { asm0(I, "cp.async.bulk.commit_group;"); }
+
+void bulk_wait(Irb *I, int pending, int read)
+{
+	char as[64];
+	CHECK(pending >= 0 && pending <= 63);
+	snprintf(as, sizeof as, "cp.async.bulk.wait_group%s %d;", read ? ".read" : "", pending);
+	asm0(I, as);
+}
+
+void fence_proxy_async_global(Irb *I) { asm0(I, "fence.proxy.async.global;"); }
+
 void wg_setmaxnreg(Irb *I, int inc, int n)
 {
 	CHECK(n >= 24 && n <= 256 && n % 8 == 0);

@@ -65,6 +65,18 @@ void tma_load3(Irb *I, LLVMValueRef dst, LLVMValueRef map, LLVMValueRef c[3], LL
 /* a bulk copy of bytes (a multiple of 16) from global src (16-byte
  * aligned) to shared memory at dst, counted on the mbarrier at mbar */
 void bulk_load(Irb *I, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef bytes, LLVMValueRef mbar);
+/* TMA store: shared memory at byte offset src (laid out as the map's
+ * box) to the map's box at c[0..2], in this thread's bulk group; rows
+ * outside the tensor are not written */
+void tma_store3(Irb *I, LLVMValueRef map, LLVMValueRef c[3], LLVMValueRef src);
+void bulk_commit(Irb *I);            /* close this thread's bulk group */
+/* wait until at most pending of this thread's bulk groups are unfinished:
+ * their shared sources read (read), or their writes done and visible */
+void bulk_wait(Irb *I, int pending, int read);
+/* fence.proxy.async.global: global writes of the async proxy (TMA stores
+ * waited for) ordered before this thread's later generic accesses and
+ * releases */
+void fence_proxy_async_global(Irb *I);
 /* setmaxnreg (sm_90a): the executing warpgroup's registers a thread
  * raised (inc) or lowered to n, a multiple of 8 in 24..256; every warp of
  * the warpgroup runs it */

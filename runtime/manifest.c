@@ -483,22 +483,33 @@ static int ld_workspaces(Ld *L, json_t *wss, rt_vdesc *d, const ShapeVars *sv)
 	return 0;
 }
 
-/* "tmap:TENSOR:RxC": a TMA tensor map of x, y, dy or dx ([B][L][D] bf16)
- * whose box is R rows of C columns, passed by value (128 bytes); the
- * runtime encodes it at each call (rt_tmap_encode). C is 64: a box row is
- * the 128 bytes of the 128-byte swizzle that wgmma's operands are laid
- * out in. */
-static int ld_tmap(Ld *L, const char *s, const char *rest, rt_arg *a)
+/* "tmap:TENSOR:RxC": a TMA tensor map of x, y, dy, dx or a workspace
+ * (ws:NAME), each [B][L][D] bf16, whose box is R rows of C columns, passed
+ * by value (128 bytes); the runtime encodes it at each call
+ * (rt_tmap_encode). C is 64: a box row is the 128 bytes of the 128-byte
+ * swizzle that wgmma's operands are laid out in. */
+static int ld_tmap(Ld *L, const char *s, const char *rest, const rt_vdesc *d, int pass, rt_arg *a)
 {
 	static const char *const tensors[] = {"x", "y", "dy", "dx"};
-	const char *colon = strchr(rest, ':');
+	const char *colon = strrchr(rest, ':');
 	size_t n = colon ? (size_t)(colon - rest) : strlen(rest);
 	a->index = -1;
-	for (int k = 0; k < 4; k++)
+	if (n > 3 && !strncmp(rest, "ws:", 3)) {
+		char name[64];
+		snprintf(name, sizeof name, "%.*s", (int)(n - 3), rest + 3);
+		if ((a->index = find_ws(d, name)) < 0)
+			return ld_fail(L, "\"%s\" names no workspace of this variant", s);
+		rt_life life = d->ws[a->index].life;
+		if ((life == RT_LIFE_FORWARD && pass == RT_BWD) || (life == RT_LIFE_BACKWARD && pass == RT_FWD))
+			return ld_fail(L, "\"%s\": workspace of life \"%s\" used in the %s", s,
+			               life == RT_LIFE_FORWARD ? "forward" : "backward", rt_pass_name[pass]);
+		a->tmap_ws = 1;
+	}
+	for (int k = 0; k < 4 && !a->tmap_ws; k++)
 		if (strlen(tensors[k]) == n && !strncmp(rest, tensors[k], n))
 			a->index = k;
 	if (a->index < 0)
-		return ld_fail(L, "\"%s\": a tensor map is of x, y, dy or dx, not \"%.*s\"", s, (int)n, rest);
+		return ld_fail(L, "\"%s\": a tensor map is of x, y, dy, dx or ws:NAME, not \"%.*s\"", s, (int)n, rest);
 	char tail;
 	if (!colon || sscanf(colon + 1, "%dx%d%c", &a->box[0], &a->box[1], &tail) != 2)
 		return ld_fail(L, "\"%s\": expected tmap:TENSOR:RxC, the box's rows and columns", s);
@@ -547,7 +558,7 @@ static int ld_arg(Ld *L, const char *s, const rt_mixer *mx, const rt_vdesc *d, i
 		return 0;
 	} else if (n == 4 && !strncmp(s, "tmap", 4)) {
 		a->kind = RT_ARG_TMAP;
-		return ld_tmap(L, s, rest, a);
+		return ld_tmap(L, s, rest, d, pass, a);
 	} else if (!strcmp(s, "zero:base") || !strcmp(s, "zero:words")) {
 		a->kind = s[5] == 'b' ? RT_ARG_ZBASE : RT_ARG_ZWORDS;
 		return 0;

@@ -657,10 +657,18 @@ static int marshal(recur_variant *v, int pass, int li, recur_shape s, const Shap
 		case RT_ARG_DX: p = io->dx; break;
 		case RT_ARG_TMAP: {
 			const CUdeviceptr t[4] = {io->x, io->y, io->dy, io->dx};
-			if (!t[a->index])
+			CUdeviceptr tp = a->tmap_ws ? bind->ws[a->index].p : t[a->index];
+			if (!tp)
 				return rt_vfail(err, errlen, WHERE "args[%d] \"%s\": a tensor map of a null device pointer",
 				                WARGS, i, a->text);
-			if (rt_tmap_encode(&v->rt->cu, a, t[a->index], s, &tmap[i], e, sizeof e))
+			/* a workspace's map may reach every byte of [B][L][D] bf16 */
+			size_t span;
+			if (a->tmap_ws && (__builtin_mul_overflow((size_t)s.B * (size_t)s.L, (size_t)s.D * 2, &span) ||
+			                   bind->ws[a->index].need < span))
+				return rt_vfail(err, errlen, WHERE "args[%d] \"%s\": workspace %s holds %zu bytes, less than "
+				                "the %dx%dx%d bf16 its map spans", WARGS, i, a->text, d->ws[a->index].name,
+				                bind->ws[a->index].need, s.B, s.L, s.D);
+			if (rt_tmap_encode(&v->rt->cu, a, tp, s, &tmap[i], e, sizeof e))
 				return rt_vfail(err, errlen, WHERE "args[%d]: %s", WARGS, i, e);
 			continue;
 		}

@@ -40,6 +40,7 @@ typedef struct {
 	int index;                   /* parameter or workspace index; RT_STATE_* of a state arg; a tensor
 	                              * map's tensor (RT_ARG_X + index) */
 	int box[2];                  /* a tensor map's box: rows, columns */
+	int tmap_ws;                 /* a tensor map of workspace index (not of a tensor) */
 	const char *expr;            /* i32 / i64 */
 	const char *text;            /* as written, for messages */
 } rt_arg;

@@ -29,9 +29,12 @@ void launch_flops(Launch *l, int per_elem)
 void tmpl_open(Tmpl *T, Launch *l)
 {
 	irb_kernel(&T->I, l->kernel, l->sig.ty, l->sig.n, l->block, l->minblocks);
+	int maps[TM_MAXARG], nmap = 0;
 	for (int i = 0; i < l->sig.n; i++)
 		if (!strncmp(l->sig.arg[i], "tmap:", 5))
-			irb_tensor_map_param(&T->I, i);
+			maps[nmap++] = i;
+	if (nmap)
+		irb_tensor_map_params(&T->I, maps, nmap);
 	/* before any memory access: the runtime may launch this kernel while the
 	 * one ahead of it on the stream still runs (the manifest's "early") */
 	if (!T->portable) {

@@ -275,7 +275,21 @@ int main(void)
 		recur_manifest_free(mt);
 	}
 	must_fail("a tensor map of a parameter", "\"args\": [\"x\", \"param:w\"",
-	          "\"args\": [\"x\", \"tmap:w:64x64\", \"param:w\"", "a tensor map is of x, y, dy or dx", "forward[0]");
+	          "\"args\": [\"x\", \"tmap:w:64x64\", \"param:w\"", "a tensor map is of x, y, dy, dx or ws:NAME", "forward[0]");
+	if (write_edit("\"args\": [\"x\", \"param:w\"", "\"args\": [\"x\", \"tmap:ws:ckpt:128x64\", \"param:w\"") == 0) {
+		recur_manifest *mt = NULL;
+		err[0] = 0;
+		int rct = recur_manifest_load(dir, &mt, err, sizeof err);
+		const rt_arg *a = rct ? NULL : &mt->variant[0].launch[0][0].arg[1];
+		verdict(a && a->kind == RT_ARG_TMAP && a->tmap_ws && a->index == 1 && a->box[0] == 128,
+		        "a tensor map of a workspace (tmap:ws:ckpt:128x64) loads as the workspace's", err);
+		recur_manifest_free(mt);
+	}
+	must_fail("a tensor map of no workspace", "\"args\": [\"x\", \"param:w\"",
+	          "\"args\": [\"x\", \"tmap:ws:nope:64x64\", \"param:w\"", "names no workspace", "forward[0]");
+	must_fail("a tensor map of a backward workspace in the forward", "\"args\": [\"x\", \"param:w\"",
+	          "\"args\": [\"x\", \"tmap:ws:part:64x64\", \"param:w\"", "of life \"backward\" used in the forward",
+	          "forward[0]");
 	must_fail("a tensor map without its box", "\"args\": [\"x\", \"param:w\"",
 	          "\"args\": [\"x\", \"tmap:x\", \"param:w\"", "expected tmap:TENSOR:RxC", "forward[0]");
 	must_fail("a tensor map's box of 300 rows", "\"args\": [\"x\", \"param:w\"",

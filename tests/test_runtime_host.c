@@ -601,16 +601,20 @@ static void device_smem(void)
  * failing encode refused before any launch, named. */
 static const char tmap_ptx[] =
         ".version 8.0\n.target sm_90a\n.address_size 64\n"
-        ".visible .entry tf(.param .u64 a0, .param .align 64 .b8 a1[128], .param .u64 a2)\n{\n\tret;\n}\n"
+        ".visible .entry tf(.param .u64 a0, .param .align 64 .b8 a1[128], .param .u64 a2,\n"
+        "  .param .align 64 .b8 a3[128])\n{\n\tret;\n}\n"
         ".visible .entry tb(.param .u64 a0)\n{\n\tret;\n}\n";
+/* x's map and the map of a workspace of bytes */
+#define TMAP_VARIANT(name, bytes)                                                                                      \
+	"{\"name\": \"" name "\", \"mixer\": \"toy\", \"ptx\": \"t.ptx\", \"vars\": [], \"rules\": [],\n"              \
+	"  \"workspaces\": [{\"name\": \"pw\", \"bytes\": \"" bytes "\", \"life\": \"saved\", \"zero\": false}],\n"    \
+	"  \"forward\": [{\"kernel\": \"tf\", \"grid\": [\"B\", 1, 1], \"block\": [128, 1, 1],\n"                      \
+	"   \"args\": [\"y\", \"tmap:x:64x64\", \"x\", \"tmap:ws:pw:64x64\"]}],\n"                                  \
+	"  \"backward\": [{\"kernel\": \"tb\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"args\": [\"dx\"]}]}"
 static const char tmap_manifest[] =
         "{\"format\": 1, \"mixers\": {\"toy\": {\"params\": [{\"name\": \"w\", \"dims\": [\"D\"],\n"
         "  \"init\": {\"kind\": \"normal\", \"a\": \"rsqrt(D)\"}}]}},\n"
-        " \"variants\": [{\"name\": \"tm\", \"mixer\": \"toy\", \"ptx\": \"t.ptx\", \"vars\": [], \"rules\": [],\n"
-        "  \"workspaces\": [],\n"
-        "  \"forward\": [{\"kernel\": \"tf\", \"grid\": [\"B\", 1, 1], \"block\": [128, 1, 1],\n"
-        "   \"args\": [\"y\", \"tmap:x:64x64\", \"x\"]}],\n"
-        "  \"backward\": [{\"kernel\": \"tb\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"args\": [\"dx\"]}]}]}\n";
+        " \"variants\": [" TMAP_VARIANT("tm", "B*L*D*2") ",\n" TMAP_VARIANT("tmsmall", "B*L*D") "]}\n";
 
 static void tensor_maps(void)
 {
@@ -626,7 +630,11 @@ static void tensor_maps(void)
 	rc = rc || recur_forward(v, s, &S.io, 0, err, sizeof err) ||
 	     hc_check_pass(S.m, recur_manifest_find(S.m, "tm"), RT_FWD, s, err, sizeof err);
 	const CUtensorMap *map = !rc && hc.nlaunch == 1 ? hc.launch[0].params[1] : NULL;
-	check(map && hc.tmaps == 1 && (uintptr_t)map % 64 == 0 && map->opaque[0] == S.io.x && map->opaque[1] == 64 &&
+	const CUtensorMap *wmap = map ? hc.launch[0].params[3] : NULL;
+	check(wmap && (uintptr_t)wmap % 64 == 0 && wmap->opaque[0] && wmap->opaque[0] != S.io.x &&
+	              wmap->opaque[1] == 64 && wmap->opaque[2] == 37 && wmap->opaque[3] == 2,
+	      "a tensor map of a workspace: the workspace's, inside its allocation (hc_check_pass)", "rc %d: %s", rc, err);
+	check(map && hc.tmaps == 2 && (uintptr_t)map % 64 == 0 && map->opaque[0] == S.io.x && map->opaque[1] == 64 &&
 	              map->opaque[2] == 37 && map->opaque[3] == 2 && map->opaque[6] == 128 && map->opaque[7] == 37 * 128 &&
 	              map->opaque[11] == 64 && map->opaque[12] == 64 && map->opaque[13] == 1,
 	      "a tensor map of x: [B][L][D] as (D, L, B), rows of 2D bytes, a box of 64 x 64 x 1, 64-byte aligned",
@@ -639,7 +647,7 @@ static void tensor_maps(void)
 	hc.nlaunch = 0;
 	rc = rc || recur_forward(v, s, &io, 0, err, sizeof err);
 	map = !rc && hc.nlaunch == 1 ? hc.launch[0].params[1] : NULL;
-	check(map && map->opaque[0] == x2 && hc.tmaps == 2, "the next call's tensor map holds the next call's x",
+	check(map && map->opaque[0] == x2 && hc.tmaps == 4, "the next call's tensor map holds the next call's x",
 	      "rc %d, %d maps: %s", rc, hc.tmaps, err);
 	recur_free(S.rt, x2);
 	/* D = 4: rows of 8 bytes, not TMA's multiple of 16 */
@@ -657,6 +665,14 @@ static void tensor_maps(void)
 	      "a failing encode is an error naming the call and the shape, nothing launched", "rc %d, %d launches: %s",
 	      rc, hc.nlaunch, err);
 	hc.fail_fn = NULL;
+	recur_variant_free(v);
+	/* a workspace smaller than the [B][L][D] bf16 its map spans */
+	v = NULL;
+	hc.nlaunch = 0;
+	rc = recur_variant_load(S.rt, S.m, "tmsmall", &v, err, sizeof err) || recur_forward(v, s, &S.io, 0, err, sizeof err);
+	check(rc != 0 && hc.nlaunch == 0 && strstr(err, "workspace pw holds 4736 bytes") && strstr(err, "tmap:ws:pw:64x64"),
+	      "a workspace smaller than its map's span is refused before any launch", "rc %d, %d launches: %s", rc,
+	      hc.nlaunch, err);
 	recur_variant_free(v);
 	session_close(&S);
 }
