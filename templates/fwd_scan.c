@@ -445,6 +445,12 @@ static Launch *ahead_launch(Tmpl *T, const SpAhead *a)
 	launch_flops(l, proj_flops(T));   /* the projections, proj_fwd's */
 	sig_inputs(T, &l->sig);
 	ksig_add(T, &l->sig, "ws:wimg", I->gptr);
+	ksig_add(T, &l->sig, SP_XMAP, I->ptr);
+	for (int j = 0; j < T->napj; j++) {
+		char a[64];
+		sp_pmap_arg(T, j, a, sizeof a);
+		ksig_add(T, &l->sig, a, I->ptr);
+	}
 	ksig_add(T, &l->sig, "y", I->gptr);
 	ksig_add(T, &l->sig, "ws:ticket", I->gptr);
 	ksig_add(T, &l->sig, "ws:aggA", I->gptr);
@@ -527,6 +533,9 @@ static void fwd_apply_ahead(Tmpl *T, int sweep_bytes, int keep, int staged, int 
 		mbar_init(I, ci32(I, a.full + 8 * s), 128);
 		mbar_init(I, ci32(I, a.empty + 8 * s), nq);
 	}
+	for (int s = 0; s < SP_STAGES; s++)
+		mbar_init(I, ci32(I, a.xfull + 8 * s), 1);
+	fence_proxy_async(I);   /* the barriers seen by the copies that complete on them */
 	if_end(I, &f);
 	bar_sync(I);
 	LLVMValueRef prod = LLVMBuildICmp(I->b, LLVMIntUGE, tid, ci32(I, nq), "");

@@ -276,12 +276,13 @@ void scan_project(Tmpl *T, Lanes *ln, LLVMValueRef gb)
  * them). Its image and ring are its own shared memory, after the quads':
  * one block an SM, whose two quads swept at 77% of the copy rate where two
  * blocks' four reach 94% (bench/experiments/2026-12-07-fwd-one-block).
- * Measured on an H100 (bench/experiments/2026-12-07-scanproj-ahead, 1x131072x4096):
- * correct, slower: fwd_scan 3.63 ms against proj_fwd's 1.50 and its twin's
- * 1.48. The producer paces it, about 15 us a tile of 256 rows against the
- * quads' 7.5: 16 trips each behind a barrier and the wait for its wgmma,
- * and the row tiles' epilogues (with the projections stored from the
- * accumulators' pairs it took 4.8 ms; without any store 2.3). */
+ * Measured on an H100 (bench/experiments/2026-12-07-scanproj-ahead and
+ * -scanproj-tma, 1x131072x4096): correct, slower: fwd_scan 3.07 ms with
+ * its copies by TMA (3.6 by cp.async) against proj_fwd's 1.51 and its
+ * twin's 1.48. The producer paces it, about 12.4 us a tile of 256 rows
+ * against the quads' 7.5: 16 trips each behind a barrier and the wait for
+ * its wgmma (0.6 ms of it), and the row tiles' epilogues (their stores
+ * 0.26). */
 int scan_proj_ahead_ok(const Tmpl *T) { return scan_proj_ok(T) && T->mx->k >= 128 && !T->v->docs && !T->v->map; }
 
 int scan_proj_ahead(const Tmpl *T) { return T->v->proj_ahead && scan_proj_on(T); }
@@ -309,7 +310,14 @@ void sp_layout(const Tmpl *T, int sweep_bytes, SpAhead *a)
 	at += 16;
 	a->empty = at;
 	at += 16;
+	a->xfull = at;
+	at += 8 * SP_STAGES;
 	a->bytes = at;
+}
+
+void sp_pmap_arg(const Tmpl *T, int j, char *a, size_t n)
+{
+	snprintf(a, n, "tmap:ws:proj_%s:64x64", apj_weight(T, j));
 }
 
 void sp_ticket(Tmpl *T, LLVMValueRef t, LLVMValueRef HS, LLVMValueRef B)
@@ -328,14 +336,22 @@ static void prod_lanes(Tmpl *T, const KSig *sig, Lanes *ln)
 	CHECK(T->k.ticket_thb[1] && T->k.ticket_thb[2]);
 	lanes_bind(T, ln, sig);
 	ln->wimg = ksig_arg(T, sig, "ws:wimg");
+	ln->xmap = ksig_arg(T, sig, SP_XMAP);
+	for (int j = 0; j < T->napj; j++) {
+		char a[64];
+		sp_pmap_arg(T, j, a, sizeof a);
+		ln->pmap[j] = ksig_arg(T, sig, a);
+	}
 }
 
 /* a row tile's projections with their biases to ws:proj_W through the
- * output tile at obuf (block j a projection, swizzled: a warp's 4-byte
- * pairs fall in 32 banks), then a 16-byte chunk a thread, a row's 128
- * bytes by 8 lanes. Stored from the accumulators' pairs (store_tile),
- * 16 bytes of 8 rows a warp's store, they took half of this kernel's time
- * (bench/experiments/2026-12-07-scanproj-ahead) */
+ * output tile at obuf (block j a projection, in the 128-byte swizzle: a
+ * warp's 4-byte pairs fall in 32 banks), then by TMA (its first thread's
+ * bulk group; rows past the sequence not written). The threads' own
+ * stores, 16 bytes a thread from the same tile, cost the producer about a
+ * fifth of its time, and from the accumulators' pairs half
+ * (bench/experiments/2026-12-07-scanproj-ahead). obuf is free: the
+ * group before it was read before the trip's barrier (sp_project_tile) */
 static void sp_store(Tmpl *T, Lanes *ln, LLVMValueRef row0, LLVMValueRef acc[][32], int obuf, LLVMValueRef pbar)
 {
 	Irb *I = &T->I;
@@ -361,33 +377,26 @@ static void sp_store(Tmpl *T, Lanes *ln, LLVMValueRef row0, LLVMValueRef acc[][3
 			}
 		}
 	}
+	fence_proxy_async(I);   /* the tile's shared stores seen by the TMA's reads */
 	bar_named(I, pbar, 128);
-	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4);
-	LLVMValueRef ptid = LLVMBuildAnd(I->b, ln->tid, ci32(I, 127), "");
-	LLVMValueRef c = LLVMBuildAnd(I->b, ptid, ci32(I, 7), "");
-	LLVMValueRef col = iadd(I, imul(I, ln->head, ci32(I, 64)), imul(I, c, ci32(I, 8)));
-	for (int it = 0; it < T->napj * 64 * 8 / 128; it++) {
-		int j = it * 128 / 512;   /* 512 chunks a projection */
-		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, ptid, ci32(I, 3), ""), ci32(I, (it * 128 / 8) % 64));
-		LLVMValueRef at = iadd(I, ci32(I, obuf + j * WG_BLOCK), wg_swz(I, r, imul(I, c, ci32(I, 8))));
-		LLVMValueRef v = ld(I, v4i, smem_ptr(I, at), 16);
-		LLVMValueRef t = iadd(I, row0, r);
-		IfBlk f;
-		if_begin(I, &f, in_seq(T, ln, t), "sp_out");
-		LLVMValueRef row = sext64(I, iadd(I, imul(I, ln->b, ln->L), t));
-		LLVMValueRef idx = iadd(I, imul(I, row, sext64(I, ln->D)), sext64(I, col));
-		st(I, v, gep_bf16(I, ln->pws[j], idx), 16);
-		if_end(I, &f);
-	}
+	IfBlk f;
+	if_begin(I, &f, ieq(I, LLVMBuildAnd(I->b, ln->tid, ci32(I, 127), ""), ci32(I, 0)), "sp_out");
+	LLVMValueRef at[3] = { imul(I, ln->head, ci32(I, 64)), row0, ln->b };
+	for (int j = 0; j < T->napj; j++)
+		tma_store3(I, ln->pmap[j], at, ci32(I, obuf + j * WG_BLOCK));
+	bulk_commit(I);
+	if_end(I, &f);
 }
 
-/* The producer's copies for trip m of a tile (m a constant or not): x's
- * block, and in the tile's first row tile the image's blocks kb of both
+/* The producer's copies for trip m of a tile (m a constant or not), by
+ * its first thread: x's block by TMA (rows past the sequence as zeros),
+ * and in the tile's first row tile the image's blocks kb of both
  * projections, into ring slot m % SP_STAGES (a tile's trips are a multiple
- * of it, so the slots run on across tiles) and the image. An image block
- * is loaded sp_ahead_n trips before its first use, past its last use in the
- * tile before (trip 12 + kb there at 4 row tiles, before the copy's trip
- * 16 - sp_ahead_n + kb: that trip's barrier follows its wgmma) */
+ * of it, so the slots run on across tiles) and the image, all completing
+ * on the slot's mbarrier. An image block is loaded sp_ahead_n trips before
+ * its first use, past its last use in the tile before (trip 12 + kb there
+ * at 4 row tiles, before the copy's trip 16 - sp_ahead_n + kb: that trip's
+ * barrier follows its wgmma) */
 static void sp_copy(Tmpl *T, Lanes *ln, const SpAhead *a, LLVMValueRef m)
 {
 	Irb *I = &T->I;
@@ -396,30 +405,30 @@ static void sp_copy(Tmpl *T, Lanes *ln, const SpAhead *a, LLVMValueRef m)
 	LLVMValueRef xcol = imul(I, idiv(I, ln->head, ci32(I, kbh)), ci32(I, T->mx->k));
 	LLVMValueRef row0, col0, kb;
 	trip_at(T, gb, xcol, m, &row0, &col0, &kb);
-	x_block(T, ln, row0, col0, iadd(I, ci32(I, a->ring), imul(I, LLVMBuildURem(I->b, m, ci32(I, SP_STAGES), ""),
-	                                                         ci32(I, WG_BLOCK))));
-	IfBlk f;
-	if_begin(I, &f, ilt(I, m, ci32(I, kbh)), "sp_img");
-	LLVMValueRef ptid = LLVMBuildAnd(I->b, ln->tid, ci32(I, 127), "");
+	LLVMValueRef slot = LLVMBuildURem(I->b, m, ci32(I, SP_STAGES), "");
+	LLVMValueRef bar = sp_slot(I, a->xfull, slot, 8), img = ilt(I, m, ci32(I, kbh));
+	IfBlk f, g;
+	if_begin(I, &f, ieq(I, LLVMBuildAnd(I->b, ln->tid, ci32(I, 127), ""), ci32(I, 0)), "sp_copy");
+	mbar_arrive_tx(I, bar, LLVMBuildSelect(I->b, img, ci32(I, (1 + T->napj) * WG_BLOCK), ci32(I, WG_BLOCK), ""));
+	LLVMValueRef at[3] = { col0, row0, ln->b };
+	tma_load3(I, iadd(I, ci32(I, a->ring), imul(I, slot, ci32(I, WG_BLOCK))), ln->xmap, at, bar);
+	if_begin(I, &g, img, "sp_img");
 	LLVMValueRef src0 = imul(I, sext64(I, ln->head), ci64(I, (long long)nb * WG_BLOCK / 2));
 	for (int j = 0; j < T->napj; j++) {
 		LLVMValueRef blk = iadd(I, kb, ci32(I, j * kbh));
-		for (int it = 0; it < WG_BLOCK / 16 / 128; it++) {
-			LLVMValueRef e = iadd(I, ptid, ci32(I, it * 128));   /* the block's 16-byte chunk */
-			LLVMValueRef dst = iadd(I, sp_slot(I, a->img, blk, WG_BLOCK), imul(I, e, ci32(I, 16)));
-			LLVMValueRef src = iadd(I, src0, sext64(I, iadd(I, imul(I, blk, ci32(I, WG_BLOCK / 2)),
-			                                               imul(I, e, ci32(I, 8)))));
-			cp_async16(I, dst, gep_bf16(I, ln->wimg, src), ci32(I, 16));
-		}
+		LLVMValueRef src = iadd(I, src0, sext64(I, imul(I, blk, ci32(I, WG_BLOCK / 2))));
+		bulk_load(I, sp_slot(I, a->img, blk, WG_BLOCK), gep_bf16(I, ln->wimg, src), ci32(I, WG_BLOCK), bar);
 	}
+	if_end(I, &g);
 	if_end(I, &f);
 }
 
 /* One tile's projections by the producer warpgroup: its row tiles of 64
  * times the head's K/64 contraction blocks, each trip's copies issued
  * sp_ahead_n trips ahead, into the next tile's first trips at the end
- * (nxt, where more is true): one group a trip, empty or not */
-static void sp_project_tile(Tmpl *T, Lanes *ln, Lanes *nxt, LLVMValueRef more, const SpAhead *a, LLVMValueRef pbar)
+ * (nxt, where more is true); trip0: the block's trips before this tile's */
+static void sp_project_tile(Tmpl *T, Lanes *ln, Lanes *nxt, LLVMValueRef more, const SpAhead *a, LLVMValueRef pbar,
+                            LLVMValueRef trip0)
 {
 	Irb *I = &T->I;
 	int kbh = T->mx->k / 64, nrt = T->chunk * T->prefix / 64, ntrip = nrt * kbh;
@@ -437,10 +446,13 @@ static void sp_project_tile(Tmpl *T, Lanes *ln, Lanes *nxt, LLVMValueRef more, c
 	{
 		LLVMValueRef n = loop_i(I, &L);
 		trip_at(T, gb, xcol, n, &row0, &col0, &kb);
-		/* trip n's blocks landed in every thread, and every thread past trip
-		 * n - 1's wgmma, whose buffer the copy below refills */
-		cp_async_wait(I, ahead - 1);
-		fence_proxy_async(I);
+		/* trip n's blocks landed (the slot's phase: its uses since the
+		 * kernel began, trip0 + n the block's trips), and every thread past
+		 * trip n - 1's wgmma, whose buffer the copy below refills */
+		LLVMValueRef use = LLVMBuildUDiv(I->b, iadd(I, trip0, n), ci32(I, SP_STAGES), "");
+		mbar_wait(I, sp_slot(I, a->xfull, LLVMBuildURem(I->b, n, ci32(I, SP_STAGES), ""), 8),
+		          LLVMBuildAnd(I->b, use, ci32(I, 1), ""));
+		bulk_wait(I, 0, 1);   /* the last row tile's output read from obuf (its first thread's group) */
 		bar_named(I, pbar, 128);
 		LLVMValueRef na = iadd(I, n, ci32(I, ahead));
 		IfBlk f, g;
@@ -450,10 +462,12 @@ static void sp_project_tile(Tmpl *T, Lanes *ln, Lanes *nxt, LLVMValueRef more, c
 		if_begin(I, &g, land(I, more, ige(I, na, ci32(I, ntrip))), "sp_ahead_next");
 		sp_copy(T, nxt, a, isub(I, na, ci32(I, ntrip)));
 		if_end(I, &g);
-		cp_async_commit(I);
 		LLVMValueRef abuf = iadd(I, ci32(I, a->ring), imul(I, LLVMBuildURem(I->b, n, ci32(I, SP_STAGES), ""),
 		                                                  ci32(I, WG_BLOCK)));
 		LLVMValueRef more = LLVMBuildICmp(I->b, LLVMIntNE, kb, ci32(I, 0), "");
+		/* waited for within the trip: left in flight (wait 1, the ring's
+		 * copies 2 trips ahead) it took 3.26-3.31 ms against 3.07-3.09 at
+		 * 1x131072x4096 on an H100 (bench/experiments/2026-12-07-scanproj-tma) */
 		LLVMValueRef av[2][32];
 		trip_mma(T, acc, av, abuf, a->img, kb, more);
 		if_begin(I, &f, ieq(I, kb, ci32(I, kbh - 1)), "spstore");
@@ -512,17 +526,15 @@ void scan_proj_producer(Tmpl *T, const KSig *sig, const SpAhead *a, LLVMValueRef
 	sp_ticket(T, t0, HS, B);
 	Lanes l0;
 	prod_lanes(T, sig, &l0);
-	for (int m = 0; m < sp_ahead_n(T); m++) {
+	for (int m = 0; m < sp_ahead_n(T); m++)
 		sp_copy(T, &l0, a, ci32(I, m));
-		cp_async_commit(I);
-	}
 	if_end(I, &f);
 	Var k = var_init(I, ci32(I, 0), "sp_k"), cur = var_init(I, t0, "sp_cur");
 	LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "sp_prod");
 	LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(I->ctx, I->fn, "sp_prod_done");
 	LLVMBuildBr(I->b, head);
 	LLVMPositionBuilderAtEnd(I->b, head);
-	LLVMValueRef t = var_get(I, cur);
+	LLVMValueRef t = var_get(I, cur), kk = var_get(I, k);
 	LLVMValueRef valid = LLVMBuildICmp(I->b, LLVMIntULT, t, total, "");
 	if_begin(I, &f, valid, "sp_tile");
 	LLVMValueRef nx = sp_draw(T, ticket, first, pbar, a->tick + 8);
@@ -537,11 +549,16 @@ void scan_proj_producer(Tmpl *T, const KSig *sig, const SpAhead *a, LLVMValueRef
 	sp_ticket(T, t, HS, B);
 	Lanes ln;
 	prod_lanes(T, sig, &ln);
-	sp_project_tile(T, &ln, &ln_next, more, a, pbar);
+	int ntrip = T->chunk * T->prefix / 64 * (T->mx->k / 64);
+	sp_project_tile(T, &ln, &ln_next, more, a, pbar, imul(I, kk, ci32(I, ntrip)));
 	if_end(I, &f);
-	/* the slot's previous tile swept (from its second use), the ticket in it,
-	 * and the tile's projections released to the quads with the arrival */
-	LLVMValueRef kk = var_get(I, k), s = LLVMBuildAnd(I->b, kk, ci32(I, 1), "");
+	/* the tile's projections written (the first thread's stores by TMA,
+	 * then ordered before its arrival); the slot's previous tile swept (from
+	 * its second use), the ticket in it, and the tile's projections released
+	 * to the quads with the arrival */
+	bulk_wait(I, 0, 0);
+	fence_proxy_async_global(I);
+	LLVMValueRef s = LLVMBuildAnd(I->b, kk, ci32(I, 1), "");
 	LLVMValueRef u = LLVMBuildLShr(I->b, kk, ci32(I, 1), "");
 	if_begin(I, &f, LLVMBuildICmp(I->b, LLVMIntUGE, kk, ci32(I, 2), ""), "sp_empty");
 	mbar_wait(I, sp_slot(I, a->empty, s, 8), LLVMBuildAnd(I->b, isub(I, u, ci32(I, 1)), ci32(I, 1), ""));

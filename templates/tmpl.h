@@ -201,6 +201,8 @@ typedef struct {
 	LLVMValueRef la_ws, b_ws;                  /* materialised log_a / b (unfused) */
 	LLVMValueRef pws[MX_MAXPROJ];              /* the projections apart, bf16 [B][L][D] (T->apj order) */
 	LLVMValueRef wimg;                         /* scan_proj: the weights' bf16 image (ws:wimg), or NULL */
+	LLVMValueRef xmap;                         /* proj_ahead's producer: x's tensor map (SP_XMAP) */
+	LLVMValueRef pmap[MX_MAXPROJ];             /* and the projections' (sp_pmap_arg) */
 	LLVMValueRef tok;                          /* per-token values [B*L][nz] */
 	LLVMValueRef reset, reset_row;             /* reset marks u8 [B][L] (state:reset) and row b's, or NULL */
 	LLVMValueRef h0;                           /* initial states fp32 [B][D] (state:h0), or NULL */
@@ -653,17 +655,22 @@ void scan_project(Tmpl *T, Lanes *ln, LLVMValueRef gb);
  * T->k.ticket_thb (lb_ticket's order); scan_proj_producer: the producer's
  * loop, to a ticket past total (NT x HS x B), each tile's ticket posted in
  * slot k % 2 at a->tick once its projections are stored (mbarriers full
- * and empty at a->full, a->empty, 8 bytes a slot) */
+ * and empty at a->full, a->empty, 8 bytes a slot; xfull: the ring's
+ * slots', on which their copies complete) */
 #define SP_STAGES 4          /* the producer's ring of x blocks */
 #define SP_AHEAD_N 3         /* blocks copied ahead of the one multiplied */
 #define SP_BAR_QUADS 3       /* the quads' block barrier (1 and 2: each quad's own, segment.c) */
 #define SP_BAR_PRODUCER 4    /* the producer warpgroup's */
-#define SP_PRODUCER_REGS 216 /* registers a thread (setmaxnreg): the producer's, */
-#define SP_QUAD_REGS 144     /* the quads' (2 x 144 + 216 = 3 x 168, the SM's 64 K a block of 384;
-                              * ptxas spills none at K = 128 or 256, where 184 and 160 spilled 80
-                              * bytes at 128, and no split 40 to 184) */
+#define SP_PRODUCER_REGS 208 /* registers a thread (setmaxnreg): the producer's, */
+#define SP_QUAD_REGS 144     /* the quads' (2 x 144 + 208 within 3 x 168, the SM's 64 K a block of
+                              * 384; ptxas spills none at K = 128 or 256, where 184 and 160 spilled
+                              * 80 bytes at 128, no split 40 to 184, and with the copies by TMA
+                              * 216 spilled 4 bytes and 224 / 136 8) */
 #define SP_GRID 264          /* blocks launched: at one an SM, every SM of the H100's and H200's 132 */
-typedef struct { int img, ring, obuf, tick, full, empty, bytes; } SpAhead;
+#define SP_XMAP "tmap:x:64x64"   /* the producer's x blocks by TMA: 64 rows of a head's 64 columns */
+typedef struct { int img, ring, obuf, tick, full, empty, xfull, bytes; } SpAhead;
+/* the tensor map arg of projection j's workspace (the producer's stores) */
+void sp_pmap_arg(const Tmpl *T, int j, char *a, size_t n);
 int scan_proj_ahead_ok(const Tmpl *T);
 int scan_proj_ahead(const Tmpl *T);
 void sp_layout(const Tmpl *T, int sweep_bytes, SpAhead *a);

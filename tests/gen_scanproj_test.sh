@@ -49,7 +49,8 @@ for path, k in ((sys.argv[1], 256), (sys.argv[2], 128)):
             # resident blocks of 384 threads (two scan warpgroups, the producer), one an SM,
             # as many as 264 whatever the shape, the logical grid's B an argument
             if (scan["grid"] != ["PB", "1", "1"] or scan["block"] != [384, 1, 1] or not 113 * 1024 < int(scan["smem"]) <= 227 * 1024
-                    or "i32:B" not in scan["args"] or dict(v["vars"]).get("PB") != "min(NT*HS*B,264)"):
+                    or "i32:B" not in scan["args"] or dict(v["vars"]).get("PB") != "min(NT*HS*B,264)"
+                    or "tmap:x:64x64" not in scan["args"]):
                 bad.append("%s: fwd_scan grid %r block %r smem %s, args %r" % (n, scan["grid"], scan["block"], scan["smem"],
                                                                               scan["args"][-3:]))
             twin = vs.get(n.replace("apart_scanproj_ahead_", "apart_"))
@@ -98,15 +99,24 @@ got="$(wg "$f" fwd_scan) $(wg "$f" fwd_scan prefetch.global.L2) $(wg "$f" proj_w
 check $? "fwd_scan's trip: 8 wgmma, 4 L2 prefetches; proj_wimg none; proj_dx its 32; 1024-byte alignment (got: $got)"
 # proj_ahead: the producer's one loop of trips (8 wgmma), the registers moved
 # to it from the scan warpgroups, their block barrier (3) and vote of 256
-# threads, the producer's barrier (4) of 128, two slots' mbarriers, a ticket
-# drawn for the first tile and for each next one, whose rows are prefetched
+# threads, the producer's barrier (4) of 128, two slots' mbarriers and the
+# ring's four, a ticket drawn for the first tile and for each next one,
+# whose rows are prefetched; x's blocks by TMA from the tensor map passed by
+# value (a copy a trip: the first tile's 3 ahead, a tile's own, the next
+# tile's first) and the image's by bulk copies, a trip's wgmma waited for
+# within it; the projections stored by TMA through both workspaces' maps,
+# the maps read where they lie in the parameter space (no local copy)
 f=$work/k256/rglru.apart_scanproj_ahead_fused_grouped_prefix32_onepass_chunk8.ptx
-got="$(wg "$f" fwd_scan) $(wg "$f" fwd_scan 'setmaxnreg.inc.sync.aligned.u32 216') $(wg "$f" fwd_scan 'setmaxnreg.dec.sync.aligned.u32 144')"
+got="$(wg "$f" fwd_scan) $(wg "$f" fwd_scan 'setmaxnreg.inc.sync.aligned.u32 208') $(wg "$f" fwd_scan 'setmaxnreg.dec.sync.aligned.u32 144')"
 got="$got $(wg "$f" fwd_scan 'barrier.sync[[:space:]]*3, 256') $(wg "$f" fwd_scan 'bar.red.or.pred p, 3, 256') $(wg "$f" fwd_scan 'barrier.sync[[:space:]]*4, 128')"
 got="$got $(wg "$f" fwd_scan mbarrier.init) $(wg "$f" fwd_scan atom.global.add) $(wg "$f" fwd_scan prefetch.global.L2)"
+got="$got $(wg "$f" fwd_scan 'param .align 64 .b8 rglru_fwd_scan_param_[0-9]*\[128\]') $(wg "$f" fwd_scan cp.async.bulk.tensor.3d.shared)"
+got="$got $(wg "$f" fwd_scan 'cp.async.bulk.shared::cluster.global.mbarrier') $(wg "$f" fwd_scan 'wgmma.wait_group.sync.aligned 0')"
+got="$got $(wg "$f" fwd_scan cp.async.bulk.tensor.3d.global) $(wg "$f" fwd_scan __local_depot)"
 [ "${got%% *}" = 8 ] && [ "$(echo "$got" | cut -d' ' -f2,3)" = "1 1" ] && [ "$(echo "$got" | cut -d' ' -f4)" -gt 0 ] &&
-	[ "$(echo "$got" | cut -d' ' -f5)" -gt 0 ] && [ "$(echo "$got" | cut -d' ' -f6)" -gt 0 ] && [ "$(echo "$got" | cut -d' ' -f7-9)" = "4 2 16" ]
-check $? "proj_ahead's fwd_scan: 8 wgmma, setmaxnreg 216 and 144, barriers 3 (256) and 4 (128), 4 mbarriers, 2 ticket draws, 16 L2 prefetches (got: $got)"
+	[ "$(echo "$got" | cut -d' ' -f5)" -gt 0 ] && [ "$(echo "$got" | cut -d' ' -f6)" -gt 0 ] &&
+	[ "$(echo "$got" | cut -d' ' -f7-16)" = "8 2 16 3 5 10 1 2 0" ]
+check $? "proj_ahead's fwd_scan: 8 wgmma, setmaxnreg 208 and 144, barriers 3 (256) and 4 (128), 8 mbarriers, 2 ticket draws, 16 L2 prefetches, 3 tensor maps, 5 TMA copies, 10 bulk copies, one wgmma wait, 2 TMA stores, no local copy (got: $got)"
 
 . "$src/tests/ptxas_cache.sh"
 find_ptxas
