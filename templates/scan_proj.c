@@ -280,9 +280,10 @@ void scan_project(Tmpl *T, Lanes *ln, LLVMValueRef gb)
  * -scanproj-tma, 1x131072x4096): correct, slower: fwd_scan 3.07 ms with
  * its copies by TMA (3.6 by cp.async) against proj_fwd's 1.51 and its
  * twin's 1.48. The producer paces it, about 12.4 us a tile of 256 rows
- * against the quads' 7.5: 16 trips each behind a barrier and the wait for
- * its wgmma (0.6 ms of it), and the row tiles' epilogues (their stores
- * 0.26). */
+ * against the quads' 7.5, and not by its trips: without them fwd_scan
+ * still took 2.6 ms (the row tiles' epilogues, each waiting for its
+ * biases from global memory, and each tile's wait for its stores before
+ * it is posted). */
 int scan_proj_ahead_ok(const Tmpl *T) { return scan_proj_ok(T) && T->mx->k >= 128 && !T->v->docs && !T->v->map; }
 
 int scan_proj_ahead(const Tmpl *T) { return T->v->proj_ahead && scan_proj_on(T); }
