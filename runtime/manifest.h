@@ -100,6 +100,11 @@
  *     "zero:base"         the arena of the zeroed workspaces (device pointer, null
  *                         when it is empty) and "zero:words" its length in 32-bit
  *                         words (64-bit): the args of a launch with "clears"
+ *     "tmap:T:RxC"        a TMA tensor map (CUtensorMap, 128 bytes by value: the
+ *                         kernel's parameter .align 64 .b8 [128], grid_constant) of
+ *                         tensor T (x, y, dy, dx or ws:NAME) as [B][L][D] bf16, a
+ *                         box of R rows (1..256) of C = 64 columns, 128-byte swizzle,
+ *                         rows past L read as zeros; encoded at each call
  *
  * What the runtime (runtime/manifest.c) accepts beyond the above: wherever a
  * shape expression goes, a JSON integer is also taken; "smem" defaults to
