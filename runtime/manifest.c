@@ -510,14 +510,20 @@ static int ld_tmap(Ld *L, const char *s, const char *rest, const rt_vdesc *d, in
 			a->index = k;
 	if (a->index < 0)
 		return ld_fail(L, "\"%s\": a tensor map is of x, y, dy, dx or ws:NAME, not \"%.*s\"", s, (int)n, rest);
-	char tail;
-	if (!colon || sscanf(colon + 1, "%dx%d%c", &a->box[0], &a->box[1], &tail) != 2)
+	/* strtol, not sscanf's %d: a number past int is no undefined behaviour */
+	char *end = NULL;
+	long rows = colon && isdigit((unsigned char)colon[1]) ? strtol(colon + 1, &end, 10) : -1, cols = -1;
+	if (end && *end == 'x' && isdigit((unsigned char)end[1]))
+		cols = strtol(end + 1, &end, 10);
+	if (rows < 0 || cols < 0 || *end)
 		return ld_fail(L, "\"%s\": expected tmap:TENSOR:RxC, the box's rows and columns", s);
-	if (a->box[0] < 1 || a->box[0] > 256)
-		return ld_fail(L, "\"%s\": a box of %d rows, outside TMA's 1..256", s, a->box[0]);
-	if (a->box[1] != 64)
-		return ld_fail(L, "\"%s\": a box of %d columns; the runtime encodes 64 (the 128 bytes of a "
-		               "128-byte swizzle's row)", s, a->box[1]);
+	if (rows < 1 || rows > 256)
+		return ld_fail(L, "\"%s\": a box of %ld rows, outside TMA's 1..256", s, rows);
+	if (cols != 64)
+		return ld_fail(L, "\"%s\": a box of %ld columns; the runtime encodes 64 (the 128 bytes of a "
+		               "128-byte swizzle's row)", s, cols);
+	a->box[0] = (int)rows;
+	a->box[1] = (int)cols;
 	return 0;
 }
 

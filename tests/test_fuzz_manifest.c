@@ -419,6 +419,16 @@ static const char *const ARGS[] = {
         "",
         "xx",
         "i32:L-L-1",
+        "tmap:",
+        "tmap:x",
+        "tmap:x:",
+        "tmap:x:64x",
+        "tmap:x:0x64",
+        "tmap:x:2147483648x64",
+        "tmap:ws::64x64",
+        "tmap:ws:nope:64x64",
+        "tmap:ws:ws:ws:64x64",
+        "tmap:dx:64x64:64x64",
 };
 #define NARGS (sizeof ARGS / sizeof *ARGS)
 

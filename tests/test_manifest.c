@@ -294,6 +294,11 @@ int main(void)
 	          "\"args\": [\"x\", \"tmap:x\", \"param:w\"", "expected tmap:TENSOR:RxC", "forward[0]");
 	must_fail("a tensor map's box of 300 rows", "\"args\": [\"x\", \"param:w\"",
 	          "\"args\": [\"x\", \"tmap:x:300x64\", \"param:w\"", "outside TMA's 1..256", "forward[0]");
+	must_fail("a tensor map's box of 10^20 rows (past long)", "\"args\": [\"x\", \"param:w\"",
+	          "\"args\": [\"x\", \"tmap:x:99999999999999999999x64\", \"param:w\"", "outside TMA's 1..256",
+	          "forward[0]");
+	must_fail("a tensor map's box of -64 rows", "\"args\": [\"x\", \"param:w\"",
+	          "\"args\": [\"x\", \"tmap:x:-64x64\", \"param:w\"", "expected tmap:TENSOR:RxC", "forward[0]");
 	must_fail("a tensor map's box of 32 columns", "\"args\": [\"x\", \"param:w\"",
 	          "\"args\": [\"x\", \"tmap:dy:64x32\", \"param:w\"", "the runtime encodes 64", "forward[0]");
 	must_fail("a tensor map's box with a tail", "\"args\": [\"x\", \"param:w\"",
