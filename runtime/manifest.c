@@ -487,7 +487,8 @@ static int ld_workspaces(Ld *L, json_t *wss, rt_vdesc *d, const ShapeVars *sv)
  * (ws:NAME), each [B][L][D] bf16, whose box is R rows of C columns, passed
  * by value (128 bytes); the runtime encodes it at each call
  * (rt_tmap_encode). C is 64: a box row is the 128 bytes of the 128-byte
- * swizzle that wgmma's operands are laid out in. */
+ * swizzle that wgmma's operands are laid out in. "tmaprows:" the same
+ * over the B*L rows as one sequence (a box may span two). */
 static int ld_tmap(Ld *L, const char *s, const char *rest, const rt_vdesc *d, int pass, rt_arg *a)
 {
 	static const char *const tensors[] = {"x", "y", "dy", "dx"};
@@ -516,7 +517,8 @@ static int ld_tmap(Ld *L, const char *s, const char *rest, const rt_vdesc *d, in
 	if (end && *end == 'x' && isdigit((unsigned char)end[1]))
 		cols = strtol(end + 1, &end, 10);
 	if (rows < 0 || cols < 0 || *end)
-		return ld_fail(L, "\"%s\": expected tmap:TENSOR:RxC, the box's rows and columns", s);
+		return ld_fail(L, "\"%s\": expected %.*s:TENSOR:RxC, the box's rows and columns", s,
+		               (int)(strchr(s, ':') - s), s);
 	if (rows < 1 || rows > 256)
 		return ld_fail(L, "\"%s\": a box of %ld rows, outside TMA's 1..256", s, rows);
 	if (cols != 64)
@@ -562,8 +564,9 @@ static int ld_arg(Ld *L, const char *s, const rt_mixer *mx, const rt_vdesc *d, i
 		if (!(d->state >> a->index & 1))
 			return ld_fail(L, "\"%s\": the variant's \"state\" does not list %s", s, rest);
 		return 0;
-	} else if (n == 4 && !strncmp(s, "tmap", 4)) {
+	} else if ((n == 4 && !strncmp(s, "tmap", 4)) || (n == 8 && !strncmp(s, "tmaprows", 8))) {
 		a->kind = RT_ARG_TMAP;
+		a->tmap_rows = n == 8;
 		return ld_tmap(L, s, rest, d, pass, a);
 	} else if (!strcmp(s, "zero:base") || !strcmp(s, "zero:words")) {
 		a->kind = s[5] == 'b' ? RT_ARG_ZBASE : RT_ARG_ZWORDS;
@@ -576,7 +579,8 @@ static int ld_arg(Ld *L, const char *s, const rt_mixer *mx, const rt_vdesc *d, i
 		return ld_check(L, s, a->expr, sv);
 	} else {
 		return ld_fail(L, "unknown arg kind \"%s\" (expected x, y, dy, dx, param:NAME, grad:NAME, "
-		               "ws:NAME, state:NAME, zero:base, zero:words, i32:EXPR, i64:EXPR or tmap:TENSOR:RxC)", s);
+		               "ws:NAME, state:NAME, zero:base, zero:words, i32:EXPR, i64:EXPR, tmap:TENSOR:RxC or "
+		               "tmaprows:TENSOR:RxC)", s);
 	}
 	if ((a->index = find_param(mx, rest)) < 0)
 		return ld_fail(L, "\"%s\" names no parameter of mixer %s", s, mx->name);

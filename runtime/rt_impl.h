@@ -41,6 +41,7 @@ typedef struct {
 	                              * map's tensor (RT_ARG_X + index) */
 	int box[2];                  /* a tensor map's box: rows, columns */
 	int tmap_ws;                 /* a tensor map of workspace index (not of a tensor) */
+	int tmap_rows;               /* a tensor map over B*L rows as one sequence (tmaprows:) */
 	const char *expr;            /* i32 / i64 */
 	const char *text;            /* as written, for messages */
 } rt_arg;

@@ -4,10 +4,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* x, y, dy or dx as [B][L][D] bf16, a box of rows x columns from (column,
- * t, b), the 128-byte swizzle (the box's rows are 128 bytes: ld_tmap).
- * Three dimensions, not [B L][D]: a box's rows past L read as zeros
- * instead of the next sequence's first rows, as the kernels' own copies do. */
+/* x, y, dy, dx or a workspace as [B][L][D] bf16, a box of rows x columns
+ * from (column, t, b), the 128-byte swizzle (the box's rows are 128 bytes:
+ * ld_tmap). Three dimensions, not [B L][D]: a box's rows past L read as
+ * zeros instead of the next sequence's first rows, as the scans' own copies
+ * do. A tmaprows: map is (D, B L, 1): the projection kernels' row tiles
+ * run over B L rows as one, and only rows past B L read as zeros. */
 int rt_tmap_encode(const rt_cu *cu, const rt_arg *a, CUdeviceptr p, recur_shape s, CUtensorMap *map, char *err,
                    size_t errlen)
 {
@@ -25,6 +27,15 @@ int rt_tmap_encode(const rt_cu *cu, const rt_arg *a, CUdeviceptr p, recur_shape 
 		                (unsigned long long)p);
 	cuuint64_t dims[3] = {(cuuint64_t)s.D, (cuuint64_t)s.L, (cuuint64_t)s.B};
 	cuuint64_t strides[2] = {row, seq};
+	if (a->tmap_rows) {
+		uint64_t rows = (uint64_t)s.B * (uint64_t)s.L, all;
+		if (rows > (uint64_t)1 << 32 || __builtin_mul_overflow(row, rows, &all) || all >= (uint64_t)1 << 40)
+			return rt_vfail(err, errlen, "tensor map \"%s\": %llu rows of %d bf16 are past TMA's 2^32 rows or "
+			                "40-bit strides", a->text, (unsigned long long)rows, s.D);
+		dims[1] = rows;
+		dims[2] = 1;
+		strides[1] = all;
+	}
 	cuuint32_t box[3] = {(cuuint32_t)a->box[1], (cuuint32_t)a->box[0], 1}, one[3] = {1, 1, 1};
 	return RT_CU(cu, TensorMapEncodeTiled,
 	             (map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)(uintptr_t)p, dims, strides, box, one,

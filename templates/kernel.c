@@ -29,10 +29,16 @@ void launch_flops(Launch *l, int per_elem)
 void tmpl_open(Tmpl *T, Launch *l)
 {
 	irb_kernel(&T->I, l->kernel, l->sig.ty, l->sig.n, l->block, l->minblocks);
+	/* the tensor maps (tmap: and tmaprows: args) by value, and every
+	 * generic pointer one of them: a map declared as a plain pointer would
+	 * read 8 of the 128 bytes the runtime passes */
 	int maps[TM_MAXARG], nmap = 0;
-	for (int i = 0; i < l->sig.n; i++)
-		if (!strncmp(l->sig.arg[i], "tmap:", 5))
+	for (int i = 0; i < l->sig.n; i++) {
+		int is_map = !strncmp(l->sig.arg[i], "tmap:", 5) || !strncmp(l->sig.arg[i], "tmaprows:", 9);
+		CHECK(is_map == (l->sig.ty[i] == T->I.ptr));
+		if (is_map)
 			maps[nmap++] = i;
+	}
 	if (nmap)
 		irb_tensor_map_params(&T->I, maps, nmap);
 	/* before any memory access: the runtime may launch this kernel while the

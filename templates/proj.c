@@ -217,7 +217,7 @@ LLVMValueRef ksig_each_arg(Tmpl *T, const KSig *s, const char *prefix, int j)
 
 /* the NX column tiles by GY blocks striding over row tiles (templates/plan.c
  * sizes GY) */
-Launch *proj_open(Tmpl *T, int fwd, int smem, int threads, int minblocks)
+Launch *proj_open(Tmpl *T, int fwd, int smem, int threads, int minblocks, int maps)
 {
 	Irb *I = &T->I;
 	char sm[16];
@@ -232,8 +232,21 @@ Launch *proj_open(Tmpl *T, int fwd, int smem, int threads, int minblocks)
 		ksig_add(T, &l->sig, "ws:dxd", I->gptr);
 	ksig_add(T, &l->sig, "i32:B*L", I->i32);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
+	for (int j = 0; maps && j < (fwd ? 1 : T->napj); j++) {
+		char a[64];
+		proj_map_arg(T, fwd, j, a, sizeof a);
+		ksig_add(T, &l->sig, a, I->ptr);
+	}
 	tmpl_open(T, l);
 	return l;
+}
+
+void proj_map_arg(const Tmpl *T, int fwd, int j, char *a, size_t n)
+{
+	if (fwd)
+		snprintf(a, n, "tmaprows:x:64x64");
+	else
+		snprintf(a, n, "tmaprows:ws:dproj_%s:64x64", apj_weight(T, j));
 }
 
 Launch *proj_dw_open(Tmpl *T, int smem, int threads, int minblocks)
@@ -296,7 +309,7 @@ void tmpl_proj_fwd(Tmpl *T)
 	const Mixer *mx = T->mx;
 	int K = mx->k, nc = proj_nc(T), na = T->napj, kc = a_cols(T);
 	int boff = a_bytes(T), biasoff = boff + na * b_bytes(T);
-	Launch *l = proj_open(T, 1, biasoff + bias_bytes(T), PROJ_THREADS, 0);
+	Launch *l = proj_open(T, 1, biasoff + bias_bytes(T), PROJ_THREADS, 0, 0);
 	ProjLanes p;
 	proj_lanes(T, &l->sig, &p);
 	proj_tile(T, &p);
@@ -379,7 +392,7 @@ void tmpl_proj_dx(Tmpl *T)
 	const Mixer *mx = T->mx;
 	int K = mx->k, nc = proj_nc(T), na = T->napj, kc = a_cols(T);
 	int boff = a_bytes(T);
-	Launch *l = proj_open(T, 0, boff + na * b_bytes(T), PROJ_THREADS, 0);
+	Launch *l = proj_open(T, 0, boff + na * b_bytes(T), PROJ_THREADS, 0, 0);
 	LLVMValueRef dx = ksig_arg(T, &l->sig, "dx"), dxd = ksig_arg(T, &l->sig, "ws:dxd");
 	ProjLanes p;
 	proj_lanes(T, &l->sig, &p);

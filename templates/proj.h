@@ -18,7 +18,11 @@ void proj_tile(Tmpl *T, ProjLanes *p);
  * parameters, the projections' or their adjoints' workspaces, [dxd,] B*L,
  * D), the kernel opened: one for both forms, so that the runtime's
  * arguments fit either; minblocks a launch bound (0: none) */
-Launch *proj_open(Tmpl *T, int fwd, int smem, int threads, int minblocks);
+/* maps: the A operands' TMA maps too (tmaprows:x, or tmaprows:ws:dproj_W
+ * of each projection; proj_wg.c's WG_TMA) */
+Launch *proj_open(Tmpl *T, int fwd, int smem, int threads, int minblocks, int maps);
+/* A's map arg of proj_fwd (x) or of proj_dx's projection j (its adjoint) */
+void proj_map_arg(const Tmpl *T, int fwd, int j, char *a, size_t n);
 /* proj_dw's (x, the adjoints, the slabs' partial sums, B*L, D; a block per
  * (k tiles, m tile) of a head and slab), minblocks a launch bound */
 Launch *proj_dw_open(Tmpl *T, int smem, int threads, int minblocks);

@@ -47,6 +47,8 @@ typedef struct {
 	int bars;                             /* its ring's mbarriers: full[stages], then empty[stages] */
 	LLVMValueRef ctid;                    /* this thread's index among the 128 that copy */
 	LLVMValueRef src[MX_MAXPROJ];         /* A's tensors: x, or the adjoints */
+	int tma;                              /* their copies by TMA (WG_TMA, with a producer) */
+	LLVMValueRef map[MX_MAXPROJ];         /* and then their maps */
 	int wblk, ring, obuf, smem;           /* shared offsets: weight blocks, the ring, the output
 	                                       * tile (epilogue); bytes in all */
 	Ring rg;                              /* the ring: a buffer holds a row tile's block */
@@ -56,6 +58,7 @@ typedef struct {
 
 /* A's tensor and head-relative column of contraction block kb */
 static LLVMValueRef a_src(const Wg *g, int kb) { return g->fwd ? g->src[0] : g->src[kb / g->kbh]; }
+static LLVMValueRef a_map(const Wg *g, int kb) { return g->fwd ? g->map[0] : g->map[kb / g->kbh]; }
 static int a_col(const Wg *g, int kb) { return 64 * (kb % g->kbh); }
 
 /* Two blocks share an SM: 4 buffers of 8 KB, 3 ahead. (Two multiplying
@@ -68,6 +71,7 @@ static void wg_plan(Tmpl *T, Wg *g, int fwd)
 	g->kbh = T->mx->k / 64;
 	g->nkb = fwd ? g->kbh : T->napj * g->kbh;
 	g->producer = WG_PRODUCER;
+	g->tma = WG_TMA && g->producer;
 	g->wblk = 0;
 	g->ring = T->napj * g->kbh * WG_BLOCK;
 	g->rg = (Ring){ WG_STAGES, WG_AHEAD };
@@ -100,6 +104,14 @@ static void wg_copy(Tmpl *T, const Wg *g, LLVMValueRef t, int kb, LLVMValueRef s
 	if_begin(I, &f, ilt(I, t, g->ntile), "wg_copy");
 	LLVMValueRef base = iadd(I, ci32(I, g->ring), imul(I, slot, ci32(I, WG_BLOCK)));
 	LLVMValueRef col0 = iadd(I, imul(I, p->hp, ci32(I, T->mx->k)), ci32(I, a_col(g, kb)));
+	if (g->tma) {   /* the producer's one thread: the slot's full counts the block's bytes */
+		LLVMValueRef bar = ring_full_bar(I, g->bars, &g->rg, slot);
+		LLVMValueRef at[3] = { col0, imul(I, t, ci32(I, PROJ_ROWS)), ci32(I, 0) };
+		mbar_arrive_tx(I, bar, ci32(I, WG_BLOCK));
+		tma_load3(I, base, a_map(g, kb), at, bar);
+		if_end(I, &f);
+		return;
+	}
 	copy_block(T, p, a_src(g, kb), t, col0, base, g->ctid);
 	if_end(I, &f);
 	cp_async_commit(I);
@@ -194,7 +206,10 @@ static void copy_ahead(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n)
 static void produce_trip(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n, void *arg)
 {
 	(void)arg;
-	ring_produced(&T->I, g->bars, &g->rg, n);
+	if (g->tma)   /* no copies of its own to wait for: TMA completes full */
+		ring_refill_wait(&T->I, g->bars, &g->rg, n);
+	else
+		ring_produced(&T->I, g->bars, &g->rg, n);
 	copy_ahead(T, g, t, kb, n);
 }
 
@@ -269,6 +284,16 @@ static void mul_end(Tmpl *T, Wg *g, LLVMValueRef t, void *arg)
 	m->out(T, g, m->s, imul(I, t, ci32(I, PROJ_ROWS)), m->acc, m->ctx);
 }
 
+/* the A operands' maps, where the copies are TMA's */
+static void wg_maps(Tmpl *T, Wg *g, const KSig *s)
+{
+	for (int j = 0; g->tma && j < (g->fwd ? 1 : T->napj); j++) {
+		char a[64];
+		proj_map_arg(T, g->fwd, j, a, sizeof a);
+		g->map[j] = ksig_arg(T, s, a);
+	}
+}
+
 /* The kernel's body after its signature: weights staged, then the trips
  * (with a producer warpgroup: it copies, the other multiplies, a full
  * and an empty mbarrier a buffer between them, and the registers moved
@@ -280,7 +305,7 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgPre pre, WgOut out, void *c
 	wg_align_smem(I);
 	CHECK(!g->producer || WG_PENDING == 0);   /* a buffer is released after its wgmma are waited for */
 	if (g->producer)
-		ring_bars_init(I, g->bars, &g->rg);
+		ring_bars_init(I, g->bars, &g->rg, g->tma ? 1 : 128);
 	wg_stage_weights(T, g, s);
 	g->ntile = idiv(I, iadd(I, g->p.BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
 	WgMul m = { .pre = pre, .out = out, .s = s, .ctx = ctx };
@@ -299,7 +324,14 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgPre pre, WgOut out, void *c
 	LLVMValueRef prod = wg_split(I, &f);
 	g->ctid = isub(I, tid_x(I), ci32(I, 128));
 	WgTrips pr = { produce_trip, NULL, NULL };
-	wg_trips(T, g, 1, &pr);
+	if (g->tma) {   /* one thread issues every copy; the warpgroup's others idle */
+		IfBlk one;
+		if_begin(I, &one, ieq(I, g->ctid, ci32(I, 0)), "tma_producer");
+		wg_trips(T, g, 1, &pr);
+		if_end(I, &one);
+	} else {
+		wg_trips(T, g, 1, &pr);
+	}
 	wg_split_multiply(I, &f, prod);
 	wg_trips(T, g, 0, &mul);
 	if_end(I, &f);
@@ -349,10 +381,11 @@ void proj_fwd_wg(Tmpl *T)
 	Irb *I = &T->I;
 	Wg g;
 	wg_plan(T, &g, 1);
-	Launch *l = proj_open(T, 1, g.smem, wg_threads(&g), 2 * g.producer);
+	Launch *l = proj_open(T, 1, g.smem, wg_threads(&g), 2 * g.producer, g.tma);
 	proj_lanes(T, &l->sig, &g.p);
 	proj_tile(T, &g.p);
 	g.src[0] = ksig_arg(T, &l->sig, "x");
+	wg_maps(T, &g, &l->sig);
 	FwdOut o;
 	for (int j = 0; j < T->napj; j++) {
 		o.out[j] = ksig_each_arg(T, &l->sig, "proj_", j);
@@ -443,11 +476,12 @@ void proj_dx_wg(Tmpl *T)
 {
 	Wg g;
 	wg_plan(T, &g, 0);
-	Launch *l = proj_open(T, 0, g.smem, wg_threads(&g), 2 * g.producer);
+	Launch *l = proj_open(T, 0, g.smem, wg_threads(&g), 2 * g.producer, g.tma);
 	proj_lanes(T, &l->sig, &g.p);
 	proj_tile(T, &g.p);
 	for (int j = 0; j < T->napj; j++)
 		g.src[j] = ksig_each_arg(T, &l->sig, "dproj_", j);
+	wg_maps(T, &g, &l->sig);
 	DxOwn o;
 	wg_body(T, &g, &l->sig, dx_own, dx_out, &o);
 }

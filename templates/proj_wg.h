@@ -16,6 +16,9 @@
 #ifndef WG_AHEAD
 #define WG_AHEAD 3      /* blocks copied ahead of the one multiplied */
 #endif
+#ifndef WG_TMA
+#define WG_TMA 0        /* an experiment (off): the producer's copies by TMA (tmaprows: maps), one thread issuing */
+#endif
 #ifndef WG_PRODUCER_REGS
 #define WG_PRODUCER_REGS 56   /* a producer warpgroup's registers a thread; the multiplying one takes the rest of two blocks an SM */
 #endif
@@ -34,8 +37,13 @@ LLVMValueRef ring_slot(Irb *I, const Ring *rg, LLVMValueRef n, int ahead);
  * barriers' init (thread 0, a block barrier after), the producer's trip n
  * before its refill, the multiplying warpgroup's wait for trip n's buffer
  * and its release */
-void ring_bars_init(Irb *I, int bars, const Ring *rg);
+void ring_bars_init(Irb *I, int bars, const Ring *rg, int full_count);
 void ring_produced(Irb *I, int bars, const Ring *rg, LLVMValueRef n);
+/* with copies that complete full themselves (TMA): the buffer of trip
+ * n + ahead waited for until its last use released it; the full mbarrier
+ * of a slot */
+void ring_refill_wait(Irb *I, int bars, const Ring *rg, LLVMValueRef n);
+LLVMValueRef ring_full_bar(Irb *I, int bars, const Ring *rg, LLVMValueRef slot);
 void ring_take(Irb *I, int bars, const Ring *rg, LLVMValueRef n);
 void ring_release(Irb *I, int bars, const Ring *rg, LLVMValueRef n);
 /* the block split: threads 128.. produce (the builder in their branch),

@@ -30,16 +30,23 @@ static LLVMValueRef ring_bar(Irb *I, int bars, const Ring *rg, int empty, LLVMVa
 }
 
 
-/* the barriers' init by thread 0 (a block barrier after it shows them) */
-void ring_bars_init(Irb *I, int bars, const Ring *rg)
+/* the barriers' init by thread 0 (a block barrier after it shows them):
+ * full counts full_count arrivals (the producer's 128, or its one thread
+ * with TMA), empty the multiplying warpgroup's 128 */
+void ring_bars_init(Irb *I, int bars, const Ring *rg, int full_count)
 {
 	IfBlk f;
 	if_begin(I, &f, ieq(I, tid_x(I), ci32(I, 0)), "mbar_init");
 	for (int st = 0; st < rg->stages; st++) {
-		mbar_init(I, ring_bar(I, bars, rg, 0, ci32(I, st)), 128);
+		mbar_init(I, ring_bar(I, bars, rg, 0, ci32(I, st)), full_count);
 		mbar_init(I, ring_bar(I, bars, rg, 1, ci32(I, st)), 128);
 	}
 	if_end(I, &f);
+}
+
+LLVMValueRef ring_full_bar(Irb *I, int bars, const Ring *rg, LLVMValueRef slot)
+{
+	return ring_bar(I, bars, rg, 0, slot);
 }
 
 /* the phase parity of trip n's use of its slot, the (n / stages)-th */
@@ -57,6 +64,11 @@ void ring_produced(Irb *I, int bars, const Ring *rg, LLVMValueRef n)
 	cp_async_wait(I, rg->ahead - 1);
 	fence_proxy_async(I);
 	mbar_arrive(I, ring_bar(I, bars, rg, 0, ring_slot(I, rg, n, 0)));
+	ring_refill_wait(I, bars, rg, n);
+}
+
+void ring_refill_wait(Irb *I, int bars, const Ring *rg, LLVMValueRef n)
+{
 	LLVMValueRef m = iadd(I, n, ci32(I, rg->ahead - rg->stages));
 	IfBlk f;
 	if_begin(I, &f, LLVMBuildICmp(I->b, LLVMIntSGE, m, ci32(I, 0), ""), "reuse");

@@ -429,6 +429,9 @@ static const char *const ARGS[] = {
         "tmap:ws:nope:64x64",
         "tmap:ws:ws:ws:64x64",
         "tmap:dx:64x64:64x64",
+        "tmaprows:",
+        "tmaprows:ws:x:64x64",
+        "tmaprowsx:x:64x64",
 };
 #define NARGS (sizeof ARGS / sizeof *ARGS)
 

@@ -285,6 +285,17 @@ int main(void)
 		        "a tensor map of a workspace (tmap:ws:ckpt:128x64) loads as the workspace's", err);
 		recur_manifest_free(mt);
 	}
+	if (write_edit("\"args\": [\"x\", \"param:w\"", "\"args\": [\"x\", \"tmaprows:dx:64x64\", \"param:w\"") == 0) {
+		recur_manifest *mt = NULL;
+		err[0] = 0;
+		int rct = recur_manifest_load(dir, &mt, err, sizeof err);
+		const rt_arg *a = rct ? NULL : &mt->variant[0].launch[0][0].arg[1];
+		verdict(a && a->kind == RT_ARG_TMAP && a->tmap_rows && !a->tmap_ws && a->index == 3,
+		        "a tensor map over B L rows (tmaprows:dx:64x64) loads as dx's", err);
+		recur_manifest_free(mt);
+	}
+	must_fail("a tmaprows map without its box", "\"args\": [\"x\", \"param:w\"",
+	          "\"args\": [\"x\", \"tmaprows:x:64\", \"param:w\"", "expected tmaprows:TENSOR:RxC", "forward[0]");
 	must_fail("a tensor map of no workspace", "\"args\": [\"x\", \"param:w\"",
 	          "\"args\": [\"x\", \"tmap:ws:nope:64x64\", \"param:w\"", "names no workspace", "forward[0]");
 	must_fail("a tensor map of a backward workspace in the forward", "\"args\": [\"x\", \"param:w\"",

@@ -605,16 +605,18 @@ static const char tmap_ptx[] =
         "  .param .align 64 .b8 a3[128])\n{\n\tret;\n}\n"
         ".visible .entry tb(.param .u64 a0)\n{\n\tret;\n}\n";
 /* x's map and the map of a workspace of bytes */
-#define TMAP_VARIANT(name, bytes)                                                                                      \
+#define TMAP_VARIANT(name, bytes) TMAP_VARIANT_OF(name, bytes, "tmap")
+#define TMAP_VARIANT_OF(name, bytes, kind)                                                                             \
 	"{\"name\": \"" name "\", \"mixer\": \"toy\", \"ptx\": \"t.ptx\", \"vars\": [], \"rules\": [],\n"              \
 	"  \"workspaces\": [{\"name\": \"pw\", \"bytes\": \"" bytes "\", \"life\": \"saved\", \"zero\": false}],\n"    \
 	"  \"forward\": [{\"kernel\": \"tf\", \"grid\": [\"B\", 1, 1], \"block\": [128, 1, 1],\n"                      \
-	"   \"args\": [\"y\", \"tmap:x:64x64\", \"x\", \"tmap:ws:pw:64x64\"]}],\n"                                  \
+	"   \"args\": [\"y\", \"" kind ":x:64x64\", \"x\", \"tmap:ws:pw:64x64\"]}],\n"                              \
 	"  \"backward\": [{\"kernel\": \"tb\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"args\": [\"dx\"]}]}"
 static const char tmap_manifest[] =
         "{\"format\": 1, \"mixers\": {\"toy\": {\"params\": [{\"name\": \"w\", \"dims\": [\"D\"],\n"
         "  \"init\": {\"kind\": \"normal\", \"a\": \"rsqrt(D)\"}}]}},\n"
-        " \"variants\": [" TMAP_VARIANT("tm", "B*L*D*2") ",\n" TMAP_VARIANT("tmsmall", "B*L*D") "]}\n";
+        " \"variants\": [" TMAP_VARIANT("tm", "B*L*D*2") ",\n" TMAP_VARIANT("tmsmall", "B*L*D") ",\n"
+        TMAP_VARIANT_OF("tmrows", "B*L*D*2", "tmaprows") "]}\n";
 
 static void tensor_maps(void)
 {
@@ -665,6 +667,16 @@ static void tensor_maps(void)
 	      "a failing encode is an error naming the call and the shape, nothing launched", "rc %d, %d launches: %s",
 	      rc, hc.nlaunch, err);
 	hc.fail_fn = NULL;
+	recur_variant_free(v);
+	/* tmaprows: x as B L rows of one sequence, (64, 74, 1) */
+	v = NULL;
+	hc.nlaunch = 0;
+	err[0] = 0;
+	rc = recur_variant_load(S.rt, S.m, "tmrows", &v, err, sizeof err) || recur_forward(v, s, &S.io, 0, err, sizeof err);
+	map = !rc && hc.nlaunch == 1 ? hc.launch[0].params[1] : NULL;
+	check(map && map->opaque[0] == S.io.x && map->opaque[1] == 64 && map->opaque[2] == 74 && map->opaque[3] == 1 &&
+	              map->opaque[6] == 128 && map->opaque[7] == 74 * 128 && map->opaque[12] == 64,
+	      "a tmaprows: map of x: its B L rows as one sequence (64, 74, 1)", "rc %d: %s", rc, err);
 	recur_variant_free(v);
 	/* a workspace smaller than the [B][L][D] bf16 its map spans */
 	v = NULL;
