@@ -139,5 +139,10 @@ int rt_cu_open(rt_cu *cu, char *err, size_t errlen)
 	memcpy(&cu->name, &fn, sizeof fn);
 	RT_CU_FUNCS(RT_CU_RESOLVE)
 #undef RT_CU_RESOLVE
+	/* at the ABI that introduced it; absent, it stays NULL */
+	fn = NULL;
+	if (cu->GetProcAddress("cuFuncGetParamInfo", &fn, 12040, CU_GET_PROC_ADDRESS_DEFAULT, &st) == CUDA_SUCCESS &&
+	    st == CU_GET_PROC_ADDRESS_SUCCESS && fn)
+		memcpy(&cu->FuncGetParamInfo, &fn, sizeof fn);
 	return 0;
 }

@@ -93,6 +93,9 @@ typedef struct {
 	RT_CU_EARLY(RT_CU_FIELD)
 	RT_CU_FUNCS(RT_CU_FIELD)
 #undef RT_CU_FIELD
+	/* optional: CUDA 12.4's, NULL with an older driver (a kernel's
+	 * parameters then go unchecked against the manifest's args) */
+	CUresult (*FuncGetParamInfo)(CUfunction fn, size_t index, size_t *offset, size_t *size);
 } rt_cu;
 
 /* dlopen (RECUR_LIBCUDA or libcuda.so.1), cuInit(0), resolve the table.

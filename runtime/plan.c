@@ -292,6 +292,44 @@ static int load_kernel(recur_variant *v, const char *name, int pass, int li, con
 	return v->nkernel++;
 }
 
+/* A launch's args against its kernel's parameters, as the driver lays
+ * them out: as many, each of the size the runtime passes (a tensor map's
+ * 128 bytes, an i32's 4, every other 8). A manifest out of step with its
+ * PTX would otherwise launch with parameters read from the wrong bytes.
+ * Unchecked with a driver before CUDA 12.4 (no cuFuncGetParamInfo). */
+static int check_params(recur_variant *v, const rt_launch *l, CUfunction fn, int pass, int li, char *err,
+                        size_t errlen)
+{
+	rt_cu *cu = &v->rt->cu;
+	if (!cu->FuncGetParamInfo)
+		return 0;
+	size_t off, size;
+	for (int i = 0; i <= l->narg; i++) {
+		CUresult r = cu->FuncGetParamInfo(fn, (size_t)i, &off, &size);
+		if (i == l->narg) {   /* one past the args: the kernel must have no such parameter */
+			if (r == CUDA_SUCCESS)
+				return rt_vfail(err, errlen, "variant %s: %s[%d] kernel %s takes more parameters than the "
+				                "manifest's %d args (%s)", v->d->name, rt_pass_name[pass], li, l->kernel, l->narg,
+				                v->d->ptx_path);
+			break;
+		}
+		if (r == CUDA_ERROR_INVALID_VALUE)
+			return rt_vfail(err, errlen, "variant %s: %s[%d] kernel %s takes %d parameters, the manifest gives "
+			                "%d args (%s)", v->d->name, rt_pass_name[pass], li, l->kernel, i, l->narg,
+			                v->d->ptx_path);
+		if (rt_cu_check(cu, r, "cuFuncGetParamInfo", err, errlen, "reading parameter %d of kernel %s of variant %s",
+		                i, l->kernel, v->d->name))
+			return -1;
+		const rt_arg *a = &l->arg[i];
+		size_t want = a->kind == RT_ARG_TMAP ? sizeof(CUtensorMap) : a->kind == RT_ARG_I32 ? 4 : 8;
+		if (size != want)
+			return rt_vfail(err, errlen, "variant %s: %s[%d] kernel %s's parameter %d is %zu bytes, its arg \"%s\" "
+			                "%zu (the manifest and %s disagree)", v->d->name, rt_pass_name[pass], li, l->kernel, i,
+			                size, a->text, want, v->d->ptx_path);
+	}
+	return 0;
+}
+
 /* whether a later entry shares entry vi's name (another target's module) */
 static int has_twin(const recur_manifest *m, int vi)
 {
@@ -331,6 +369,10 @@ static int load_in_ctx(recur_variant *v, char *err, size_t errlen)
 				return -1;
 			}
 			v->kidx[p][i] = k;
+			if (check_params(v, l, v->kernel[k].fn, p, i, err, errlen)) {
+				free(ptx);
+				return -1;
+			}
 			v->argoff[p][i] = off;
 			for (int a = 0; a < l->narg; a++)
 				v->argp[off + a] = l->arg[a].kind == RT_ARG_TMAP ? (void *)&v->tmap[off + a] : &v->val[off + a];

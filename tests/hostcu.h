@@ -46,7 +46,7 @@
 #define HC_MAXBLK 4096
 #define HC_MAXLAUNCH 64
 #define HC_MAXARG 64
-#define HC_MAXFN 64
+#define HC_MAXFN 256
 #define HC_BACKED ((size_t)64 << 20)
 #define HC_BASE ((CUdeviceptr)1 << 40) /* device addresses start here, far from host ones */
 
@@ -58,6 +58,7 @@ typedef struct {
 typedef struct {
 	char name[128];
 	int nparam;
+	int psize[HC_MAXARG]; /* each parameter's bytes, as the PTX declares it */
 	int smem_attr; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as set (0: the default 48 KB) */
 } HcFn;
 typedef struct {
@@ -78,6 +79,7 @@ static struct {
 	HcLaunch launch[HC_MAXLAUNCH];
 	int nlaunch, capturing, captured;
 	int tmaps;        /* tensor maps encoded */
+	int no_param_info; /* open as a driver before CUDA 12.4 (no cuFuncGetParamInfo) */
 	int sms;          /* multiprocessors the device reports; 0: 132 */
 	int smem_optin;   /* shared bytes a block may opt in to; 0: 232448 (sm_90's) */
 	long calls, fail_at; /* fail_at > 0: that call (counted from 1) fails */
@@ -258,7 +260,24 @@ static CUresult hc_CtxSynchronize(void)
 }
 
 /* The number of .param entries of kernel name in the PTX, -1 when absent. */
-static int hc_ptx_params(const char *ptx, const char *name)
+/* a .param's bytes: ".param .u64 a" 8, ".param .u32 a" 4, ".param .align 64
+ * .b8 a[128]" 128 */
+static int hc_param_size(const char *r, const char *end)
+{
+	const char *t = strstr(r + 6, " .");
+	if (t && end && t > end)
+		return 0;
+	if (t && !strncmp(t, " .align", 7))
+		t = strstr(t + 7, " .");
+	if (!t)
+		return 0;
+	int bits = atoi(t + 3);   /* ".u64", ".b32", ".b8" */
+	const char *br = strchr(t, '['), *stop = strpbrk(t, ",)");
+	int count = br && (!stop || br < stop) ? atoi(br + 1) : 1;
+	return bits / 8 * count;
+}
+
+static int hc_ptx_params(const char *ptx, const char *name, int *psize)
 {
 	size_t n = strlen(name);
 	for (const char *p = ptx; (p = strstr(p, ".entry")); p += 6) {
@@ -269,8 +288,9 @@ static int hc_ptx_params(const char *ptx, const char *name)
 			continue;
 		const char *end = strchr(q, ')');
 		int k = 0;
-		for (const char *r = q; (r = strstr(r, ".param")) && (!end || r < end); r += 6)
-			k++;
+		for (const char *r = q; (r = strstr(r, ".param")) && (!end || r < end); r += 6, k++)
+			if (psize && k < HC_MAXARG)
+				psize[k] = hc_param_size(r, end);
 		return k;
 	}
 	return -1;
@@ -311,11 +331,12 @@ static CUresult hc_ModuleUnload(CUmodule m)
 static CUresult hc_ModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 {
 	HC_ENTER_CTX();
-	int np = hc.ptx ? hc_ptx_params(hc.ptx, name) : -1;
+	int psize[HC_MAXARG] = {0};
+	int np = hc.ptx ? hc_ptx_params(hc.ptx, name, psize) : -1;
 	if (np < 0)
 		return CUDA_ERROR_NOT_FOUND;
 	for (int i = 0; i < hc.nfn; i++)
-		if (!strcmp(hc.fn[i].name, name) && hc.fn[i].nparam == np) {
+		if (!strcmp(hc.fn[i].name, name) && hc.fn[i].nparam == np && !memcmp(hc.fn[i].psize, psize, sizeof psize)) {
 			hc.fn[i].smem_attr = 0;   /* a module loaded again: a new function, its attributes the defaults */
 			*f = (CUfunction)&hc.fn[i];
 			return CUDA_SUCCESS;
@@ -325,6 +346,7 @@ static CUresult hc_ModuleGetFunction(CUfunction *f, CUmodule m, const char *name
 	HcFn *F = &hc.fn[hc.nfn++];
 	snprintf(F->name, sizeof F->name, "%s", name);
 	F->nparam = np;
+	memcpy(F->psize, psize, sizeof psize);
 	*f = (CUfunction)F;
 	return CUDA_SUCCESS;
 }
@@ -384,6 +406,26 @@ static CUresult hc_LaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void 
 	 * that declares more than that is the manifest's fault, not the fake's */
 	L->narg = F->nparam < HC_MAXARG ? F->nparam : HC_MAXARG;
 	L->params = params;
+	return CUDA_SUCCESS;
+}
+
+/* the PTX's parameter sizes (offsets packed, aligned to their sizes up to 64) */
+static CUresult hc_FuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size)
+{
+	HC_ENTER_CTX();
+	const HcFn *F = (const HcFn *)f;
+	if (!F || index >= (size_t)F->nparam || index >= HC_MAXARG)
+		return CUDA_ERROR_INVALID_VALUE;
+	size_t at = 0;
+	for (size_t i = 0; i <= index; i++) {
+		size_t al = F->psize[i] < 64 ? (size_t)F->psize[i] : 64;
+		at = al ? (at + al - 1) / al * al : at;
+		if (i < index)
+			at += (size_t)F->psize[i];
+	}
+	*offset = at;
+	if (size)
+		*size = (size_t)F->psize[index];
 	return CUDA_SUCCESS;
 }
 
@@ -672,7 +714,8 @@ __attribute__((unused)) static int hc_check_pass(const recur_manifest *m, int vi
 			char e[256];
 			if (kind == RT_ARG_WS && shapex_eval(d->ws[l->arg[k].index].bytes, &sv, &bytes, e, sizeof e))
 				bytes = 1;
-			if (a == 0 && (kind == RT_ARG_ZBASE || (kind == RT_ARG_WS && bytes == 0)))
+			/* null: an empty arena or workspace, a state field not given */
+			if (a == 0 && (kind == RT_ARG_ZBASE || kind == RT_ARG_STATE || (kind == RT_ARG_WS && bytes == 0)))
 				continue;
 			if (!hc_block((CUdeviceptr)a, bytes > 0 ? (size_t)bytes : 1)) {
 				snprintf(why, n,
@@ -697,6 +740,7 @@ static int hc_open(recur_rt **rt, char *err, size_t errlen)
 	RT_CU_EARLY(HC_SET)
 	RT_CU_FUNCS(HC_SET)
 #undef HC_SET
+	cu.FuncGetParamInfo = hc.no_param_info ? NULL : hc_FuncGetParamInfo;
 	return rt_open_with(rt, &cu, 0, err, errlen);
 }
 

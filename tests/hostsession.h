@@ -7,14 +7,17 @@
 #define RECUR_TEST_HOSTSESSION_H
 #include "hostcu.h"
 
-/* The test mixer's module: fwd(y, x, p, ws, ws, i32, i64) and
- * bwd(dx, dy, grad p, ws, ws), bodies empty (the stand-in runs nothing) */
+/* The test mixer's module: fwd(y, x, p, ws, ws, i32, i64),
+ * bwd(dx, dy, grad p, ws, ws) and each(y, x, p, ws, ws, ws, i32), bodies
+ * empty (the stand-in runs nothing) */
 static const char toy_ptx[] =
         ".version 8.0\n.target sm_90\n.address_size 64\n"
         ".visible .entry fwd(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u64 a3, .param .u64 a4,\n"
         "  .param .u32 a5, .param .u64 a6)\n{\n\tret;\n}\n"
         ".visible .entry bwd(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u64 a3, .param .u64 a4)\n"
-        "{\n\tret;\n}\n";
+        "{\n\tret;\n}\n"
+        ".visible .entry each(.param .u64 a0, .param .u64 a1, .param .u64 a2, .param .u64 a3, .param .u64 a4,\n"
+        "  .param .u64 a5, .param .u32 a6)\n{\n\tret;\n}\n";
 
 #define HS_MAXPARAM 8
 

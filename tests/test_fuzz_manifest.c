@@ -122,8 +122,9 @@ static void clear_stubs(void)
 	nmade = 0;
 }
 
-/* A PTX of one .entry per kernel the variant launches, each with as many
- * .param as its first launch has args: what the stand-in reads. */
+/* A PTX of one .entry per kernel the variant launches, each with a .param
+ * for each arg of its first launch, of the arg's size (i32: 4 bytes, a
+ * tensor map 128, else 8): what the stand-in reads. */
 static void stub_ptx(json_t *variant)
 {
 	const char *ptx = json_string_value(json_object_get(variant, "ptx"));
@@ -142,13 +143,19 @@ static void stub_ptx(json_t *variant)
 		json_array_foreach(json_object_get(variant, passes[p]), i, l)
 		{
 			const char *k = json_string_value(json_object_get(l, "kernel"));
-			size_t na = json_array_size(json_object_get(l, "args"));
-			if (!k || strlen(k) > 100 || strstr(text, k) || used + 64 + na * 16 > cap)
+			json_t *args = json_object_get(l, "args");
+			size_t na = json_array_size(args);
+			if (!k || strlen(k) > 100 || strstr(text, k) || used + 64 + na * 40 > cap)
 				continue;
 			used += (size_t)snprintf(text + used, cap - used, ".visible .entry %s(", k);
-			for (size_t a = 0; a < na && a < 64; a++)
-				used += (size_t)snprintf(text + used, cap - used, "%s.param .u64 p%zu", a ? ", " : "",
-				                         a);
+			for (size_t a = 0; a < na && a < 64; a++) {
+				const char *as = json_string_value(json_array_get(args, a));
+				const char *ty = as && !strncmp(as, "i32:", 4) ? ".u32"
+				                 : as && (!strncmp(as, "tmap:", 5) || !strncmp(as, "tmaprows:", 9)) ? ".align 64 .b8"
+				                 : ".u64";
+				used += (size_t)snprintf(text + used, cap - used, "%s.param %s p%zu%s", a ? ", " : "", ty, a,
+				                         ty[1] == 'a' ? "[128]" : "");
+			}
 			used += (size_t)snprintf(text + used, cap - used, ")\n{\n\tret;\n}\n");
 		}
 	}

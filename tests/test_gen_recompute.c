@@ -18,10 +18,7 @@
  *   shape).
  *   ctest -R test_gen_recompute   (RECUR_SOURCE_DIR names the tree)
  */
-#include "gen.h"
-#include "hostsession.h"
-#include "check.h"
-#include "testfs.h"
+#include "gensession.h"
 
 #define NPARAM 5   /* RG-LRU's Wa, ba, Wx, bx, lam */
 
@@ -233,28 +230,17 @@ static void alternating_shapes(Session *r, const char *name)
 
 int main(void)
 {
-	const char *src = getenv("RECUR_SOURCE_DIR");
-	char dir[256], lua[512], out[512], script[512], path[600], err[4096] = "";
-	if (!src || !*src) {
-		printf("SKIP RECUR_SOURCE_DIR is not set (ctest sets it)\n");
-		return 77;
-	}
-	if (make_test_dir(dir, sizeof dir, "test_gen_recompute"))
-		return 1;
-	write_in(dir, "grid.lua", grid);
-	snprintf(lua, sizeof lua, "%s/lua", src);
-	snprintf(out, sizeof out, "%s/out", dir);
-	snprintf(script, sizeof script, "%s/grid.lua", dir);
-	GenOpts o = {.lua_root = lua, .outdir = out, .sm = "sm_90", .ptx = "8.0", .jobs = 2};
-	int rc = gen_run(script, &o, err, sizeof err);
+	const char *src;
+	char dir[256], err[4096] = "";
+	int begun = gen_test_begin("test_gen_recompute", dir, sizeof dir, &src);
+	if (begun)
+		return begun;
+	int rc = gen_grid(dir, src, grid, "sm_90", err, sizeof err);
 	check(rc == 0, "the grid generates: RG-LRU apart at heads of 64, with and without recompute", "%s", err);
 	Session r = {0};
 	recur_shape s = {2, 333, 256};
-	snprintf(path, sizeof path, "%s/manifest.json", out);
-	hc_reset();
 	/* a head's weights are the largest parameter: D x 64 fp32 */
-	if (rc == 0)
-		rc = session_open_n(&r, path, s, NPARAM, (size_t)s.D * 64 * 4, err, sizeof err);
+	rc = rc || gen_session(&r, dir, s, NPARAM, (size_t)s.D * 64 * 4, err, sizeof err);
 	check(rc == 0, "the runtime opens on the host stand-in and loads the generated manifest", "%s", err);
 	if (rc == 0) {
 		caller_regions(&r, s);
@@ -262,12 +248,5 @@ int main(void)
 		alternating_shapes(&r, twin);
 		alternating_shapes(&r, lean);
 	}
-	session_close(&r);
-	check(hc.nblk == 0, "closing the runtime leaves nothing on the device", "%d blocks", hc.nblk);
-	char cmd[700];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		printf("note: %s was not removed\n", dir);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return gen_test_end(&r, dir);
 }

@@ -607,16 +607,21 @@ static const char tmap_ptx[] =
 /* x's map and the map of a workspace of bytes */
 #define TMAP_VARIANT(name, bytes) TMAP_VARIANT_OF(name, bytes, "tmap")
 #define TMAP_VARIANT_OF(name, bytes, kind)                                                                             \
+	TMAP_VARIANT_ARGS(name, bytes, "\"y\", \"" kind ":x:64x64\", \"x\", \"tmap:ws:pw:64x64\"")
+#define TMAP_VARIANT_ARGS(name, bytes, args)                                                                           \
 	"{\"name\": \"" name "\", \"mixer\": \"toy\", \"ptx\": \"t.ptx\", \"vars\": [], \"rules\": [],\n"              \
 	"  \"workspaces\": [{\"name\": \"pw\", \"bytes\": \"" bytes "\", \"life\": \"saved\", \"zero\": false}],\n"    \
 	"  \"forward\": [{\"kernel\": \"tf\", \"grid\": [\"B\", 1, 1], \"block\": [128, 1, 1],\n"                      \
-	"   \"args\": [\"y\", \"" kind ":x:64x64\", \"x\", \"tmap:ws:pw:64x64\"]}],\n"                              \
+	"   \"args\": [" args "]}],\n"                                                                                \
 	"  \"backward\": [{\"kernel\": \"tb\", \"grid\": [1, 1, 1], \"block\": [32, 1, 1], \"args\": [\"dx\"]}]}"
 static const char tmap_manifest[] =
         "{\"format\": 1, \"mixers\": {\"toy\": {\"params\": [{\"name\": \"w\", \"dims\": [\"D\"],\n"
         "  \"init\": {\"kind\": \"normal\", \"a\": \"rsqrt(D)\"}}]}},\n"
         " \"variants\": [" TMAP_VARIANT("tm", "B*L*D*2") ",\n" TMAP_VARIANT("tmsmall", "B*L*D") ",\n"
-        TMAP_VARIANT_OF("tmrows", "B*L*D*2", "tmaprows") "]}\n";
+        TMAP_VARIANT_OF("tmrows", "B*L*D*2", "tmaprows") ",\n"
+        TMAP_VARIANT_ARGS("tmfew", "B*L*D*2", "\"y\", \"tmap:x:64x64\", \"x\"") ",\n"
+        TMAP_VARIANT_ARGS("tmmany", "B*L*D*2", "\"y\", \"tmap:x:64x64\", \"x\", \"tmap:ws:pw:64x64\", \"i32:L\"") ",\n"
+        TMAP_VARIANT_ARGS("tmsize", "B*L*D*2", "\"y\", \"x\", \"x\", \"tmap:ws:pw:64x64\"") "]}\n";
 
 static void tensor_maps(void)
 {
@@ -686,7 +691,33 @@ static void tensor_maps(void)
 	      "a workspace smaller than its map's span is refused before any launch", "rc %d, %d launches: %s", rc,
 	      hc.nlaunch, err);
 	recur_variant_free(v);
+	/* the manifest against the kernel's parameters (cuFuncGetParamInfo):
+	 * fewer args, more, and a tensor map's 128 bytes passed as a pointer */
+	static const struct { const char *name, *says; } bad[] = {
+		{"tmfew", "kernel tf takes more parameters than the manifest's 3 args"},
+		{"tmmany", "kernel tf takes 4 parameters, the manifest gives 5 args"},
+		{"tmsize", "kernel tf's parameter 1 is 128 bytes, its arg \"x\" 8"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		v = NULL;
+		rc = recur_variant_load(S.rt, S.m, bad[i].name, &v, err, sizeof err);
+		check(rc != 0 && !v && strstr(err, bad[i].says) && strstr(err, "t.ptx"),
+		      "a manifest out of step with its kernel's parameters is refused at load, naming both",
+		      "%s: rc %d: %s", bad[i].name, rc, err);
+		recur_variant_free(v);
+	}
 	session_close(&S);
+	/* a driver before CUDA 12.4 has no cuFuncGetParamInfo: loaded unchecked */
+	hc.no_param_info = 1;
+	Session S2 = {0};
+	v = NULL;
+	err[0] = 0;
+	rc = session_open_variant(&S2, path, s, "tmfew", &v, err, sizeof err);
+	check(rc == 0 && v, "without cuFuncGetParamInfo (a driver before CUDA 12.4) the parameters go unchecked",
+	      "rc %d: %s", rc, err);
+	recur_variant_free(v);
+	session_close(&S2);
+	hc.no_param_info = 0;
 }
 
 int main(void)

@@ -43,9 +43,9 @@ static char dir[256];
 	" \"rules\": [],\n"                                                                                             \
 	" \"workspaces\": [" WS("a", "B*100", "forward", "false") "," WS("e", "L*D*2", "each", "false") ","               \
 	WS("c", "L*4", "saved", "false") "," WS("d", "D*8", "backward", "false") "],\n"                                    \
-	" \"forward\": [{\"kernel\": \"fwd\", \"grid\": [\"B*4\", 1, 1], \"block\": [64, 1, 1],\n"                     \
+	" \"forward\": [{\"kernel\": \"each\", \"grid\": [\"B*4\", 1, 1], \"block\": [64, 1, 1],\n"                    \
 	"   \"args\": [\"y\", \"x\", \"param:w\", \"ws:a\", \"ws:e\", \"ws:c\", \"i32:N\"]}],\n"                      \
-	" \"backward\": [{\"kernel\": \"fwd\", \"grid\": [\"B*4\", 1, 1], \"block\": [64, 1, 1],\n"                    \
+	" \"backward\": [{\"kernel\": \"each\", \"grid\": [\"B*4\", 1, 1], \"block\": [64, 1, 1],\n"                   \
 	"   \"args\": [\"y\", \"x\", \"param:w\", \"ws:d\", \"ws:e\", \"ws:c\", \"i32:N\"]}]}"
 
 /* mixed: a forward scratch, b zeroed and saved (the arena), c saved, d
