@@ -706,6 +706,13 @@ static void tensor_maps(void)
 		      "%s: rc %d: %s", bad[i].name, rc, err);
 		recur_variant_free(v);
 	}
+	setenv("RECUR_PARAM_CHECK", "0", 1);
+	v = NULL;
+	err[0] = 0;
+	rc = recur_variant_load(S.rt, S.m, "tmsize", &v, err, sizeof err);
+	check(rc == 0 && v, "RECUR_PARAM_CHECK=0 loads it unchecked", "rc %d: %s", rc, err);
+	recur_variant_free(v);
+	unsetenv("RECUR_PARAM_CHECK");
 	session_close(&S);
 	/* a driver before CUDA 12.4 has no cuFuncGetParamInfo: loaded unchecked */
 	hc.no_param_info = 1;
