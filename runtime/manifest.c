@@ -361,13 +361,16 @@ static int find_param(const rt_mixer *mx, const char *name)
 	return -1;
 }
 
-static int find_ws(const rt_vdesc *d, const char *name)
+/* the workspace named by the n characters at name, or -1 */
+static int find_ws_n(const rt_vdesc *d, const char *name, size_t n)
 {
 	for (int i = 0; i < d->nws; i++)
-		if (!strcmp(d->ws[i].name, name))
+		if (strlen(d->ws[i].name) == n && !strncmp(d->ws[i].name, name, n))
 			return i;
 	return -1;
 }
+
+static int find_ws(const rt_vdesc *d, const char *name) { return find_ws_n(d, name, strlen(name)); }
 
 static int valid_name(const char *s)
 {
@@ -483,6 +486,31 @@ static int ld_workspaces(Ld *L, json_t *wss, rt_vdesc *d, const ShapeVars *sv)
 	return 0;
 }
 
+/* the call's tensors, in the order of RT_ARG_X.. */
+static const char *const io_tensors[] = {"x", "y", "dy", "dx"};
+
+/* RT_ARG_X + k for the n characters at name, or -1 */
+static int io_tensor_kind(const char *name, size_t n)
+{
+	for (int k = 0; k < 4; k++)
+		if (strlen(io_tensors[k]) == n && !strncmp(name, io_tensors[k], n))
+			return RT_ARG_X + k;
+	return -1;
+}
+
+/* workspace name (n characters) of arg s, used in pass: its index into
+ * *index, a workspace of the other pass refused */
+static int ld_ws_index(Ld *L, const char *s, const char *name, size_t n, const rt_vdesc *d, int pass, int *index)
+{
+	if ((*index = find_ws_n(d, name, n)) < 0)
+		return ld_fail(L, "\"%s\" names no workspace of this variant", s);
+	rt_life life = d->ws[*index].life;
+	if ((life == RT_LIFE_FORWARD && pass == RT_BWD) || (life == RT_LIFE_BACKWARD && pass == RT_FWD))
+		return ld_fail(L, "\"%s\": workspace of life \"%s\" used in the %s", s,
+		               life == RT_LIFE_FORWARD ? "forward" : "backward", rt_pass_name[pass]);
+	return 0;
+}
+
 /* "tmap:TENSOR:RxC": a TMA tensor map of x, y, dy, dx or a workspace
  * (ws:NAME), each [B][L][D] bf16, whose box is R rows of C columns, passed
  * by value (128 bytes); the runtime encodes it at each call
@@ -491,24 +519,17 @@ static int ld_workspaces(Ld *L, json_t *wss, rt_vdesc *d, const ShapeVars *sv)
  * over the B*L rows as one sequence (a box may span two). */
 static int ld_tmap(Ld *L, const char *s, const char *rest, const rt_vdesc *d, int pass, rt_arg *a)
 {
-	static const char *const tensors[] = {"x", "y", "dy", "dx"};
 	const char *colon = strrchr(rest, ':');
 	size_t n = colon ? (size_t)(colon - rest) : strlen(rest);
 	a->index = -1;
 	if (n > 3 && !strncmp(rest, "ws:", 3)) {
-		char name[64];
-		snprintf(name, sizeof name, "%.*s", (int)(n - 3), rest + 3);
-		if ((a->index = find_ws(d, name)) < 0)
-			return ld_fail(L, "\"%s\" names no workspace of this variant", s);
-		rt_life life = d->ws[a->index].life;
-		if ((life == RT_LIFE_FORWARD && pass == RT_BWD) || (life == RT_LIFE_BACKWARD && pass == RT_FWD))
-			return ld_fail(L, "\"%s\": workspace of life \"%s\" used in the %s", s,
-			               life == RT_LIFE_FORWARD ? "forward" : "backward", rt_pass_name[pass]);
+		if (ld_ws_index(L, s, rest + 3, n - 3, d, pass, &a->index))
+			return -1;
 		a->tmap_ws = 1;
+	} else {
+		int k = io_tensor_kind(rest, n);
+		a->index = k < 0 ? -1 : k - RT_ARG_X;
 	}
-	for (int k = 0; k < 4 && !a->tmap_ws; k++)
-		if (strlen(tensors[k]) == n && !strncmp(rest, tensors[k], n))
-			a->index = k;
 	if (a->index < 0)
 		return ld_fail(L, "\"%s\": a tensor map is of x, y, dy, dx or ws:NAME, not \"%.*s\"", s, (int)n, rest);
 	/* strtol, not sscanf's %d: a number past int is no undefined behaviour */
@@ -532,13 +553,12 @@ static int ld_tmap(Ld *L, const char *s, const char *rest, const rt_vdesc *d, in
 static int ld_arg(Ld *L, const char *s, const rt_mixer *mx, const rt_vdesc *d, int pass,
                   const ShapeVars *sv, rt_arg *a)
 {
-	static const char *const tensors[] = {"x", "y", "dy", "dx"};
 	a->text = ar_str(L->m, s);
-	for (int k = 0; k < 4; k++)
-		if (!strcmp(s, tensors[k])) {
-			a->kind = (rt_argkind)(RT_ARG_X + k);
-			return 0;
-		}
+	int k = io_tensor_kind(s, strlen(s));
+	if (k >= 0) {
+		a->kind = (rt_argkind)k;
+		return 0;
+	}
 	const char *colon = strchr(s, ':');
 	size_t n = colon ? (size_t)(colon - s) : 0;
 	const char *rest = colon ? colon + 1 : "";
@@ -548,13 +568,7 @@ static int ld_arg(Ld *L, const char *s, const rt_mixer *mx, const rt_vdesc *d, i
 		a->kind = RT_ARG_GRAD;
 	} else if (n == 2 && !strncmp(s, "ws", 2)) {
 		a->kind = RT_ARG_WS;
-		if ((a->index = find_ws(d, rest)) < 0)
-			return ld_fail(L, "\"%s\" names no workspace of this variant", s);
-		rt_life life = d->ws[a->index].life;
-		if ((life == RT_LIFE_FORWARD && pass == RT_BWD) || (life == RT_LIFE_BACKWARD && pass == RT_FWD))
-			return ld_fail(L, "\"%s\": workspace of life \"%s\" used in the %s", s,
-			               life == RT_LIFE_FORWARD ? "forward" : "backward", rt_pass_name[pass]);
-		return 0;
+		return ld_ws_index(L, s, rest, strlen(rest), d, pass, &a->index);
 	} else if (n == 5 && !strncmp(s, "state", 5)) {
 		a->kind = RT_ARG_STATE;
 		for (a->index = 0; a->index < RT_NSTATE && strcmp(rest, rt_state_name[a->index]); a->index++)

@@ -694,14 +694,14 @@ static int marshal(recur_variant *v, int pass, int li, recur_shape s, const Shap
 		const rt_arg *a = &l->arg[i];
 		CUdeviceptr p = 0;
 		const CUdeviceptr *list = NULL;
+		const CUdeviceptr tensor[4] = {io->x, io->y, io->dy, io->dx};   /* RT_ARG_X.. */
 		switch (a->kind) {
-		case RT_ARG_X: p = io->x; break;
-		case RT_ARG_Y: p = io->y; break;
-		case RT_ARG_DY: p = io->dy; break;
-		case RT_ARG_DX: p = io->dx; break;
+		case RT_ARG_X:
+		case RT_ARG_Y:
+		case RT_ARG_DY:
+		case RT_ARG_DX: p = tensor[a->kind - RT_ARG_X]; break;
 		case RT_ARG_TMAP: {
-			const CUdeviceptr t[4] = {io->x, io->y, io->dy, io->dx};
-			CUdeviceptr tp = a->tmap_ws ? bind->ws[a->index].p : t[a->index];
+			CUdeviceptr tp = a->tmap_ws ? bind->ws[a->index].p : tensor[a->index];
 			if (!tp)
 				return rt_vfail(err, errlen, WHERE "args[%d] \"%s\": a tensor map of a null device pointer",
 				                WARGS, i, a->text);
