@@ -8,12 +8,15 @@
  * head rows, proj_dx's K/64 of each adjoint in turn. The block's weight
  * slice is staged once as bf16 blocks [n][k] (K-major, 128-byte swizzle,
  * ir/wgmma.h); the rows' blocks pass through a ring of WG_STAGES buffers,
- * filled by cp.async three blocks ahead (across row tiles: the block's
- * next tile is GY further), so that loads fly while the tensor cores work.
- * A second warpgroup copies (WG_PRODUCER): for each trip it waits for its
- * copies, makes them visible to the async proxy and arrives at the
- * buffer's full mbarrier, then refills the buffer the multiplying
- * warpgroup released last (its empty mbarrier); that one waits on full,
+ * filled three blocks ahead (across row tiles: the block's next tile is
+ * GY further), so that loads fly while the tensor cores work. A second
+ * warpgroup copies (WG_PRODUCER): one of its threads issues each block as
+ * a TMA copy from a tensor map of the rows (WG_TMA; rows past B L read as
+ * zeros), which completes on the buffer's full mbarrier, once the
+ * multiplying warpgroup has released the buffer (its empty mbarrier);
+ * without TMA its 128 threads copy by cp.async, wait for their copies,
+ * make them visible to the async proxy and arrive at full. The
+ * multiplying warpgroup waits on full,
  * runs its 4 x 16-column steps per projection, waits for them and
  * releases the buffer: no block barrier a trip, and the registers moved
  * to it (setmaxnreg: 200 a thread, the copier 56, two blocks an SM). A
@@ -21,7 +24,8 @@
  * chunks. Measured on an H100 (bench/experiments/2026-12-06-proj-wgmma,
  * -groups and -producer): the epilogue took a third off; the ring's depth,
  * wgmma left in flight and two multiplying warpgroups a block did not
- * pay; the producer 2-13%.
+ * pay; the producer 2-13%; its copies by TMA 4% (proj_fwd) and 9%
+ * (proj_dx) at 1x131072x4096 (bench/experiments/2026-12-07-wg-tma).
  * proj_dw on wgmma: proj_wg_dw.c; the ring, copies and accumulator
  * layout the three share: proj_wg.h. */
 #include "proj_wg.h"

@@ -9,8 +9,10 @@
  *   generated PTX: a map's 128 bytes, an i32's 4, a pointer's 8);
  * - a forward and a backward of each at 2x333x256 put every buffer inside
  *   an allocation with room for it (hc_check_pass), a tensor map's too;
- * - the persistent form's forward encodes its three maps a call (x's and
- *   the two projections' workspaces), the others none.
+ * - each pass encodes its maps a call: the persistent form's forward three
+ *   (x's and the two projections' workspaces), scan_proj's none, the
+ *   twins' one (proj_fwd's copies of x, WG_TMA); every backward two
+ *   (proj_dx's copies of the two projections' adjoints).
  *   ctest -R test_gen_params   (RECUR_SOURCE_DIR names the tree)
  */
 #include "gensession.h"
@@ -18,17 +20,18 @@
 #define NPARAM 5   /* RG-LRU's Wa, ba, Wx, bx, lam */
 
 /* forward then backward of variant vi at s, each pass's buffers checked;
- * the tensor maps the forward encoded into *maps */
-static int run_pair(Session *r, int vi, recur_shape s, int *maps, char *err, size_t n)
+ * the tensor maps each encoded into maps[0] and maps[1] */
+static int run_pair(Session *r, int vi, recur_shape s, int maps[2], char *err, size_t n)
 {
 	recur_variant *v = NULL;
 	const char *name = recur_manifest_variant_name(r->m, vi);
 	int rc = recur_variant_load(r->rt, r->m, name, &v, err, n);
 	hc.nlaunch = hc.tmaps = 0;
 	rc = rc || recur_forward(v, s, &r->io, 0, err, n) || hc_check_pass(r->m, vi, RT_FWD, s, err, n);
-	*maps = hc.tmaps;
-	hc.nlaunch = 0;
+	maps[0] = hc.tmaps;
+	hc.nlaunch = hc.tmaps = 0;
 	rc = rc || recur_backward(v, s, &r->io, 0, err, n) || hc_check_pass(r->m, vi, RT_BWD, s, err, n);
+	maps[1] = hc.tmaps;
 	recur_variant_free(v);
 	return rc ? -1 : 0;
 }
@@ -54,12 +57,14 @@ int main(void)
 	int nv = rc == 0 ? recur_manifest_nvariants(r.m) : 0, ran = 0, ahead = 0;
 	for (int vi = 0; vi < nv; vi++) {
 		const char *name = recur_manifest_variant_name(r.m, vi);
-		int maps = -1, is_ahead = has(name, "scanproj_ahead_");
+		int maps[2] = {-1, -1}, is_ahead = has(name, "scanproj_ahead_");
+		int want = is_ahead ? 3 : has(name, "scanproj_") ? 0 : 1;
 		err[0] = 0;
-		int vrc = run_pair(&r, vi, s, &maps, err, sizeof err);
-		check(vrc == 0 && maps == (is_ahead ? 3 : 0),
+		int vrc = run_pair(&r, vi, s, maps, err, sizeof err);
+		check(vrc == 0 && maps[0] == want && maps[1] == 2,
 		      "a generated variant loads with its args matching its kernels' parameters, and runs its passes",
-		      "%s: rc %d, %d tensor maps encoded (want %d): %s", name, vrc, maps, is_ahead ? 3 : 0, err);
+		      "%s: rc %d, tensor maps encoded: forward %d (want %d), backward %d (want 2): %s", name, vrc,
+		      maps[0], want, maps[1], err);
 		ran += vrc == 0;
 		ahead += is_ahead;
 	}
