@@ -225,6 +225,17 @@ pw() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" > "$work/pw.ptx"
 got="$(pw "$f" proj_fwd) $(pw "$f" proj_dx)"
 [ "$got" = "256/1/1/8/2/1 256/1/1/16/2/1" ]
 check $? "sm_90a at K = 256: proj_fwd and proj_dx with a producer warpgroup (threads/dec 56/inc 200/mbarrier waits/barrier 1/block barriers; got: $got)"
+# the producer's copies by TMA (WG_TMA): 3-D tiles from a map of the rows taken by value
+# (x's in proj_fwd, each adjoint's in proj_dx), each counted on its buffer's mbarrier, no
+# cp.async left in either; proj_dw copies by cp.async
+tm() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" > "$work/tm.ptx"
+	echo "$(grep -c '\.param \.align 64 \.b8 rglru_'"$2"'_param_[0-9]*\[128\]' "$work/tm.ptx")/$(grep -c 'cp\.async\.bulk\.tensor\.3d\..*complete_tx::bytes' "$work/tm.ptx")/$(grep -c 'expect_tx' "$work/tm.ptx")/$(grep -c 'cp\.async\.cg' "$work/tm.ptx")"; }
+got="$(tm "$f" proj_fwd) $(tm "$f" proj_dx) $(tm "$f" proj_dw)"
+[ "$got" = "1/7/7/0 2/11/11/0 0/0/0/92" ]
+check $? "sm_90a at K = 256: proj_fwd's and proj_dx's copies by TMA from maps by value (maps/tensor copies/expect_tx/cp.async; got: $got)"
+out=$(grep -o '"tmaprows:[^"]*"' "$work/k256_90a/manifest.json" | tr -d '"' | LC_ALL=C sort -u | tr '\n' ' ')
+[ "$out" = "tmaprows:ws:dproj_Wa:64x64 tmaprows:ws:dproj_Wx:64x64 tmaprows:x:64x64 " ]
+check $? "sm_90a at K = 256: the manifest's args name the maps: x's and each adjoint's rows, boxes of 64 x 64 (got: $out)"
 # proj_dx loads dx's own terms (bwd_apply's bf16, 4 chunks of 16 bytes a thread) before a
 # row tile's first wgmma, not in its epilogue, where each tile waited on them
 got=$(sed -n "/\.entry rglru_proj_dx(/,/^}/p" "$f" | grep -oE 'ld\.global\.nc\.v4\.u32|wgmma\.mma_async' | head -5 | cut -c1-5 | tr '\n' ' ')
@@ -262,7 +273,7 @@ if [ -n "$ptxas" ]; then
 	# register cap ptxas once spilled 8-96 bytes in bwd_apply at chunk 8)
 	APART_K=256 "$recur" gen "$src/tests/grids/apart_marks.lua" --lua "$src/lua" -o "$work/marks" -q
 	check $? "gen of tests/grids/apart_marks.lua: heads of 256 apart with documents, and with reset marks and states"
-	bad=$(ls "$work"/marks/*.ptx | xargs -P 2 -I{} bash -c 'log=$(ptxas_cached "$0" "-arch=sm_90 -v" "$1") || { echo "     $1: ptxas failed"; exit 0; }
+	bad=$(find "$work/marks" -name "*.ptx" | LC_ALL=C sort | xargs -P 2 -I{} bash -c 'log=$(ptxas_cached "$0" "-arch=sm_90 -v" "$1") || { echo "     $1: ptxas failed"; exit 0; }
 		echo "$log" | grep -qE "[1-9][0-9]* bytes spill (stores|loads)" && echo "     $(basename "$1"): spills"; exit 0' "$ptxas" {})
 	[ -n "$bad" ] && echo "$bad"
 	[ -z "$bad" ]; check $? "ptxas accepts their 4 modules for sm_90 without spills"
@@ -321,7 +332,7 @@ check $? "HGRN's projections apart at heads of 64, no line of C"
 printf '%s\n' 'local R = require "recur"' \
 	'return R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, apart = { true } }' > "$work/k64_apart.lua"
 out=$("$recur" gen "$work/k64_apart.lua" --lua "$src/lua" -o "$work/k64_apart" -q 2>&1) &&
-	[ "$(ls "$work/k64_apart"/*.ptx | xargs -n1 basename | tr '\n' ' ')" = "rglru.apart_fused_grouped_prefix32_hierarchical_chunk8.ptx " ]
+	[ "$(find "$work/k64_apart" -name "*.ptx" -printf "%f ")" = "rglru.apart_fused_grouped_prefix32_hierarchical_chunk8.ptx " ]
 check $? "apart = { true } at heads of 64 defaults to fused (got: $out $(ls "$work/k64_apart" 2>&1 | tr '\n' ' '))"
 printf '%s\n' 'local R = require "recur"' \
 	'return R.variants { mixer = require "arch.rglru", chunk = { 8 }, prefix = { 32 }, apart = { true, false } }' > "$work/k64_mixed.lua"
