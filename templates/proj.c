@@ -249,7 +249,7 @@ void proj_map_arg(const Tmpl *T, int fwd, int j, char *a, size_t n)
 		snprintf(a, n, "tmaprows:ws:dproj_%s:64x64", apj_weight(T, j));
 }
 
-Launch *proj_dw_open(Tmpl *T, int smem, int threads, int minblocks)
+Launch *proj_dw_open(Tmpl *T, int smem, int threads, int minblocks, int maps)
 {
 	Irb *I = &T->I;
 	char g0[16], sm[16];
@@ -263,6 +263,11 @@ Launch *proj_dw_open(Tmpl *T, int smem, int threads, int minblocks)
 	ksig_each(T, &l->sig, "part_");
 	ksig_add(T, &l->sig, "i32:B*L", I->i32);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
+	for (int j = -1; maps && j < T->napj; j++) {   /* x's, then each adjoint's */
+		char a[64];
+		proj_map_arg(T, j < 0, j < 0 ? 0 : j, a, sizeof a);
+		ksig_add(T, &l->sig, a, I->ptr);
+	}
 	tmpl_open(T, l);
 	return l;
 }
@@ -482,7 +487,7 @@ void tmpl_proj_dw(Tmpl *T)
 	int K = T->mx->k, nc = proj_nc(T), na = T->napj, nmt = K / nc;
 	int ds = b_stride(T);   /* an adjoint's row stride (x's: DW_XS) */
 	/* 161 registers at K = 256 (174 free): the 396 slots plan_proj_grids counts */
-	Launch *l = proj_dw_open(T, 2 * dw_buf(T), PROJ_THREADS, 3);
+	Launch *l = proj_dw_open(T, 2 * dw_buf(T), PROJ_THREADS, 3, 0);
 	ProjLanes p;
 	proj_lanes(T, &l->sig, &p);   /* its tile: kt and m0 below */
 	LLVMValueRef x = ksig_arg(T, &l->sig, "x"), BL = p.BL, D = p.D, lane = p.lane, w = p.w;
