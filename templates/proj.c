@@ -249,6 +249,11 @@ void proj_map_arg(const Tmpl *T, int fwd, int j, char *a, size_t n)
 		snprintf(a, n, "tmaprows:ws:dproj_%s:64x64", apj_weight(T, j));
 }
 
+void proj_dw_map_arg(const Tmpl *T, int i, char *a, size_t n)
+{
+	proj_map_arg(T, i == 0, i ? i - 1 : 0, a, n);
+}
+
 Launch *proj_dw_open(Tmpl *T, int smem, int threads, int minblocks, int maps)
 {
 	Irb *I = &T->I;
@@ -263,9 +268,9 @@ Launch *proj_dw_open(Tmpl *T, int smem, int threads, int minblocks, int maps)
 	ksig_each(T, &l->sig, "part_");
 	ksig_add(T, &l->sig, "i32:B*L", I->i32);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
-	for (int j = -1; maps && j < T->napj; j++) {   /* x's, then each adjoint's */
+	for (int i = 0; maps && i <= T->napj; i++) {
 		char a[64];
-		proj_map_arg(T, j < 0, j < 0 ? 0 : j, a, sizeof a);
+		proj_dw_map_arg(T, i, a, sizeof a);
 		ksig_add(T, &l->sig, a, I->ptr);
 	}
 	tmpl_open(T, l);

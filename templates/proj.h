@@ -28,6 +28,8 @@ void proj_map_arg(const Tmpl *T, int fwd, int j, char *a, size_t n);
  * the operands' TMA maps too (x's, then each adjoint's: proj_map_arg's
  * names; proj_wg_dw.c's DW_TMA) */
 Launch *proj_dw_open(Tmpl *T, int smem, int threads, int minblocks, int maps);
+/* proj_dw's map arg i: x's (0), then projection i - 1's adjoint's */
+void proj_dw_map_arg(const Tmpl *T, int i, char *a, size_t n);
 /* a float4 of weights as two bf16 pairs (an 8-byte shared store) */
 LLVMValueRef pack_bf16x4(Irb *I, LLVMValueRef v4f);
 /* one argument per projection apart: "ws:PREFIX" and the weight's name */

@@ -16,16 +16,16 @@
  * multiplying warpgroup has released the buffer (its empty mbarrier);
  * without TMA its 128 threads copy by cp.async, wait for their copies,
  * make them visible to the async proxy and arrive at full. The
- * multiplying warpgroup waits on full,
- * runs its 4 x 16-column steps per projection, waits for them and
- * releases the buffer: no block barrier a trip, and the registers moved
- * to it (setmaxnreg: 200 a thread, the copier 56, two blocks an SM). A
- * row tile ends in an epilogue through shared memory, written as 16-byte
- * chunks. Measured on an H100 (bench/experiments/2026-12-06-proj-wgmma,
- * -groups and -producer): the epilogue took a third off; the ring's depth,
- * wgmma left in flight and two multiplying warpgroups a block did not
- * pay; the producer 2-13%; its copies by TMA 4% (proj_fwd) and 9%
- * (proj_dx) at 1x131072x4096 (bench/experiments/2026-12-07-wg-tma).
+ * multiplying warpgroup waits on full, runs its 4 x 16-column steps per
+ * projection, waits for them and releases the buffer: no block barrier a
+ * trip, and the registers moved to it (setmaxnreg: 200 a thread, the
+ * copier 56, two blocks an SM). A row tile ends in an epilogue through
+ * shared memory, written as 16-byte chunks. Measured on an H100
+ * (bench/experiments/2026-12-06-proj-wgmma, -groups and -producer): the
+ * epilogue took a third off; the ring's depth, wgmma left in flight and
+ * two multiplying warpgroups a block did not pay; the producer 2-13%; its
+ * copies by TMA 4% (proj_fwd) and 9% (proj_dx) at 1x131072x4096
+ * (bench/experiments/2026-12-07-wg-tma).
  * proj_dw on wgmma: proj_wg_dw.c; the ring, copies and accumulator
  * layout the three share: proj_wg.h. */
 #include "proj_wg.h"

@@ -198,9 +198,9 @@ void proj_dw_wg(Tmpl *T)
 	}
 	if (d.tma) {   /* the maps; the stages' mbarriers initialised and seen by all before a copy */
 		char a[64];
-		for (int j = -1; j < na; j++) {
-			proj_map_arg(T, j < 0, j < 0 ? 0 : j, a, sizeof a);
-			*(j < 0 ? &d.xmap : &d.dmap[j]) = ksig_arg(T, &l->sig, a);
+		for (int i = 0; i <= na; i++) {
+			proj_dw_map_arg(T, i, a, sizeof a);
+			*(i ? &d.dmap[i - 1] : &d.xmap) = ksig_arg(T, &l->sig, a);
 		}
 		ring_bars_init(I, d.bars, &d.rg, 1);
 		fence_proxy_async(I);
