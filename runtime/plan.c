@@ -690,11 +690,11 @@ static int marshal(recur_variant *v, int pass, int li, recur_shape s, const Shap
 		                            "target (recur gen --sm)" : "");
 	g->p = pg;
 
+	const CUdeviceptr tensor[4] = {io->x, io->y, io->dy, io->dx};   /* RT_ARG_X.. */
 	for (int i = 0; i < l->narg; i++) {
 		const rt_arg *a = &l->arg[i];
 		CUdeviceptr p = 0;
 		const CUdeviceptr *list = NULL;
-		const CUdeviceptr tensor[4] = {io->x, io->y, io->dy, io->dx};   /* RT_ARG_X.. */
 		switch (a->kind) {
 		case RT_ARG_X:
 		case RT_ARG_Y:

@@ -264,14 +264,7 @@ static void mul_trip(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n, voi
 		wg_wait(I, WG_PENDING, NULL, 0);
 		return;
 	}
-	LLVMValueRef all[64];
-	for (int j = 0; j < na; j++)
-		for (int e = 0; e < 32; e++)
-			all[32 * j + e] = m->acc[j][e];
-	wg_wait(I, 0, all, 32 * na);
-	for (int j = 0; j < na; j++)
-		for (int e = 0; e < 32; e++)
-			m->acc[j][e] = all[32 * j + e];
+	wg_wait_acc(I, m->acc, na);
 	if (g->producer)
 		ring_release(I, g->bars, &g->rg, n);
 }

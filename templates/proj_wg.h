@@ -57,6 +57,9 @@ void wg_split_multiply(Irb *I, IfBlk *f, LLVMValueRef prod);
  * of the 128 that copy (the caller commits) */
 void copy_block(Tmpl *T, const ProjLanes *p, LLVMValueRef src, LLVMValueRef t, LLVMValueRef col0, LLVMValueRef base,
                 LLVMValueRef tid);
+/* this warpgroup's wgmma waited for (none left in flight), the n
+ * accumulator sets acc[0..n-1] (at most 2) passed through the wait */
+void wg_wait_acc(Irb *I, LLVMValueRef acc[][32], int n);
 /* an accumulator's row (pair r of warp w's 16 from row0) and the column
  * of its n-tile i (from base) */
 LLVMValueRef acc_row(Irb *I, const ProjLanes *p, LLVMValueRef row0, int r);

@@ -127,6 +127,19 @@ void copy_block(Tmpl *T, const ProjLanes *p, LLVMValueRef src, LLVMValueRef t, L
 	}
 }
 
+void wg_wait_acc(Irb *I, LLVMValueRef acc[][32], int n)
+{
+	LLVMValueRef all[64];
+	CHECK(n >= 1 && n <= 2);
+	for (int j = 0; j < n; j++)
+		for (int e = 0; e < 32; e++)
+			all[32 * j + e] = acc[j][e];
+	wg_wait(I, 0, all, 32 * n);
+	for (int j = 0; j < n; j++)
+		for (int e = 0; e < 32; e++)
+			acc[j][e] = all[32 * j + e];
+}
+
 /* the row of accumulator pair r (g, or g + 8) of warp w's 16 in the tile
  * at row0, and the column of its n-tile i from column base */
 LLVMValueRef acc_row(Irb *I, const ProjLanes *p, LLVMValueRef row0, int r)

@@ -161,6 +161,19 @@ static void store_tile(Tmpl *T, Lanes *ln, LLVMValueRef row0, LLVMValueRef acc[]
 	}
 }
 
+/* x's first column of the projections' head that holds the lanes' 64 channels */
+static LLVMValueRef x_head_col(Tmpl *T, const Lanes *ln)
+{
+	Irb *I = &T->I;
+	return imul(I, idiv(I, ln->head, ci32(I, T->mx->k / 64)), ci32(I, T->mx->k));
+}
+
+/* the first row of the lanes' tile of chunk x prefix steps */
+static LLVMValueRef tile_row0(Tmpl *T, const Lanes *ln)
+{
+	return imul(&T->I, ln->tile, ci32(&T->I, T->chunk * T->prefix));
+}
+
 /* trip n's rows (the quad's tile n / kbh) and x's columns (block n % kbh) */
 static void trip_at(Tmpl *T, LLVMValueRef gb, LLVMValueRef xcol, LLVMValueRef n, LLVMValueRef *row0, LLVMValueRef *col0,
                     LLVMValueRef *kb)
@@ -193,16 +206,10 @@ static void trip_mma(Tmpl *T, Var acc[][32], LLVMValueRef a[][32], LLVMValueRef 
 			wg_mma64_if(I, a[j], wg_desc(I, abuf, 2 * 16 * ks), wg_desc(I, wb, 2 * 16 * ks), acc_on, 0);
 		}
 	wg_commit(I);
-	LLVMValueRef all[64];
+	wg_wait_acc(I, a, T->napj);
 	for (int j = 0; j < T->napj; j++)
 		for (int e = 0; e < 32; e++)
-			all[32 * j + e] = a[j][e];
-	wg_wait(I, 0, all, 32 * T->napj);
-	for (int j = 0; j < T->napj; j++)
-		for (int e = 0; e < 32; e++) {
-			a[j][e] = all[32 * j + e];
 			var_set(I, acc[j][e], a[j][e]);
-		}
 }
 
 void scan_project(Tmpl *T, Lanes *ln, LLVMValueRef gb)
@@ -223,7 +230,7 @@ void scan_project(Tmpl *T, Lanes *ln, LLVMValueRef gb)
 	}
 	/* the quad's two buffers of the ring; x's head columns */
 	LLVMValueRef qring = iadd(I, ci32(I, ring), imul(I, ln->quad, ci32(I, 2 * WG_BLOCK)));
-	LLVMValueRef xcol = imul(I, idiv(I, ln->head, ci32(I, kbh)), ci32(I, T->mx->k));
+	LLVMValueRef xcol = x_head_col(T, ln);
 	x_prefetch(T, ln, gb, xcol);
 	LLVMValueRef row0, col0, kb;
 	trip_at(T, gb, xcol, ci32(I, 0), &row0, &col0, &kb);
@@ -402,8 +409,7 @@ static void sp_copy(Tmpl *T, Lanes *ln, const SpAhead *a, LLVMValueRef m)
 {
 	Irb *I = &T->I;
 	int kbh = T->mx->k / 64, nb = wimg_blocks(T);
-	LLVMValueRef gb = imul(I, ln->tile, ci32(I, T->chunk * T->prefix));
-	LLVMValueRef xcol = imul(I, idiv(I, ln->head, ci32(I, kbh)), ci32(I, T->mx->k));
+	LLVMValueRef gb = tile_row0(T, ln), xcol = x_head_col(T, ln);
 	LLVMValueRef row0, col0, kb;
 	trip_at(T, gb, xcol, m, &row0, &col0, &kb);
 	LLVMValueRef slot = LLVMBuildURem(I->b, m, ci32(I, SP_STAGES), "");
@@ -435,8 +441,7 @@ static void sp_project_tile(Tmpl *T, Lanes *ln, Lanes *nxt, LLVMValueRef more, c
 	int kbh = T->mx->k / 64, nrt = T->chunk * T->prefix / 64, ntrip = nrt * kbh;
 	int ahead = sp_ahead_n(T);
 	CHECK(nrt * 64 == T->chunk * T->prefix && ahead >= 1 && ahead < SP_STAGES && ntrip % SP_STAGES == 0 && nrt > 1);
-	LLVMValueRef gb = imul(I, ln->tile, ci32(I, T->chunk * T->prefix));
-	LLVMValueRef xcol = imul(I, idiv(I, ln->head, ci32(I, kbh)), ci32(I, T->mx->k));
+	LLVMValueRef gb = tile_row0(T, ln), xcol = x_head_col(T, ln);
 	Var acc[2][32];
 	for (int j = 0; j < T->napj; j++)
 		for (int e = 0; e < 32; e++)
@@ -502,8 +507,7 @@ static void sp_prefetch(Tmpl *T, const KSig *sig, LLVMValueRef t, LLVMValueRef H
 	Lanes ln;
 	prod_lanes(T, sig, &ln);
 	int steps = T->chunk * T->prefix;
-	LLVMValueRef gb = imul(I, ln.tile, ci32(I, steps));
-	LLVMValueRef xcol = imul(I, idiv(I, ln.head, ci32(I, T->mx->k / 64)), ci32(I, T->mx->k));
+	LLVMValueRef gb = tile_row0(T, &ln), xcol = x_head_col(T, &ln);
 	for (int r = 0; r < steps; r += 128)
 		x_prefetch(T, &ln, iadd(I, gb, ci32(I, r)), xcol);
 	if_end(I, &f);
