@@ -90,6 +90,17 @@ static int write_edit(const char *from, const char *to)
 	return rc;
 }
 
+/* good with its first launch's args [x, param:w] made `args`, loaded: that
+ * launch's second arg, or NULL (err says why); *m the manifest, to free */
+static const rt_arg *edited_arg(const char *args, recur_manifest **m, char *err, size_t n)
+{
+	*m = NULL;
+	err[0] = 0;
+	if (write_edit("\"args\": [\"x\", \"param:w\"", args) || recur_manifest_load(dir, m, err, n))
+		return NULL;
+	return &(*m)->variant[0].launch[0][0].arg[1];
+}
+
 /* the edited manifest must fail to load with the path and each word in the message */
 static void must_fail(const char *what, const char *from, const char *to, const char *w1, const char *w2)
 {
@@ -265,31 +276,25 @@ int main(void)
 	must_fail("bad arg kind", "\"i64:B*L*D\"", "\"f32:1\"", "unknown arg kind \"f32:1\"", "forward[1]");
 	must_fail("unknown parameter", "\"grad:W\"", "\"grad:V\"", "grad:V", "backward[0]");
 	/* TMA tensor maps: of x, y, dy or dx, a box of 1..256 rows of 64 columns */
-	if (write_edit("\"args\": [\"x\", \"param:w\"", "\"args\": [\"x\", \"tmap:x:64x64\", \"param:w\"") == 0) {
-		recur_manifest *mt = NULL;
-		err[0] = 0;
-		int rct = recur_manifest_load(dir, &mt, err, sizeof err);
-		const rt_arg *a = rct ? NULL : &mt->variant[0].launch[0][0].arg[1];
+	{
+		recur_manifest *mt;
+		const rt_arg *a = edited_arg("\"args\": [\"x\", \"tmap:x:64x64\", \"param:w\"", &mt, err, sizeof err);
 		verdict(a && a->kind == RT_ARG_TMAP && a->index == 0 && a->box[0] == 64 && a->box[1] == 64,
 		        "a tensor map arg (tmap:x:64x64) loads as x's with a box of 64 x 64", err);
 		recur_manifest_free(mt);
 	}
 	must_fail("a tensor map of a parameter", "\"args\": [\"x\", \"param:w\"",
 	          "\"args\": [\"x\", \"tmap:w:64x64\", \"param:w\"", "a tensor map is of x, y, dy, dx or ws:NAME", "forward[0]");
-	if (write_edit("\"args\": [\"x\", \"param:w\"", "\"args\": [\"x\", \"tmap:ws:ckpt:128x64\", \"param:w\"") == 0) {
-		recur_manifest *mt = NULL;
-		err[0] = 0;
-		int rct = recur_manifest_load(dir, &mt, err, sizeof err);
-		const rt_arg *a = rct ? NULL : &mt->variant[0].launch[0][0].arg[1];
+	{
+		recur_manifest *mt;
+		const rt_arg *a = edited_arg("\"args\": [\"x\", \"tmap:ws:ckpt:128x64\", \"param:w\"", &mt, err, sizeof err);
 		verdict(a && a->kind == RT_ARG_TMAP && a->tmap_ws && a->index == 1 && a->box[0] == 128,
 		        "a tensor map of a workspace (tmap:ws:ckpt:128x64) loads as the workspace's", err);
 		recur_manifest_free(mt);
 	}
-	if (write_edit("\"args\": [\"x\", \"param:w\"", "\"args\": [\"x\", \"tmaprows:dx:64x64\", \"param:w\"") == 0) {
-		recur_manifest *mt = NULL;
-		err[0] = 0;
-		int rct = recur_manifest_load(dir, &mt, err, sizeof err);
-		const rt_arg *a = rct ? NULL : &mt->variant[0].launch[0][0].arg[1];
+	{
+		recur_manifest *mt;
+		const rt_arg *a = edited_arg("\"args\": [\"x\", \"tmaprows:dx:64x64\", \"param:w\"", &mt, err, sizeof err);
 		verdict(a && a->kind == RT_ARG_TMAP && a->tmap_rows && !a->tmap_ws && a->index == 3,
 		        "a tensor map over B L rows (tmaprows:dx:64x64) loads as dx's", err);
 		recur_manifest_free(mt);
