@@ -292,35 +292,63 @@ static int load_kernel(recur_variant *v, const char *name, int pass, int li, con
 	return v->nkernel++;
 }
 
-/* A launch's args against its kernel's parameters, as the driver lays
- * them out: as many, each of the size the runtime passes (a tensor map's
- * 128 bytes, an i32's 4, every other 8). A manifest out of step with its
- * PTX would otherwise launch with parameters read from the wrong bytes.
- * Unchecked with a driver before CUDA 12.4 (no cuFuncGetParamInfo), or
- * with RECUR_PARAM_CHECK=0 in the environment. */
-static int check_params(recur_variant *v, const rt_launch *l, CUfunction fn, int pass, int li, char *err,
-                        size_t errlen)
+/* How many parameters kernel's .entry declares in the module's PTX, or -1
+ * where no entry of that name is found. The PTX is the count's source:
+ * the driver has no call for it, and probing cuFuncGetParamInfo one past
+ * the end answers an error that compute-sanitizer reports as the
+ * runtime's. (Parameter lists hold no parentheses.) */
+static int ptx_entry_nparam(const char *ptx, const char *kernel)
+{
+	size_t n = strlen(kernel);
+	for (const char *p = ptx; (p = strstr(p, ".entry")); p += 6) {
+		const char *q = p + 6;
+		while (*q == ' ' || *q == '\t')
+			q++;
+		if (strncmp(q, kernel, n))
+			continue;
+		q += n;
+		while (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n')
+			q++;
+		if (*q != '(')
+			continue;
+		const char *end = strchr(q, ')');
+		if (!end)
+			return -1;
+		int count = 0;
+		for (const char *r = q; (r = strstr(r, ".param")) && r < end; r += 6)
+			count++;
+		return count;
+	}
+	return -1;
+}
+
+/* A launch's args against its kernel's parameters: as many as the PTX's
+ * .entry declares, each of the size the runtime passes as the driver lays
+ * it out (a tensor map's 128 bytes, an i32's 4, every other 8). A manifest
+ * out of step with its PTX would otherwise launch with parameters read
+ * from the wrong bytes. The sizes go unchecked with a driver before CUDA
+ * 12.4 (no cuFuncGetParamInfo); nothing is checked with
+ * RECUR_PARAM_CHECK=0 in the environment. */
+static int check_params(recur_variant *v, const rt_launch *l, CUfunction fn, const char *ptx, int pass, int li,
+                        char *err, size_t errlen)
 {
 	rt_cu *cu = &v->rt->cu;
 	const char *env = getenv("RECUR_PARAM_CHECK");
-	if (!cu->FuncGetParamInfo || (env && !strcmp(env, "0")))
+	if (env && !strcmp(env, "0"))
 		return 0;
-	size_t off, size;
-	for (int i = 0; i <= l->narg; i++) {
+	int declared = ptx_entry_nparam(ptx, l->kernel);
+	if (declared >= 0 && declared != l->narg)
+		return rt_vfail(err, errlen, "variant %s: %s[%d] kernel %s takes %d parameters, the manifest gives %d "
+		                "args (%s)", v->d->name, rt_pass_name[pass], li, l->kernel, declared, l->narg,
+		                v->d->ptx_path);
+	if (!cu->FuncGetParamInfo)
+		return 0;
+	for (int i = 0; i < l->narg; i++) {
+		size_t off, size;
 		CUresult r = cu->FuncGetParamInfo(fn, (size_t)i, &off, &size);
-		if (i == l->narg) {   /* one past the args: the kernel must have no such parameter */
-			if (r == CUDA_SUCCESS)
-				return rt_vfail(err, errlen, "variant %s: %s[%d] kernel %s takes more parameters than the "
-				                "manifest's %d args (%s)", v->d->name, rt_pass_name[pass], li, l->kernel, l->narg,
-				                v->d->ptx_path);
-			break;
-		}
-		if (r == CUDA_ERROR_INVALID_VALUE)
-			return rt_vfail(err, errlen, "variant %s: %s[%d] kernel %s takes %d parameters, the manifest gives "
-			                "%d args (%s)", v->d->name, rt_pass_name[pass], li, l->kernel, i, l->narg,
-			                v->d->ptx_path);
-		if (rt_cu_check(cu, r, "cuFuncGetParamInfo", err, errlen, "reading parameter %d of kernel %s of variant %s",
-		                i, l->kernel, v->d->name))
+		if (rt_cu_check(cu, r, "cuFuncGetParamInfo", err, errlen, "reading parameter %d of kernel %s of "
+		                "variant %s (the manifest gives %d args, %s)", i, l->kernel, v->d->name, l->narg,
+		                v->d->ptx_path))
 			return -1;
 		const rt_arg *a = &l->arg[i];
 		size_t want = a->kind == RT_ARG_TMAP ? sizeof(CUtensorMap) : a->kind == RT_ARG_I32 ? 4 : 8;
@@ -371,7 +399,7 @@ static int load_in_ctx(recur_variant *v, char *err, size_t errlen)
 				return -1;
 			}
 			v->kidx[p][i] = k;
-			if (check_params(v, l, v->kernel[k].fn, p, i, err, errlen)) {
+			if (check_params(v, l, v->kernel[k].fn, ptx, p, i, err, errlen)) {
 				free(ptx);
 				return -1;
 			}

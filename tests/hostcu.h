@@ -95,7 +95,14 @@ static struct {
 	long ctx_gets, ctx_sets;   /* cuCtxGetCurrent, cuCtxSetCurrent calls */
 	int ctx_violations;        /* calls that needed the device's context without it current */
 	char ctx_violation[160];   /* the first of them */
+	/* calls refused with an error other than an injected fault, as
+	 * compute-sanitizer reports each: a clean run makes none */
+	int refused;
+	const char *refused_fn; /* the last of them */
 } hc;
+
+/* A refusal, counted (hc.refused) */
+#define HC_REFUSE(code) (hc.refused++, hc.refused_fn = __func__, (code))
 
 /* The device's primary context (DevicePrimaryCtxRetain's) */
 #define HC_CTX ((CUcontext)&hc)
@@ -163,7 +170,7 @@ static int hc_in_ctx(const char *fn)
 	do {                                                                                                           \
 		HC_ENTER();                                                                                            \
 		if (!hc_in_ctx(__func__))                                                                              \
-			return CUDA_ERROR_INVALID_CONTEXT;                                                             \
+			return HC_REFUSE(CUDA_ERROR_INVALID_CONTEXT);                                                  \
 	} while (0)
 
 /* The live block holding [p, p+n), or NULL. */
@@ -302,11 +309,11 @@ static CUresult hc_ModuleLoadDataEx(CUmodule *m, const void *image, unsigned nop
 	const char *ptx = image;
 	if (memcmp(image, "\x7f" "ELF", 4) == 0) {
 		if (hc.refuse_cubin)
-			return CUDA_ERROR_NO_BINARY_FOR_GPU;
+			return HC_REFUSE(CUDA_ERROR_NO_BINARY_FOR_GPU);
 		free(hc.cubin_ptx);
 		hc.cubin_ptx = strdup(ptx + 4);
 		if (!hc.cubin_ptx)
-			return CUDA_ERROR_OUT_OF_MEMORY;
+			return HC_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 		hc.cubins++;
 		hc.ptx = hc.cubin_ptx;
 		*m = (CUmodule)&hc.ptx;
@@ -317,7 +324,7 @@ static CUresult hc_ModuleLoadDataEx(CUmodule *m, const void *image, unsigned nop
 		for (unsigned i = 0; i < nopt; i++)
 			if (o[i] == CU_JIT_ERROR_LOG_BUFFER)
 				snprintf(v[i], 64, "ptxas fatal: no .version directive");
-		return CUDA_ERROR_INVALID_PTX;
+		return HC_REFUSE(CUDA_ERROR_INVALID_PTX);
 	}
 	hc.ptx = ptx; /* the runtime frees it after resolving the kernels */
 	*m = (CUmodule)&hc.ptx;
@@ -334,7 +341,7 @@ static CUresult hc_ModuleGetFunction(CUfunction *f, CUmodule m, const char *name
 	int psize[HC_MAXARG] = {0};
 	int np = hc.ptx ? hc_ptx_params(hc.ptx, name, psize) : -1;
 	if (np < 0)
-		return CUDA_ERROR_NOT_FOUND;
+		return HC_REFUSE(CUDA_ERROR_NOT_FOUND);
 	for (int i = 0; i < hc.nfn; i++)
 		if (!strcmp(hc.fn[i].name, name) && hc.fn[i].nparam == np && !memcmp(hc.fn[i].psize, psize, sizeof psize)) {
 			hc.fn[i].smem_attr = 0;   /* a module loaded again: a new function, its attributes the defaults */
@@ -342,7 +349,7 @@ static CUresult hc_ModuleGetFunction(CUfunction *f, CUmodule m, const char *name
 			return CUDA_SUCCESS;
 		}
 	if (hc.nfn == HC_MAXFN)
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return HC_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	HcFn *F = &hc.fn[hc.nfn++];
 	snprintf(F->name, sizeof F->name, "%s", name);
 	F->nparam = np;
@@ -360,7 +367,7 @@ static CUresult hc_FuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
 {
 	HC_ENTER_CTX();
 	if (v > hc_smem_optin())
-		return CUDA_ERROR_INVALID_VALUE;
+		return HC_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
 		((HcFn *)f)->smem_attr = v;
 	return CUDA_SUCCESS;
@@ -386,7 +393,7 @@ static CUresult hc_LaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void 
 	HC_ENTER_CTX();
 	const HcFn *F = (const HcFn *)f;
 	if (!cfg->gridDimX || !cfg->gridDimY || !cfg->gridDimZ || !cfg->blockDimX)
-		return CUDA_ERROR_INVALID_VALUE;
+		return HC_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (hc.capturing) {
 		hc.captured++;
 		return CUDA_SUCCESS;
@@ -415,7 +422,7 @@ static CUresult hc_FuncGetParamInfo(CUfunction f, size_t index, size_t *offset, 
 	HC_ENTER_CTX();
 	const HcFn *F = (const HcFn *)f;
 	if (!F || index >= (size_t)F->nparam || index >= HC_MAXARG)
-		return CUDA_ERROR_INVALID_VALUE;
+		return HC_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	size_t at = 0;
 	for (size_t i = 0; i <= index; i++) {
 		size_t al = F->psize[i] < 64 ? (size_t)F->psize[i] : 64;
@@ -443,16 +450,16 @@ static CUresult hc_TensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType dt
 	hc.tmaps++;
 	if (!map || rank < 1 || rank > 5 || !addr || (uintptr_t)addr % 16 || dtype != CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 ||
 	    il != CU_TENSOR_MAP_INTERLEAVE_NONE)
-		return CUDA_ERROR_INVALID_VALUE;
+		return HC_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	for (cuuint32_t d = 0; d < rank; d++) {
 		if (dims[d] < 1 || dims[d] > (cuuint64_t)1 << 32 || box[d] < 1 || box[d] > 256 || estrides[d] < 1 ||
 		    estrides[d] > 8)
-			return CUDA_ERROR_INVALID_VALUE;
+			return HC_REFUSE(CUDA_ERROR_INVALID_VALUE);
 		if (d + 1 < rank && (strides[d] % 16 || strides[d] >= (cuuint64_t)1 << 40))
-			return CUDA_ERROR_INVALID_VALUE;
+			return HC_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	}
 	if (swz == CU_TENSOR_MAP_SWIZZLE_128B && box[0] * 2 > 128)
-		return CUDA_ERROR_INVALID_VALUE;
+		return HC_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	memset(map, 0, sizeof *map);
 	map->opaque[0] = (cuuint64_t)(uintptr_t)addr;
 	for (cuuint32_t d = 0; d < rank; d++) {
@@ -466,17 +473,17 @@ static CUresult hc_TensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType dt
 static CUresult hc_MemAlloc(CUdeviceptr *p, size_t n)
 {
 	if (hc_fault())
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return HC_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	if (!hc_in_ctx(__func__))
-		return CUDA_ERROR_INVALID_CONTEXT;
+		return HC_REFUSE(CUDA_ERROR_INVALID_CONTEXT);
 	if (n == 0)
-		return CUDA_ERROR_INVALID_VALUE;
+		return HC_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (n > hc.mem_limit - hc.held || hc.nblk == HC_MAXBLK)
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return HC_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	HcBlock *b = &hc.blk[hc.nblk];
 	b->host = n <= HC_BACKED ? calloc(1, n) : NULL;
 	if (n <= HC_BACKED && !b->host)
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return HC_REFUSE(CUDA_ERROR_OUT_OF_MEMORY);
 	b->p = hc.next;
 	b->bytes = n;
 	hc.next += (n + 0xffff) & ~(CUdeviceptr)0xffff; /* 64 KiB apart, as the driver's granularity */
@@ -495,14 +502,14 @@ static CUresult hc_MemFree(CUdeviceptr p)
 			hc.blk[i] = hc.blk[--hc.nblk];
 			return CUDA_SUCCESS;
 		}
-	return CUDA_ERROR_INVALID_VALUE;
+	return HC_REFUSE(CUDA_ERROR_INVALID_VALUE);
 }
 static CUresult hc_MemcpyHtoD(CUdeviceptr d, const void *s, size_t n)
 {
 	HC_ENTER_CTX();
 	HcBlock *b = hc_block(d, n);
 	if (!b)
-		return CUDA_ERROR_INVALID_VALUE;
+		return HC_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (b->host)
 		memcpy(b->host + (d - b->p), s, n);
 	return CUDA_SUCCESS;
@@ -513,7 +520,7 @@ static CUresult hc_MemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstr
 	(void)st;
 	HcBlock *bd = hc_block(d, n), *bs = hc_block(s, n);
 	if (!bd || !bs)
-		return CUDA_ERROR_INVALID_VALUE;
+		return HC_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (bd->host && bs->host)
 		memmove(bd->host + (d - bd->p), bs->host + (s - bs->p), n);
 	return CUDA_SUCCESS;
@@ -523,7 +530,7 @@ static CUresult hc_MemcpyDtoH(void *d, CUdeviceptr s, size_t n)
 	HC_ENTER_CTX();
 	HcBlock *b = hc_block(s, n);
 	if (!b)
-		return CUDA_ERROR_INVALID_VALUE;
+		return HC_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (b->host)
 		memcpy(d, b->host + (s - b->p), n);
 	else
@@ -535,7 +542,7 @@ static CUresult hc_MemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstr
 	HC_ENTER_CTX();
 	HcBlock *b = hc_block(d, n);
 	if (!b)
-		return CUDA_ERROR_INVALID_VALUE;
+		return HC_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	if (b->host && !hc.capturing)
 		memset(b->host + (d - b->p), v, n);
 	hc.captured += hc.capturing;
@@ -545,10 +552,10 @@ static CUresult hc_MemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream 
 {
 	HC_ENTER_CTX();
 	if (d % 4 || n > SIZE_MAX / 4)
-		return CUDA_ERROR_INVALID_VALUE;
+		return HC_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	HcBlock *b = hc_block(d, n * 4);
 	if (!b)
-		return CUDA_ERROR_INVALID_VALUE;
+		return HC_REFUSE(CUDA_ERROR_INVALID_VALUE);
 	for (size_t i = 0; b->host && !hc.capturing && i < n; i++)
 		memcpy(b->host + (d - b->p) + 4 * i, &v, 4);
 	hc.captured += hc.capturing;

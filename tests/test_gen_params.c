@@ -6,7 +6,8 @@
  *
  * - every variant loads: each launch's args match its kernel's parameters
  *   in number and size (the stand-in's cuFuncGetParamInfo reads the
- *   generated PTX: a map's 128 bytes, an i32's 4, a pointer's 8);
+ *   generated PTX: a map's 128 bytes, an i32's 4, a pointer's 8), and no
+ *   driver call is refused on the way (compute-sanitizer reports each);
  * - a forward and a backward of each at 2x333x256, and at 1x37x256 (fewer
  *   rows than a map's box of 64), put every buffer inside an allocation
  *   with room for it (hc_check_pass), a tensor map's too;
@@ -62,11 +63,14 @@ int main(void)
 		int want = is_ahead ? 3 : has(name, "scanproj_") ? 0 : 1;
 		recur_shape small = {1, 37, 256};   /* B L under a box's 64 rows */
 		err[0] = 0;
+		hc.refused = 0;
 		int vrc = run_pair(&r, vi, s, maps, err, sizeof err);
 		check(vrc == 0 && maps[0] == want && maps[1] == 2,
 		      "a generated variant loads with its args matching its kernels' parameters, and runs its passes",
 		      "%s: rc %d, tensor maps encoded: forward %d (want %d), backward %d (want 2): %s", name, vrc,
 		      maps[0], want, maps[1], err);
+		check(hc.refused == 0, "and asks the driver nothing it refuses (compute-sanitizer would report it)",
+		      "%s: %d calls refused, the last by %s", name, hc.refused, hc.refused_fn ? hc.refused_fn : "none");
 		int rc_small = vrc == 0 ? run_pair(&r, vi, small, maps, err, sizeof err) : -1;
 		check(rc_small == 0 && maps[0] == want && maps[1] == 2, "and at 1x37x256, fewer rows than a map's box",
 		      "%s: rc %d, maps %d and %d: %s", name, rc_small, maps[0], maps[1], err);

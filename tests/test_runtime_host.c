@@ -632,10 +632,15 @@ static void tensor_maps(void)
 	recur_shape s = {2, 37, 64};
 	Session S = {0};
 	recur_variant *v = NULL;
+	hc.refused = 0;
 	int rc = session_open_variant(&S, path, s, "tm", &v, err, sizeof err);
 	hc.nlaunch = hc.tmaps = 0;
 	rc = rc || recur_forward(v, s, &S.io, 0, err, sizeof err) ||
 	     hc_check_pass(S.m, recur_manifest_find(S.m, "tm"), RT_FWD, s, err, sizeof err);
+	/* compute-sanitizer reports every refused call as the program's error:
+	 * checking the parameters must not probe past the last one */
+	check(rc == 0 && hc.refused == 0, "loading and running a variant asks the driver nothing it refuses",
+	      "rc %d, %d refused, the last by %s: %s", rc, hc.refused, hc.refused_fn ? hc.refused_fn : "none", err);
 	const CUtensorMap *map = !rc && hc.nlaunch == 1 ? hc.launch[0].params[1] : NULL;
 	const CUtensorMap *wmap = map ? hc.launch[0].params[3] : NULL;
 	check(wmap && (uintptr_t)wmap % 64 == 0 && wmap->opaque[0] && wmap->opaque[0] != S.io.x &&
@@ -691,10 +696,11 @@ static void tensor_maps(void)
 	      "a workspace smaller than its map's span is refused before any launch", "rc %d, %d launches: %s", rc,
 	      hc.nlaunch, err);
 	recur_variant_free(v);
-	/* the manifest against the kernel's parameters (cuFuncGetParamInfo):
-	 * fewer args, more, and a tensor map's 128 bytes passed as a pointer */
+	/* the manifest against the kernel's parameters (the count its .entry
+	 * declares, the sizes cuFuncGetParamInfo reads): fewer args, more, and
+	 * a tensor map's 128 bytes passed as a pointer */
 	static const struct { const char *name, *says; } bad[] = {
-		{"tmfew", "kernel tf takes more parameters than the manifest's 3 args"},
+		{"tmfew", "kernel tf takes 4 parameters, the manifest gives 3 args"},
 		{"tmmany", "kernel tf takes 4 parameters, the manifest gives 5 args"},
 		{"tmsize", "kernel tf's parameter 1 is 128 bytes, its arg \"x\" 8"},
 	};
@@ -714,14 +720,20 @@ static void tensor_maps(void)
 	recur_variant_free(v);
 	unsetenv("RECUR_PARAM_CHECK");
 	session_close(&S);
-	/* a driver before CUDA 12.4 has no cuFuncGetParamInfo: loaded unchecked */
+	/* a driver before CUDA 12.4 has no cuFuncGetParamInfo: the sizes go
+	 * unchecked, the count (the PTX's) does not */
 	hc.no_param_info = 1;
 	Session S2 = {0};
 	v = NULL;
 	err[0] = 0;
-	rc = session_open_variant(&S2, path, s, "tmfew", &v, err, sizeof err);
-	check(rc == 0 && v, "without cuFuncGetParamInfo (a driver before CUDA 12.4) the parameters go unchecked",
+	rc = session_open_variant(&S2, path, s, "tmsize", &v, err, sizeof err);
+	check(rc == 0 && v, "without cuFuncGetParamInfo (a driver before CUDA 12.4) the sizes go unchecked",
 	      "rc %d: %s", rc, err);
+	recur_variant_free(v);
+	v = NULL;
+	rc = recur_variant_load(S2.rt, S2.m, "tmfew", &v, err, sizeof err);
+	check(rc != 0 && !v && strstr(err, "kernel tf takes 4 parameters, the manifest gives 3 args"),
+	      "without cuFuncGetParamInfo the count of parameters is still checked, from the PTX", "rc %d: %s", rc, err);
 	recur_variant_free(v);
 	session_close(&S2);
 	hc.no_param_info = 0;
