@@ -92,12 +92,14 @@ static void plan_proj_grids(Tmpl *T)
 	}
 	add_argmin(T, "GY", PROJ_WAVES, key, 1048576);
 	add_var(T, "NW", "H*%d", proj_dw_tiles(T));
-	int slots = proj_dw_slots(T);
-	int tile_kb = 128 * (64 * proj_dw_kt(T) + proj_nc(T) * T->napj) / 1024;   /* a block's row tile: x, adjoints */
+	int dxdw = proj_dxdw_on(T);   /* proj_dxdw's slabs: NX blocks each, one an SM, a tile all of x's and dP's */
+	int slots = dxdw ? PROJ_PLAN_SMS : proj_dw_slots(T);
+	/* a block's row tile, KB: x's and the adjoints' */
+	int tile_kb = dxdw ? 8 * (1 + T->mx->k / 64 * T->napj) : 128 * (64 * proj_dw_kt(T) + proj_nc(T) * T->napj) / 1024;
 	int part_kb = 2 * T->mx->k * T->mx->k * 4 * T->napj / 1024;               /* a head's partials a slab, out and back */
 	for (int g = 1; g <= PROJ_DW_MAXSLABS; g++) {
-		int n = snprintf(key[g - 1], sizeof key[0], "(cdiv(NW*%d,%d)*cdiv(NR,%d)*%d+%d*H*%d)*64+%d+(NR<%d)*%lld", g,
-		                 slots, g, tile_kb * slots, g, part_kb, g, g, 1LL << 40);
+		int n = snprintf(key[g - 1], sizeof key[0], "(cdiv(%s*%d,%d)*cdiv(NR,%d)*%d+%d*H*%d)*64+%d+(NR<%d)*%lld",
+		                 dxdw ? "NX" : "NW", g, slots, g, tile_kb * slots, g, part_kb, g, g, 1LL << 40);
 		CHECK(n > 0 && (size_t)n < sizeof key[0]);
 	}
 	add_argmin(T, "GW", PROJ_DW_MAXSLABS, key, 64);

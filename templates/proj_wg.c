@@ -42,24 +42,6 @@ _Static_assert(WG_AHEAD + WG_PENDING < WG_STAGES, "a refill waits for the trip t
 
 int proj_wgmma(const Tmpl *T) { return T->wgmma && T->mx->k % 64 == 0 && T->napj <= 2; }
 
-/* A kernel's operand plan: the contraction's blocks of 64 (nkb), A's
- * tensor and column for each, the weight blocks and the ring in shared
- * memory */
-typedef struct {
-	int fwd, nkb, kbh;                    /* blocks in all; per projection (K/64) */
-	int producer;                         /* a copying warpgroup beside the multiplying one (WG_PRODUCER) */
-	int bars;                             /* its ring's mbarriers: full[stages], then empty[stages] */
-	LLVMValueRef ctid;                    /* this thread's index among the 128 that copy */
-	LLVMValueRef src[MX_MAXPROJ];         /* A's tensors: x, or the adjoints */
-	int tma;                              /* their copies by TMA (WG_TMA, with a producer) */
-	LLVMValueRef map[MX_MAXPROJ];         /* and then their maps */
-	int wblk, ring, obuf, smem;           /* shared offsets: weight blocks, the ring, the output
-	                                       * tile (epilogue); bytes in all */
-	Ring rg;                              /* the ring: a buffer holds a row tile's block */
-	ProjLanes p;
-	LLVMValueRef ntile;
-} Wg;
-
 /* A's tensor and head-relative column of contraction block kb */
 static LLVMValueRef a_src(const Wg *g, int kb) { return g->fwd ? g->src[0] : g->src[kb / g->kbh]; }
 static LLVMValueRef a_map(const Wg *g, int kb) { return g->fwd ? g->map[0] : g->map[kb / g->kbh]; }
@@ -75,6 +57,7 @@ static void wg_plan(Tmpl *T, Wg *g, int fwd)
 	g->kbh = T->mx->k / 64;
 	g->nkb = fwd ? g->kbh : T->napj * g->kbh;
 	g->producer = WG_PRODUCER;
+	g->nwg = 1;
 	g->tma = WG_TMA && g->producer;
 	g->wblk = 0;
 	g->ring = T->napj * g->kbh * WG_BLOCK;
@@ -85,8 +68,8 @@ static void wg_plan(Tmpl *T, Wg *g, int fwd)
 	CHECK(g->smem <= smem_blk_max(T));
 }
 
-/* the block's threads: the multiplying warpgroup, and the producer's */
-static int wg_threads(const Wg *g) { return PROJ_THREADS + 128 * g->producer; }
+/* the block's threads: the multiplying warpgroups, and the producer's */
+int wg_threads(const Wg *g) { return PROJ_THREADS * g->nwg + 128 * g->producer; }
 
 /* a barrier of the threads that multiply: all the block's, or with a
  * producer warpgroup beside them barrier 1 of theirs alone */
@@ -126,7 +109,7 @@ static void wg_copy(Tmpl *T, const Wg *g, LLVMValueRef t, int kb, LLVMValueRef s
  * B[n][k] = W_j[hp][k][n0 + n] (a float4 is 4 columns n of one row k: four
  * 2-byte stores); proj_dx, B[n][m] = W_j[hp][n0 + n][m] (4 adjacent m: one
  * 8-byte store) */
-static void wg_stage_weights(Tmpl *T, const Wg *g, const KSig *s)
+void wg_stage_weights(Tmpl *T, const Wg *g, const KSig *s)
 {
 	Irb *I = &T->I;
 	const ProjLanes *p = &g->p;
@@ -400,10 +383,9 @@ void proj_fwd_wg(Tmpl *T)
  * added, rounded once and written as 16 bytes. The own terms are loaded
  * before the tile's first trip (dx_own): loaded in the epilogue they
  * were a global load's latency exposed once a tile. */
-enum { DX_NIT = 64 * 8 / PROJ_THREADS };   /* a thread's chunks of a tile */
 typedef struct { LLVMValueRef row[DX_NIT], idx[DX_NIT], own[DX_NIT]; } DxOwn;
 
-static LLVMValueRef dx_chunk(Irb *I, const Wg *g, LLVMValueRef r, LLVMValueRef c16)
+LLVMValueRef dx_chunk(Irb *I, const Wg *g, LLVMValueRef r, LLVMValueRef c16)
 {
 	LLVMValueRef sw = LLVMBuildXor(I->b, c16, LLVMBuildAnd(I->b, r, ci32(I, 7), ""), "");
 	return iadd(I, ci32(I, g->obuf), iadd(I, imul(I, r, ci32(I, 256)), imul(I, sw, ci32(I, 16))));
@@ -429,6 +411,21 @@ static void dx_own(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, void 
 	}
 }
 
+/* 8 columns of dx: their own terms (4 bf16 pairs) plus their sums (2 x 4
+ * fp32), rounded once, as 4 bf16 pairs */
+LLVMValueRef dx_round(Irb *I, LLVMValueRef own, LLVMValueRef sum[2])
+{
+	LLVMValueRef v = LLVMGetUndef(LLVMVectorType(I->i32, 4));
+	for (int w = 0; w < 4; w++) {
+		LLVMValueRef ow = LLVMBuildExtractElement(I->b, own, ci32(I, w), "");
+		LLVMValueRef lo = fadd(I, unpack_bf16_lo(I, ow), LLVMBuildExtractElement(I->b, sum[w / 2], ci32(I, 2 * (w % 2)), ""));
+		LLVMValueRef hi =
+		        fadd(I, unpack_bf16_hi(I, ow), LLVMBuildExtractElement(I->b, sum[w / 2], ci32(I, 2 * (w % 2) + 1), ""));
+		v = LLVMBuildInsertElement(I->b, v, pack_bf16x2(I, lo, hi), ci32(I, w), "");
+	}
+	return v;
+}
+
 static void dx_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMValueRef acc[][32], void *ctx)
 {
 	(void)row0;
@@ -436,7 +433,7 @@ static void dx_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMV
 	const DxOwn *o = ctx;
 	const ProjLanes *p = &g->p;
 	LLVMValueRef dx = ksig_arg(T, s, "dx");
-	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2), v4f = LLVMVectorType(I->f32, 4), v4i = LLVMVectorType(I->i32, 4);
+	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2), v4f = LLVMVectorType(I->f32, 4);
 	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), "");
 	for (int r = 0; r < 2; r++) {
 		LLVMValueRef tr = acc_row(I, p, ci32(I, 0), r);
@@ -457,13 +454,7 @@ static void dx_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMV
 		LLVMValueRef sum[2];
 		for (int h = 0; h < 2; h++)
 			sum[h] = ld(I, v4f, smem_ptr(I, dx_chunk(I, g, r, iadd(I, imul(I, c, ci32(I, 2)), ci32(I, h)))), 16);
-		LLVMValueRef v = LLVMGetUndef(v4i);
-		for (int w = 0; w < 4; w++) {
-			LLVMValueRef ow = LLVMBuildExtractElement(I->b, o->own[it], ci32(I, w), "");
-			LLVMValueRef lo = fadd(I, unpack_bf16_lo(I, ow), LLVMBuildExtractElement(I->b, sum[w / 2], ci32(I, 2 * (w % 2)), ""));
-			LLVMValueRef hi = fadd(I, unpack_bf16_hi(I, ow), LLVMBuildExtractElement(I->b, sum[w / 2], ci32(I, 2 * (w % 2) + 1), ""));
-			v = LLVMBuildInsertElement(I->b, v, pack_bf16x2(I, lo, hi), ci32(I, w), "");
-		}
+		LLVMValueRef v = dx_round(I, o->own[it], sum);   /* before the address: proj_dx's PTX as it was */
 		st(I, v, gep_bf16(I, dx, o->idx[it]), 16);
 		if_end(I, &f);
 	}

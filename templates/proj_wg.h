@@ -20,6 +20,9 @@
 #define WG_TMA 1        /* the producer's copies by TMA (tmaprows: maps), one thread issuing; 0: cp.async by its
                          * 128 threads (bench/experiments/2026-12-07-wg-tma: proj_fwd 4%, proj_dx 9% slower) */
 #endif
+#ifndef DXDW
+#define DXDW 0          /* proj_dx and proj_dw in one pass, proj_dxdw (proj_wg_dxdw.c): an experiment, off */
+#endif
 #ifndef WG_PRODUCER_REGS
 #define WG_PRODUCER_REGS 56   /* a producer warpgroup's registers a thread; the multiplying one takes the rest of two blocks an SM */
 #endif
@@ -39,6 +42,9 @@ LLVMValueRef ring_slot(Irb *I, const Ring *rg, LLVMValueRef n, int ahead);
  * before its refill, the multiplying warpgroup's wait for trip n's buffer
  * and its release */
 void ring_bars_init(Irb *I, int bars, const Ring *rg, int full_count);
+/* the same where empty counts empty_count arrivals (every thread of the
+ * warpgroups that read a buffer) */
+void ring_bars_init_n(Irb *I, int bars, const Ring *rg, int full_count, int empty_count);
 void ring_produced(Irb *I, int bars, const Ring *rg, LLVMValueRef n);
 /* with copies that complete full themselves (TMA): the buffer of trip
  * n + ahead waited for until its last use released it; the full mbarrier
@@ -51,6 +57,10 @@ void ring_release(Irb *I, int bars, const Ring *rg, LLVMValueRef n);
  * then wg_split_multiply moves it to the multiplying warpgroup's */
 LLVMValueRef wg_split(Irb *I, IfBlk *f);
 void wg_split_multiply(Irb *I, IfBlk *f, LLVMValueRef prod);
+/* the same split with the producer from thread first, prod_regs its
+ * registers a thread and mul_regs the multiplying warpgroups' */
+LLVMValueRef wg_split_at(Irb *I, IfBlk *f, int first, int prod_regs);
+void wg_split_multiply_at(Irb *I, IfBlk *f, LLVMValueRef prod, int mul_regs);
 
 /* the cp.async copies of 64 rows (row tile t) by 64 columns (from col0)
  * of a [B*L][D] bf16 tensor into a swizzled block at base, by thread tid
@@ -64,5 +74,37 @@ void wg_wait_acc(Irb *I, LLVMValueRef acc[][32], int n);
  * of its n-tile i (from base) */
 LLVMValueRef acc_row(Irb *I, const ProjLanes *p, LLVMValueRef row0, int r);
 LLVMValueRef acc_col(Irb *I, const ProjLanes *p, LLVMValueRef base, int i);
+
+/* A kernel's operand plan: the contraction's blocks of 64 (nkb), A's
+ * tensor and column for each, the weight blocks and the ring in shared
+ * memory */
+typedef struct {
+	int fwd, nkb, kbh;                    /* blocks in all; per projection (K/64) */
+	int producer;                         /* a copying warpgroup beside the multiplying one (WG_PRODUCER) */
+	int nwg;                              /* the multiplying warpgroups (1; proj_dxdw's one a projection) */
+	int bars;                             /* its ring's mbarriers: full[stages], then empty[stages] */
+	LLVMValueRef ctid;                    /* this thread's index among the 128 that copy */
+	LLVMValueRef src[MX_MAXPROJ];         /* A's tensors: x, or the adjoints */
+	int tma;                              /* their copies by TMA (WG_TMA, with a producer) */
+	LLVMValueRef map[MX_MAXPROJ];         /* and then their maps */
+	int wblk, ring, obuf, smem;           /* shared offsets: weight blocks, the ring, the output
+	                                       * tile (epilogue); bytes in all */
+	Ring rg;                              /* the ring: a buffer holds a row tile's block */
+	ProjLanes p;
+	LLVMValueRef ntile;
+	LLVMValueRef otid;                    /* proj_dxdw: a thread of the epilogue among its warpgroup's 128 */
+} Wg;
+
+/* the block's threads: the multiplying warpgroups, and the producer's */
+int wg_threads(const Wg *g);
+/* The weight slice of every projection as bf16 blocks at wblk (proj_fwd's
+ * [n][k], proj_dx's [n][m]) by the block's wg_threads */
+void wg_stage_weights(Tmpl *T, const Wg *g, const KSig *s);
+/* proj_dx's epilogue: a thread's 16-byte chunks of a 64 x 64 tile of dx */
+enum { DX_NIT = 64 * 8 / PROJ_THREADS };
+/* the output tile's 16-byte chunk c16 of row r (rows of 256 bytes, chunk c16 at c16 ^ (r & 7)) */
+LLVMValueRef dx_chunk(Irb *I, const Wg *g, LLVMValueRef r, LLVMValueRef c16);
+/* 8 columns of dx: their own terms (4 bf16 pairs) plus their sums (2 x 4 fp32), rounded once */
+LLVMValueRef dx_round(Irb *I, LLVMValueRef own, LLVMValueRef sum[2]);
 
 #endif

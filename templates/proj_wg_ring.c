@@ -35,11 +35,16 @@ static LLVMValueRef ring_bar(Irb *I, int bars, const Ring *rg, int empty, LLVMVa
  * with TMA), empty the multiplying warpgroup's 128 */
 void ring_bars_init(Irb *I, int bars, const Ring *rg, int full_count)
 {
+	ring_bars_init_n(I, bars, rg, full_count, 128);
+}
+
+void ring_bars_init_n(Irb *I, int bars, const Ring *rg, int full_count, int empty_count)
+{
 	IfBlk f;
 	if_begin(I, &f, ieq(I, tid_x(I), ci32(I, 0)), "mbar_init");
 	for (int st = 0; st < rg->stages; st++) {
 		mbar_init(I, ring_bar(I, bars, rg, 0, ci32(I, st)), full_count);
-		mbar_init(I, ring_bar(I, bars, rg, 1, ci32(I, st)), 128);
+		mbar_init(I, ring_bar(I, bars, rg, 1, ci32(I, st)), empty_count);
 	}
 	if_end(I, &f);
 }
@@ -94,17 +99,27 @@ void ring_release(Irb *I, int bars, const Ring *rg, LLVMValueRef n)
  * producer's branch (wg_split_multiply moves it to the other) */
 LLVMValueRef wg_split(Irb *I, IfBlk *f)
 {
-	LLVMValueRef prod = LLVMBuildICmp(I->b, LLVMIntUGE, tid_x(I), ci32(I, 128), "");
-	if_begin(I, f, prod, "produce");
-	wg_setmaxnreg(I, 0, WG_PRODUCER_REGS);
-	return prod;
+	return wg_split_at(I, f, 128, WG_PRODUCER_REGS);
 }
 
 void wg_split_multiply(Irb *I, IfBlk *f, LLVMValueRef prod)
 {
+	wg_split_multiply_at(I, f, prod, 256 - WG_PRODUCER_REGS);
+}
+
+LLVMValueRef wg_split_at(Irb *I, IfBlk *f, int first, int prod_regs)
+{
+	LLVMValueRef prod = LLVMBuildICmp(I->b, LLVMIntUGE, tid_x(I), ci32(I, first), "");
+	if_begin(I, f, prod, "produce");
+	wg_setmaxnreg(I, 0, prod_regs);
+	return prod;
+}
+
+void wg_split_multiply_at(Irb *I, IfBlk *f, LLVMValueRef prod, int mul_regs)
+{
 	if_end(I, f);
 	if_begin(I, f, LLVMBuildNot(I->b, prod, ""), "multiply");
-	wg_setmaxnreg(I, 1, 256 - WG_PRODUCER_REGS);
+	wg_setmaxnreg(I, 1, mul_regs);
 }
 
 /* The copies of 64 rows (row tile t) by 64 columns (from col0) of a

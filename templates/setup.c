@@ -416,7 +416,9 @@ void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
 		tmpl_carry(T, 1);
 	}
 	tmpl_bwd_apply(T);
-	if (T->napj > 0) {
+	if (proj_dxdw_on(T)) {
+		proj_dxdw_wg(T);
+	} else if (T->napj > 0) {
 		tmpl_proj_dx(T);
 		tmpl_proj_dw(T);
 	}

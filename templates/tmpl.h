@@ -629,6 +629,11 @@ LLVMValueRef proj_pack(Tmpl *T, int j, LLVMValueRef v0, LLVMValueRef v1);
 int proj_dw_tiles(const Tmpl *T);   /* proj_dw's blocks per head and slab */
 int proj_dw_kt(const Tmpl *T);      /* its k tiles of 64 a block (a warpgroup each on wgmma; 1 else) */
 int proj_dw_slots(const Tmpl *T);   /* its block slots on PROJ_PLAN_SMS, for the slabs' plan */
+/* proj_dx and proj_dw as one kernel, proj_dxdw (proj_wg_dxdw.c's DXDW: an
+ * experiment, off; sm_90a's wgmma projections), a block an SM over GW row
+ * groups, the slabs of dW's partials */
+int proj_dxdw_on(const Tmpl *T);
+void proj_dxdw_wg(Tmpl *T);
 void tmpl_proj_fwd(Tmpl *T);
 void proj_fwd_again(Tmpl *T);   /* recompute: the backward runs proj_fwd's launch again, first */
 /* The forward's projections inside fwd_scan (Variant.scan_proj; scan_proj.c):
