@@ -266,14 +266,37 @@ void tmpl_plan(Tmpl *T)
 	plan_workspaces(T);
 }
 
+/* The tensor a kernel argument touches: the arg itself, or for a TMA map
+ * ("tmap:T:BOX", "tmaprows:T:BOX") its tensor T; into out */
+static void arg_tensor(const char *a, char *out, size_t n)
+{
+	const char *t = !strncmp(a, "tmap:", 5) ? a + 5 : !strncmp(a, "tmaprows:", 9) ? a + 9 : NULL;
+	const char *box = t ? strrchr(t, ':') : NULL;
+	if (box)
+		snprintf(out, n, "%.*s", (int)(box - t), t);
+	else
+		snprintf(out, n, "%s", a);
+}
+
+/* A launch's bytes: every tensor and workspace its arguments touch, once
+ * (a tensor read through a map and passed as a pointer too counts once;
+ * one read through maps alone counts: proj_dxdw's x and adjoints) */
 void tmpl_launch_bytes(const Tmpl *T, const Launch *l, char *buf, size_t n)
 {
 	size_t at = 0;
+	char seen[TM_MAXARG][64];
+	int nseen = 0;
 	buf[0] = 0;
 	for (int k = 0; k < l->sig.n; k++) {
-		const char *a = l->sig.arg[k], *term = NULL;
-		if (!strcmp(a, l->bytes_unread))
+		char a[64];
+		const char *term = NULL;
+		arg_tensor(l->sig.arg[k], a, sizeof a);
+		int dup = 0;
+		for (int i = 0; i < nseen; i++)
+			dup |= !strcmp(seen[i], a);
+		if (dup || !strcmp(a, l->bytes_unread))
 			continue;
+		snprintf(seen[nseen++], sizeof seen[0], "%s", a);
 		if (!strcmp(a, "x") || !strcmp(a, "y") || !strcmp(a, "dy") || !strcmp(a, "dx"))
 			term = "B*L*D*2";
 		else if (!strncmp(a, "ws:", 3))

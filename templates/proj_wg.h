@@ -21,7 +21,7 @@
                          * 128 threads (bench/experiments/2026-12-07-wg-tma: proj_fwd 4%, proj_dx 9% slower) */
 #endif
 #ifndef DXDW
-#define DXDW 0          /* proj_dx and proj_dw in one pass, proj_dxdw (proj_wg_dxdw.c): an experiment, off */
+#define DXDW 1          /* proj_dx and proj_dw in one pass, proj_dxdw (proj_wg_dxdw.c); 0: the two kernels */
 #endif
 #ifndef WG_PRODUCER_REGS
 #define WG_PRODUCER_REGS 56   /* a producer warpgroup's registers a thread; the multiplying one takes the rest of two blocks an SM */

@@ -196,11 +196,11 @@ out=$("$recur" list --dir "$work/k176" --plan --shape 2x300x640 2>&1)
 echo "$out" | grep -q "illegal (shape B=2 L=300 D=640: the width must be a multiple of 176"
 check $? "a width that heads of 176 do not divide is illegal, with the reason"
 
-# sm_90a: the projection kernels on wgmma where the heads are a multiple of 64 (16 wgmma a
-# 64-column block of the contraction: 4 steps of 16 for each of the 2 projections, 8 in
-# proj_dx's per projection; proj_dw's trip, a row tile of 64, 4 steps a projection), the
-# shared array aligned for the swizzled operands; heads of 176 keep mma.sync, and sm_90's
-# modules have no wgmma
+# sm_90a: the projection kernels on wgmma where the heads are a multiple of 64: proj_fwd 16
+# wgmma a 64-column block of the contraction (4 steps of 16 for each of the 2 projections);
+# proj_dx and proj_dw as one kernel, proj_dxdw (DXDW), each of its 2 multiplying warpgroups
+# 8 a trip (dx's 4 steps and dW's 4) over the 4 trips of a row tile; the shared array aligned
+# for the swizzled operands; heads of 176 keep mma.sync, and sm_90's modules have no wgmma
 # (one scan kind: the projection kernels are the same in the three)
 printf '%s\n' 'local R = require "recur"' \
 	'return R.variants { mixer = require "arch.rglru_heads" (tonumber(os.getenv("APART_K"))), chunk = { 8 },' \
@@ -208,49 +208,50 @@ printf '%s\n' 'local R = require "recur"' \
 APART_K=256 "$recur" gen "$work/wg.lua" --lua "$src/lua" --sm sm_90a -o "$work/k256_90a" -q &&
 	APART_K=176 "$recur" gen "$work/wg.lua" --lua "$src/lua" --sm sm_90a -o "$work/k176_90a" -q &&
 	APART_K=192 "$recur" gen "$work/wg.lua" --lua "$src/lua" --sm sm_90a -o "$work/k192_90a" -q
-# (heads of 192: proj_dw's k tiles a block divide the head's 3, so one; the least of 4 and 3
-# stopped the generator with an internal error)
+# (heads of 192: three k blocks a head; the least of 4 and 3 of an earlier proj_dw stopped
+# the generator with an internal error)
 check $? "gen of the look-back variant for sm_90a at heads of 256, 176 and 192"
 wg() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" | grep -c 'wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16'; }
 f=$work/k256_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
-got="$(wg "$f" proj_fwd) $(wg "$f" proj_dx) $(wg "$f" proj_dw) $(grep -c '^\.target sm_90a' "$f") $(grep -c 'align 1024 .b8 recur_smem' "$f")"
-[ "$got" = "32 32 8 1 1" ]
-check $? "sm_90a at K = 256: proj_fwd and proj_dx 32 wgmma each (4 blocks of 64 x 4 steps x 2), proj_dw 8 (4 steps x 2); target and 1024-byte alignment (got: $got)"
-# and proj_fwd's and proj_dx's copies by a warpgroup of their own: 256 threads, the registers
-# moved to the multiplying one (56 and 200 a thread), a full and an empty mbarrier wait a
-# trip (4 trips of a row tile in proj_fwd, 8 in proj_dx), the multiplying warpgroup's own
-# barrier twice around the epilogue, never the block's
+got="$(wg "$f" proj_fwd) $(wg "$f" proj_dxdw) $(grep -cE '\.entry rglru_proj_d[xw]\(' "$f") $(grep -c '^\.target sm_90a' "$f") $(grep -c 'align 1024 .b8 recur_smem' "$f")"
+[ "$got" = "32 64 0 1 1" ]
+check $? "sm_90a at K = 256: proj_fwd 32 wgmma (4 blocks of 64 x 4 steps x 2), proj_dxdw 64 (2 warpgroups x 4 trips x 8), no proj_dx or proj_dw; target and 1024-byte alignment (got: $got)"
+# the copies by a warpgroup of their own: proj_fwd 256 threads, the registers moved to the
+# multiplying one (56 and 200 a thread), a full and an empty mbarrier wait a trip (4 trips of
+# a row tile), its own barrier twice around the epilogue, never the block's; proj_dxdw 384
+# threads, one block an SM (40 and 232), 15 waits (the producer's 4 refills and x's, each
+# multiplying warpgroup's 4 trips and x's), barrier 2 of both multiplying warpgroups twice a
+# tile in each
 pw() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" > "$work/pw.ptx"
-	echo "$(grep -o 'maxntid [0-9]*' "$work/pw.ptx" | head -1 | cut -d' ' -f2)/$(grep -c 'setmaxnreg.dec.sync.aligned.u32 56;' "$work/pw.ptx")/$(grep -c 'setmaxnreg.inc.sync.aligned.u32 200;' "$work/pw.ptx")/$(grep -c 'mbarrier.try_wait.parity' "$work/pw.ptx")/$(grep -cE 'barrier.sync[[:space:]]+1, 128;' "$work/pw.ptx")/$(grep -cE 'bar(rier)?.sync[[:space:]]+0;' "$work/pw.ptx")"; }
-got="$(pw "$f" proj_fwd) $(pw "$f" proj_dx)"
-[ "$got" = "256/1/1/8/2/1 256/1/1/16/2/1" ]
-check $? "sm_90a at K = 256: proj_fwd and proj_dx with a producer warpgroup (threads/dec 56/inc 200/mbarrier waits/barrier 1/block barriers; got: $got)"
-# the producer's copies by TMA (WG_TMA): 3-D tiles from a map of the rows taken by value
-# (x's in proj_fwd, each adjoint's in proj_dx), each counted on its buffer's mbarrier, no
-# cp.async left in either; proj_dw copies by cp.async
+	echo "$(grep -o 'maxntid [0-9]*' "$work/pw.ptx" | head -1 | cut -d' ' -f2)/$(grep -c "setmaxnreg.dec.sync.aligned.u32 $3;" "$work/pw.ptx")/$(grep -c "setmaxnreg.inc.sync.aligned.u32 $4;" "$work/pw.ptx")/$(grep -c 'mbarrier.try_wait.parity' "$work/pw.ptx")/$(grep -cE "barrier.sync[[:space:]]+$5;" "$work/pw.ptx")/$(grep -cE 'bar(rier)?.sync[[:space:]]+0;' "$work/pw.ptx")"; }
+got="$(pw "$f" proj_fwd 56 200 '1, 128') $(pw "$f" proj_dxdw 40 232 '2, 256')"
+[ "$got" = "256/1/1/8/2/1 384/1/1/15/4/1" ]
+check $? "sm_90a at K = 256: proj_fwd and proj_dxdw with a producer warpgroup (threads/dec/inc/mbarrier waits/their barrier/block barriers; got: $got)"
+# the producer's copies by TMA (WG_TMA): 3-D tiles from maps of the rows taken by value, each
+# counted on its buffer's mbarrier, no cp.async left: x's in proj_fwd; in proj_dxdw both
+# adjoints' blocks a trip (3 ahead and 4 a tile) and a tile's x and own terms (ahead, and
+# one a tile)
 tm() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" > "$work/tm.ptx"
 	echo "$(grep -c '\.param \.align 64 \.b8 rglru_'"$2"'_param_[0-9]*\[128\]' "$work/tm.ptx")/$(grep -c 'cp\.async\.bulk\.tensor\.3d\..*complete_tx::bytes' "$work/tm.ptx")/$(grep -c 'expect_tx' "$work/tm.ptx")/$(grep -c 'cp\.async\.cg' "$work/tm.ptx")"; }
-got="$(tm "$f" proj_fwd) $(tm "$f" proj_dx) $(tm "$f" proj_dw)"
-[ "$got" = "1/7/7/0 2/11/11/0 0/0/0/92" ]
-check $? "sm_90a at K = 256: proj_fwd's and proj_dx's copies by TMA from maps by value (maps/tensor copies/expect_tx/cp.async; got: $got)"
+got="$(tm "$f" proj_fwd) $(tm "$f" proj_dxdw)"
+[ "$got" = "1/7/7/0 4/18/9/0" ]
+check $? "sm_90a at K = 256: proj_fwd's and proj_dxdw's copies by TMA from maps by value (maps/tensor copies/expect_tx/cp.async; got: $got)"
 out=$(grep -o '"tmaprows:[^"]*"' "$work/k256_90a/manifest.json" | tr -d '"' | LC_ALL=C sort -u | tr '\n' ' ')
-[ "$out" = "tmaprows:ws:dproj_Wa:64x64 tmaprows:ws:dproj_Wx:64x64 tmaprows:x:64x64 " ]
-check $? "sm_90a at K = 256: the manifest's args name the maps: x's and each adjoint's rows, boxes of 64 x 64 (got: $out)"
-# proj_dx loads dx's own terms (bwd_apply's bf16, 4 chunks of 16 bytes a thread) before a
-# row tile's first wgmma, not in its epilogue, where each tile waited on them
-got=$(sed -n "/\.entry rglru_proj_dx(/,/^}/p" "$f" | grep -oE 'ld\.global\.nc\.v4\.u32|wgmma\.mma_async' | head -5 | cut -c1-5 | tr '\n' ' ')
-[ "$got" = "ld.gl ld.gl ld.gl ld.gl wgmma " ]
-check $? "sm_90a at K = 256: proj_dx's own terms loaded before the tile's first wgmma (got: $got)"
-# proj_dw on wgmma at K = 256: a block of 4 warpgroups, a k tile of 64 each, sharing the
-# adjoints' blocks of a stage (12 bytes an element through L2, from 24 a block a k tile), one
-# block an SM, so its slabs are planned on 132 slots: 2 at D = 4096 (128 blocks); 3 at
-# 1x32768x2560, where 13 (3.94 waves) would write 4 times the fp32 partials; what the 4 row
-# tiles allow at 3x77x512
-got="$(sed -n "/\.entry rglru_proj_dw(/,/^}/p" "$f" | grep -o 'maxntid [0-9]*' | cut -d' ' -f2) $("$recur" list --dir "$work/k256_90a" \
-	--plan --shape 1x131072x4096 --shape 1x32768x2560 --shape 3x77x512 2>&1 | grep -o "rglru_proj_dw  *grid [0-9x]* block [0-9]*" |
-	LC_ALL=C sort -u | awk '{ print $3 "/" $5 }' | tr '\n' ' ')"
-[ "$got" = "512 4x10x3/512 4x16x2/512 4x2x4/512 " ]
-check $? "sm_90a at K = 256: proj_dw's block of 4 k tiles, slabs on 132 slots (got: $got)"
+[ "$out" = "tmaprows:ws:dproj_Wa:64x64 tmaprows:ws:dproj_Wx:64x64 tmaprows:ws:dxd:64x64 tmaprows:x:64x64 " ]
+check $? "sm_90a at K = 256: the manifest's args name the maps: x's, each adjoint's and dx's own terms' rows, boxes of 64 x 64 (got: $out)"
+# proj_dxdw's own terms of dx come by TMA with x's block and are read from shared memory in
+# the epilogue (2 chunks of 16 bytes a thread of each warpgroup), no global load of them
+got=$(sed -n "/\.entry rglru_proj_dxdw(/,/^}/p" "$f" | grep -cE 'ld\.global\.nc\.v4\.u32')/$(sed -n "/\.entry rglru_proj_dxdw(/,/^}/p" "$f" | grep -cE 'ld\.shared\.v4\.u32')
+[ "$got" = "0/4" ]
+check $? "sm_90a at K = 256: proj_dxdw reads dx's own terms from shared memory, not global (global/shared 16-byte loads: $got)"
+# proj_dxdw's grid: the 64-column slices by GW row groups, the slabs of dW's partials,
+# planned on 132 SMs at one block an SM: 2 at D = 4096 (128 blocks), 13 at 1x32768x2560
+# (520 blocks, 3.94 waves, against 3 in one wave of 120), what the 4 row tiles allow at
+# 3x77x512
+got="$("$recur" list --dir "$work/k256_90a" --plan --shape 1x131072x4096 --shape 1x32768x2560 --shape 3x77x512 2>&1 |
+	grep -o "rglru_proj_dxdw  *grid [0-9x]* block [0-9]*" | LC_ALL=C sort -u | awk '{ print $3 "/" $5 }' | tr '\n' ' ')"
+[ "$got" = "40x13x1/384 64x2x1/384 8x4x1/384 " ]
+check $? "sm_90a at K = 256: proj_dxdw's grid, slabs on 132 slots (got: $got)"
 f176=$work/k176_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
 got="$(grep -c wgmma "$f176") $(cat "$work"/k256/*.ptx | grep -c wgmma)"
 [ "$got" = "0 0" ]

@@ -91,12 +91,13 @@ done
 # fwd_scan multiplies in a loop of trips (2 row tiles x K/64 blocks: 4 steps x 2
 # projections of m64n64k16 a trip), the scaling of its first step at run time,
 # after asking L2 for a row's K/64 lines of x a thread; proj_wimg none; the
-# shared array aligned for the swizzled operands
+# backward's proj_dxdw its 64 (2 warpgroups x 4 trips x 8); the shared array
+# aligned for the swizzled operands
 wg() { sed -n "/\.entry rglru_$2(/,/^}/p" "$1" | grep -c "${3:-wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16}"; }
 f=$work/k256/rglru.apart_scanproj_fused_grouped_prefix32_onepass_chunk8.ptx
-got="$(wg "$f" fwd_scan) $(wg "$f" fwd_scan prefetch.global.L2) $(wg "$f" proj_wimg) $(wg "$f" proj_dx) $(grep -c 'align 1024 .b8 recur_smem' "$f")"
-[ "$got" = "8 4 0 32 1" ]
-check $? "fwd_scan's trip: 8 wgmma, 4 L2 prefetches; proj_wimg none; proj_dx its 32; 1024-byte alignment (got: $got)"
+got="$(wg "$f" fwd_scan) $(wg "$f" fwd_scan prefetch.global.L2) $(wg "$f" proj_wimg) $(wg "$f" proj_dxdw) $(grep -c 'align 1024 .b8 recur_smem' "$f")"
+[ "$got" = "8 4 0 64 1" ]
+check $? "fwd_scan's trip: 8 wgmma, 4 L2 prefetches; proj_wimg none; proj_dxdw its 64; 1024-byte alignment (got: $got)"
 # proj_ahead: the producer's one loop of trips (8 wgmma), the registers moved
 # to it from the scan warpgroups, their block barrier (3) and vote of 256
 # threads, the producer's barrier (4) of 128, two slots' mbarriers and the

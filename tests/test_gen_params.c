@@ -13,8 +13,9 @@
  *   with room for it (hc_check_pass), a tensor map's too;
  * - each pass encodes its maps a call: the persistent form's forward three
  *   (x's and the two projections' workspaces), scan_proj's none, the
- *   twins' one (proj_fwd's copies of x, WG_TMA); every backward two
- *   (proj_dx's copies of the two projections' adjoints).
+ *   twins' one (proj_fwd's copies of x, WG_TMA); every backward four
+ *   (proj_dxdw's copies of x, the two projections' adjoints and dx's own
+ *   terms).
  *   ctest -R test_gen_params   (RECUR_SOURCE_DIR names the tree)
  */
 #include "gensession.h"
@@ -65,14 +66,14 @@ int main(void)
 		err[0] = 0;
 		hc.refused = 0;
 		int vrc = run_pair(&r, vi, s, maps, err, sizeof err);
-		check(vrc == 0 && maps[0] == want && maps[1] == 2,
+		check(vrc == 0 && maps[0] == want && maps[1] == 4,
 		      "a generated variant loads with its args matching its kernels' parameters, and runs its passes",
-		      "%s: rc %d, tensor maps encoded: forward %d (want %d), backward %d (want 2): %s", name, vrc,
+		      "%s: rc %d, tensor maps encoded: forward %d (want %d), backward %d (want 4): %s", name, vrc,
 		      maps[0], want, maps[1], err);
 		check(hc.refused == 0, "and asks the driver nothing it refuses (compute-sanitizer would report it)",
 		      "%s: %d calls refused, the last by %s", name, hc.refused, hc.refused_fn ? hc.refused_fn : "none");
 		int rc_small = vrc == 0 ? run_pair(&r, vi, small, maps, err, sizeof err) : -1;
-		check(rc_small == 0 && maps[0] == want && maps[1] == 2, "and at 1x37x256, fewer rows than a map's box",
+		check(rc_small == 0 && maps[0] == want && maps[1] == 4, "and at 1x37x256, fewer rows than a map's box",
 		      "%s: rc %d, maps %d and %d: %s", name, rc_small, maps[0], maps[1], err);
 		vrc = vrc || rc_small;
 		ran += vrc == 0;
