@@ -254,7 +254,7 @@ void proj_dw_map_arg(const Tmpl *T, int i, char *a, size_t n)
 	proj_map_arg(T, i == 0, i ? i - 1 : 0, a, n);
 }
 
-Launch *proj_dw_open(Tmpl *T, int smem, int threads, int minblocks, int maps)
+Launch *proj_dw_open(Tmpl *T, int smem, int threads, int minblocks)
 {
 	Irb *I = &T->I;
 	char g0[16], sm[16];
@@ -268,11 +268,6 @@ Launch *proj_dw_open(Tmpl *T, int smem, int threads, int minblocks, int maps)
 	ksig_each(T, &l->sig, "part_");
 	ksig_add(T, &l->sig, "i32:B*L", I->i32);
 	ksig_add(T, &l->sig, "i32:D", I->i32);
-	for (int i = 0; maps && i <= T->napj; i++) {
-		char a[64];
-		proj_dw_map_arg(T, i, a, sizeof a);
-		ksig_add(T, &l->sig, a, I->ptr);
-	}
 	tmpl_open(T, l);
 	return l;
 }
@@ -492,7 +487,7 @@ void tmpl_proj_dw(Tmpl *T)
 	int K = T->mx->k, nc = proj_nc(T), na = T->napj, nmt = K / nc;
 	int ds = b_stride(T);   /* an adjoint's row stride (x's: DW_XS) */
 	/* 161 registers at K = 256 (174 free): the 396 slots plan_proj_grids counts */
-	Launch *l = proj_dw_open(T, 2 * dw_buf(T), PROJ_THREADS, 3, 0);
+	Launch *l = proj_dw_open(T, 2 * dw_buf(T), PROJ_THREADS, 3);
 	ProjLanes p;
 	proj_lanes(T, &l->sig, &p);   /* its tile: kt and m0 below */
 	LLVMValueRef x = ksig_arg(T, &l->sig, "x"), BL = p.BL, D = p.D, lane = p.lane, w = p.w;

@@ -24,11 +24,10 @@ Launch *proj_open(Tmpl *T, int fwd, int smem, int threads, int minblocks, int ma
 /* A's map arg of proj_fwd (x) or of proj_dx's projection j (its adjoint) */
 void proj_map_arg(const Tmpl *T, int fwd, int j, char *a, size_t n);
 /* proj_dw's (x, the adjoints, the slabs' partial sums, B*L, D; a block per
- * (k tiles, m tile) of a head and slab), minblocks a launch bound; maps:
- * the operands' TMA maps too (x's, then each adjoint's: proj_map_arg's
- * names; proj_wg_dw.c's DW_TMA) */
-Launch *proj_dw_open(Tmpl *T, int smem, int threads, int minblocks, int maps);
-/* proj_dw's map arg i: x's (0), then projection i - 1's adjoint's */
+ * (k tiles, m tile) of a head and slab), minblocks a launch bound */
+Launch *proj_dw_open(Tmpl *T, int smem, int threads, int minblocks);
+/* the map arg i of x's and the adjoints' rows: x's (0), then projection
+ * i - 1's adjoint's (proj_map_arg's names; proj_dxdw's maps) */
 void proj_dw_map_arg(const Tmpl *T, int i, char *a, size_t n);
 /* a float4 of weights as two bf16 pairs (an 8-byte shared store) */
 LLVMValueRef pack_bf16x4(Irb *I, LLVMValueRef v4f);

@@ -18,10 +18,6 @@
 #ifndef DW_KT
 #define DW_KT 4   /* k tiles (warpgroups) a block: 1, 2 or 4 */
 #endif
-#ifndef DW_TMA
-#define DW_TMA 0  /* an experiment (off): a stage's blocks by TMA from maps of the rows, thread 0 issuing them
-                   * on the stage's full mbarrier, which every thread waits on (proj_wg.c's WG_TMA) */
-#endif
 _Static_assert(DW_KT == 1 || DW_KT == 2 || DW_KT == 4, "a head's k tiles split evenly");
 
 /* the most k tiles up to DW_KT that split the head's evenly (1, 2 or 4:
@@ -67,9 +63,6 @@ typedef struct {
 	int kt;      /* k tiles: x blocks a stage */
 	int stage;   /* bytes of a stage: x's blocks, then each adjoint's */
 	Ring rg;
-	int tma;     /* the stages copied by TMA (DW_TMA): the maps, the stages' mbarriers after the ring */
-	LLVMValueRef xmap, dmap[MX_MAXPROJ];
-	int bars;
 } WgDw;
 
 /* block b of a stage (x's k tiles, then the adjoints) by warpgroup b % kt */
@@ -89,33 +82,10 @@ static void dw_copy_one(Tmpl *T, const WgDw *d, LLVMValueRef t, LLVMValueRef bas
 	if_end(I, &f);
 }
 
-/* row tile t's blocks (when t < t1) into ring slot `slot` by TMA: thread
- * 0 counts the stage's bytes on its full mbarrier and issues a 3-D tile
- * copy a block (x's k tiles, then each adjoint's) */
-static void dw_copy_tma(Tmpl *T, const WgDw *d, LLVMValueRef t, LLVMValueRef slot)
-{
-	Irb *I = &T->I;
-	int nb = d->kt + T->napj;
-	IfBlk f;
-	if_begin(I, &f, land(I, ilt(I, t, d->t1), ieq(I, tid_x(I), ci32(I, 0))), "dw_tma");
-	LLVMValueRef base = imul(I, slot, ci32(I, d->stage)), bar = ring_full_bar(I, d->bars, &d->rg, slot);
-	mbar_arrive_tx(I, bar, ci32(I, nb * WG_BLOCK));
-	for (int b = 0; b < nb; b++) {
-		LLVMValueRef at[3] = { b < d->kt ? iadd(I, d->xcol, ci32(I, 64 * b)) : d->dcol,
-		                       imul(I, t, ci32(I, PROJ_ROWS)), ci32(I, 0) };
-		tma_load3(I, iadd(I, base, ci32(I, b * WG_BLOCK)), b < d->kt ? d->xmap : d->dmap[b - d->kt], at, bar);
-	}
-	if_end(I, &f);
-}
-
 /* row tile t's blocks (when t < t1) into ring slot `slot`, then a commit */
 static void dw_copy(Tmpl *T, const WgDw *d, LLVMValueRef t, LLVMValueRef slot)
 {
 	Irb *I = &T->I;
-	if (d->tma) {
-		dw_copy_tma(T, d, t, slot);
-		return;
-	}
 	IfBlk f;
 	if_begin(I, &f, ilt(I, t, d->t1), "dw_copy");
 	LLVMValueRef base = imul(I, slot, ci32(I, d->stage));
@@ -127,9 +97,9 @@ static void dw_copy(Tmpl *T, const WgDw *d, LLVMValueRef t, LLVMValueRef slot)
 
 /* The slab's row tiles: each one's buffer ready (this thread's copies, a
  * block barrier), the refill ahead, its 4 x 16 contraction rows per
- * adjoint into the accumulators. By TMA: a block barrier (every
- * warpgroup past the last trip's wgmma, whose buffer is refilled), the
- * refill ahead, then the wait for this trip's stage on its mbarrier */
+ * adjoint into the accumulators. (Its copies by TMA, thread 0 issuing a
+ * stage on an mbarrier every thread waited on, were 6-7% slower on an
+ * H100: bench/experiments/2026-12-07-dw-tma/.) */
 static void dw_multiply(Tmpl *T, WgDw *d, LLVMValueRef tstart, Var acc[][32])
 {
 	Irb *I = &T->I;
@@ -140,15 +110,8 @@ static void dw_multiply(Tmpl *T, WgDw *d, LLVMValueRef tstart, Var acc[][32])
 	Loop L;
 	loop_begin(I, &L, tstart, d->t1, ci32(I, 1), "rt");
 	LLVMValueRef t = loop_i(I, &L), n = isub(I, t, tstart);
-	if (d->tma) {
-		CHECK(rg->stages == rg->ahead + 1);   /* the slot refilled is the last trip's */
-		bar_sync(I);
-		dw_copy(T, d, iadd(I, t, ci32(I, rg->ahead)), ring_slot(I, rg, n, rg->ahead));
-		ring_take(I, d->bars, rg, n);
-	} else {
-		ring_ready(I, rg);
-		dw_copy(T, d, iadd(I, t, ci32(I, rg->ahead)), ring_slot(I, rg, n, rg->ahead));
-	}
+	ring_ready(I, rg);
+	dw_copy(T, d, iadd(I, t, ci32(I, rg->ahead)), ring_slot(I, rg, n, rg->ahead));
 	LLVMValueRef base = imul(I, ring_slot(I, rg, n, 0), ci32(I, d->stage));
 	LLVMValueRef abase = d->kt == 1 ? base : iadd(I, base, imul(I, d->wgi, ci32(I, WG_BLOCK)));
 	LLVMValueRef all[64];
@@ -176,11 +139,9 @@ void proj_dw_wg(Tmpl *T)
 	d.kt = proj_dw_kt(T);
 	d.stage = (d.kt + na) * WG_BLOCK;
 	d.rg = dw_ring(d.kt);
-	d.tma = DW_TMA;
-	d.bars = d.rg.stages * d.stage;
-	int smem = d.bars + (d.tma ? RING_BAR_BYTES(&d.rg) : 0);
+	int smem = d.rg.stages * d.stage;
 	CHECK(dw_per_sm(d.kt) * (smem + TARGET_SMEM_RESERVED) <= T->smem_sm);   /* its blocks an SM fit */
-	Launch *l = proj_dw_open(T, smem, PROJ_THREADS * d.kt, dw_per_sm(d.kt), d.tma);
+	Launch *l = proj_dw_open(T, smem, PROJ_THREADS * d.kt, dw_per_sm(d.kt));
 	proj_lanes(T, &l->sig, &d.p);
 	d.wgi = d.ltid = NULL;
 	if (d.kt > 1) {   /* a warpgroup's own warps and threads */
@@ -195,16 +156,6 @@ void proj_dw_wg(Tmpl *T)
 	for (int j = 0; j < na; j++) {
 		d.dp[j] = ksig_each_arg(T, &l->sig, "dproj_", j);
 		part[j] = ksig_each_arg(T, &l->sig, "part_", j);
-	}
-	if (d.tma) {   /* the maps; the stages' mbarriers initialised and seen by all before a copy */
-		char a[64];
-		for (int i = 0; i <= na; i++) {
-			proj_dw_map_arg(T, i, a, sizeof a);
-			*(i ? &d.dmap[i - 1] : &d.xmap) = ksig_arg(T, &l->sig, a);
-		}
-		ring_bars_init(I, d.bars, &d.rg, 1);
-		fence_proxy_async(I);
-		bar_sync(I);
 	}
 	LLVMValueRef kg = idiv(I, ctaid(I, 0), ci32(I, nmt));   /* the block's k tiles kg kt.. */
 	LLVMValueRef k0 = imul(I, kg, ci32(I, 64 * d.kt));
