@@ -252,6 +252,22 @@ got="$("$recur" list --dir "$work/k256_90a" --plan --shape 1x131072x4096 --shape
 	grep -o "rglru_proj_dxdw  *grid [0-9x]* block [0-9]*" | LC_ALL=C sort -u | awk '{ print $3 "/" $5 }' | tr '\n' ' ')"
 [ "$got" = "40x13x1/384 64x2x1/384 8x4x1/384 " ]
 check $? "sm_90a at K = 256: proj_dxdw's grid, slabs on 132 slots (got: $got)"
+# a launch's bytes count every tensor it touches once, those read only through a TMA map
+# too: proj_fwd x (a pointer and a map) and its 2 projections; proj_dxdw dx, x, the 2
+# adjoints and the own terms (all 4 maps alone) and the 2 slabs' partials
+got=$("$py" - "$work/k256_90a/manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+v = m["variants"][0]
+out = []
+for k in ("rglru_proj_fwd", "rglru_proj_dxdw"):
+    l = [l for p in ("forward", "backward") for l in v[p] if l["kernel"] == k][0]
+    out.append("%d/%d" % (l["bytes"].count("(B*L*D*2)"), l["bytes"].count("(GW*D*K*4)")))
+print(" ".join(out))
+PY
+)
+[ "$got" = "3/0 5/2" ]
+check $? "sm_90a at K = 256: launch bytes count map-only tensors once (proj_fwd, proj_dxdw: bf16 tensors/partials; got: $got)"
 f176=$work/k176_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
 got="$(grep -c wgmma "$f176") $(cat "$work"/k256/*.ptx | grep -c wgmma)"
 [ "$got" = "0 0" ]
