@@ -198,9 +198,9 @@ static void dxdw_done(Tmpl *T, Dxdw *d, LLVMValueRef n, int pending, LLVMValueRe
 	ring_release(I, d->g.bars, &d->g.rg, pending ? isub(I, n, ci32(I, pending)) : n);
 }
 
-/* dx's position (row tr of the tile, columns 8i + 2q..) in the output
- * tile: proj_dx's layout, so that dx_out's stores of the sums land where
- * the partial was */
+/* the place of a thread's accumulator pair (r, n-tile i: row 16 w + g +
+ * 8 r of the tile, columns 8 i + 2 q..) in an output tile of fp32 rows
+ * (proj_dx's layout, dx_chunk's), where the epilogue's chunks read it */
 static LLVMValueRef dxdw_at(Irb *I, const Wg *g, int r, int i)
 {
 	const ProjLanes *p = &g->p;
