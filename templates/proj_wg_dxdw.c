@@ -39,7 +39,10 @@ _Static_assert(DXDW_PENDING == 0 || DXDW_PENDING == 1, "a group in flight at mos
 #endif
 _Static_assert(2 * 128 * DXDW_MUL_REGS + 128 * DXDW_PROD_REGS <= 65536, "one block an SM holds its registers");
 
-int proj_dxdw_on(const Tmpl *T) { return DXDW && proj_wgmma(T); }
+/* mixers of two projections (the form verified on a GPU: RG-LRU's at
+ * heads of 256, 128 and 64); one of one projection keeps proj_dx and
+ * proj_dw until its form (one multiplying warpgroup) is */
+int proj_dxdw_on(const Tmpl *T) { return DXDW && proj_wgmma(T) && T->napj == 2; }
 
 /* The kernel's plan beyond Wg's: the x ring and its mbarriers */
 typedef struct {
