@@ -105,6 +105,9 @@
  *                         tensor T (x, y, dy, dx or ws:NAME) as [B][L][D] bf16, a
  *                         box of R rows (1..256) of C = 64 columns, 128-byte swizzle,
  *                         rows past L read as zeros; encoded at each call
+ *     "tmaprows:T:RxC"    the same over the B*L rows as one sequence ((D, B L, 1):
+ *                         a box may span two sequences, rows past B*L read as
+ *                         zeros)
  *
  * What the runtime (runtime/manifest.c) accepts beyond the above: wherever a
  * shape expression goes, a JSON integer is also taken; "smem" defaults to

@@ -34,7 +34,7 @@ void tmpl_open(Tmpl *T, Launch *l)
 	 * read 8 of the 128 bytes the runtime passes */
 	int maps[TM_MAXARG], nmap = 0;
 	for (int i = 0; i < l->sig.n; i++) {
-		int is_map = !strncmp(l->sig.arg[i], "tmap:", 5) || !strncmp(l->sig.arg[i], "tmaprows:", 9);
+		int is_map = ksig_map_tensor(l->sig.arg[i]) != NULL;
 		CHECK(is_map == (l->sig.ty[i] == T->I.ptr));
 		if (is_map)
 			maps[nmap++] = i;
@@ -106,6 +106,11 @@ void ksig_add(Tmpl *T, KSig *s, const char *arg, LLVMTypeRef ty)
 	CHECK(s->n < TM_MAXARG);
 	snprintf(s->arg[s->n], sizeof s->arg[0], "%s", arg);
 	s->ty[s->n++] = ty;
+}
+
+const char *ksig_map_tensor(const char *arg)
+{
+	return !strncmp(arg, "tmap:", 5) ? arg + 5 : !strncmp(arg, "tmaprows:", 9) ? arg + 9 : NULL;
 }
 
 int ksig_find(const KSig *s, const char *arg)

@@ -267,10 +267,10 @@ void tmpl_plan(Tmpl *T)
 }
 
 /* The tensor a kernel argument touches: the arg itself, or for a TMA map
- * ("tmap:T:BOX", "tmaprows:T:BOX") its tensor T; into out */
+ * its tensor (ksig_map_tensor); into out */
 static void arg_tensor(const char *a, char *out, size_t n)
 {
-	const char *t = !strncmp(a, "tmap:", 5) ? a + 5 : !strncmp(a, "tmaprows:", 9) ? a + 9 : NULL;
+	const char *t = ksig_map_tensor(a);
 	const char *box = t ? strrchr(t, ':') : NULL;
 	if (box)
 		snprintf(out, n, "%.*s", (int)(box - t), t);

@@ -285,7 +285,7 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgPre pre, WgOut out, void *c
 	wg_align_smem(I);
 	CHECK(!g->producer || WG_PENDING == 0);   /* a buffer is released after its wgmma are waited for */
 	if (g->producer)
-		ring_bars_init(I, g->bars, &g->rg, g->tma ? 1 : 128);
+		ring_bars_init(I, g->bars, &g->rg, g->tma ? 1 : 128, 128);
 	wg_stage_weights(T, g, s);
 	g->ntile = idiv(I, iadd(I, g->p.BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
 	WgMul m = { .pre = pre, .out = out, .s = s, .ctx = ctx };
@@ -301,7 +301,7 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgPre pre, WgOut out, void *c
 	fence_proxy_async(I);
 	bar_sync(I);
 	IfBlk f;
-	LLVMValueRef prod = wg_split(I, &f);
+	LLVMValueRef prod = wg_split(I, &f, 128, WG_PRODUCER_REGS);
 	g->ctid = isub(I, tid_x(I), ci32(I, 128));
 	WgTrips pr = { produce_trip, NULL, NULL };
 	if (g->tma) {   /* one thread issues every copy; the warpgroup's others idle */
@@ -312,7 +312,7 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgPre pre, WgOut out, void *c
 	} else {
 		wg_trips(T, g, 1, &pr);
 	}
-	wg_split_multiply(I, &f, prod);
+	wg_split_multiply(I, &f, prod, 256 - WG_PRODUCER_REGS);
 	wg_trips(T, g, 0, &mul);
 	if_end(I, &f);
 	irb_ret(I);
@@ -385,10 +385,27 @@ void proj_fwd_wg(Tmpl *T)
  * were a global load's latency exposed once a tile. */
 typedef struct { LLVMValueRef row[DX_NIT], idx[DX_NIT], own[DX_NIT]; } DxOwn;
 
-LLVMValueRef dx_chunk(Irb *I, const Wg *g, LLVMValueRef r, LLVMValueRef c16)
+LLVMValueRef dx_chunk(Irb *I, int obuf, LLVMValueRef r, LLVMValueRef c16)
 {
 	LLVMValueRef sw = LLVMBuildXor(I->b, c16, LLVMBuildAnd(I->b, r, ci32(I, 7), ""), "");
-	return iadd(I, ci32(I, g->obuf), iadd(I, imul(I, r, ci32(I, 256)), imul(I, sw, ci32(I, 16))));
+	return iadd(I, ci32(I, obuf), iadd(I, imul(I, r, ci32(I, 256)), imul(I, sw, ci32(I, 16))));
+}
+
+void dx_store_sums(Irb *I, const ProjLanes *p, int obuf, LLVMValueRef acc[32])
+{
+	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2);
+	for (int r = 0; r < 2; r++) {
+		LLVMValueRef tr = acc_row(I, p, ci32(I, 0), r);
+		for (int i = 0; i < 8; i++) {   /* columns 8i + 2q, + 1: chunk 2i + q / 2, bytes 8 (q & 1) */
+			LLVMValueRef c16 = iadd(I, ci32(I, 2 * i), LLVMBuildLShr(I->b, p->q, ci32(I, 1), ""));
+			LLVMValueRef chunk = dx_chunk(I, obuf, tr, c16);   /* sequenced: the PTX must not hang on argument order */
+			LLVMValueRef at = iadd(I, chunk, imul(I, LLVMBuildAnd(I->b, p->q, ci32(I, 1), ""), ci32(I, 8)));
+			LLVMValueRef v = LLVMGetUndef(v2f);
+			for (int e = 0; e < 2; e++)
+				v = LLVMBuildInsertElement(I->b, v, acc[4 * i + 2 * r + e], ci32(I, e), "");
+			st(I, v, smem_ptr(I, at), 8);
+		}
+	}
 }
 
 /* a thread's rows of the tile at row0, their elements, and their own
@@ -433,19 +450,9 @@ static void dx_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMV
 	const DxOwn *o = ctx;
 	const ProjLanes *p = &g->p;
 	LLVMValueRef dx = ksig_arg(T, s, "dx");
-	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2), v4f = LLVMVectorType(I->f32, 4);
+	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4);
 	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), "");
-	for (int r = 0; r < 2; r++) {
-		LLVMValueRef tr = acc_row(I, p, ci32(I, 0), r);
-		for (int i = 0; i < 8; i++) {   /* columns 8i + 2q, + 1: chunk 2i + q / 2, bytes 8 (q & 1) */
-			LLVMValueRef c16 = iadd(I, ci32(I, 2 * i), LLVMBuildLShr(I->b, p->q, ci32(I, 1), ""));
-			LLVMValueRef at = iadd(I, dx_chunk(I, g, tr, c16), imul(I, LLVMBuildAnd(I->b, p->q, ci32(I, 1), ""), ci32(I, 8)));
-			LLVMValueRef v = LLVMGetUndef(v2f);
-			for (int e = 0; e < 2; e++)
-				v = LLVMBuildInsertElement(I->b, v, acc[0][4 * i + 2 * r + e], ci32(I, e), "");
-			st(I, v, smem_ptr(I, at), 8);
-		}
-	}
+	dx_store_sums(I, p, g->obuf, acc[0]);
 	wg_bar(I, g);
 	for (int it = 0; it < DX_NIT; it++) {
 		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * PROJ_THREADS / 8));
@@ -453,7 +460,7 @@ static void dx_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMV
 		if_begin(I, &f, ilt(I, o->row[it], p->BL), "out");
 		LLVMValueRef sum[2];
 		for (int h = 0; h < 2; h++)
-			sum[h] = ld(I, v4f, smem_ptr(I, dx_chunk(I, g, r, iadd(I, imul(I, c, ci32(I, 2)), ci32(I, h)))), 16);
+			sum[h] = ld(I, v4f, smem_ptr(I, dx_chunk(I, g->obuf, r, iadd(I, imul(I, c, ci32(I, 2)), ci32(I, h)))), 16);
 		LLVMValueRef v = dx_round(I, o->own[it], sum);   /* before the address: proj_dx's PTX as it was */
 		st(I, v, gep_bf16(I, dx, o->idx[it]), 16);
 		if_end(I, &f);

@@ -41,10 +41,7 @@ LLVMValueRef ring_slot(Irb *I, const Ring *rg, LLVMValueRef n, int ahead);
  * barriers' init (thread 0, a block barrier after), the producer's trip n
  * before its refill, the multiplying warpgroup's wait for trip n's buffer
  * and its release */
-void ring_bars_init(Irb *I, int bars, const Ring *rg, int full_count);
-/* the same where empty counts empty_count arrivals (every thread of the
- * warpgroups that read a buffer) */
-void ring_bars_init_n(Irb *I, int bars, const Ring *rg, int full_count, int empty_count);
+void ring_bars_init(Irb *I, int bars, const Ring *rg, int full_count, int empty_count);
 void ring_produced(Irb *I, int bars, const Ring *rg, LLVMValueRef n);
 /* with copies that complete full themselves (TMA): the buffer of trip
  * n + ahead waited for until its last use released it; the full mbarrier
@@ -53,14 +50,11 @@ void ring_refill_wait(Irb *I, int bars, const Ring *rg, LLVMValueRef n);
 LLVMValueRef ring_full_bar(Irb *I, int bars, const Ring *rg, LLVMValueRef slot);
 void ring_take(Irb *I, int bars, const Ring *rg, LLVMValueRef n);
 void ring_release(Irb *I, int bars, const Ring *rg, LLVMValueRef n);
-/* the block split: threads 128.. produce (the builder in their branch),
- * then wg_split_multiply moves it to the multiplying warpgroup's */
-LLVMValueRef wg_split(Irb *I, IfBlk *f);
-void wg_split_multiply(Irb *I, IfBlk *f, LLVMValueRef prod);
-/* the same split with the producer from thread first, prod_regs its
- * registers a thread and mul_regs the multiplying warpgroups' */
-LLVMValueRef wg_split_at(Irb *I, IfBlk *f, int first, int prod_regs);
-void wg_split_multiply_at(Irb *I, IfBlk *f, LLVMValueRef prod, int mul_regs);
+/* the block split: threads first.. produce with prod_regs registers a
+ * thread (the builder in their branch), then wg_split_multiply moves it to
+ * the multiplying warpgroups', mul_regs a thread */
+LLVMValueRef wg_split(Irb *I, IfBlk *f, int first, int prod_regs);
+void wg_split_multiply(Irb *I, IfBlk *f, LLVMValueRef prod, int mul_regs);
 
 /* the cp.async copies of 64 rows (row tile t) by 64 columns (from col0)
  * of a [B*L][D] bf16 tensor into a swizzled block at base, by thread tid
@@ -70,6 +64,8 @@ void copy_block(Tmpl *T, const ProjLanes *p, LLVMValueRef src, LLVMValueRef t, L
 /* this warpgroup's wgmma waited for (none left in flight), the n
  * accumulator sets acc[0..n-1] (at most 2) passed through the wait */
 void wg_wait_acc(Irb *I, LLVMValueRef acc[][32], int n);
+/* the same of the n sets at acc[0..n-1], wherever they are held */
+void wg_wait_sets(Irb *I, LLVMValueRef *acc[], int n);
 /* an accumulator's row (pair r of warp w's 16 from row0) and the column
  * of its n-tile i (from base) */
 LLVMValueRef acc_row(Irb *I, const ProjLanes *p, LLVMValueRef row0, int r);
@@ -92,7 +88,6 @@ typedef struct {
 	Ring rg;                              /* the ring: a buffer holds a row tile's block */
 	ProjLanes p;
 	LLVMValueRef ntile;
-	LLVMValueRef otid;                    /* proj_dxdw: a thread of the epilogue among its warpgroup's 128 */
 } Wg;
 
 /* the block's threads: the multiplying warpgroups, and the producer's */
@@ -102,8 +97,11 @@ int wg_threads(const Wg *g);
 void wg_stage_weights(Tmpl *T, const Wg *g, const KSig *s);
 /* proj_dx's epilogue: a thread's 16-byte chunks of a 64 x 64 tile of dx */
 enum { DX_NIT = 64 * 8 / PROJ_THREADS };
-/* the output tile's 16-byte chunk c16 of row r (rows of 256 bytes, chunk c16 at c16 ^ (r & 7)) */
-LLVMValueRef dx_chunk(Irb *I, const Wg *g, LLVMValueRef r, LLVMValueRef c16);
+/* the 16-byte chunk c16 of row r of an output tile of fp32 sums at shared
+ * offset obuf (rows of 256 bytes, chunk c16 at c16 ^ (r & 7)) */
+LLVMValueRef dx_chunk(Irb *I, int obuf, LLVMValueRef r, LLVMValueRef c16);
+/* a warpgroup's 32 accumulators of dx's sums into the output tile at obuf */
+void dx_store_sums(Irb *I, const ProjLanes *p, int obuf, LLVMValueRef acc[32]);
 /* 8 columns of dx: their own terms (4 bf16 pairs) plus their sums (2 x 4 fp32), rounded once */
 LLVMValueRef dx_round(Irb *I, LLVMValueRef own, LLVMValueRef sum[2]);
 

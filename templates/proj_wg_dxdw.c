@@ -30,10 +30,6 @@
 #ifndef DXDW_MUL_REGS
 #define DXDW_MUL_REGS 232   /* a multiplying thread's registers */
 #endif
-#ifndef DXDW_PENDING
-#define DXDW_PENDING 0   /* 1: a trip's wgmma waited for one trip later, its slot released then */
-#endif
-_Static_assert(DXDW_PENDING == 0 || DXDW_PENDING == 1, "a group in flight at most");
 #ifndef DXDW_PROD_REGS
 #define DXDW_PROD_REGS 40   /* the producer's */
 #endif
@@ -52,6 +48,7 @@ typedef struct {
 	int xbuf, xbars;   /* shared offsets: that ring, its mbarriers */
 	LLVMValueRef xmap, dmap, part[MX_MAXPROJ];
 	LLVMValueRef GW;   /* the tiles' stride: the grid's rows */
+	LLVMValueRef otid; /* a multiplying thread among its warpgroup's 128 */
 } Dxdw;
 
 static void dxdw_plan(Tmpl *T, Dxdw *d)
@@ -184,32 +181,14 @@ static void dxdw_trip(Tmpl *T, Dxdw *d, int j, int kb, LLVMValueRef n, LLVMValue
 	wg_commit(I);
 }
 
-/* the groups of trips up to n - pending done (the accumulators of the
- * last of them passed through the wait: sets acc[0..nacc-1]), that
- * trip's slot released */
-static void dxdw_done(Tmpl *T, Dxdw *d, LLVMValueRef n, int pending, LLVMValueRef *acc[2], int nacc)
+/* a trip's wgmma waited for, dx's sums and dW's block passed through the
+ * wait, and its slot released. (A group left in flight a trip longer,
+ * its slot released then, was 1% slower on an H100:
+ * bench/experiments/2026-12-07-dxdw/run2.) */
+static void dxdw_done(Tmpl *T, Dxdw *d, LLVMValueRef n, LLVMValueRef dxa[32], LLVMValueRef dwa[32])
 {
-	Irb *I = &T->I;
-	LLVMValueRef flat[64];
-	for (int a = 0; a < nacc; a++)
-		for (int e = 0; e < 32; e++)
-			flat[32 * a + e] = acc[a][e];
-	wg_wait(I, pending, flat, 32 * nacc);
-	for (int a = 0; a < nacc; a++)
-		for (int e = 0; e < 32; e++)
-			acc[a][e] = flat[32 * a + e];
-	ring_release(I, d->g.bars, &d->g.rg, pending ? isub(I, n, ci32(I, pending)) : n);
-}
-
-/* the place of a thread's accumulator pair (r, n-tile i: row 16 w + g +
- * 8 r of the tile, columns 8 i + 2 q..) in an output tile of fp32 rows
- * (proj_dx's layout, dx_chunk's), where the epilogue's chunks read it */
-static LLVMValueRef dxdw_at(Irb *I, const Wg *g, int r, int i)
-{
-	const ProjLanes *p = &g->p;
-	LLVMValueRef c16 = iadd(I, ci32(I, 2 * i), LLVMBuildLShr(I->b, p->q, ci32(I, 1), ""));
-	LLVMValueRef chunk = dx_chunk(I, g, acc_row(I, p, ci32(I, 0), r), c16);
-	return iadd(I, chunk, imul(I, LLVMBuildAnd(I->b, p->q, ci32(I, 1), ""), ci32(I, 8)));
+	wg_wait_sets(&T->I, (LLVMValueRef *[2]){ dxa, dwa }, 2);
+	ring_release(&T->I, d->g.bars, &d->g.rg, n);
 }
 
 /* A tile's end for warpgroup j of na, its dx sums stored as fp32 into
@@ -225,22 +204,14 @@ static void dxdw_tile_end(Tmpl *T, Dxdw *d, const KSig *s, int j, LLVMValueRef r
 {
 	Irb *I = &T->I;
 	int na = T->napj, id = na == 2 ? 2 : 1;
-	Wg gj = d->g;
-	gj.obuf += j * 2 * WG_BLOCK;
-	LLVMTypeRef v2f = LLVMVectorType(I->f32, 2), v4f = LLVMVectorType(I->f32, 4), v4i = LLVMVectorType(I->i32, 4);
-	bar_named(I, ci32(I, id), 128 * na);
-	for (int r = 0; r < 2; r++)
-		for (int i = 0; i < 8; i++) {
-			LLVMValueRef v = LLVMGetUndef(v2f);
-			for (int e = 0; e < 2; e++)
-				v = LLVMBuildInsertElement(I->b, v, dxa[4 * i + 2 * r + e], ci32(I, e), "");
-			st(I, v, smem_ptr(I, dxdw_at(I, &gj, r, i)), 8);
-		}
-	bar_named(I, ci32(I, id), 128 * na);
 	const Wg *g = &d->g;
 	const ProjLanes *p = &g->p;
+	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4), v4i = LLVMVectorType(I->i32, 4);
+	bar_named(I, ci32(I, id), 128 * na);
+	dx_store_sums(I, p, g->obuf + j * 2 * WG_BLOCK, dxa);
+	bar_named(I, ci32(I, id), 128 * na);
 	LLVMValueRef dx = ksig_arg(T, s, "dx");
-	LLVMValueRef ct = j ? iadd(I, g->otid, ci32(I, 128 * j)) : g->otid;   /* among the na 128 */
+	LLVMValueRef ct = j ? iadd(I, d->otid, ci32(I, 128 * j)) : d->otid;   /* among the na 128 */
 	LLVMValueRef c = LLVMBuildAnd(I->b, ct, ci32(I, 7), "");
 	LLVMValueRef col = sext64(I, iadd(I, p->c0, imul(I, c, ci32(I, 8))));
 	for (int it = 0; it < DX_NIT / na; it++) {
@@ -251,12 +222,9 @@ static void dxdw_tile_end(Tmpl *T, Dxdw *d, const KSig *s, int j, LLVMValueRef r
 		LLVMValueRef sum[2], own = ld(I, v4i, smem_ptr(I, iadd(I, ob, wg_swz(I, r, imul(I, c, ci32(I, 8))))), 16);
 		for (int h = 0; h < 2; h++) {
 			LLVMValueRef c16 = iadd(I, imul(I, c, ci32(I, 2)), ci32(I, h));
-			sum[h] = ld(I, v4f, smem_ptr(I, dx_chunk(I, g, r, c16)), 16);
-			for (int w = 1; w < na; w++) {
-				Wg gw = *g;
-				gw.obuf += w * 2 * WG_BLOCK;
-				sum[h] = fadd(I, sum[h], ld(I, v4f, smem_ptr(I, dx_chunk(I, &gw, r, c16)), 16));
-			}
+			sum[h] = ld(I, v4f, smem_ptr(I, dx_chunk(I, g->obuf, r, c16)), 16);
+			for (int w = 1; w < na; w++)
+				sum[h] = fadd(I, sum[h], ld(I, v4f, smem_ptr(I, dx_chunk(I, g->obuf + w * 2 * WG_BLOCK, r, c16)), 16));
 		}
 		LLVMValueRef v = dx_round(I, own, sum);
 		st(I, v, gep_bf16(I, dx, iadd(I, imul(I, sext64(I, row), sext64(I, p->D)), col)), 16);
@@ -307,26 +275,15 @@ static void dxdw_multiply(Tmpl *T, Dxdw *d, const KSig *s, int j)
 	LLVMValueRef dxa[32];
 	for (int e = 0; e < 32; e++)
 		dxa[e] = LLVMGetUndef(I->f32);
-	/* each trip's group waited for at its end, or (DXDW_PENDING) one
-	 * trip later, the tile's last at its end */
-	LLVMValueRef dwa[4][32], n = NULL, *dlast = dwa[0];
-	for (int kb = 0; kb < nkb; kb++)
-		for (int e = 0; e < 32; e++)
-			dwa[kb][e] = var_get(I, dw[kb][e]);
 	for (int kb = 0; kb < nkb; kb++) {
-		n = iadd(I, imul(I, uu, ci32(I, nkb)), ci32(I, kb));
-		dxdw_trip(T, d, j, kb, n, xb, dxa, dwa[kb]);
-		dlast = dwa[kb];
-		if (!DXDW_PENDING)
-			dxdw_done(T, d, n, 0, (LLVMValueRef *[2]){ dxa, dwa[kb] }, 2);
-		else if (kb > 0)
-			dxdw_done(T, d, n, 1, (LLVMValueRef *[2]){ dwa[kb - 1] }, 1);
-	}
-	if (DXDW_PENDING)
-		dxdw_done(T, d, n, 0, (LLVMValueRef *[2]){ dxa, dlast }, 2);
-	for (int kb = 0; kb < nkb; kb++)
+		LLVMValueRef dwa[32], n = iadd(I, imul(I, uu, ci32(I, nkb)), ci32(I, kb));
 		for (int e = 0; e < 32; e++)
-			var_set(I, dw[kb][e], dwa[kb][e]);
+			dwa[e] = var_get(I, dw[kb][e]);
+		dxdw_trip(T, d, j, kb, n, xb, dxa, dwa);
+		dxdw_done(T, d, n, dxa, dwa);
+		for (int e = 0; e < 32; e++)
+			var_set(I, dw[kb][e], dwa[e]);
+	}
 	/* the epilogue's lanes pinned in the loop: its addresses, invariant,
 	 * were hoisted and held across the trips, and spilled at K = 256 */
 	Dxdw e = *d;
@@ -334,7 +291,7 @@ static void dxdw_multiply(Tmpl *T, Dxdw *d, const KSig *s, int j)
 	e.g.p.g = pinned(I, g->p.g);
 	e.g.p.w = pinned(I, g->p.w);
 	e.g.p.c0 = pinned(I, g->p.c0);
-	e.g.otid = pinned(I, g->otid);
+	e.otid = pinned(I, d->otid);
 	LLVMValueRef ob = iadd(I, ci32(I, d->xbuf + WG_BLOCK), imul(I, ring_slot(I, &d->xrg, pinned(I, uu), 0),
 	                                                        ci32(I, 2 * WG_BLOCK)));
 	dxdw_tile_end(T, &e, s, j, row0, dxa, ob);
@@ -385,23 +342,23 @@ void proj_dxdw_wg(Tmpl *T)
 		d.part[j] = ksig_each_arg(T, s, "part_", j);
 	d.GW = nctaid(I, 1);
 	wg_align_smem(I);
-	ring_bars_init_n(I, g->bars, &g->rg, 1, 128 * na);
-	ring_bars_init_n(I, d.xbars, &d.xrg, 1, 128 * na);
+	ring_bars_init(I, g->bars, &g->rg, 1, 128 * na);
+	ring_bars_init(I, d.xbars, &d.xrg, 1, 128 * na);
 	wg_stage_weights(T, g, s);
 	g->ntile = idiv(I, iadd(I, g->p.BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
 	fence_proxy_async(I);   /* the weights and the barriers seen by all, the async proxy's copies too */
 	bar_sync(I);
 	IfBlk f;
-	LLVMValueRef prod = wg_split_at(I, &f, 128 * na, DXDW_PROD_REGS);
+	LLVMValueRef prod = wg_split(I, &f, 128 * na, DXDW_PROD_REGS);
 	IfBlk one;
 	if_begin(I, &one, ieq(I, tid_x(I), ci32(I, 128 * na)), "tma_producer");
 	dxdw_produce(T, &d);
 	if_end(I, &one);
-	wg_split_multiply_at(I, &f, prod, DXDW_MUL_REGS);
+	wg_split_multiply(I, &f, prod, DXDW_MUL_REGS);
 	/* a warpgroup's own warps and epilogue threads */
 	LLVMValueRef wgi = LLVMBuildLShr(I->b, tid_x(I), ci32(I, 7), "");
 	g->p.w = LLVMBuildAnd(I->b, g->p.w, ci32(I, 3), "");
-	g->otid = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 127), "");
+	d.otid = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 127), "");
 	for (int j = 0; j < na; j++) {
 		IfBlk wf;
 		if_begin(I, &wf, ieq(I, wgi, ci32(I, j)), "dxdw_wg");

@@ -32,13 +32,9 @@ static LLVMValueRef ring_bar(Irb *I, int bars, const Ring *rg, int empty, LLVMVa
 
 /* the barriers' init by thread 0 (a block barrier after it shows them):
  * full counts full_count arrivals (the producer's 128, or its one thread
- * with TMA), empty the multiplying warpgroup's 128 */
-void ring_bars_init(Irb *I, int bars, const Ring *rg, int full_count)
-{
-	ring_bars_init_n(I, bars, rg, full_count, 128);
-}
-
-void ring_bars_init_n(Irb *I, int bars, const Ring *rg, int full_count, int empty_count)
+ * with TMA), empty empty_count (every thread of the warpgroups that read
+ * a buffer) */
+void ring_bars_init(Irb *I, int bars, const Ring *rg, int full_count, int empty_count)
 {
 	IfBlk f;
 	if_begin(I, &f, ieq(I, tid_x(I), ci32(I, 0)), "mbar_init");
@@ -92,22 +88,13 @@ void ring_release(Irb *I, int bars, const Ring *rg, LLVMValueRef n)
 	mbar_arrive(I, ring_bar(I, bars, rg, 1, ring_slot(I, rg, n, 0)));
 }
 
-/* The split of a block with a producer: the warpgroup of threads 128..
- * copies with WG_PRODUCER_REGS registers a thread, the first multiplies
- * with the rest (setmaxnreg; two blocks an SM hold 128 a thread at
- * launch); returns whether this thread produces, the builder inside the
- * producer's branch (wg_split_multiply moves it to the other) */
-LLVMValueRef wg_split(Irb *I, IfBlk *f)
-{
-	return wg_split_at(I, f, 128, WG_PRODUCER_REGS);
-}
-
-void wg_split_multiply(Irb *I, IfBlk *f, LLVMValueRef prod)
-{
-	wg_split_multiply_at(I, f, prod, 256 - WG_PRODUCER_REGS);
-}
-
-LLVMValueRef wg_split_at(Irb *I, IfBlk *f, int first, int prod_regs)
+/* The split of a block with a producer: the warpgroup of threads first..
+ * copies with prod_regs registers a thread, the ones before it multiply
+ * with mul_regs (setmaxnreg: proj_fwd's and proj_dx's 56 and 200, two
+ * blocks an SM holding 128 a thread at launch); returns whether this
+ * thread produces, the builder inside the producer's branch
+ * (wg_split_multiply moves it to the others) */
+LLVMValueRef wg_split(Irb *I, IfBlk *f, int first, int prod_regs)
 {
 	LLVMValueRef prod = LLVMBuildICmp(I->b, LLVMIntUGE, tid_x(I), ci32(I, first), "");
 	if_begin(I, f, prod, "produce");
@@ -115,7 +102,7 @@ LLVMValueRef wg_split_at(Irb *I, IfBlk *f, int first, int prod_regs)
 	return prod;
 }
 
-void wg_split_multiply_at(Irb *I, IfBlk *f, LLVMValueRef prod, int mul_regs)
+void wg_split_multiply(Irb *I, IfBlk *f, LLVMValueRef prod, int mul_regs)
 {
 	if_end(I, f);
 	if_begin(I, f, LLVMBuildNot(I->b, prod, ""), "multiply");
@@ -143,6 +130,12 @@ void copy_block(Tmpl *T, const ProjLanes *p, LLVMValueRef src, LLVMValueRef t, L
 }
 
 void wg_wait_acc(Irb *I, LLVMValueRef acc[][32], int n)
+{
+	CHECK(n >= 1 && n <= 2);
+	wg_wait_sets(I, (LLVMValueRef *[2]){ acc[0], acc[n - 1] }, n);
+}
+
+void wg_wait_sets(Irb *I, LLVMValueRef *acc[], int n)
 {
 	LLVMValueRef all[64];
 	CHECK(n >= 1 && n <= 2);

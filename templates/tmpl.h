@@ -317,6 +317,9 @@ void ksig_add(Tmpl *T, KSig *s, const char *arg, LLVMTypeRef ty);
 void ksig_params(Tmpl *T, KSig *s);          /* every parameter, in mixer order */
 void ksig_shape(Tmpl *T, KSig *s);           /* i32:L i32:D */
 int ksig_find(const KSig *s, const char *arg);
+/* a TMA map arg's tensor ("tmap:T:BOX", "tmaprows:T:BOX": T, up to its
+ * last colon), or NULL for any other arg */
+const char *ksig_map_tensor(const char *arg);
 LLVMValueRef ksig_arg(Tmpl *T, const KSig *s, const char *arg);   /* the kernel's argument; it must be there */
 LLVMValueRef ksig_param(Tmpl *T, const KSig *s, int p);           /* parameter p's (ksig_params) */
 
@@ -629,9 +632,9 @@ LLVMValueRef proj_pack(Tmpl *T, int j, LLVMValueRef v0, LLVMValueRef v1);
 int proj_dw_tiles(const Tmpl *T);   /* proj_dw's blocks per head and slab */
 int proj_dw_kt(const Tmpl *T);      /* its k tiles of 64 a block (a warpgroup each on wgmma; 1 else) */
 int proj_dw_slots(const Tmpl *T);   /* its block slots on PROJ_PLAN_SMS, for the slabs' plan */
-/* proj_dx and proj_dw as one kernel, proj_dxdw (proj_wg_dxdw.c's DXDW: an
- * experiment, off; sm_90a's wgmma projections), a block an SM over GW row
- * groups, the slabs of dW's partials */
+/* proj_dx and proj_dw as one kernel, proj_dxdw (proj_wg_dxdw.c's DXDW, on
+ * by default; sm_90a's wgmma projections of mixers of two), a block an SM
+ * over GW row groups, the slabs of dW's partials */
 int proj_dxdw_on(const Tmpl *T);
 void proj_dxdw_wg(Tmpl *T);
 void tmpl_proj_fwd(Tmpl *T);
