@@ -53,6 +53,20 @@ static void add_argmin(Tmpl *T, const char *name, int n, char key[][256], long l
 	add_var(T, name, "%s%%%lld", e, mod);
 }
 
+/* a grid's rows of row tiles at per_sm blocks an SM: of the grids filling
+ * k = 1..PROJ_WAVES waves, the least time (waves times tiles a block) */
+static void plan_rows_grid(Tmpl *T, const char *name, int per_sm, char key[][256])
+{
+	for (int k = 1; k <= PROJ_WAVES; k++) {
+		char g[64];
+		int n = snprintf(g, sizeof g, "min(NR,max(1,%d*SMS/NX))", k * per_sm);
+		CHECK(n > 0 && (size_t)n < sizeof g);
+		n = snprintf(key[k - 1], 256, "cdiv(NX*%s,%d*SMS)*cdiv(NR,%s)*1048576+%s", g, per_sm, g, g);
+		CHECK(n > 0 && n < 256);
+	}
+	add_argmin(T, name, PROJ_WAVES, key, 1048576);
+}
+
 /* The projections' grids, fixed by the shape (so that proj_dw's partial
  * sums have a fixed order on every GPU) and sized by whole waves of a
  * 132-SM GPU, since every block of one of these kernels takes the same
@@ -65,7 +79,8 @@ static void add_argmin(Tmpl *T, const char *name, int n, char key[][256], long l
  * on a tie. Each output is one block's whole sum, so GY may follow the
  * device and the bits do not. The former cdiv(528, NX) overshot 2 waves of
  * 132 SMs by a few blocks (560 at D = 2560, 576 at 4096), so a third wave
- * ran a block's whole share.
+ * ran a block's whole share. GF, proj_fwd's where it runs one block an SM
+ * (FWD_SPLIT), the same over waves of SMS blocks.
  *
  * GW, proj_dw's slabs of rows (proj_dw_slots, fixed by the kernel, not
  * the device: the slabs are the order of dW's sums; NW blocks a slab):
@@ -83,14 +98,9 @@ static void plan_proj_grids(Tmpl *T)
 	char key[PROJ_DW_MAXSLABS][256];
 	add_var(T, "NR", "cdiv(B*L,%d)", PROJ_ROWS);
 	add_var(T, "NX", "D/%d", proj_nc(T));
-	for (int k = 1; k <= PROJ_WAVES; k++) {
-		char g[64];
-		int n = snprintf(g, sizeof g, "min(NR,max(1,%d*SMS/NX))", k * PROJ_PER_SM);
-		CHECK(n > 0 && (size_t)n < sizeof g);
-		n = snprintf(key[k - 1], sizeof key[0], "cdiv(NX*%s,%d*SMS)*cdiv(NR,%s)*1048576+%s", g, PROJ_PER_SM, g, g);
-		CHECK(n > 0 && (size_t)n < sizeof key[0]);
-	}
-	add_argmin(T, "GY", PROJ_WAVES, key, 1048576);
+	plan_rows_grid(T, "GY", PROJ_PER_SM, key);
+	if (proj_fwd_split(T))   /* proj_fwd one block an SM */
+		plan_rows_grid(T, "GF", 1, key);
 	add_var(T, "NW", "H*%d", proj_dw_tiles(T));
 	int dxdw = proj_dxdw_on(T);   /* proj_dxdw's slabs: NX blocks each, one an SM, a tile all of x's and dP's */
 	int slots = dxdw ? PROJ_PLAN_SMS : proj_dw_slots(T);

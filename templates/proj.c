@@ -222,7 +222,8 @@ Launch *proj_open(Tmpl *T, int fwd, int smem, int threads, int minblocks, int ma
 	Irb *I = &T->I;
 	char sm[16];
 	snprintf(sm, sizeof sm, "%d", smem);
-	Launch *l = tmpl_launch(T, fwd, fwd ? "proj_fwd" : "proj_dx", "NX", "GY", "1", threads, sm);
+	Launch *l = tmpl_launch(T, fwd, fwd ? "proj_fwd" : "proj_dx", "NX", fwd && proj_fwd_split(T) ? "GF" : "GY", "1",
+	                        threads, sm);
 	l->minblocks = minblocks;
 	launch_flops(l, proj_flops(T));
 	ksig_add(T, &l->sig, fwd ? "x" : "dx", I->gptr);

@@ -35,12 +35,33 @@
 #define WG_PENDING 0    /* wgmma groups left in flight at the end of a trip (not the tile's last) */
 #endif
 _Static_assert(WG_AHEAD + WG_PENDING < WG_STAGES, "a refill waits for the trip that read its buffer");
+#ifndef FWD_SPLIT
+#define FWD_SPLIT 0     /* proj_fwd of two projections: a multiplying warpgroup a projection, one block an SM
+                         * (proj_fwd_split) */
+#endif
+#ifndef FWD_SPLIT_STAGES
+#define FWD_SPLIT_STAGES 12   /* its ring of x blocks, all but one ahead */
+#endif
+#ifndef FWD_SPLIT_MUL_REGS
+#define FWD_SPLIT_MUL_REGS 232   /* a multiplying thread's registers there, and the producer's */
+#endif
+#ifndef FWD_SPLIT_PROD_REGS
+#define FWD_SPLIT_PROD_REGS 40
+#endif
+_Static_assert(2 * 128 * FWD_SPLIT_MUL_REGS + 128 * FWD_SPLIT_PROD_REGS <= 65536, "one block an SM holds them");
 #ifndef WG_PRODUCER
 #define WG_PRODUCER 1   /* proj_fwd's and proj_dx's copies by a warpgroup of their own, a barrier a buffer */
 #endif
 
 
 int proj_wgmma(const Tmpl *T) { return T->wgmma && T->mx->k % 64 == 0 && T->napj <= 2; }
+
+/* proj_fwd with a warpgroup of its own a projection, both on the same x
+ * blocks from one ring, one block an SM: the weight slice staged once an
+ * SM, not twice, and the ring FWD_SPLIT_STAGES deep, where two blocks of
+ * one warpgroup hold 4 buffers each (the H200 runs proj_fwd at the
+ * H100's time, 55% of its copy rate: latency, not bandwidth) */
+int proj_fwd_split(const Tmpl *T) { return FWD_SPLIT && WG_TMA && WG_PRODUCER && proj_wgmma(T) && T->napj == 2; }
 
 /* A's tensor and head-relative column of contraction block kb */
 static LLVMValueRef a_src(const Wg *g, int kb) { return g->fwd ? g->src[0] : g->src[kb / g->kbh]; }
@@ -57,11 +78,13 @@ static void wg_plan(Tmpl *T, Wg *g, int fwd)
 	g->kbh = T->mx->k / 64;
 	g->nkb = fwd ? g->kbh : T->napj * g->kbh;
 	g->producer = WG_PRODUCER;
-	g->nwg = 1;
+	g->split = fwd && proj_fwd_split(T);
+	g->wj = 0;
+	g->nwg = g->split ? T->napj : 1;
 	g->tma = WG_TMA && g->producer;
 	g->wblk = 0;
 	g->ring = T->napj * g->kbh * WG_BLOCK;
-	g->rg = (Ring){ WG_STAGES, WG_AHEAD };
+	g->rg = g->split ? (Ring){ FWD_SPLIT_STAGES, FWD_SPLIT_STAGES - 1 } : (Ring){ WG_STAGES, WG_AHEAD };
 	g->obuf = g->ring + g->rg.stages * WG_BLOCK;
 	g->bars = g->obuf + 2 * WG_BLOCK;   /* 64 rows of 64 columns: 2 projections in bf16, or dx's sums in fp32 */
 	g->smem = g->bars + (g->producer ? RING_BAR_BYTES(&g->rg) : 0);
@@ -72,11 +95,12 @@ static void wg_plan(Tmpl *T, Wg *g, int fwd)
 int wg_threads(const Wg *g) { return PROJ_THREADS * g->nwg + 128 * g->producer; }
 
 /* a barrier of the threads that multiply: all the block's, or with a
- * producer warpgroup beside them barrier 1 of theirs alone */
-static void wg_bar(Irb *I, const Wg *g)
+ * producer warpgroup beside them barrier 1 of theirs alone (split: 1 + wj,
+ * warpgroup wj's own) */
+static void wg_bar(Irb *I, const Wg *g, int wj)
 {
 	if (g->producer)
-		bar_named(I, ci32(I, 1), PROJ_THREADS);
+		bar_named(I, ci32(I, 1 + wj), PROJ_THREADS);
 	else
 		bar_sync(I);
 }
@@ -222,7 +246,7 @@ static void mul_trip(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n, voi
 {
 	Irb *I = &T->I;
 	WgMul *m = arg;
-	int na = g->fwd ? T->napj : 1;   /* accumulator sets: a projection each, or dx's one */
+	int na = g->fwd && !g->split ? T->napj : 1;   /* accumulator sets: a projection each, or dx's one */
 	if (kb == 0 && m->pre)
 		m->pre(T, g, m->s, imul(I, t, ci32(I, PROJ_ROWS)), m->ctx);
 	if (g->producer) {
@@ -235,7 +259,7 @@ static void mul_trip(Tmpl *T, Wg *g, LLVMValueRef t, int kb, LLVMValueRef n, voi
 	wg_fence(I);
 	for (int ks = 0; ks < 4; ks++)
 		for (int j = 0; j < na; j++) {
-			int wb = g->fwd ? j * g->kbh + kb : kb;
+			int wb = g->fwd ? (g->split ? g->wj : j) * g->kbh + kb : kb;
 			if (kb == 0 && ks == 0)
 				for (int e = 0; e < 32; e++)
 					m->acc[j][e] = LLVMGetUndef(I->f32);
@@ -260,7 +284,7 @@ static void mul_end(Tmpl *T, Wg *g, LLVMValueRef t, void *arg)
 	Irb *I = &T->I;
 	WgMul *m = arg;
 	if (g->producer)
-		wg_bar(I, g);
+		wg_bar(I, g, g->wj);
 	m->out(T, g, m->s, imul(I, t, ci32(I, PROJ_ROWS)), m->acc, m->ctx);
 }
 
@@ -285,7 +309,7 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgPre pre, WgOut out, void *c
 	wg_align_smem(I);
 	CHECK(!g->producer || WG_PENDING == 0);   /* a buffer is released after its wgmma are waited for */
 	if (g->producer)
-		ring_bars_init(I, g->bars, &g->rg, g->tma ? 1 : 128, 128);
+		ring_bars_init(I, g->bars, &g->rg, g->tma ? 1 : 128, 128 * g->nwg);
 	wg_stage_weights(T, g, s);
 	g->ntile = idiv(I, iadd(I, g->p.BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
 	WgMul m = { .pre = pre, .out = out, .s = s, .ctx = ctx };
@@ -301,8 +325,8 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgPre pre, WgOut out, void *c
 	fence_proxy_async(I);
 	bar_sync(I);
 	IfBlk f;
-	LLVMValueRef prod = wg_split(I, &f, 128, WG_PRODUCER_REGS);
-	g->ctid = isub(I, tid_x(I), ci32(I, 128));
+	LLVMValueRef prod = wg_split(I, &f, 128 * g->nwg, g->split ? FWD_SPLIT_PROD_REGS : WG_PRODUCER_REGS);
+	g->ctid = isub(I, tid_x(I), ci32(I, 128 * g->nwg));
 	WgTrips pr = { produce_trip, NULL, NULL };
 	if (g->tma) {   /* one thread issues every copy; the warpgroup's others idle */
 		IfBlk one;
@@ -312,8 +336,24 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgPre pre, WgOut out, void *c
 	} else {
 		wg_trips(T, g, 1, &pr);
 	}
-	wg_split_multiply(I, &f, prod, 256 - WG_PRODUCER_REGS);
-	wg_trips(T, g, 0, &mul);
+	if (!g->split) {
+		wg_split_multiply(I, &f, prod, 256 - WG_PRODUCER_REGS);
+		wg_trips(T, g, 0, &mul);
+		if_end(I, &f);
+		irb_ret(I);
+		return;
+	}
+	/* split: warpgroup wj multiplies projection wj, its warps 0..3 */
+	wg_split_multiply(I, &f, prod, FWD_SPLIT_MUL_REGS);
+	LLVMValueRef wgi = LLVMBuildLShr(I->b, tid_x(I), ci32(I, 7), "");
+	g->p.w = LLVMBuildAnd(I->b, g->p.w, ci32(I, 3), "");
+	for (int wj = 0; wj < g->nwg; wj++) {
+		IfBlk wf;
+		if_begin(I, &wf, ieq(I, wgi, ci32(I, wj)), "fwd_wg");
+		g->wj = wj;
+		wg_trips(T, g, 0, &mul);
+		if_end(I, &wf);
+	}
 	if_end(I, &f);
 	irb_ret(I);
 }
@@ -330,22 +370,25 @@ static void fwd_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVM
 	Irb *I = &T->I;
 	const FwdOut *o = ctx;
 	const ProjLanes *p = &g->p;
-	for (int j = 0; j < T->napj; j++)
+	int j0 = g->split ? g->wj : 0, nj = g->split ? 1 : T->napj;   /* split: the warpgroup's own projection */
+	for (int jj = 0; jj < nj; jj++)
 		for (int r = 0; r < 2; r++) {
+			int j = j0 + jj;
 			LLVMValueRef tr = acc_row(I, p, ci32(I, 0), r);   /* the row in the tile */
 			for (int i = 0; i < 8; i++) {
-				LLVMValueRef v = proj_pack(T, j, fadd(I, acc[j][4 * i + 2 * r], o->bias[j][i][0]),
-				                           fadd(I, acc[j][4 * i + 2 * r + 1], o->bias[j][i][1]));
+				LLVMValueRef v = proj_pack(T, j, fadd(I, acc[jj][4 * i + 2 * r], o->bias[j][i][0]),
+				                           fadd(I, acc[jj][4 * i + 2 * r + 1], o->bias[j][i][1]));
 				LLVMValueRef at = iadd(I, ci32(I, g->obuf + j * WG_BLOCK), wg_swz(I, tr, acc_col(I, p, ci32(I, 0), i)));
 				st(I, v, smem_ptr(I, at), 4);
 			}
 		}
-	wg_bar(I, g);
+	wg_bar(I, g, j0);
 	LLVMTypeRef v4i = LLVMVectorType(I->i32, 4);
-	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), "");
-	for (int it = 0; it < T->napj * 64 * 8 / PROJ_THREADS; it++) {
-		int j = it * PROJ_THREADS / 512;   /* 512 chunks a projection */
-		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, (it * PROJ_THREADS / 8) % 64));
+	LLVMValueRef tid = g->split ? LLVMBuildAnd(I->b, tid_x(I), ci32(I, 127), "") : tid_x(I);
+	LLVMValueRef c = LLVMBuildAnd(I->b, tid, ci32(I, 7), "");
+	for (int it = 0; it < nj * 64 * 8 / PROJ_THREADS; it++) {
+		int j = j0 + it * PROJ_THREADS / 512;   /* 512 chunks a projection */
+		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid, ci32(I, 3), ""), ci32(I, (it * PROJ_THREADS / 8) % 64));
 		LLVMValueRef v = ld(I, v4i, smem_ptr(I, iadd(I, ci32(I, g->obuf + j * WG_BLOCK), wg_swz(I, r, imul(I, c, ci32(I, 8))))), 16);
 		LLVMValueRef row = iadd(I, row0, r);
 		IfBlk f;
@@ -361,7 +404,7 @@ void proj_fwd_wg(Tmpl *T)
 	Irb *I = &T->I;
 	Wg g;
 	wg_plan(T, &g, 1);
-	Launch *l = proj_open(T, 1, g.smem, wg_threads(&g), 2 * g.producer, g.tma);
+	Launch *l = proj_open(T, 1, g.smem, wg_threads(&g), g.split ? 1 : 2 * g.producer, g.tma);
 	proj_lanes(T, &l->sig, &g.p);
 	proj_tile(T, &g.p);
 	g.src[0] = ksig_arg(T, &l->sig, "x");
@@ -453,7 +496,7 @@ static void dx_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVMV
 	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4);
 	LLVMValueRef c = LLVMBuildAnd(I->b, tid_x(I), ci32(I, 7), "");
 	dx_store_sums(I, p, g->obuf, acc[0]);
-	wg_bar(I, g);
+	wg_bar(I, g, 0);
 	for (int it = 0; it < DX_NIT; it++) {
 		LLVMValueRef r = iadd(I, LLVMBuildLShr(I->b, tid_x(I), ci32(I, 3), ""), ci32(I, it * PROJ_THREADS / 8));
 		IfBlk f;

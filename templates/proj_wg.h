@@ -78,6 +78,8 @@ typedef struct {
 	int fwd, nkb, kbh;                    /* blocks in all; per projection (K/64) */
 	int producer;                         /* a copying warpgroup beside the multiplying one (WG_PRODUCER) */
 	int nwg;                              /* the multiplying warpgroups (1; proj_dxdw's one a projection) */
+	int split, wj;                        /* proj_fwd a warpgroup a projection (proj_fwd_split), and
+	                                       * the one whose code is being emitted */
 	int bars;                             /* its ring's mbarriers: full[stages], then empty[stages] */
 	LLVMValueRef ctid;                    /* this thread's index among the 128 that copy */
 	LLVMValueRef src[MX_MAXPROJ];         /* A's tensors: x, or the adjoints */
