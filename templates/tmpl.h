@@ -636,10 +636,10 @@ int proj_dw_slots(const Tmpl *T);   /* its block slots on PROJ_PLAN_SMS, for the
  * by default; sm_90a's wgmma projections of mixers of two), a block an SM
  * over GW row groups, the slabs of dW's partials */
 int proj_dxdw_on(const Tmpl *T);
+void proj_dxdw_wg(Tmpl *T);
 /* proj_fwd of two projections a warpgroup each, one block an SM over GF
  * row groups (proj_wg.c's FWD_SPLIT, off by default) */
 int proj_fwd_split(const Tmpl *T);
-void proj_dxdw_wg(Tmpl *T);
 void tmpl_proj_fwd(Tmpl *T);
 void proj_fwd_again(Tmpl *T);   /* recompute: the backward runs proj_fwd's launch again, first */
 /* The forward's projections inside fwd_scan (Variant.scan_proj; scan_proj.c):
