@@ -10,6 +10,14 @@ for s in split s16; do
 	"$R" verify --dir "$U/$s" --shape 2x1000x2560 --shape 1x4096x4096 --shape 3x77x512 > "$OUT/res/verify_$s.log" 2>&1
 	tail -1 "$OUT/res/verify_$s.log"
 done
+# heads of 128 and 64 where their sets are carried (AB_ROOT128, AB_ROOT64: switch_sets.sh with APART_K=128, 64)
+for k in 128 64; do
+	eval "d=\${AB_ROOT$k:-}"
+	[ -n "$d" ] && [ -d "$d/split" ] || continue
+	WARM_SHAPE=1x64x256 bash bench/jit_warm.sh "$R" "$d/split" 16 "$OUT/res/warm.log"
+	"$R" verify --dir "$d/split" --shape 3x1000x1024 --shape 2x333x256 > "$OUT/res/verify_split$k.log" 2>&1
+	tail -1 "$OUT/res/verify_split$k.log"
+done
 V=apart_fused_grouped_prefix32_onepass_chunk8
 for _ in 1 2; do for sh in 1x131072x4096 1x32768x4096 1x131072x2560 1x8192x2560; do for s in ctl split s16; do
 	echo "== $s $V $sh"
