@@ -339,20 +339,17 @@ static void wg_body(Tmpl *T, Wg *g, const KSig *s, WgPre pre, WgOut out, void *c
 	if (!g->split) {
 		wg_split_multiply(I, &f, prod, 256 - WG_PRODUCER_REGS);
 		wg_trips(T, g, 0, &mul);
-		if_end(I, &f);
-		irb_ret(I);
-		return;
-	}
-	/* split: warpgroup wj multiplies projection wj, its warps 0..3 */
-	wg_split_multiply(I, &f, prod, FWD_SPLIT_MUL_REGS);
-	LLVMValueRef wgi = LLVMBuildLShr(I->b, tid_x(I), ci32(I, 7), "");
-	g->p.w = LLVMBuildAnd(I->b, g->p.w, ci32(I, 3), "");
-	for (int wj = 0; wj < g->nwg; wj++) {
-		IfBlk wf;
-		if_begin(I, &wf, ieq(I, wgi, ci32(I, wj)), "fwd_wg");
-		g->wj = wj;
-		wg_trips(T, g, 0, &mul);
-		if_end(I, &wf);
+	} else {   /* warpgroup wj multiplies projection wj, its warps 0..3 */
+		wg_split_multiply(I, &f, prod, FWD_SPLIT_MUL_REGS);
+		LLVMValueRef wgi = LLVMBuildLShr(I->b, tid_x(I), ci32(I, 7), "");
+		g->p.w = LLVMBuildAnd(I->b, g->p.w, ci32(I, 3), "");
+		for (int wj = 0; wj < g->nwg; wj++) {
+			IfBlk wf;
+			if_begin(I, &wf, ieq(I, wgi, ci32(I, wj)), "fwd_wg");
+			g->wj = wj;
+			wg_trips(T, g, 0, &mul);
+			if_end(I, &wf);
+		}
 	}
 	if_end(I, &f);
 	irb_ret(I);

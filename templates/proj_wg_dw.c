@@ -114,20 +114,20 @@ static void dw_multiply(Tmpl *T, WgDw *d, LLVMValueRef tstart, Var acc[][32])
 	dw_copy(T, d, iadd(I, t, ci32(I, rg->ahead)), ring_slot(I, rg, n, rg->ahead));
 	LLVMValueRef base = imul(I, ring_slot(I, rg, n, 0), ci32(I, d->stage));
 	LLVMValueRef abase = d->kt == 1 ? base : iadd(I, base, imul(I, d->wgi, ci32(I, WG_BLOCK)));
-	LLVMValueRef all[64];
+	LLVMValueRef a[2][32];
 	for (int j = 0; j < na; j++)
 		for (int e = 0; e < 32; e++)
-			all[32 * j + e] = var_get(I, acc[j][e]);
+			a[j][e] = var_get(I, acc[j][e]);
 	wg_fence(I);
 	for (int ks = 0; ks < 4; ks++)   /* contraction rows 16 ks.. of the tile */
 		for (int j = 0; j < na; j++)
-			wg_mma64(I, all + 32 * j, wg_desc(I, abase, 128 * 16 * ks),
+			wg_mma64(I, a[j], wg_desc(I, abase, 128 * 16 * ks),
 			         wg_desc(I, iadd(I, base, ci32(I, (d->kt + j) * WG_BLOCK)), 128 * 16 * ks), 1, 1);
 	wg_commit(I);
-	wg_wait(I, 0, all, 32 * na);
+	wg_wait_acc(I, a, na);
 	for (int j = 0; j < na; j++)
 		for (int e = 0; e < 32; e++)
-			var_set(I, acc[j][e], all[32 * j + e]);
+			var_set(I, acc[j][e], a[j][e]);
 	loop_end(I, &L);
 }
 
