@@ -55,8 +55,9 @@ static void add_argmin(Tmpl *T, const char *name, int n, char key[][256], long l
 
 /* a grid's rows of row tiles at per_sm blocks an SM: of the grids filling
  * k = 1..PROJ_WAVES waves, the least time (waves times tiles a block) */
-static void plan_rows_grid(Tmpl *T, const char *name, int per_sm, char key[][256])
+static void plan_rows_grid(Tmpl *T, const char *name, int per_sm)
 {
+	char key[PROJ_WAVES][256];
 	for (int k = 1; k <= PROJ_WAVES; k++) {
 		char g[64];
 		int n = snprintf(g, sizeof g, "min(NR,max(1,%d*SMS/NX))", k * per_sm);
@@ -94,13 +95,12 @@ static void plan_rows_grid(Tmpl *T, const char *name, int per_sm, char key[][256
  * 3 at L <= 32768, 13 at 131072. */
 static void plan_proj_grids(Tmpl *T)
 {
-	_Static_assert(PROJ_WAVES <= PROJ_DW_MAXSLABS, "one key array holds both argmins' candidates");
 	char key[PROJ_DW_MAXSLABS][256];
 	add_var(T, "NR", "cdiv(B*L,%d)", PROJ_ROWS);
 	add_var(T, "NX", "D/%d", proj_nc(T));
-	plan_rows_grid(T, "GY", PROJ_PER_SM, key);
+	plan_rows_grid(T, "GY", PROJ_PER_SM);
 	if (proj_fwd_split(T))   /* proj_fwd one block an SM */
-		plan_rows_grid(T, "GF", 1, key);
+		plan_rows_grid(T, "GF", 1);
 	add_var(T, "NW", "H*%d", proj_dw_tiles(T));
 	int dxdw = proj_dxdw_on(T);   /* proj_dxdw's slabs: NX blocks each, one an SM, a tile all of x's and dP's */
 	int slots = dxdw ? PROJ_PLAN_SMS : proj_dw_slots(T);
