@@ -25,7 +25,8 @@ for k in 128 64; do
 	tail -1 "$OUT/res/verify_split$k.log"
 done
 V=apart_fused_grouped_prefix32_onepass_chunk8
-for _ in 1 2; do for sh in 1x131072x4096 1x32768x4096 1x131072x2560 1x8192x2560; do for s in $SETS; do
+SHAPES=${SHAPES:-1x131072x4096 1x32768x4096 1x131072x2560 1x8192x2560}   # the timed shapes
+for _ in 1 2; do for sh in $SHAPES; do for s in $SETS; do
 	echo "== $s $V $sh"
 	"$R" bench --dir "$U/$s" --mixer rglru --variant $V --shapes $sh --rounds 1 --samples 5 --profile --out b.json 2>&1
 done; done; done > "$OUT/res/time.log"
