@@ -62,8 +62,8 @@ static void plan_rows_grid(Tmpl *T, const char *name, int per_sm)
 		char g[64];
 		int n = snprintf(g, sizeof g, "min(NR,max(1,%d*SMS/NX))", k * per_sm);
 		CHECK(n > 0 && (size_t)n < sizeof g);
-		n = snprintf(key[k - 1], 256, "cdiv(NX*%s,%d*SMS)*cdiv(NR,%s)*1048576+%s", g, per_sm, g, g);
-		CHECK(n > 0 && n < 256);
+		n = snprintf(key[k - 1], sizeof key[0], "cdiv(NX*%s,%d*SMS)*cdiv(NR,%s)*1048576+%s", g, per_sm, g, g);
+		CHECK(n > 0 && (size_t)n < sizeof key[0]);
 	}
 	add_argmin(T, name, PROJ_WAVES, key, 1048576);
 }
