@@ -8,6 +8,7 @@ R0=$(realpath "${RECUR_BIN:-.carry/recur}") U=${AB_ROOT:-sets/ab} SETS=${SETS:-c
 R=$(mktemp)
 printf '#!/bin/sh\nexec timeout %s "%s" "$@"\n' "${HANG_S:-120}" "$R0" > "$R"
 chmod +x "$R"
+trap 'rm -f "$R"' EXIT
 mkdir -p "$OUT/res"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/res/gpu.txt"
 for s in $SETS; do WARM_SHAPE=1x64x512 bash bench/jit_warm.sh "$R" "$U/$s" 16 "$OUT/res/warm.log"; done
