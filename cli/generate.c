@@ -19,7 +19,7 @@ static const CliOpt OPTS[] = {
 	            "folder of recur.lua (default: $RECUR_LUA, else the source tree's lua/, else ./lua)", 0 },
 	[G_INC] = { "-I", "DIR", NULL, "also look for modules in DIR (after the script's folder and its parent)", 1 },
 	[G_ONLY] = { "--only", "VARIANT", NULL, "--dump-ir and --dump-ptx print this variant only", 0 },
-	[G_DUMP_IR] = { "--dump-ir", NULL, NULL, "print each variant's LLVM IR (before O3) on stdout", 0 },
+	[G_DUMP_IR] = { "--dump-ir", NULL, NULL, "print each variant's LLVM IR before O3, a module a kernel, on stdout", 0 },
 	[G_DUMP_PTX] = { "--dump-ptx", NULL, NULL, "print each variant's PTX on stdout", 0 },
 	[G_JOBS] = { "-j", "N", NULL, "variants built at once, 1..64 (default: one per CPU)", 0 },
 	[G_QUIET] = { "-q", NULL, NULL, "no progress lines on stderr", 0 },

@@ -1,5 +1,7 @@
 /* The generator's table of contents: script -> mixer and variants ->
- * derivative graph -> per-variant LLVM IR -> O3 -> PTX -> manifest.
+ * derivative graph -> LLVM IR, a module a kernel -> O3 -> PTX of each
+ * kernel (built once a run: kernels.h) -> each variant's PTX joined
+ * (ptxjoin.h) -> manifest.
  * Everything goes to a temporary directory that replaces the output
  * directory only when every variant was generated. */
 #include "gen.h"
@@ -14,6 +16,8 @@
 #include "cubin.h"
 #include "reuse.h"
 #include "cache.h"
+#include "kernels.h"
+#include "ptxjoin.h"
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -248,6 +252,7 @@ typedef struct {
 	int twin;                  /* 1 + the index of the job building this same module (its key), or 0 */
 	char cache_err[512];       /* why the cache could not keep it, or "" */
 	double t[NSTAGE];          /* seconds in each stage */
+	int nkern, kbuilt;         /* kernels of its module when it builds the module, and those it built itself */
 	int rc;
 	char err[2048];
 } Job;
@@ -259,40 +264,45 @@ typedef struct {
 	const GenOpts *o;
 	const Reuse *old;          /* the output folder's modules, by key */
 	const Ptxas *ptxas;        /* one per target, NULL without --cubin */
+	KernelTable *kernels;      /* the run's kernels by key: each built once */
 } Build;
 
-/* What a module's PTX is a function of, hashed: the variant's IR before
- * O3 (its bitcode: everything the scripts and the templates put into it),
- * the generator's version, LLVM's, the target, the PTX ISA and the
- * optimisation pipeline. Equal keys give equal PTX, so a module whose key
- * the output folder already holds is taken from there, not rebuilt. The
- * module's name (its variant's) is left out: it is not in the PTX, and two
- * variants of one IR (a recompute variant and its twin) are one module. */
-static void module_key(LLVMModuleRef mod, const Target *tg, char out[HASH_HEX])
+/* What a kernel's PTX is a function of, hashed: its module of one kernel
+ * before O3 (its bitcode: everything the scripts and the templates put
+ * into it, the shared array's alignment included), the generator's
+ * version, LLVM's, the target, the PTX ISA and the optimisation pipeline.
+ * The module's name (its variant's) is left out: it is not in the PTX. */
+static void kernel_key(LLVMModuleRef mod, const Target *tg, char out[HASH_HEX])
 {
 	char llvmv[32];
 	target_llvm_version(llvmv, sizeof llvmv);
 	Hash h;
 	hash_init(&h);
-	hash_str(&h, "recur module key 2");
+	hash_str(&h, "recur kernel key 1");
 	hash_str(&h, RECUR_VERSION);
 	hash_str(&h, llvmv);
 	hash_str(&h, tg->sm);
 	hash_str(&h, tg->ptx);
 	hash_str(&h, "default<O3>");
-	size_t nid, nsrc;
-	const char *id = LLVMGetModuleIdentifier(mod, &nid), *src = LLVMGetSourceFileName(mod, &nsrc);
-	char *keep_id = strndup(id, nid), *keep_src = strndup(src, nsrc);
-	CHECK(keep_id && keep_src);
 	LLVMSetModuleIdentifier(mod, "", 0);
 	LLVMSetSourceFileName(mod, "", 0);
 	LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(mod);
-	LLVMSetModuleIdentifier(mod, keep_id, nid);
-	LLVMSetSourceFileName(mod, keep_src, nsrc);
-	free(keep_id);
-	free(keep_src);
 	hash_bytes(&h, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc));
 	LLVMDisposeMemoryBuffer(bc);
+	hash_hex(&h, out);
+}
+
+/* A module's: its kernels' keys in order. Equal keys give equal PTX, so a
+ * module whose key the output folder already holds is taken from there,
+ * not rebuilt, and two variants of one IR (a recompute variant and its
+ * twin) are one module. */
+static void module_key(char (*kkey)[HASH_HEX], int nk, char out[HASH_HEX])
+{
+	Hash h;
+	hash_init(&h);
+	hash_str(&h, "recur module key 3");
+	for (int i = 0; i < nk; i++)
+		hash_str(&h, kkey[i]);
 	hash_hex(&h, out);
 }
 
@@ -352,26 +362,69 @@ static void cubin_key(const char *key, const Ptxas *p, char out[HASH_HEX])
 	hash_hex(&h, out);
 }
 
-/* O3 and PTX of a built module, unless the old folder has its key. */
-static int module_ptx(Job *j, const Build *b, LLVMModuleRef mod)
+/* O3 and PTX of one kernel's module (j's, which it disposes), published
+ * under key for every job of the run that has the kernel. */
+static void kernel_build(Job *j, const Build *b, LLVMModuleRef part, const char *name, const char *key)
 {
 	double t0 = now_s();
-	module_key(mod, &j->tg, j->key);
+	char *ptx = NULL, err[sizeof j->err];
+	int rc = target_optimize(&j->tg, part, err, sizeof err);
 	double t1 = now_s();
-	j->t[ST_KEY] = t1 - t0;
-	if (claim_key(b, j))   /* another variant of the run builds this module */
-		return 0;
-	if ((j->reused_ptx = reuse_ptx(b->old, j->key, &j->ptx)))
-		return 0;
+	j->t[ST_O3] += t1 - t0;
+	if (rc == 0)
+		rc = target_ptx(&j->tg, part, &ptx, err, sizeof err);
+	j->t[ST_PTX] += now_s() - t1;
+	if (rc != 0) {   /* (through e2: err is both source and destination) */
+		char e2[sizeof err];
+		snprintf(e2, sizeof e2, "kernel %s: %s", name, err);
+		memcpy(err, e2, sizeof e2);
+	}
+	ktable_publish(b->kernels, key, rc == 0 ? ptx : NULL, rc == 0 ? NULL : err);
+	j->kbuilt++;
+	free(ptx);
+	LLVMDisposeModule(part);
+}
+
+/* The module's PTX from its kernels (part[0..nk-1], which it disposes),
+ * each built by the first job of the run to meet it (kernels.h), unless
+ * the old folder or the cache has the module's key. */
+static int module_ptx(Job *j, const Build *b, LLVMModuleRef *part, int nk)
+{
+	double t0 = now_s();
+	char kkey[IRB_MAXPART][HASH_HEX], name[IRB_MAXPART][128];
+	for (int i = 0; i < nk; i++) {
+		LLVMValueRef fn = LLVMGetFirstFunction(part[i]);   /* the kernel: irb_kernel adds it first */
+		size_t len = 0;
+		const char *s = fn ? LLVMGetValueName2(fn, &len) : NULL;
+		CHECK(s && !LLVMIsDeclaration(fn) && len < sizeof name[i]);
+		memcpy(name[i], s, len);
+		name[i][len] = 0;
+		kernel_key(part[i], &j->tg, kkey[i]);
+	}
+	module_key(kkey, nk, j->key);
+	j->t[ST_KEY] = now_s() - t0;
 	const char *cache = b->o->rebuild ? NULL : b->o->cache;
-	if (cache && (j->cached_ptx = cache_get_ptx(cache, j->key, &j->ptx)))
+	int done = claim_key(b, j) ||   /* another variant of the run builds this module */
+	           (j->reused_ptx = reuse_ptx(b->old, j->key, &j->ptx)) ||
+	           (cache && (j->cached_ptx = cache_get_ptx(cache, j->key, &j->ptx)));
+	/* every kernel this job claims is built and published before it waits
+	 * for any other job's: so every wait ends */
+	for (int i = 0; i < nk; i++)
+		if (!done && ktable_claim(b->kernels, kkey[i]))
+			kernel_build(j, b, part[i], name[i], kkey[i]);
+		else
+			LLVMDisposeModule(part[i]);
+	if (done)
 		return 0;
-	if (target_optimize(&j->tg, mod, j->err, sizeof j->err) != 0)
-		return -1;
-	double t2 = now_s();
-	j->t[ST_O3] = t2 - t1;
-	int rc = target_ptx(&j->tg, mod, &j->ptx, j->err, sizeof j->err);
-	j->t[ST_PTX] = now_s() - t2;
+	j->nkern = nk;
+	char *ptx[IRB_MAXPART] = { 0 };
+	int rc = 0;
+	for (int i = 0; i < nk && rc == 0; i++)
+		rc = ktable_wait(b->kernels, kkey[i], &ptx[i], j->err, sizeof j->err);
+	if (rc == 0)
+		rc = ptx_join((const char *const *)ptx, nk, &j->ptx, j->err, sizeof j->err);
+	for (int i = 0; i < nk; i++)
+		free(ptx[i]);
 	/* a store that cannot keep the module costs the next run a build, not this one */
 	if (rc == 0 && b->o->cache)
 		(void)cache_put_ptx(b->o->cache, j->key, j->ptx, j->cache_err, sizeof j->cache_err);
@@ -400,23 +453,24 @@ static int gen_variant(Job *j, const Build *b)
 	LLVMContextRef ctx = LLVMContextCreate();
 	char modname[200];
 	snprintf(modname, sizeof modname, "%s.%s", T->mx->name, T->v->name);
-	LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(modname, ctx);
 	double t0 = now_s();
-	tmpl_build(T, ctx, mod);
+	tmpl_build(T, ctx, modname);
 	j->t[ST_IR] = now_s() - t0;
-	if (tmpl_check_smem(T, j->sm, j->err, sizeof j->err)) {
-		LLVMDisposeModule(mod);
-		LLVMContextDispose(ctx);
-		return -1;
-	}
-	if (o->dump_ir && (!o->only || !strcmp(o->only, T->v->name))) {
-		char *s = LLVMPrintModuleToString(mod);
-		fprintf(stdout, "; ---- IR of %s (before O3)\n%s", modname, s);
-		LLVMDisposeMessage(s);
-	}
+	LLVMModuleRef *part = T->I.part;
+	int nk = T->I.npart, rc = tmpl_check_smem(T, j->sm, j->err, sizeof j->err);
+	if (rc == 0 && o->dump_ir && (!o->only || !strcmp(o->only, T->v->name)))
+		for (int i = 0; i < nk; i++) {   /* each kernel's module, as O3 gets it */
+			char *s = LLVMPrintModuleToString(part[i]);
+			fprintf(stdout, "; ---- IR of %s, kernel %d of %d (before O3)\n%s", modname, i + 1, nk, s);
+			LLVMDisposeMessage(s);
+		}
 	/* --check stops here: the launches are known, the PTX is not wanted */
-	int rc = o->check ? 0 : module_ptx(j, b, mod);
-	LLVMDisposeModule(mod);
+	if (rc == 0 && !o->check)
+		rc = module_ptx(j, b, part, nk);   /* (it disposes the modules) */
+	else
+		for (int i = 0; i < nk; i++)
+			LLVMDisposeModule(part[i]);
+	T->I.npart = 0;
 	LLVMContextDispose(ctx);
 	if (rc == 0 && b->ptxas && !j->twin)
 		rc = module_cubin(j, b, modname);
@@ -447,11 +501,13 @@ static int build_all(Job *job, int njob, const GenOpts *o, const Ptxas *ptxas, c
 	Reuse *old = o->rebuild ? NULL : reuse_open(o->outdir);
 	/* IR dumps come out of the builds: one thread keeps them in script order */
 	pthread_mutex_t claims = PTHREAD_MUTEX_INITIALIZER;
-	Build b = { .job = job, .njob = njob, .claims = &claims, .o = o, .old = old, .ptxas = ptxas };
+	Build b = { .job = job, .njob = njob, .claims = &claims, .o = o, .old = old, .ptxas = ptxas,
+	            .kernels = ktable_new() };
 	if (rc == 0) {
 		par_run_n(njob, o->dump_ir ? 1 : o->jobs, build_one, &b);
 		take_twins(job, njob);
 	}
+	ktable_free(b.kernels);
 	reuse_close(old);
 	for (int i = 0; i < made; i++)
 		target_free(&job[i].tg);
@@ -708,6 +764,12 @@ static void print_timings(const Job *job, int nj, const double *phase, const Gen
 		fprintf(stderr, "  %-8s %9.2f %9.2f  %s %s\n", stage_name[st], sum, mx, job[at].vs->mixer.name,
 		        job[at].T->v->name);
 	}
+	int nk = 0, nb = 0;
+	for (int i = 0; i < nj; i++) {
+		nk += job[i].nkern;
+		nb += job[i].kbuilt;
+	}
+	fprintf(stderr, "  kernels: %d built for the %d of the modules built (the rest shared)\n", nb, nk);
 }
 
 int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)

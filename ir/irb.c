@@ -5,11 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-void irb_init(Irb *I, LLVMContextRef ctx, LLVMModuleRef mod)
+void irb_init(Irb *I, LLVMContextRef ctx, const char *name)
 {
 	memset(I, 0, sizeof *I);
 	I->ctx = ctx;
-	I->mod = mod;
+	snprintf(I->name, sizeof I->name, "%s", name);
+	I->smem_align = 16;
 	I->b = LLVMCreateBuilderInContext(ctx);
 	I->i1 = LLVMInt1TypeInContext(ctx);
 	I->i8 = LLVMInt8TypeInContext(ctx);
@@ -23,19 +24,35 @@ void irb_init(Irb *I, LLVMContextRef ctx, LLVMModuleRef mod)
 	I->sptr = LLVMPointerTypeInContext(ctx, AS_SHARED);
 	I->ptr = LLVMPointerTypeInContext(ctx, 0);
 	I->voidt = LLVMVoidTypeInContext(ctx);
-	/* One dynamic shared array per module: extern __shared__ char smem[]. */
-	LLVMValueRef g = LLVMGetNamedGlobal(mod, "recur_smem");
-	if (!g) {
-		g = LLVMAddGlobalInAddressSpace(mod, LLVMArrayType(I->i8, 0), "recur_smem", AS_SHARED);
-		LLVMSetLinkage(g, LLVMExternalLinkage);
-		LLVMSetAlignment(g, 16);
-	}
-	I->smem = g;
 }
 
 void irb_dispose(Irb *I)
 {
 	LLVMDisposeBuilder(I->b);
+	I->b = NULL;
+	for (int i = 0; i < I->npart; i++)
+		LLVMSetAlignment(LLVMGetNamedGlobal(I->part[i], "recur_smem"), I->smem_align);
+}
+
+void irb_align_smem(Irb *I, unsigned align)
+{
+	if (align > I->smem_align)
+		I->smem_align = align;
+	LLVMSetAlignment(I->smem, I->smem_align);
+}
+
+/* A new module for the next kernel, with its dynamic shared array:
+ * extern __shared__ char smem[]. */
+static void new_part(Irb *I, const char *kernel)
+{
+	CHECK(I->npart < IRB_MAXPART);
+	char name[sizeof I->name + 100];
+	snprintf(name, sizeof name, "%s.%s", I->name, kernel);
+	I->mod = I->part[I->npart++] = LLVMModuleCreateWithNameInContext(name, I->ctx);
+	CHECK(I->mod);
+	I->smem = LLVMAddGlobalInAddressSpace(I->mod, LLVMArrayType(I->i8, 0), "recur_smem", AS_SHARED);
+	LLVMSetLinkage(I->smem, LLVMExternalLinkage);
+	LLVMSetAlignment(I->smem, I->smem_align);
 }
 
 LLVMValueRef irb_asm(LLVMTypeRef fty, const char *as, const char *cons, int side_effects)
@@ -53,6 +70,7 @@ static void add_attr(Irb *I, LLVMValueRef fn, unsigned idx, const char *name)
 
 LLVMValueRef irb_kernel(Irb *I, const char *name, LLVMTypeRef *types, int nargs, int maxntid, int minctasm)
 {
+	new_part(I, name);
 	LLVMTypeRef fty = LLVMFunctionType(I->voidt, types, (unsigned)nargs, 0);
 	LLVMValueRef fn = LLVMAddFunction(I->mod, name, fty);
 	/* Without the PTX kernel calling convention the function is emitted as a

@@ -15,12 +15,21 @@
 
 enum { AS_GLOBAL = 1, AS_SHARED = 3 };
 
+/* Each kernel goes into a module of its own, so that gen can key, build
+ * and share a kernel at a time (gen/kernels.h); a variant's kernels are
+ * its modules in order. */
+enum { IRB_MAXPART = 32 };
+
 typedef struct {
 	LLVMContextRef ctx;
-	LLVMModuleRef mod;
+	char name[160];           /* the variant's */
+	LLVMModuleRef mod;        /* the module of the kernel being built (part[npart - 1]) */
+	LLVMModuleRef part[IRB_MAXPART];   /* every kernel's module, in the order they were declared */
+	int npart;
+	unsigned smem_align;      /* the shared array's alignment: the most any kernel of the variant asks */
 	LLVMBuilderRef b;
 	LLVMValueRef fn;          /* the kernel being built */
-	LLVMValueRef smem;        /* dynamic shared memory base (addrspace 3 i8*) */
+	LLVMValueRef smem;        /* dynamic shared memory base (addrspace 3 i8*) of mod */
 	LLVMTypeRef i1, i8, i16, i32, i64, f32, bf16, v2i32, gptr, sptr, voidt;
 	LLVMTypeRef ptr;          /* generic: a tensor map parameter's (irb_tensor_map_param) */
 	LLVMValueRef entry_alloca_pt; /* allocas are placed at the top of the entry block */
@@ -40,11 +49,20 @@ typedef struct {
 	int unroll;        /* > 0: ask LLVM to unroll by this count (llvm.loop.unroll.count) */
 } Loop;
 
-void irb_init(Irb *I, LLVMContextRef ctx, LLVMModuleRef mod);
+/* name: the variant's, given to its kernels' modules (name.kernel) */
+void irb_init(Irb *I, LLVMContextRef ctx, const char *name);
+/* after the last kernel: the builder freed, and every kernel's shared array
+ * given the alignment the most demanding asks (as one module's array
+ * shared by all would have: their PTX as it was when a variant was one
+ * module). The modules stay the caller's, part[0..npart-1]. */
 void irb_dispose(Irb *I);
+/* the shared array's alignment raised to at least align, for every kernel
+ * of the variant (irb_dispose gives the others theirs) */
+void irb_align_smem(Irb *I, unsigned align);
 
 /* Declares a kernel (PTX kernel calling convention, .maxntid, .minnctapersm
- * minctasm) with nargs parameters of the given types; pointer params get noalias. */
+ * minctasm) with nargs parameters of the given types; pointer params get noalias.
+ * It goes into a new module of its own, part[npart++], with the shared array. */
 LLVMValueRef irb_kernel(Irb *I, const char *name, LLVMTypeRef *types, int nargs, int maxntid, int minctasm);
 LLVMValueRef irb_arg(Irb *I, int i);
 /* an inline PTX block of type fty (constraints cons): for the instructions

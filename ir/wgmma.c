@@ -114,7 +114,7 @@ void wg_wait(Irb *I, int pending, LLVMValueRef *acc, int n)
 		acc[i] = LLVMBuildExtractValue(I->b, r, i, "");
 }
 
-void wg_align_smem(Irb *I) { LLVMSetAlignment(I->smem, 1024); }
+void wg_align_smem(Irb *I) { irb_align_smem(I, 1024); }
 
 void mbar_init(Irb *I, LLVMValueRef off, int count)
 {

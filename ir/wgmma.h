@@ -42,7 +42,7 @@ void wg_wait(Irb *I, int pending, LLVMValueRef *acc, int n);
  * cp.async) made visible to the wgmma that read them after a barrier */
 void fence_proxy_async(Irb *I);
 /* the dynamic shared array's alignment raised to 1024 bytes (the swizzled
- * blocks' atoms); the module's other kernels see the same array */
+ * blocks' atoms), for the variant's other kernels too (irb_align_smem) */
 void wg_align_smem(Irb *I);
 
 /* mbarriers: 8-byte barriers in shared memory at byte offset off (a

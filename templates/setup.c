@@ -364,9 +364,9 @@ void tmpl_free(Tmpl *T)
 	free(T);
 }
 
-void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod)
+void tmpl_build(Tmpl *T, LLVMContextRef ctx, const char *name)
 {
-	irb_init(&T->I, ctx, mod);
+	irb_init(&T->I, ctx, name);
 	/* tmpl_derive ran before: it grows the mixer's graph, which from here
 	 * on is only read (variants build concurrently) */
 	CHECK(T->derived);

@@ -754,8 +754,10 @@ void tmpl_plan(Tmpl *T);
 /* what the templates cannot build, before (derived = 0) and after
  * tmpl_derive: 0, or -1 with a message located at the script's line */
 int tmpl_check(const Tmpl *T, int derived, char *err, size_t errlen);
-/* all kernels of the variant into the module, and the plan (after tmpl_derive) */
-void tmpl_build(Tmpl *T, LLVMContextRef ctx, LLVMModuleRef mod);
+/* all kernels of the variant, each into a module of its own in ctx
+ * (T->I.part[0..T->I.npart-1], the caller's to dispose; name: the
+ * variant's, for the modules' names), and the plan (after tmpl_derive) */
+void tmpl_build(Tmpl *T, LLVMContextRef ctx, const char *name);
 /* after tmpl_build: every launch's shared memory within what a block may
  * take on target sm (smem_blk_max); 0, or -1 with a message naming the
  * script's line, the variant, the kernel and the target */

@@ -1,0 +1,163 @@
+/* See ptxjoin.h. */
+#include "ptxjoin.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A module of one kernel, cut where ptx_join needs it:
+ *   head   up to the kernel's "// .globl" line (".version", ".target", ...)
+ *   globl  that line
+ *   decls  the module's declarations after it (".extern .shared ..."), then a blank line
+ *   body   the kernel, from ".visible .entry" to its closing brace */
+typedef struct {
+	const char *head, *globl, *decls, *body;
+	size_t nhead, nglobl, ndecls, nbody;
+	size_t nnum;   /* the numbered names in body, each renumbered */
+} Part;
+
+static const char GLOBL[] = "\n\t// .globl\t", BB[] = "$L__BB", DEPOT[] = "__local_depot";
+
+/* 1 when s starts with the prefix p */
+static int starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
+
+/* Counts body's numbered names, each of which must be number 0 (a module
+ * of one kernel): 0, or -1 naming what it met. */
+static int count_numbered(Part *p, const char *kname, char *err, size_t errlen)
+{
+	p->nnum = 0;
+	for (size_t i = 0; i < p->nbody; i++) {
+		const char *s = p->body + i;
+		if (starts(s, BB) || starts(s, DEPOT)) {
+			size_t k = strlen(starts(s, BB) ? BB : DEPOT);
+			/* $L__BB0_7 or __local_depot0 (then no digit): the one function's number */
+			int ok = s[k] == '0' && (starts(s, BB) ? s[k + 1] == '_' : !(s[k + 1] >= '0' && s[k + 1] <= '9'));
+			if (!ok) {
+				int len = (int)strspn(s, "$_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ");
+				snprintf(err, errlen, "kernel %s: a name numbered by another function (%.*s) in a module of one",
+				         kname, len < 40 ? len : 40, s);
+				return -1;
+			}
+			p->nnum++;
+			i += k;
+		} else if (starts(s, "prototype_")) {   /* numbered by the module, not the function */
+			snprintf(err, errlen, "kernel %s: a call prototype, which a kernel built alone cannot number", kname);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Cuts part s (the i-th) into p: 0, or -1 with why it is not a module of one kernel. */
+static int cut(const char *s, int i, Part *p, char *err, size_t errlen)
+{
+	const char *g = strstr(s, GLOBL);
+	if (!g || strstr(g + 1, GLOBL)) {
+		snprintf(err, errlen, "part %d holds %s kernels, not one", i, g ? "several" : "no");
+		return -1;
+	}
+	const char *eol = strchr(g + 1, '\n');
+	const char *blank = eol ? strstr(eol, "\n\n") : NULL;
+	if (!blank) {
+		snprintf(err, errlen, "part %d: no blank line after its declarations", i);
+		return -1;
+	}
+	p->head = s;
+	p->nhead = (size_t)(g + 1 - s);
+	p->globl = g + 1;
+	p->nglobl = (size_t)(eol + 1 - p->globl);
+	p->decls = eol + 1;
+	p->ndecls = (size_t)(blank + 1 - p->decls);
+	p->body = blank + 2;
+	p->nbody = strlen(p->body);
+	char kname[128];
+	snprintf(kname, sizeof kname, "%.*s", (int)(p->nglobl - strlen(GLOBL)), p->globl + strlen(GLOBL) - 1);
+	if (!(starts(p->body, ".visible .entry ") || starts(p->body, ".entry ")) || p->nbody < 2 ||
+	    strcmp(p->body + p->nbody - 2, "}\n")) {
+		snprintf(err, errlen, "kernel %s: its text is not one entry ending in a brace", kname);
+		return -1;
+	}
+	return count_numbered(p, kname, err, errlen);
+}
+
+/* Copies body to o, its numbered names given number idx; returns the end. */
+static char *put_body(char *o, const Part *p, int idx)
+{
+	for (size_t i = 0; i < p->nbody;) {
+		const char *s = p->body + i;
+		if (starts(s, BB) || starts(s, DEPOT)) {
+			size_t k = strlen(starts(s, BB) ? BB : DEPOT);
+			memcpy(o, s, k);
+			o += k;
+			o += sprintf(o, "%d", idx);
+			i += k + 1;   /* past the 0 */
+		} else {
+			*o++ = *s;
+			i++;
+		}
+	}
+	return o;
+}
+
+/* n + a, or -1 (SIZE_MAX) on overflow, sticky */
+static size_t add_sz(size_t n, size_t a)
+{
+	size_t r;
+	return __builtin_add_overflow(n, a, &r) ? (size_t)-1 : r;
+}
+
+int ptx_join(const char *const *part, int n, char **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (n < 1) {
+		snprintf(err, errlen, "a module of no kernel");
+		return -1;
+	}
+	Part *p = calloc((size_t)n, sizeof *p);
+	if (!p) {
+		snprintf(err, errlen, "out of memory joining %d kernels", n);
+		return -1;
+	}
+	size_t total = 0;
+	int rc = 0, dk = 0;   /* dk: a part with the module's declarations, if any has some */
+	for (int i = 0; i < n && rc == 0; i++) {
+		rc = cut(part[i], i, &p[i], err, errlen);
+		if (rc == 0 && p[i].ndecls > 0 && p[dk].ndecls == 0)
+			dk = i;
+		/* the same header; declarations the same, or none where a kernel uses no global */
+		if (rc == 0 && (p[i].nhead != p[0].nhead || memcmp(p[i].head, p[0].head, p[0].nhead) ||
+		                (p[i].ndecls > 0 && (p[i].ndecls != p[dk].ndecls ||
+		                                     memcmp(p[i].decls, p[dk].decls, p[dk].ndecls))))) {
+			snprintf(err, errlen, "kernels %d and %d differ in their header or declarations: one module cannot "
+			         "hold both", i, p[i].ndecls > 0 ? dk : 0);
+			rc = -1;
+		}
+		/* each renumbered name grows by the digits of i beyond the 0 it had: at most 10 */
+		if (rc == 0)
+			total = add_sz(add_sz(add_sz(total, p[i].nglobl), p[i].nbody), p[i].nnum * 10);
+	}
+	total = add_sz(add_sz(add_sz(total, p[0].nhead), p[dk].ndecls), 2);
+	char *o = rc == 0 && total != (size_t)-1 ? malloc(total) : NULL;
+	if (rc == 0 && !o) {
+		snprintf(err, errlen, "out of memory joining %d kernels", n);
+		rc = -1;
+	}
+	if (rc == 0) {
+		char *e = o;
+		memcpy(e, p[0].head, p[0].nhead);
+		e += p[0].nhead;
+		for (int i = 0; i < n; i++) {
+			memcpy(e, p[i].globl, p[i].nglobl);
+			e += p[i].nglobl;
+			if (i == 0) {   /* the module's declarations once, after its first kernel's line */
+				memcpy(e, p[dk].decls, p[dk].ndecls);
+				e += p[dk].ndecls;
+				*e++ = '\n';
+			}
+			e = put_body(e, &p[i], i);
+		}
+		*e = 0;
+		*out = o;
+	}
+	free(p);
+	return rc;
+}
