@@ -1,9 +1,10 @@
 /* A store of generated PTX shared by every output folder (recur gen
  * --cache DIR, or $RECUR_GEN_CACHE): one file a module, DIR/KEY.ptx, KEY
- * the module's content key (gen.c's module_key: its kernels' keys, each
- * of the kernel's IR before O3, the generator's and LLVM's versions, the
- * target, the PTX ISA, the pipeline). The file holds the PTX's SHA-256 on its first line, then the
- * PTX; it is written whole (fsutil's FsOut: a temporary file renamed) and
+ * the module's content key (gen.c's module_key: its kernels' keys), and
+ * one a kernel in DIR/kernels (these functions on that folder; KEY
+ * gen.c's kernel_key: the kernel's IR before O3, the generator's and
+ * LLVM's versions, the target, the PTX ISA, the pipeline). The file
+ * holds the PTX's SHA-256 on its first line, then the PTX; it is written whole (fsutil's FsOut: a temporary file renamed) and
  * read back only when the checksum holds. An absent, damaged or unwritable
  * store means building more, never a failed generation. */
 #ifndef RECUR_GEN_CACHE_H

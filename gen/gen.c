@@ -252,7 +252,8 @@ typedef struct {
 	int twin;                  /* 1 + the index of the job building this same module (its key), or 0 */
 	char cache_err[512];       /* why the cache could not keep it, or "" */
 	double t[NSTAGE];          /* seconds in each stage */
-	int nkern, kbuilt;         /* kernels of its module when it builds the module, and those it built itself */
+	int nkern;                 /* kernels of its module, when it builds the module */
+	int kbuilt, kcached;       /* the kernels it built itself, and those it took from the cache */
 	int rc;
 	char err[2048];
 } Job;
@@ -362,12 +363,32 @@ static void cubin_key(const char *key, const Ptxas *p, char out[HASH_HEX])
 	hash_hex(&h, out);
 }
 
-/* O3 and PTX of one kernel's module (j's, which it disposes), published
- * under key for every job of the run that has the kernel. */
+/* The cache's folder of kernels (DIR/kernels, beside its modules) into
+ * buf: buf, or NULL without a cache or where the path does not fit. */
+static const char *kernel_cache(const char *cache, char *buf, size_t n)
+{
+	if (!cache)
+		return NULL;
+	int w = snprintf(buf, n, "%s/kernels", cache);
+	return w < 0 || (size_t)w >= n ? NULL : buf;
+}
+
+/* One kernel's module (j's, which it disposes) to PTX, published under
+ * key for every job of the run that has the kernel: from the cache's
+ * kernels where it has the key, else through O3 and the back end (and
+ * then kept there). */
 static void kernel_build(Job *j, const Build *b, LLVMModuleRef part, const char *name, const char *key)
 {
+	char *ptx = NULL, err[sizeof j->err], dir[4200];
+	const char *take = kernel_cache(b->o->rebuild ? NULL : b->o->cache, dir, sizeof dir);
+	if (take && cache_get_ptx(take, key, &ptx)) {
+		ktable_publish(b->kernels, key, ptx, NULL);
+		j->kcached++;
+		free(ptx);
+		LLVMDisposeModule(part);
+		return;
+	}
 	double t0 = now_s();
-	char *ptx = NULL, err[sizeof j->err];
 	int rc = target_optimize(&j->tg, part, err, sizeof err);
 	double t1 = now_s();
 	j->t[ST_O3] += t1 - t0;
@@ -381,13 +402,18 @@ static void kernel_build(Job *j, const Build *b, LLVMModuleRef part, const char 
 	}
 	ktable_publish(b->kernels, key, rc == 0 ? ptx : NULL, rc == 0 ? NULL : err);
 	j->kbuilt++;
+	/* a store that cannot keep it costs a later run a build, not this one */
+	const char *keep = kernel_cache(b->o->cache, dir, sizeof dir);
+	if (rc == 0 && keep && cache_put_ptx(keep, key, ptx, err, sizeof err) != 0 && !j->cache_err[0])
+		snprintf(j->cache_err, sizeof j->cache_err, "%s", err);
 	free(ptx);
 	LLVMDisposeModule(part);
 }
 
 /* The module's PTX from its kernels (part[0..nk-1], which it disposes),
- * each built by the first job of the run to meet it (kernels.h), unless
- * the old folder or the cache has the module's key. */
+ * each built by the first job of the run to meet it (kernels.h) or taken
+ * from the cache's kernels, unless the old folder or the cache has the
+ * module's key. */
 static int module_ptx(Job *j, const Build *b, LLVMModuleRef *part, int nk)
 {
 	double t0 = now_s();
@@ -764,12 +790,14 @@ static void print_timings(const Job *job, int nj, const double *phase, const Gen
 		fprintf(stderr, "  %-8s %9.2f %9.2f  %s %s\n", stage_name[st], sum, mx, job[at].vs->mixer.name,
 		        job[at].T->v->name);
 	}
-	int nk = 0, nb = 0;
+	int nk = 0, nb = 0, nc = 0;
 	for (int i = 0; i < nj; i++) {
 		nk += job[i].nkern;
 		nb += job[i].kbuilt;
+		nc += job[i].kcached;
 	}
-	fprintf(stderr, "  kernels: %d built for the %d of the modules built (the rest shared)\n", nb, nk);
+	fprintf(stderr, "  kernels: %d built and %d from the cache for the %d of the modules built (the rest shared)\n",
+	        nb, nc, nk);
 }
 
 int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)

@@ -7,8 +7,9 @@
 # into one with LLVM 19's own tools (llvm-link, opt -O3, llc) and the
 # result compared with the generated file byte for byte, for heads of 256
 # on wgmma (sm_90a: the shared array aligned for them in every kernel),
-# SAMU's 11 kernels with states and maps (sm_90) and the portable path (sm_80); and each
-# distinct kernel of a grid whose variants share some is built once.
+# SAMU's 11 kernels with states and maps (sm_90) and the portable path (sm_80); each
+# distinct kernel of a grid whose variants share some is built once; and a
+# cache (--cache) keeps kernels for other grids, checked like its modules.
 #   usage: gen_kernels_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
 set -u
 recur=$1 src=$2 work=$3
@@ -60,7 +61,10 @@ same ampere sm_80 rglru fused_grouped_prefix64_onepass_chunk16
 
 # the heads grid's two variants share their projection kernels: each distinct
 # kernel (its text, the labels' function numbers aside) built once
-got=$(sed -n 's/^  kernels: \([0-9]*\) built for the \([0-9]*\) of the modules built.*/\1 \2/p' "$work/heads.log")
+kernels() {   # LOG: "BUILT CACHED IN-THE-MODULES" from --timings' line
+	sed -n 's/^  kernels: \([0-9]*\) built and \([0-9]*\) from the cache for the \([0-9]*\) of the modules.*/\1 \2 \3/p' "$1"
+}
+got=$(kernels "$work/heads.log" | awk '$2 == 0 { print $1, $3 }')
 want=$("$py" - "$work/heads" <<'PY'
 import glob, re, sys
 ks = [re.sub(r"\$L__BB\d+_", "$L__BB_", m.group(0)) for f in sorted(glob.glob(sys.argv[1] + "/*.ptx"))
@@ -70,6 +74,32 @@ PY
 )
 [ -n "$got" ] && [ "$got" = "$want" ] && [ "${got% *}" -lt "${got#* }" ]
 check $? "heads grid: each distinct kernel built once (built/in the modules: ${got:-none}, distinct/all in the PTX: $want)"
+
+# the cache's kernels (--cache DIR: DIR/kernels): a grid that shares some
+# kernels with one generated before, but no module, takes those from there
+# and builds the rest, its PTX the bytes of a generation without a cache;
+# a damaged kernel entry is built again, not taken, then taken
+cache=$work/cache
+printf '%s\n' 'local R = require "recur"' \
+	'return R.variants { mixer = require "arch.recurrentgemma", chunk = { 8 }, prefix = { 32 }, fused = { true },' \
+	'  apart = { true }, scan = { "hierarchical" } }' > "$work/other.lua"
+"$recur" gen "$work/heads.lua" --lua "$src/lua" --sm sm_90a -o "$work/c1" -q --cache "$cache"
+"$recur" gen "$work/other.lua" --lua "$src/lua" --sm sm_90a -o "$work/c2" -q --cache "$cache" --timings 2> "$work/c2.log"
+for e in "$cache"/kernels/*.ptx; do printf '.' >> "$e"; done
+rm -f "$cache"/*.ptx   # the modules gone: only kernels could come from the cache
+"$recur" gen "$work/other.lua" --lua "$src/lua" --sm sm_90a -o "$work/c3" -q --cache "$cache" --timings 2> "$work/c3.log"
+rm -f "$cache"/*.ptx
+"$recur" gen "$work/other.lua" --lua "$src/lua" --sm sm_90a -o "$work/c4" -q --cache "$cache" --timings 2> "$work/c4.log"
+# c3 took nothing from the cache: the bytes of a generation without one
+got=$(kernels "$work/c2.log") got3=$(kernels "$work/c3.log") got4=$(kernels "$work/c4.log")
+f=rglru.apart_fused_grouped_prefix32_hierarchical_chunk8.ptx
+cmp -s "$work/c3/$f" "$work/c2/$f" &&
+	[ -n "$got" ] && [ "$(echo "$got" | awk '{ print ($1 > 0 && $2 >= 2 && $1 + $2 == $3) }')" = 1 ]
+check $? "--cache: another grid takes the kernels it shares from DIR/kernels (built, cached, in the module: ${got:-none}), the same bytes"
+cmp -s "$work/c3/$f" "$work/c4/$f" &&
+	[ "$(echo "$got3" | awk '{ print ($2 == 0 && $1 == $3 && $3 > 0) }')" = 1 ] &&
+	[ "$(echo "$got4" | awk '{ print ($1 == 0 && $2 == $3 && $3 > 0) }')" = 1 ]
+check $? "damaged kernel entries are built again, not taken (built, cached, in the module: $got3), and mended (then: $got4)"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -77,11 +77,13 @@ out=$(gen "$work/a.lua" "$work/bad" --sm sm_80,,sm_90); rc=$?
 [ $rc != 0 ] && echo "$out" | grep -q "separated by commas"; check $? "an empty target is refused ($out)"
 
 # a cache shared by output folders (--cache DIR, $RECUR_GEN_CACHE): a module
-# built once is taken from it into any folder, checked by its checksum
+# built once is taken from it into any folder, checked by its checksum (a
+# kernel too, from DIR/kernels: gen_kernels_test)
 cache=$work/cache
 out=$(gen "$work/a.lua" "$work/k1" --cache "$cache")
-echo "$out" | grep -q "PTX of 2 built, 0 unchanged" && [ "$(ls "$cache" | wc -l)" = 2 ]
-check $? "--cache: a first generation builds both modules and keeps them ($out)"
+echo "$out" | grep -q "PTX of 2 built, 0 unchanged" && [ "$(ls "$cache"/*.ptx | wc -l)" = 2 ] &&
+	[ "$(ls "$cache"/kernels/*.ptx | wc -l)" -ge 2 ]
+check $? "--cache: a first generation builds both modules and keeps them, and their kernels in kernels/ ($out)"
 out=$(RECUR_GEN_CACHE=$cache gen "$work/a.lua" "$work/k2")
 echo "$out" | grep -q "PTX of 0 built, 2 unchanged (2 from the cache)"
 check $? "\$RECUR_GEN_CACHE: another folder takes both from the cache ($out)"
