@@ -66,9 +66,10 @@ coverage() {
 }
 
 # ptxas_all OUTDIR: ptxas -v of every PTX file, on every core, into
-# OUTDIR/<variant>.log and .rc. A result is cached under the PTX text's
-# sha256 with the flags and ptxas's version ($RECUR_PTXAS_CACHE, default
-# beside WORK_DIR; "none": no cache), so unchanged PTX skips ptxas.
+# OUTDIR/<variant>.log and .rc, through ptxas_cache.sh's ptxas_cached: each
+# kernel's result cached under its text's sha256 with the flags and
+# ptxas's version ($RECUR_PTXAS_CACHE, default beside WORK_DIR; "none": no
+# cache), so an unchanged kernel skips ptxas.
 PTXAS_FLAGS="-arch=sm_90 -v"
 # shellcheck source=tests/ptxas_cache.sh
 . "$(dirname "${BASH_SOURCE[0]}")/ptxas_cache.sh"
@@ -78,26 +79,17 @@ ptxas_all() {
 	[ "$cache" = none ] || mkdir -p "$cache" || cache=none
 	local salt
 	salt="$PTXAS_FLAGS $("$ptxas" --version 2>&1 | tail -1)"
-	ptxas_one() {   # PTXAS FLAGS SALT CACHE FILE OUTDIR
-		local v key
-		v=$(basename "$5" .ptx)
-		if [ "$4" != none ]; then
-			key=$(ptxas_cache_key "$3" "$5")
-			if [ -f "$4/$key.rc" ] && [ -f "$4/$key.log" ]; then
-				cp "$4/$key.log" "$6/$v.log"; cp "$4/$key.rc" "$6/$v.rc"; echo hit > "$6/$v.cached"
-				return
-			fi
-		fi
-		# shellcheck disable=SC2086
-		"$1" $2 "$5" -o /dev/null > "$6/$v.log" 2>&1; echo $? > "$6/$v.rc"
-		if [ "$4" != none ]; then   # whole files only: written aside, then renamed
-			cp "$6/$v.log" "$4/$key.log.$$" && mv "$4/$key.log.$$" "$4/$key.log" &&
-				cp "$6/$v.rc" "$4/$key.rc.$$" && mv "$4/$key.rc.$$" "$4/$key.rc"
-		fi
+	ptxas_one() {   # PTXAS FLAGS CACHE FILE OUTDIR
+		local v
+		v=$(basename "$4" .ptx)
+		: > "$5/$v.ran"
+		RECUR_PTXAS_CACHE=$3 PTXAS_RAN=$5/$v.ran ptxas_cached "$1" "$2" "$4" > "$5/$v.log" 2>&1
+		echo $? > "$5/$v.rc"
+		[ -s "$5/$v.ran" ] || echo hit > "$5/$v.cached"
 	}
-	export -f ptxas_one ptxas_cache_key
-	ptx_files | xargs -P "$(nproc 2>/dev/null || echo 2)" -I{} bash -c 'ptxas_one "$@"' _ "$ptxas" "$PTXAS_FLAGS" "$salt" "$cache" {} "$out"
+	export -f ptxas_one
+	ptx_files | xargs -P "$(nproc 2>/dev/null || echo 2)" -I{} bash -c 'ptxas_one "$@"' _ "$ptxas" "$PTXAS_FLAGS" "$cache" {} "$out"
 	local hits
 	hits=$(ls "$out"/*.cached 2>/dev/null | wc -l)
-	echo "ptxas ($salt): $nvar modules, $hits results from the cache ($cache), $((nvar - hits)) compiled"
+	echo "ptxas ($salt): $nvar modules, $hits of them all from the cache ($cache), $((nvar - hits)) with kernels compiled"
 }
