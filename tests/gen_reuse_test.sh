@@ -110,6 +110,24 @@ check $? "a cache that cannot be written is a warning naming it; the folder is w
 out=$(RECUR_GEN_CACHE= gen "$work/a.lua" "$work/k8")
 echo "$out" | grep -q "PTX of 2 built, 0 unchanged$"; check $? "an empty \$RECUR_GEN_CACHE is no cache ($out)"
 
+# the suite's own cache across runs (tests/gen_cache_fixture.sh): kept while the
+# sources from IR to PTX are unchanged, emptied when one changes or it grows too large
+fx=$src/tests/gen_cache_fixture.sh tree=$work/tree
+mkdir -p "$tree/gen" "$tree/ir" "$tree/util"
+for f in gen/gen.c gen/gen.h ir/target.c ir/target.h util/hash.c util/hash.h util/fsutil.c util/fsutil.h; do
+	cp "$src/$f" "$tree/$f"
+done
+o1=$(bash "$fx" "$work/suite" "$tree") && touch "$work/suite/entry.ptx" && o2=$(bash "$fx" "$work/suite" "$tree") &&
+	[ -e "$work/suite/entry.ptx" ]
+r1=$?
+echo "// edited" >> "$tree/ir/target.c"
+o3=$(bash "$fx" "$work/suite" "$tree") && [ ! -e "$work/suite/entry.ptx" ] && touch "$work/suite/entry.ptx" &&
+	o4=$(GEN_CACHE_MAX_KIB=0 bash "$fx" "$work/suite" "$tree") && [ ! -e "$work/suite/entry.ptx" ]
+r2=$?
+[ $r1 = 0 ] && [ $r2 = 0 ] && echo "$o1" | grep -q "emptied: new" && echo "$o2" | grep -q "kept" &&
+	echo "$o3" | grep -q "emptied: the sources from IR to PTX changed" && echo "$o4" | grep -q "emptied: over 0 KiB"
+check $? "the suite's gen cache: emptied when new, kept, emptied when ir/target.c changes and when too large ($o1 / $o2 / $o3 / $o4)"
+
 # two variants of one IR (a recompute variant and its twin: the module's name is not in its
 # key) are one module, built once, written under both names, the same bytes and key
 cat > "$work/twins.lua" <<'LUA'
