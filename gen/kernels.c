@@ -88,9 +88,15 @@ int ktable_wait(KernelTable *t, const char *key, char **ptx, char *err, size_t e
 {
 	pthread_mutex_lock(&t->mu);
 	Entry *e;
-	/* (the entry is looked up again after each wait: the array may have moved) */
-	while (!(e = find(t, key))->done)
+	/* (the entry is looked up again after each wait: the array may have
+	 * moved; a key nobody claimed would never be published) */
+	for (;;) {
+		e = find(t, key);
+		CHECK(e != NULL);
+		if (e->done)
+			break;
 		pthread_cond_wait(&t->published, &t->mu);
+	}
 	int rc = 0;
 	*ptx = e->ptx ? strdup(e->ptx) : NULL;
 	if (e->ptx)

@@ -30,8 +30,11 @@ void irb_dispose(Irb *I)
 {
 	LLVMDisposeBuilder(I->b);
 	I->b = NULL;
-	for (int i = 0; i < I->npart; i++)
-		LLVMSetAlignment(LLVMGetNamedGlobal(I->part[i], "recur_smem"), I->smem_align);
+	for (int i = 0; i < I->npart; i++) {
+		LLVMValueRef g = LLVMGetNamedGlobal(I->part[i], "recur_smem");
+		CHECK(g != NULL);
+		LLVMSetAlignment(g, I->smem_align);
+	}
 }
 
 void irb_align_smem(Irb *I, unsigned align)
