@@ -253,7 +253,9 @@ typedef struct {
 	char cache_err[512];       /* why the cache could not keep it, or "" */
 	double t[NSTAGE];          /* seconds in each stage */
 	int nkern;                 /* kernels of its module, when it builds the module */
-	int kbuilt, kcached;       /* the kernels it built itself, and those it took from the cache */
+	int kbuilt, kcached, kreused;   /* the kernels it built itself, took from the cache, from the old folder */
+	char kkey[IRB_MAXPART][HASH_HEX];   /* its kernels' keys, nkk of them (the manifest's "kernel_keys") */
+	int nkk;
 	int rc;
 	char err[2048];
 } Job;
@@ -374,16 +376,18 @@ static const char *kernel_cache(const char *cache, char *buf, size_t n)
 }
 
 /* One kernel's module (j's, which it disposes) to PTX, published under
- * key for every job of the run that has the kernel: from the cache's
- * kernels where it has the key, else through O3 and the back end (and
- * then kept there). */
+ * key for every job of the run that has the kernel: cut from a module of
+ * the old folder that has it, or from the cache's kernels, else through
+ * O3 and the back end (and then kept in the cache). */
 static void kernel_build(Job *j, const Build *b, LLVMModuleRef part, const char *name, const char *key)
 {
 	char *ptx = NULL, err[sizeof j->err], dir[4200];
 	const char *take = kernel_cache(b->o->rebuild ? NULL : b->o->cache, dir, sizeof dir);
-	if (take && cache_get_ptx(take, key, &ptx)) {
+	int *from = reuse_kernel(b->old, key, &ptx) ? &j->kreused
+	            : take && cache_get_ptx(take, key, &ptx) ? &j->kcached : NULL;
+	if (from) {
 		ktable_publish(b->kernels, key, ptx, NULL);
-		j->kcached++;
+		(*from)++;
 		free(ptx);
 		LLVMDisposeModule(part);
 		return;
@@ -417,7 +421,8 @@ static void kernel_build(Job *j, const Build *b, LLVMModuleRef part, const char 
 static int module_ptx(Job *j, const Build *b, LLVMModuleRef *part, int nk)
 {
 	double t0 = now_s();
-	char kkey[IRB_MAXPART][HASH_HEX], name[IRB_MAXPART][128];
+	char (*kkey)[HASH_HEX] = j->kkey, name[IRB_MAXPART][128];
+	j->nkk = nk;
 	for (int i = 0; i < nk; i++) {
 		LLVMValueRef fn = LLVMGetFirstFunction(part[i]);   /* the kernel: irb_kernel adds it first */
 		size_t len = 0;
@@ -602,6 +607,10 @@ static void module_json(json_t *vj, const Job *j, const char *cfile)
 {
 	char sha[HASH_HEX];
 	json_object_set_new(vj, "key", json_string(j->key));
+	json_t *kk = json_array();   /* its kernels', for a later generation to take them one by one */
+	for (int i = 0; i < j->nkk; i++)
+		json_array_append_new(kk, json_string(j->kkey[i]));
+	json_object_set_new(vj, "kernel_keys", kk);
 	hash_of(j->ptx, strlen(j->ptx), sha);
 	json_object_set_new(vj, "ptx_sha256", json_string(sha));
 	if (!j->cubin)
@@ -790,14 +799,15 @@ static void print_timings(const Job *job, int nj, const double *phase, const Gen
 		fprintf(stderr, "  %-8s %9.2f %9.2f  %s %s\n", stage_name[st], sum, mx, job[at].vs->mixer.name,
 		        job[at].T->v->name);
 	}
-	int nk = 0, nb = 0, nc = 0;
+	int nk = 0, nb = 0, nc = 0, nr = 0;
 	for (int i = 0; i < nj; i++) {
 		nk += job[i].nkern;
 		nb += job[i].kbuilt;
 		nc += job[i].kcached;
+		nr += job[i].kreused;
 	}
-	fprintf(stderr, "  kernels: %d built and %d from the cache for the %d of the modules built (the rest shared)\n",
-	        nb, nc, nk);
+	fprintf(stderr, "  kernels: %d built, %d from the old folder and %d from the cache for the %d of the modules "
+	        "built (the rest shared)\n", nb, nr, nc, nk);
 }
 
 int gen_run(const char *script, const GenOpts *o, char *err, size_t errlen)

@@ -161,3 +161,95 @@ int ptx_join(const char *const *part, int n, char **out, char *err, size_t errle
 	free(p);
 	return rc;
 }
+
+/* 1 when the global a declaration line declares (its last name before "[",
+ * ";" or " =") is named in text[0..n) */
+static int declared_used(const char *line, size_t len, const char *text, size_t n)
+{
+	size_t e = 0;
+	while (e < len && line[e] != '[' && line[e] != ';' && line[e] != '=')
+		e++;
+	while (e > 0 && line[e - 1] == ' ')
+		e--;
+	size_t b = e;
+	while (b > 0 && line[b - 1] != ' ' && line[b - 1] != '\t')
+		b--;
+	if (e == b)
+		return 1;   /* nothing to tell by: keep it */
+	for (size_t i = 0; i + (e - b) <= n; i++)
+		if (!memcmp(text + i, line + b, e - b))
+			return 1;
+	return 0;
+}
+
+int ptx_part(const char *module, int want, char **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	const char *g = strstr(module, GLOBL);
+	const char *eol = g ? strchr(g + 1, '\n') : NULL;
+	const char *blank = eol ? strstr(eol, "\n\n") : NULL;
+	if (!blank) {
+		snprintf(err, errlen, "no kernel in the form LLVM prints");
+		return -1;
+	}
+	size_t nhead = (size_t)(g + 1 - module);
+	const char *decls = eol + 1, *at = g + 1, *body = blank + 2;
+	size_t ndecls = (size_t)(blank + 1 - decls);
+	/* kernel k: its ".globl" line at `at`, its text from body to the next line */
+	for (int k = 0; k < want; k++) {
+		const char *next = strstr(body, GLOBL);
+		if (!next) {
+			snprintf(err, errlen, "no kernel %d: the module has %d", want, k + 1);
+			return -1;
+		}
+		at = next + 1;
+		body = strchr(at, '\n') + 1;
+	}
+	const char *end = strstr(body, GLOBL);
+	size_t nglobl = (size_t)(strchr(at, '\n') + 1 - at), nbody = end ? (size_t)(end + 1 - body) : strlen(body);
+	/* its numbered names back to 0, checked to be its own */
+	char num[16];
+	int nd = snprintf(num, sizeof num, "%d", want);
+	size_t cap = nhead + nglobl + ndecls + 1 + nbody + 1, o = 0;
+	char *s = malloc(cap);
+	if (!s) {
+		snprintf(err, errlen, "out of memory cutting kernel %d", want);
+		return -1;
+	}
+	memcpy(s, module, nhead);
+	o = nhead;
+	memcpy(s + o, at, nglobl);
+	o += nglobl;
+	for (const char *l = decls; l < decls + ndecls;) {   /* the declarations its text names */
+		const char *le = memchr(l, '\n', (size_t)(decls + ndecls - l));
+		size_t len = (size_t)(le - l) + 1;
+		if (declared_used(l, len - 1, body, nbody)) {
+			memcpy(s + o, l, len);
+			o += len;
+		}
+		l += len;
+	}
+	s[o++] = '\n';
+	for (size_t i = 0; i < nbody;) {
+		const char *t = body + i;
+		size_t k = starts(t, BB) ? strlen(BB) : starts(t, DEPOT) ? strlen(DEPOT) : 0;
+		if (k == 0) {
+			s[o++] = *t;
+			i++;
+			continue;
+		}
+		if (strncmp(t + k, num, (size_t)nd) || (t[k + nd] >= '0' && t[k + nd] <= '9')) {
+			snprintf(err, errlen, "kernel %d: a name numbered by another kernel (%.*s)", want,
+			         (int)strspn(t, "$_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"), t);
+			free(s);
+			return -1;
+		}
+		memcpy(s + o, t, k);
+		o += k;
+		s[o++] = '0';
+		i += k + (size_t)nd;
+	}
+	s[o] = 0;
+	*out = s;
+	return 0;
+}

@@ -21,4 +21,13 @@
  * of different declarations: nothing is guessed). */
 int ptx_join(const char *const *part, int n, char **out, char *err, size_t errlen);
 
+/* The other way: kernel i of module (ptx_join's output, or any module as
+ * LLVM prints it) as the module of that kernel alone, malloc'd in *out:
+ * the header, its ".globl" line, the declarations of the globals its text
+ * names (LLVM prints no other in a module of one), its labels and local
+ * stack numbered 0. 0, or -1 with the reason in err (no kernel i, a
+ * module of another form, a name numbered by another kernel). For
+ * every kernel, ptx_join of the parts gives the module back. */
+int ptx_part(const char *module, int i, char **out, char *err, size_t errlen);
+
 #endif

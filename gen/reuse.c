@@ -1,6 +1,7 @@
 /* See reuse.h. */
 #include "reuse.h"
 #include "fsutil.h"
+#include "ptxjoin.h"
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 typedef struct {
 	const char *key, *ptx, *ptx_sha, *cubin_key, *cubin, *cubin_sha;
+	json_t *kernel_keys;   /* its kernels' keys in order (manifests from before them: NULL) */
 } Old;
 
 struct Reuse {
@@ -44,8 +46,9 @@ Reuse *reuse_open(const char *dir)
 	}
 	for (size_t i = 0; i < nv; i++) {
 		json_t *v = json_array_get(vs, i);
+		json_t *kk = json_object_get(v, "kernel_keys");
 		Old o = { str(v, "key"), str(v, "ptx"), str(v, "ptx_sha256"), str(v, "cubin_key"), str(v, "cubin"),
-		          str(v, "cubin_sha256") };
+		          str(v, "cubin_sha256"), json_is_array(kk) ? kk : NULL };
 		if (o.key)
 			r->old[r->nold++] = o;
 	}
@@ -90,6 +93,26 @@ int reuse_ptx(const Reuse *r, const char *key, char **ptx)
 			return 1;
 		free(*ptx);
 		*ptx = NULL;
+	}
+	return 0;
+}
+
+int reuse_kernel(const Reuse *r, const char *kernel_key, char **ptx)
+{
+	*ptx = NULL;
+	for (int i = 0; r && i < r->nold; i++) {
+		size_t at, n;
+		json_t *k;
+		json_array_foreach(r->old[i].kernel_keys, at, k) {
+			if (!json_is_string(k) || strcmp(json_string_value(k), kernel_key))
+				continue;
+			char *m = read_checked(r, r->old[i].ptx, r->old[i].ptx_sha, &n), err[256];
+			int ok = m && strlen(m) == n && ptx_part(m, (int)at, ptx, err, sizeof err) == 0;
+			free(m);
+			if (ok)
+				return 1;
+			break;   /* that module is no longer what its manifest says: try another */
+		}
 	}
 	return 0;
 }

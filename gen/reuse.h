@@ -1,5 +1,6 @@
 /* Nothing built twice: the modules of the output folder's last generation,
- * by content key, for `recur gen` to take over instead of rebuilding. */
+ * by content key, and their kernels by theirs, for `recur gen` to take over
+ * instead of rebuilding. */
 #ifndef RECUR_GEN_REUSE_H
 #define RECUR_GEN_REUSE_H
 #include <stddef.h>
@@ -18,6 +19,11 @@ void reuse_close(Reuse *r);
  * it malloc'd, or 0 (not there, changed since, unreadable: build it).
  * Thread-safe: reads only. */
 int reuse_ptx(const Reuse *r, const char *key, char **ptx);
+/* The PTX of the kernel of key kernel_key (in a module's "kernel_keys")
+ * as its module of one (ptxjoin.h's ptx_part), cut from an old module that
+ * has it, that module checked as reuse_ptx checks it: 1 with it malloc'd,
+ * or 0. Thread-safe: reads only. */
+int reuse_kernel(const Reuse *r, const char *kernel_key, char **ptx);
 /* The same for a cubin of key `cubin_key` (the manifest's "cubin_key"). */
 int reuse_cubin(const Reuse *r, const char *cubin_key, char **cubin, size_t *n);
 

@@ -9,7 +9,8 @@
 # on wgmma (sm_90a: the shared array aligned for them in every kernel),
 # SAMU's 11 kernels with states and maps (sm_90) and the portable path (sm_80); each
 # distinct kernel of a grid whose variants share some is built once; and a
-# cache (--cache) keeps kernels for other grids, checked like its modules.
+# cache (--cache) keeps kernels for other grids, checked like its modules,
+# as the output folder's last modules give theirs without one.
 #   usage: gen_kernels_test.sh RECUR_BINARY SOURCE_DIR WORK_DIR
 set -u
 recur=$1 src=$2 work=$3
@@ -61,10 +62,10 @@ same ampere sm_80 rglru fused_grouped_prefix64_onepass_chunk16
 
 # the heads grid's two variants share their projection kernels: each distinct
 # kernel (its text, the labels' function numbers aside) built once
-kernels() {   # LOG: "BUILT CACHED IN-THE-MODULES" from --timings' line
-	sed -n 's/^  kernels: \([0-9]*\) built and \([0-9]*\) from the cache for the \([0-9]*\) of the modules.*/\1 \2 \3/p' "$1"
+kernels() {   # LOG: "BUILT FROM-THE-OLD-FOLDER FROM-THE-CACHE IN-THE-MODULES" from --timings' line
+	sed -n 's/^  kernels: \([0-9]*\) built, \([0-9]*\) from the old folder and \([0-9]*\) from the cache for the \([0-9]*\) of the modules.*/\1 \2 \3 \4/p' "$1"
 }
-got=$(kernels "$work/heads.log" | awk '$2 == 0 { print $1, $3 }')
+got=$(kernels "$work/heads.log" | awk '$2 == 0 && $3 == 0 { print $1, $4 }')
 want=$("$py" - "$work/heads" <<'PY'
 import glob, re, sys
 ks = [re.sub(r"\$L__BB\d+_", "$L__BB_", m.group(0)) for f in sorted(glob.glob(sys.argv[1] + "/*.ptx"))
@@ -94,12 +95,26 @@ rm -f "$cache"/*.ptx
 got=$(kernels "$work/c2.log") got3=$(kernels "$work/c3.log") got4=$(kernels "$work/c4.log")
 f=rglru.apart_fused_grouped_prefix32_hierarchical_chunk8.ptx
 cmp -s "$work/c3/$f" "$work/c2/$f" &&
-	[ -n "$got" ] && [ "$(echo "$got" | awk '{ print ($1 > 0 && $2 >= 2 && $1 + $2 == $3) }')" = 1 ]
-check $? "--cache: another grid takes the kernels it shares from DIR/kernels (built, cached, in the module: ${got:-none}), the same bytes"
+	[ -n "$got" ] && [ "$(echo "$got" | awk '{ print ($1 > 0 && $2 == 0 && $3 >= 2 && $1 + $3 == $4) }')" = 1 ]
+check $? "--cache: another grid takes the kernels it shares from DIR/kernels (built, old folder, cache, in the modules: ${got:-none}), the same bytes"
 cmp -s "$work/c3/$f" "$work/c4/$f" &&
-	[ "$(echo "$got3" | awk '{ print ($2 == 0 && $1 == $3 && $3 > 0) }')" = 1 ] &&
-	[ "$(echo "$got4" | awk '{ print ($1 == 0 && $2 == $3 && $3 > 0) }')" = 1 ]
-check $? "damaged kernel entries are built again, not taken (built, cached, in the module: $got3), and mended (then: $got4)"
+	[ "$(echo "$got3" | awk '{ print ($2 + $3 == 0 && $1 == $4 && $4 > 0) }')" = 1 ] &&
+	[ "$(echo "$got4" | awk '{ print ($1 + $2 == 0 && $3 == $4 && $4 > 0) }')" = 1 ]
+check $? "damaged kernel entries are built again, not taken (built, old folder, cache, in the modules: $got3), and mended (then: $got4)"
+
+# the output folder's last modules: a grid generated into it takes the
+# kernels it shares with them (cut from their PTX, checked against the
+# manifest's checksum) with no cache, the bytes of a build without them;
+# a module changed since is not cut from
+"$recur" gen "$work/heads.lua" --lua "$src/lua" --sm sm_90a -o "$work/f" -q
+"$recur" gen "$work/other.lua" --lua "$src/lua" --sm sm_90a -o "$work/f" -q --timings 2> "$work/f1.log"
+cp "$work/f/$f" "$work/f1.ptx"
+for e in "$work"/f/*.ptx; do printf '.' >> "$e"; done
+"$recur" gen "$work/heads.lua" --lua "$src/lua" --sm sm_90a -o "$work/f" -q --timings 2> "$work/f2.log"
+got=$(kernels "$work/f1.log") got2=$(kernels "$work/f2.log")
+cmp -s "$work/c3/$f" "$work/f1.ptx" && [ "$(echo "$got" | awk '{ print ($2 >= 2 && $3 == 0 && $1 + $2 == $4) }')" = 1 ] &&
+	[ "$(echo "$got2" | awk '{ print ($2 + $3 == 0 && $1 > 0) }')" = 1 ]
+check $? "the old folder's kernels taken with no cache (built, old folder, cache, in the module: ${got:-none}), the same bytes; none from a changed module (${got2:-none})"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -14,6 +14,11 @@
  * prototype, a part cut short, no part. gen_kernels_test checks the join
  * against LLVM's own print of the whole module.
  *
+ * ptx_part, the other way: each kernel of a joined module cut back out is
+ * the part it was joined from (declarations only where its text names
+ * them; labels numbered 0), for two kernels and for twelve; no kernel i,
+ * a module of another form and a label of another kernel are refused.
+ *
  * The table: a key claimed once, by the first to ask; a waiter gets the
  * PTX published, or the builder's reason where its build failed; and 8
  * threads, each claiming its share of 24 keys in an order of its own,
@@ -135,6 +140,56 @@ static void check_refused(void)
 	check(rc == -1 && out == NULL && strstr(err, "no kernel"), "no part", "rc %d, err \"%s\"", rc, err);
 }
 
+/* ptx_join of p[0..n-1], then ptx_part of each kernel: 1 when every part comes back */
+static int round_trip(char **p, int n, char *err, size_t errlen)
+{
+	char *joined = NULL;
+	int ok = ptx_join((const char *const *)p, n, &joined, err, errlen) == 0;
+	for (int i = 0; ok && i < n; i++) {
+		char *back = NULL;
+		ok = ptx_part(joined, i, &back, err, errlen) == 0 && !strcmp(back, p[i]);
+		if (!ok && back)
+			snprintf(err, errlen, "kernel %d came back as:\n%.600s", i, back);
+		free(back);
+	}
+	free(joined);
+	return ok;
+}
+
+static void check_parts(void)
+{
+	char *p[12], err[1024] = "";
+	p[0] = part(HEAD, "k_first", "", "");
+	p[1] = part(HEAD, "k_second", DECL, "\tmov.u64 \t%rd1, recur_smem;\n");
+	check(round_trip(p, 2, err, sizeof err), "ptx_part: both kernels of a join cut back out, the declarations only "
+	      "where the kernel names them", "%s", err);
+	for (int i = 0; i < 2; i++)
+		free(p[i]);
+	for (int i = 0; i < 12; i++) {
+		char name[16];
+		snprintf(name, sizeof name, "k%d", i);
+		p[i] = part(HEAD, name, i % 3 ? DECL : "", i % 3 ? "\tmov.u64 \t%rd1, recur_smem;\n" : "");
+	}
+	check(round_trip(p, 12, err, sizeof err), "and all twelve of twelve (labels of two digits back to 0)", "%s", err);
+	char *joined = NULL, *out = (char *)1;
+	ptx_join((const char *const *)p, 12, &joined, err, sizeof err);
+	int rc = ptx_part(joined, 12, &out, err, sizeof err);
+	check(rc == -1 && out == NULL && strstr(err, "no kernel 12: the module has 12"), "no kernel 12 of 12",
+	      "rc %d, err \"%s\"", rc, err);
+	char *l = joined ? strstr(joined, "$L__BB3_1:") : NULL;
+	if (l)
+		l[6] = '4';   /* kernel 3's label now kernel 4's */
+	rc = ptx_part(joined, 3, &out, err, sizeof err);
+	check(l && rc == -1 && strstr(err, "numbered by another kernel ($L__BB4_1)"), "a label of another kernel",
+	      "rc %d, err \"%s\"", rc, err);
+	rc = ptx_part(HEAD, 0, &out, err, sizeof err);
+	check(rc == -1 && out == NULL && strstr(err, "no kernel in the form"), "a module of no kernel", "rc %d, err \"%s\"",
+	      rc, err);
+	free(joined);
+	for (int i = 0; i < 12; i++)
+		free(p[i]);
+}
+
 static void check_table(void)
 {
 	KernelTable *t = ktable_new();
@@ -217,6 +272,7 @@ int main(void)
 {
 	check_joined();
 	check_refused();
+	check_parts();
 	check_table();
 	check_threads();
 	printf("%d passed, %d failed\n", passed, failed);
