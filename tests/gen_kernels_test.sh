@@ -63,7 +63,8 @@ same ampere sm_80 rglru fused_grouped_prefix64_onepass_chunk16
 # the heads grid's two variants share their projection kernels: each distinct
 # kernel (its text, the labels' function numbers aside) built once
 kernels() {   # LOG: "BUILT FROM-THE-OLD-FOLDER FROM-THE-CACHE IN-THE-MODULES" from --timings' line
-	sed -n 's/^  kernels: \([0-9]*\) built, \([0-9]*\) from the old folder and \([0-9]*\) from the cache for the \([0-9]*\) of the modules.*/\1 \2 \3 \4/p' "$1"
+	local n='\([0-9]*\)'
+	sed -n "s/^  kernels: $n built, $n from the old folder and $n from the cache for the $n of the modules.*/\\1 \\2 \\3 \\4/p" "$1"
 }
 got=$(kernels "$work/heads.log" | awk '$2 == 0 && $3 == 0 { print $1, $4 }')
 want=$("$py" - "$work/heads" <<'PY'
