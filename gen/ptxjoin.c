@@ -12,7 +12,7 @@
 typedef struct {
 	const char *head, *globl, *decls, *body;
 	size_t nhead, nglobl, ndecls, nbody;
-	size_t nnum;   /* the numbered names in body, each renumbered */
+	size_t nout;   /* body's length once renumbered for its place */
 } Part;
 
 static const char GLOBL[] = "\n\t// .globl\t", BB[] = "$L__BB", DEPOT[] = "__local_depot";
@@ -20,34 +20,49 @@ static const char GLOBL[] = "\n\t// .globl\t", BB[] = "$L__BB", DEPOT[] = "__loc
 /* 1 when s starts with the prefix p */
 static int starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
 
-/* Counts body's numbered names, each of which must be number 0 (a module
- * of one kernel): 0, or -1 naming what it met. */
-static int count_numbered(Part *p, const char *kname, char *err, size_t errlen)
+static const char NAMECH[] = "$_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+/* body[0..n) with the names LLVM numbers by a function's place ($L__BB<n>_,
+ * __local_depot<n>) renumbered from `from` to `to`, into out (NULL: only
+ * checked and measured): the length written, or -1 with *bad at a name of
+ * another number, or -2 with *bad at a call prototype (numbered by the
+ * module, which no kernel built alone can number) */
+static long renumber(const char *body, size_t n, int from, int to, char *out, const char **bad)
 {
-	p->nnum = 0;
-	for (size_t i = 0; i < p->nbody; i++) {
-		const char *s = p->body + i;
-		if (starts(s, BB) || starts(s, DEPOT)) {
-			size_t k = strlen(starts(s, BB) ? BB : DEPOT);
-			/* $L__BB0_7 or __local_depot0 (then no digit): the one function's number */
-			int ok = s[k] == '0' && (starts(s, BB) ? s[k + 1] == '_' : !(s[k + 1] >= '0' && s[k + 1] <= '9'));
-			if (!ok) {
-				int len = (int)strspn(s, "$_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ");
-				snprintf(err, errlen, "kernel %s: a name numbered by another function (%.*s) in a module of one",
-				         kname, len < 40 ? len : 40, s);
-				return -1;
-			}
-			p->nnum++;
-			i += k;
-		} else if (starts(s, "prototype_")) {   /* numbered by the module, not the function */
-			snprintf(err, errlen, "kernel %s: a call prototype, which a kernel built alone cannot number", kname);
+	char f[16], t[16];
+	size_t nf = (size_t)snprintf(f, sizeof f, "%d", from), nt = (size_t)snprintf(t, sizeof t, "%d", to), len = 0;
+	for (size_t i = 0; i < n;) {
+		const char *s = body + i;
+		size_t k = starts(s, BB) ? strlen(BB) : starts(s, DEPOT) ? strlen(DEPOT) : 0;
+		if (k == 0 && starts(s, "prototype_")) {
+			*bad = s;
+			return -2;
+		}
+		if (k == 0) {
+			if (out)
+				out[len] = *s;
+			len++;
+			i++;
+			continue;
+		}
+		/* $L__BB<from>_7 or __local_depot<from> (then no digit) */
+		char after = s[k + nf];
+		if (strncmp(s + k, f, nf) || (k == strlen(BB) ? after != '_' : after >= '0' && after <= '9')) {
+			*bad = s;
 			return -1;
 		}
+		if (out) {
+			memcpy(out + len, s, k);
+			memcpy(out + len + k, t, nt);
+		}
+		len += k + nt;
+		i += k + nf;
 	}
-	return 0;
+	return (long)len;
 }
 
-/* Cuts part s (the i-th) into p: 0, or -1 with why it is not a module of one kernel. */
+/* Cuts part s (the i-th) into p: 0, or -1 with why it is not a module of
+ * one kernel, all its numbered names 0, to be joined at place i. */
 static int cut(const char *s, int i, Part *p, char *err, size_t errlen)
 {
 	const char *g = strstr(s, GLOBL);
@@ -76,26 +91,15 @@ static int cut(const char *s, int i, Part *p, char *err, size_t errlen)
 		snprintf(err, errlen, "kernel %s: its text is not one entry ending in a brace", kname);
 		return -1;
 	}
-	return count_numbered(p, kname, err, errlen);
-}
-
-/* Copies body to o, its numbered names given number idx; returns the end. */
-static char *put_body(char *o, const Part *p, int idx)
-{
-	for (size_t i = 0; i < p->nbody;) {
-		const char *s = p->body + i;
-		if (starts(s, BB) || starts(s, DEPOT)) {
-			size_t k = strlen(starts(s, BB) ? BB : DEPOT);
-			memcpy(o, s, k);
-			o += k;
-			o += sprintf(o, "%d", idx);
-			i += k + 1;   /* past the 0 */
-		} else {
-			*o++ = *s;
-			i++;
-		}
-	}
-	return o;
+	const char *bad = NULL;
+	long w = renumber(p->body, p->nbody, 0, i, NULL, &bad);
+	if (w == -2)
+		snprintf(err, errlen, "kernel %s: a call prototype, which a kernel built alone cannot number", kname);
+	else if (w < 0)
+		snprintf(err, errlen, "kernel %s: a name numbered by another function (%.*s) in a module of one", kname,
+		         (int)(strspn(bad, NAMECH) < 40 ? strspn(bad, NAMECH) : 40), bad);
+	p->nout = w < 0 ? 0 : (size_t)w;
+	return w < 0 ? -1 : 0;
 }
 
 /* n + a, or -1 (SIZE_MAX) on overflow, sticky */
@@ -131,9 +135,8 @@ int ptx_join(const char *const *part, int n, char **out, char *err, size_t errle
 			         "hold both", i, p[i].ndecls > 0 ? dk : 0);
 			rc = -1;
 		}
-		/* each renumbered name grows by the digits of i beyond the 0 it had: at most 10 */
 		if (rc == 0)
-			total = add_sz(add_sz(add_sz(total, p[i].nglobl), p[i].nbody), p[i].nnum * 10);
+			total = add_sz(add_sz(total, p[i].nglobl), p[i].nout);
 	}
 	total = add_sz(add_sz(add_sz(total, p[0].nhead), p[dk].ndecls), 2);
 	char *o = rc == 0 && total != (size_t)-1 ? malloc(total) : NULL;
@@ -153,7 +156,8 @@ int ptx_join(const char *const *part, int n, char **out, char *err, size_t errle
 				e += p[dk].ndecls;
 				*e++ = '\n';
 			}
-			e = put_body(e, &p[i], i);
+			const char *bad;
+			e += renumber(p[i].body, p[i].nbody, 0, i, e, &bad);   /* (checked by cut) */
 		}
 		*e = 0;
 		*out = o;
@@ -207,10 +211,15 @@ int ptx_part(const char *module, int want, char **out, char *err, size_t errlen)
 	}
 	const char *end = strstr(body, GLOBL);
 	size_t nglobl = (size_t)(strchr(at, '\n') + 1 - at), nbody = end ? (size_t)(end + 1 - body) : strlen(body);
-	/* its numbered names back to 0, checked to be its own */
-	char num[16];
-	int nd = snprintf(num, sizeof num, "%d", want);
-	size_t cap = nhead + nglobl + ndecls + 1 + nbody + 1, o = 0;
+	/* its numbered names back to 0, checked to be its own: no longer than they were */
+	const char *bad = NULL;
+	long w = renumber(body, nbody, want, 0, NULL, &bad);
+	if (w < 0) {
+		snprintf(err, errlen, "kernel %d: %s (%.*s)", want, w == -2 ? "a call prototype" :
+		         "a name numbered by another kernel", (int)strspn(bad, NAMECH), bad);
+		return -1;
+	}
+	size_t cap = nhead + nglobl + ndecls + 1 + (size_t)w + 1, o = 0;
 	char *s = malloc(cap);
 	if (!s) {
 		snprintf(err, errlen, "out of memory cutting kernel %d", want);
@@ -230,25 +239,7 @@ int ptx_part(const char *module, int want, char **out, char *err, size_t errlen)
 		l += len;
 	}
 	s[o++] = '\n';
-	for (size_t i = 0; i < nbody;) {
-		const char *t = body + i;
-		size_t k = starts(t, BB) ? strlen(BB) : starts(t, DEPOT) ? strlen(DEPOT) : 0;
-		if (k == 0) {
-			s[o++] = *t;
-			i++;
-			continue;
-		}
-		if (strncmp(t + k, num, (size_t)nd) || (t[k + nd] >= '0' && t[k + nd] <= '9')) {
-			snprintf(err, errlen, "kernel %d: a name numbered by another kernel (%.*s)", want,
-			         (int)strspn(t, "$_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"), t);
-			free(s);
-			return -1;
-		}
-		memcpy(s + o, t, k);
-		o += k;
-		s[o++] = '0';
-		i += k + (size_t)nd;
-	}
+	o += (size_t)renumber(body, nbody, want, 0, s + o, &bad);
 	s[o] = 0;
 	*out = s;
 	return 0;
