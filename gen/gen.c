@@ -676,10 +676,17 @@ static int gen_owns(const char *name)
 	       (n > 6 && !strcmp(name + n - 6, ".cubin"));
 }
 
+/* a staging folder of a run that no longer runs, untouched this long, is
+ * removed by the next run into the same output (an hour: gen writes its
+ * folder within seconds, so only a killed run leaves one that old) */
+#define STALE_STAGING_S 3600
+
 /* 3 and 4: the files into a temporary folder beside o->outdir that then
  * replaces it whole. SIGINT and SIGTERM wait until the folder is in place
  * or removed, so an interrupted run leaves the old output or the new one,
- * never a half-written folder or a stray temporary one. */
+ * never a half-written folder or a stray temporary one. A run killed
+ * outright (SIGKILL, the OOM killer) can leave its temporary folder: the
+ * next run into the same output removes it once it is STALE_STAGING_S old. */
 static int publish(const Job *job, int nj, json_t *man, json_t *variants, const GenOpts *o, char *err, size_t errlen)
 {
 	sigset_t block, was;
@@ -699,6 +706,13 @@ static int publish(const Job *job, int nj, json_t *man, json_t *variants, const 
 			fs_rm_owned(tmp, gen_owns);
 	}
 	sigprocmask(SIG_SETMASK, &was, NULL);
+	char first[4400];
+	int n = rc == 0 ? fs_sweep_staged(o->outdir, gen_owns, STALE_STAGING_S, first, sizeof first) : 0;
+	if (n == 1)
+		fprintf(stderr, "recur gen: removed %s, left by a run killed before it finished\n", first);
+	else if (n > 1)
+		fprintf(stderr, "recur gen: removed %s and %d more like it, left by runs killed before they finished\n",
+		        first, n - 1);
 	return rc;
 }
 

@@ -58,5 +58,31 @@ kill -TERM $pid 2>/dev/null
 wait $pid; rc=$?
 [ $rc -ne 0 ] && [ "$(cat "$work/out"/* | cksum)" = "$sum" ]; check $? "SIGTERM while building leaves the old output (exit $rc)"
 [ "$(leftovers)" = 0 ]; check $? "no temporary or old folder left behind ($(ls "$work" | tr '\n' ' '))"
+
+# folders a run killed outright (SIGKILL, the OOM killer: no handler runs)
+# leaves beside its output: the next run removes those of a process that is
+# gone, untouched for an hour and holding only what gen writes, and says so;
+# it keeps the rest whole. No process has an id above pid_max.
+dead=$(( $(cat /proc/sys/kernel/pid_max 2>/dev/null || echo 4194304) + 1 ))
+staged() {   # NAME AGE [foreign]: a staging-like folder of gen's two files, AGE as touch -d takes it
+	mkdir -p "$work/$1"; cp "$work/out"/* "$work/$1/"
+	[ -z "${3:-}" ] || echo notes > "$work/$1/notes.txt"
+	touch -d "$2" "$work/$1"
+}
+staged out.tmp.$dead "2 hours ago"
+staged out.old.$((dead + 1)) "2 hours ago"
+staged out.tmp.$((dead + 2)) "2 hours ago" foreign
+staged out.tmp.$((dead + 3)) "1 minute ago"
+staged out.tmp.$$ "2 hours ago"
+msg=$(gen "$work/one.lua" "$work/out"); rc=$?
+[ $rc -eq 0 ] && [ ! -e "$work/out.tmp.$dead" ] && [ ! -e "$work/out.old.$((dead + 1))" ]
+check $? "a killed run's old staging folders are removed by the next run"
+echo "$msg" | grep -q "removed $work/out\.\(tmp\|old\)\.[0-9]* and 1 more like it, left by runs killed"
+check $? "and it says so ($msg)"
+[ "$(ls "$work/out.tmp.$((dead + 2))" | wc -l)" = 3 ] && [ -f "$work/out.tmp.$((dead + 2))/notes.txt" ]
+check $? "one holding a file gen does not write is left whole"
+[ -d "$work/out.tmp.$((dead + 3))" ] && [ -d "$work/out.tmp.$$" ]
+check $? "one changed a minute ago, and one of a process that runs, are kept"
+[ "$(cat "$work/out"/* | cksum)" = "$sum" ]; check $? "the output is the run's"
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

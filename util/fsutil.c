@@ -1,13 +1,15 @@
 /* Small file-system helpers (see fsutil.h). */
-#define _XOPEN_SOURCE 700   /* realpath */
+#define _GNU_SOURCE   /* realpath; renameat2's RENAME_EXCHANGE (glibc 2.28) */
 #include "fsutil.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <dirent.h>
+#include <time.h>
 #include <unistd.h>
 
 int fs_mkdirs_for(const char *path, char *err, size_t errlen)
@@ -254,6 +256,22 @@ int fs_mkdtemp_fresh(const char *path, FsOwns owns, char *err, size_t errlen)
 	return -1;
 }
 
+/* tmp and dir (both there) swapped in one step, so that no moment has no
+ * dir, not even for a process killed outright: 1 done, 0 where the system
+ * or the file system cannot (then the two renames), -1 with errno */
+static int exchange_dirs(const char *tmp, const char *dir)
+{
+#ifdef RENAME_EXCHANGE
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0)
+		return 1;
+	return errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP ? 0 : -1;
+#else
+	(void)tmp;
+	(void)dir;
+	return 0;
+#endif
+}
+
 int fs_replace_dir(const char *tmp, const char *dir, FsOwns owns, char *err, size_t errlen)
 {
 	char why[1024];
@@ -261,10 +279,19 @@ int fs_replace_dir(const char *tmp, const char *dir, FsOwns owns, char *err, siz
 		snprintf(err, errlen, "%s (it changed while the output was made)", why);
 		return -1;
 	}
-	char old[4400];
-	snprintf(old, sizeof old, "%s.old.%ld", dir, (long)getpid());
 	struct stat sb;
 	int had = lstat(dir, &sb) == 0;
+	int x = had ? exchange_dirs(tmp, dir) : 0;
+	if (x == 1) {
+		fs_rm_owned(tmp, owns);   /* the old folder, now under tmp's name */
+		return 0;
+	}
+	if (x < 0) {
+		snprintf(err, errlen, "cannot put %s in place of %s: %s", tmp, dir, strerror(errno));
+		return -1;
+	}
+	char old[4400];
+	snprintf(old, sizeof old, "%s.old.%ld", dir, (long)getpid());
 	if (had && rename(dir, old) != 0) {
 		snprintf(err, errlen, "cannot move the old %s aside: %s", dir, strerror(errno));
 		return -1;
@@ -278,4 +305,56 @@ int fs_replace_dir(const char *tmp, const char *dir, FsOwns owns, char *err, siz
 	if (had)
 		fs_rm_owned(old, owns);
 	return 0;
+}
+
+/* the process id N of "<base>.tmp.N" or "<base>.old.N", else 0 */
+static long staged_pid(const char *name, const char *base)
+{
+	size_t n = strlen(base);
+	if (strncmp(name, base, n) != 0 || (strncmp(name + n, ".tmp.", 5) != 0 && strncmp(name + n, ".old.", 5) != 0))
+		return 0;
+	const char *d = name + n + 5;
+	char *end;
+	errno = 0;
+	long pid = strtol(d, &end, 10);
+	return *d >= '0' && *d <= '9' && !*end && errno == 0 && pid > 0 ? pid : 0;
+}
+
+int fs_sweep_staged(const char *dir, FsOwns owns, int min_age_s, char *first, size_t firstlen)
+{
+	char parent[4096], base[4096];
+	snprintf(parent, sizeof parent, "%s", dir);
+	size_t n = strlen(parent);
+	while (n > 1 && parent[n - 1] == '/')
+		parent[--n] = 0;
+	char *slash = strrchr(parent, '/');
+	snprintf(base, sizeof base, "%s", slash ? slash + 1 : parent);
+	if (!slash)
+		snprintf(parent, sizeof parent, ".");
+	else if (slash == parent)
+		parent[1] = 0;   /* a folder of the root */
+	else
+		*slash = 0;
+	DIR *d = opendir(parent);
+	if (!d)
+		return 0;
+	int removed = 0;
+	struct dirent *e;
+	char p[8300];
+	struct stat sb;
+	while ((e = readdir(d))) {
+		long pid = *base ? staged_pid(e->d_name, base) : 0;
+		if (!pid || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;   /* not a staged name, or its process (or one of its id) runs */
+		snprintf(p, sizeof p, "%s/%s", parent, e->d_name);
+		char why[256];
+		if (lstat(p, &sb) != 0 || !S_ISDIR(sb.st_mode) || difftime(time(NULL), sb.st_mtime) < min_age_s ||
+		    fs_replaceable(p, owns, "", why, sizeof why) != 0)
+			continue;   /* young, or holding anything its writer does not write: left whole */
+		fs_rm_owned(p, owns);
+		if (lstat(p, &sb) != 0 && removed++ == 0 && first)
+			snprintf(first, firstlen, "%s", p);
+	}
+	closedir(d);
+	return removed;
 }

@@ -54,9 +54,20 @@ int fs_replaceable(const char *dir, FsOwns owns, const char *who, char *err, siz
  * remove. */
 int fs_mkdtemp_fresh(const char *path, FsOwns owns, char *err, size_t errlen);
 
-/* Moves the finished folder tmp to dir (fs_replaceable must hold), the old
- * one first aside then removed; on failure dir is what it was. */
+/* Moves the finished folder tmp to dir (fs_replaceable must hold) and
+ * removes the old one: swapped with it in one step where Linux and the file
+ * system can (renameat2's RENAME_EXCHANGE), else moved aside first; on
+ * failure dir is what it was. */
 int fs_replace_dir(const char *tmp, const char *dir, FsOwns owns, char *err, size_t errlen);
+
+/* The folders a writer of dir left when it was killed outright (no signal
+ * handler runs for SIGKILL or the OOM killer): "<dir>.tmp.PID" and
+ * "<dir>.old.PID" beside dir whose process no longer exists and that were
+ * not changed in min_age_s seconds (a process of another machine sharing
+ * the folder looks dead here, but writes its folder within seconds) are
+ * removed where they hold only files owns() accepts (fs_replaceable);
+ * any other is left whole. How many went; the first one's path in first. */
+int fs_sweep_staged(const char *dir, FsOwns owns, int min_age_s, char *first, size_t firstlen);
 
 /* Removes the regular files of dir that owns() accepts, then dir if that
  * left it empty; nothing else. Best effort, nothing reported. */
