@@ -78,7 +78,7 @@ ptxas_all() {
 	local cache=${RECUR_PTXAS_CACHE:-$(dirname "$work")/ptxas_cache}
 	[ "$cache" = none ] || mkdir -p "$cache" || cache=none
 	local salt
-	salt="$PTXAS_FLAGS $("$ptxas" --version 2>&1 | tail -1)"
+	salt="$PTXAS_FLAGS $(ptxas_version "$ptxas")"
 	ptxas_one() {   # PTXAS FLAGS CACHE FILE OUTDIR
 		local v
 		v=$(basename "$4" .ptx)

@@ -25,7 +25,11 @@
 #   where FILE has no ".globl" line before an entry (then it is compiled whole)
 # ptxas_kernels LOG: one line per kernel of a "ptxas -v" log,
 #   NAME regs=N stack=BYTES spill_stores=BYTES spill_loads=BYTES
-# find_ptxas: ptxas's path into $ptxas (empty where none is found).
+# find_ptxas: ptxas's path into $ptxas (empty where none is found), and
+#   its version line exported for ptxas_version.
+# ptxas_version PTXAS: PTXAS's version line (part of every cache key), from
+#   find_ptxas's export where it is that ptxas: asked once a test, not once
+#   a kernel.
 # ptxas_cache_key SALT FILE: the key of FILE's result, SALT the flags and
 # ptxas's version ("FLAGS VERSION-LINE"); ptx_lib.sh's ptxas_all keys its
 # results by it too, so the two share entries
@@ -37,6 +41,15 @@ find_ptxas() {
 	[ -x "$ptxas" ] || ptxas=$(command -v ptxas || true)
 	[ -x "$ptxas" ] || [ ! -x /usr/local/cuda/bin/ptxas ] || ptxas=/usr/local/cuda/bin/ptxas
 	[ -n "$ptxas" ] && [ -x "$ptxas" ] || ptxas=""
+	[ -z "$ptxas" ] || { PTXAS_VERSION_LINE=$("$ptxas" --version 2>&1 | tail -1); PTXAS_VERSION_OF=$ptxas; }
+	export PTXAS_VERSION_OF PTXAS_VERSION_LINE
+}
+ptxas_version() {
+	if [ -n "${PTXAS_VERSION_OF:-}" ] && [ "$PTXAS_VERSION_OF" = "$1" ]; then
+		printf '%s\n' "$PTXAS_VERSION_LINE"
+	else
+		"$1" --version 2>&1 | tail -1
+	fi
 }
 ptxas_cache_key() {
 	{ printf '%s\n' "$1"; cat "$2"; } | sha256sum | cut -c1-64
@@ -73,7 +86,7 @@ ptxas_cached_one() {
 		"$1" $2 "$3" -o /dev/null 2>&1
 		return
 	fi
-	key=$(ptxas_cache_key "$2 $("$1" --version 2>&1 | tail -1)" "$3")
+	key=$(ptxas_cache_key "$2 $(ptxas_version "$1")" "$3")
 	if [ -f "$cache/$key.rc" ] && [ -f "$cache/$key.log" ]; then
 		cat "$cache/$key.log"
 		return "$(cat "$cache/$key.rc")"
@@ -113,4 +126,4 @@ ptxas_kernels() {
 		/Used [0-9]+ registers/ { printf "%s regs=%s stack=%s spill_stores=%s spill_loads=%s\n", k, $5, st, ss, sl }' "$1"
 }
 # for the tests that run them through xargs or bash -c
-export -f ptxas_cached ptxas_cached_one ptxas_split ptxas_cache_key
+export -f ptxas_cached ptxas_cached_one ptxas_split ptxas_cache_key ptxas_version
