@@ -20,7 +20,12 @@ static const char GLOBL[] = "\n\t// .globl\t", BB[] = "$L__BB", DEPOT[] = "__loc
 /* 1 when s starts with the prefix p */
 static int starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
 
-static const char NAMECH[] = "$_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+/* the length of the name at s to quote in a message, at most 40 */
+static int name_len(const char *s)
+{
+	size_t n = strspn(s, "$_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ");
+	return n < 40 ? (int)n : 40;
+}
 
 /* body[0..n) with the names LLVM numbers by a function's place ($L__BB<n>_,
  * __local_depot<n>) renumbered from `from` to `to`, into out (NULL: only
@@ -96,8 +101,8 @@ static int cut(const char *s, int i, Part *p, char *err, size_t errlen)
 	if (w == -2)
 		snprintf(err, errlen, "kernel %s: a call prototype, which a kernel built alone cannot number", kname);
 	else if (w < 0)
-		snprintf(err, errlen, "kernel %s: a name numbered by another function (%.*s) in a module of one", kname,
-		         (int)(strspn(bad, NAMECH) < 40 ? strspn(bad, NAMECH) : 40), bad);
+		snprintf(err, errlen, "kernel %s: a name numbered by another function (%.*s) in a module of one",
+		         kname, name_len(bad), bad);
 	p->nout = w < 0 ? 0 : (size_t)w;
 	return w < 0 ? -1 : 0;
 }
@@ -216,7 +221,7 @@ int ptx_part(const char *module, int want, char **out, char *err, size_t errlen)
 	long w = renumber(body, nbody, want, 0, NULL, &bad);
 	if (w < 0) {
 		snprintf(err, errlen, "kernel %d: %s (%.*s)", want, w == -2 ? "a call prototype" :
-		         "a name numbered by another kernel", (int)strspn(bad, NAMECH), bad);
+		         "a name numbered by another kernel", name_len(bad), bad);
 		return -1;
 	}
 	size_t cap = nhead + nglobl + ndecls + 1 + (size_t)w + 1, o = 0;
