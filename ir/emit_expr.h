@@ -27,6 +27,9 @@ typedef struct {
 /* the sigmoid of the element math (tanh.approx): what proj_fwd applies to
  * a projection it stores as sigmoid(P) */
 LLVMValueRef emit_sigmoid(Irb *I, LLVMValueRef z);
+/* the same sigmoid of 2 zh: for a caller that has z / 2 for free (exact:
+ * halving is, so the result is emit_sigmoid's of 2 zh bit for bit) */
+LLVMValueRef emit_sigmoid_half(Irb *I, LLVMValueRef zh);
 
 /* memo: g->len entries, zeroed by the caller for each evaluation site, so a
  * node shared by several roots is computed once per site. */

@@ -65,6 +65,26 @@ LLVMValueRef proj_pack(Tmpl *T, int j, LLVMValueRef v0, LLVMValueRef v1)
 	return pack_bf16x2(I, v0, v1);
 }
 
+/* sigmoid(a + b) = 0.5 + 0.5 tanh((a + b) / 2), and (a + b) / 2 rounds
+ * to fma(a, 0.5, b / 2) exactly: scaling by 2^-1 commutes with rounding
+ * (outside fp32's subnormals, which flush to zero either way), so the
+ * stored sigmoids are proj_pack's bit for bit with one multiply a value
+ * fewer, where the bias is halved once as it is loaded */
+LLVMValueRef proj_bias(Tmpl *T, int j, LLVMValueRef b)
+{
+	return T->pj_sig[T->apj[j]] ? fmul(&T->I, b, cf32(&T->I, 0.5)) : b;
+}
+
+LLVMValueRef proj_pack_biased(Tmpl *T, int j, LLVMValueRef a0, LLVMValueRef b0, LLVMValueRef a1, LLVMValueRef b1)
+{
+	Irb *I = &T->I;
+	if (!T->pj_sig[T->apj[j]])
+		return proj_pack(T, j, fadd(I, a0, b0), fadd(I, a1, b1));
+	LLVMValueRef h = cf32(I, 0.5);
+	return pack_f16x2(I, emit_sigmoid_half(I, fadd(I, fmul(I, a0, h), b0)),
+	                  emit_sigmoid_half(I, fadd(I, fmul(I, a1, h), b1)));
+}
+
 int proj_dw_tiles(const Tmpl *T) { return (T->mx->k / proj_nc(T)) * ((T->mx->k + 63) / 64 / proj_dw_kt(T)); }
 
 /* the lane's ldmatrix row offset for an A fragment at k-step ks of the

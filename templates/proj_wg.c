@@ -373,8 +373,8 @@ static void fwd_out(Tmpl *T, const Wg *g, const KSig *s, LLVMValueRef row0, LLVM
 			int j = j0 + jj;
 			LLVMValueRef tr = acc_row(I, p, ci32(I, 0), r);   /* the row in the tile */
 			for (int i = 0; i < 8; i++) {
-				LLVMValueRef v = proj_pack(T, j, fadd(I, acc[jj][4 * i + 2 * r], o->bias[j][i][0]),
-				                           fadd(I, acc[jj][4 * i + 2 * r + 1], o->bias[j][i][1]));
+				LLVMValueRef v = proj_pack_biased(T, j, acc[jj][4 * i + 2 * r], o->bias[j][i][0],
+				                                  acc[jj][4 * i + 2 * r + 1], o->bias[j][i][1]);
 				LLVMValueRef at = iadd(I, ci32(I, g->obuf + j * WG_BLOCK), wg_swz(I, tr, acc_col(I, p, ci32(I, 0), i)));
 				st(I, v, smem_ptr(I, at), 4);
 			}
@@ -412,7 +412,8 @@ void proj_fwd_wg(Tmpl *T)
 		LLVMValueRef bp = ksig_param(T, &l->sig, T->mx->proj[T->apj[j]].bias);
 		for (int i = 0; i < 8; i++)
 			for (int e = 0; e < 2; e++)
-				o.bias[j][i][e] = ld(I, I->f32, gep_f32(I, bp, sext64(I, iadd(I, acc_col(I, &g.p, g.p.c0, i), ci32(I, e)))), 4);
+				o.bias[j][i][e] = proj_bias(T, j, ld(I, I->f32, gep_f32(I, bp,
+					sext64(I, iadd(I, acc_col(I, &g.p, g.p.c0, i), ci32(I, e)))), 4));
 	}
 	wg_body(T, &g, &l->sig, NULL, fwd_out, &o);
 }

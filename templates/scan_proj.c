@@ -373,13 +373,13 @@ static void sp_store(Tmpl *T, Lanes *ln, LLVMValueRef row0, LLVMValueRef acc[][3
 			for (int e = 0; e < 2; e++) {
 				LLVMValueRef col = iadd(I, imul(I, ln->head, ci32(I, 64)), iadd(I, ci32(I, 8 * i + e),
 				                                                                 imul(I, ln->q, ci32(I, 2))));
-				bias[i][e] = ld(I, I->f32, gep_f32(I, bp, sext64(I, col)), 4);
+				bias[i][e] = proj_bias(T, j, ld(I, I->f32, gep_f32(I, bp, sext64(I, col)), 4));
 			}
 		for (int r = 0; r < 2; r++) {
 			LLVMValueRef tr = iadd(I, imul(I, ln->w, ci32(I, 16)), iadd(I, ln->g, ci32(I, 8 * r)));
 			for (int i = 0; i < 8; i++) {
-				LLVMValueRef v = proj_pack(T, j, fadd(I, acc[j][4 * i + 2 * r], bias[i][0]),
-				                           fadd(I, acc[j][4 * i + 2 * r + 1], bias[i][1]));
+				LLVMValueRef v = proj_pack_biased(T, j, acc[j][4 * i + 2 * r], bias[i][0],
+				                                  acc[j][4 * i + 2 * r + 1], bias[i][1]);
 				LLVMValueRef col = iadd(I, ci32(I, 8 * i), imul(I, ln->q, ci32(I, 2)));
 				st(I, v, smem_ptr(I, iadd(I, ci32(I, obuf + j * WG_BLOCK), wg_swz(I, tr, col))), 4);
 			}

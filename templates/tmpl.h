@@ -629,6 +629,11 @@ int proj_nc(const Tmpl *T);         /* a projection block's output columns: gcd(
 /* a pair of projection j's (apart index) values, biases added, as stored:
  * bf16, or where the scans read it through sigmoid (pj_sig) fp16 sigmoids */
 LLVMValueRef proj_pack(Tmpl *T, int j, LLVMValueRef v0, LLVMValueRef v1);
+/* the same pair from accumulators a and biases as proj_bias gave them:
+ * with pj_sig the sigmoid's tanh takes fma(a, 0.5, b / 2), halving in the
+ * bias's load and not an instruction a value (bit for bit proj_pack's) */
+LLVMValueRef proj_bias(Tmpl *T, int j, LLVMValueRef b);
+LLVMValueRef proj_pack_biased(Tmpl *T, int j, LLVMValueRef a0, LLVMValueRef b0, LLVMValueRef a1, LLVMValueRef b1);
 int proj_dw_tiles(const Tmpl *T);   /* proj_dw's blocks per head and slab */
 int proj_dw_kt(const Tmpl *T);      /* its k tiles of 64 a block (a warpgroup each on wgmma; 1 else) */
 int proj_dw_slots(const Tmpl *T);   /* its block slots on PROJ_PLAN_SMS, for the slabs' plan */

@@ -216,6 +216,12 @@ f=$work/k256_90a/rglru.apart_fused_grouped_prefix32_lookback_chunk8.ptx
 got="$(wg "$f" proj_fwd) $(wg "$f" proj_dxdw) $(grep -cE '\.entry rglru_proj_d[xw]\(' "$f") $(grep -c '^\.target sm_90a' "$f") $(grep -c 'align 1024 .b8 recur_smem' "$f")"
 [ "$got" = "32 64 0 1 1" ]
 check $? "sm_90a at K = 256: proj_fwd 32 wgmma (4 blocks of 64 x 4 steps x 2), proj_dxdw 64 (2 warpgroups x 4 trips x 8), no proj_dx or proj_dw; target and 1024-byte alignment (got: $got)"
+# its epilogue's sigmoid takes fma(acc, 0.5, bias / 2): the 32 biases of a lane's columns
+# halved once as they are loaded, no add or multiply a value (64 a thread) before tanh
+pf() { sed -n "/\.entry rglru_proj_fwd(/,/^}/p" "$f" | grep -cE "$1"; }
+got="$(pf 'tanh\.approx') $(pf 'mul(\.rn)?(\.ftz)?\.f32 .*0f3F000000') $(pf '^[[:space:]]*add(\.rn)?(\.ftz)?\.f32')"
+[ "$got" = "64 32 0" ]
+check $? "sm_90a at K = 256: proj_fwd's sigmoids from fma(acc, 0.5, bias / 2), the biases halved once (tanh/mul by 0.5/add.f32: 64 32 0; got: $got)"
 # the copies by a warpgroup of their own: proj_fwd 256 threads, the registers moved to the
 # multiplying one (56 and 200 a thread), a full and an empty mbarrier wait a trip (4 trips of
 # a row tile), its own barrier twice around the epilogue, never the block's; proj_dxdw 384
