@@ -176,9 +176,10 @@ static void stage_rows(Tmpl *T, LLVMValueRef src, LLVMValueRef row0, LLVMValueRe
  * over the head's K inputs and columns n over the tile's NC outputs
  * (transpose = 0: W[hp][k][n0 + n], the forward's B), or rows over the K
  * outputs and columns over NC inputs (transpose = 1: W[hp][n0 + n][k], dx's) */
-static void stage_weights(Tmpl *T, LLVMValueRef W, LLVMValueRef hp, LLVMValueRef n0, int base, int transpose)
+static void stage_weights(Tmpl *T, LLVMValueRef W, LLVMValueRef hp, LLVMValueRef n0, int base, int transpose, float scale)
 {
 	Irb *I = &T->I;
+	CHECK(scale == 1.0f || !transpose);
 	int K = T->mx->k, nc = proj_nc(T), stride = b_stride(T);
 	LLVMTypeRef v4f = LLVMVectorType(I->f32, 4);
 	int n = K * nc / 4;   /* float4 loads */
@@ -191,6 +192,10 @@ static void stage_weights(Tmpl *T, LLVMValueRef W, LLVMValueRef hp, LLVMValueRef
 			LLVMValueRef k = idiv(I, e, ci32(I, nc / 4)), c4 = imul(I, isub(I, e, imul(I, k, ci32(I, nc / 4))), ci32(I, 4));
 			LLVMValueRef g = iadd(I, hbase, iadd(I, imul(I, k, ci32(I, K)), iadd(I, n0, c4)));
 			LLVMValueRef v = ld(I, v4f, gep_f32(I, W, sext64(I, g)), 16);
+			if (scale != 1.0f) {
+				LLVMValueRef k[4] = { cf32(I, scale), cf32(I, scale), cf32(I, scale), cf32(I, scale) };
+				v = fmul(I, v, LLVMConstVector(k, 4));
+			}
 			LLVMValueRef w = pack_bf16x4(I, v);
 			st(I, w, smem_ptr(I, iadd(I, ci32(I, base), iadd(I, imul(I, k, ci32(I, stride)), imul(I, c4, ci32(I, 2))))), 8);
 		} else {            /* W row n0 + c: 4 adjacent outputs k, one column of 4 rows here */
@@ -325,6 +330,21 @@ static LLVMValueRef out_col(Irb *I, const ProjLanes *p, LLVMValueRef base, int n
 	return iadd(I, base, iadd(I, ci32(I, 8 * nt), imul(I, p->q, ci32(I, 2))));
 }
 
+/* proj_fwd on mma.sync: where only projection j's sigmoid is read
+ * (pj_sig), its staged weights and the biases that start its accumulators
+ * are halved (exactly, in bf16 and fp32 alike), so the accumulators end at
+ * (x W + b) / 2, the sigmoid's tanh argument as proj_pack rounds it, bit
+ * for bit, with no multiply a value */
+static float fwd_scale(const Tmpl *T, int j) { return T->pj_sig[T->apj[j]] ? 0.5f : 1.0f; }
+
+static LLVMValueRef fwd_pack(Tmpl *T, int j, LLVMValueRef a0, LLVMValueRef a1)
+{
+	Irb *I = &T->I;
+	if (!T->pj_sig[T->apj[j]])
+		return proj_pack(T, j, a0, a1);
+	return pack_f16x2(I, emit_sigmoid_half(I, a0), emit_sigmoid_half(I, a1));
+}
+
 void tmpl_proj_fwd(Tmpl *T)
 {
 	if (proj_wgmma(T)) {
@@ -343,11 +363,12 @@ void tmpl_proj_fwd(Tmpl *T)
 	LLVMValueRef out[MX_MAXPROJ];
 	for (int j = 0; j < na; j++) {
 		const MxProj *pj = &mx->proj[T->apj[j]];
-		stage_weights(T, ksig_param(T, &l->sig, pj->weight), hp, p.n0, boff + j * b_bytes(T), 0);
+		stage_weights(T, ksig_param(T, &l->sig, pj->weight), hp, p.n0, boff + j * b_bytes(T), 0, fwd_scale(T, j));
 		out[j] = ksig_each_arg(T, &l->sig, "proj_", j);
 		IfBlk f;   /* thread t < NC: column t's bias of projection j */
 		if_begin(I, &f, ilt(I, tid_x(I), ci32(I, nc)), "bias_in");
 		LLVMValueRef b = ld(I, I->f32, gep_f32(I, ksig_param(T, &l->sig, pj->bias), sext64(I, iadd(I, p.c0, tid_x(I)))), 4);
+		b = proj_bias(T, j, b);
 		st(I, b, smem_ptr(I, iadd(I, ci32(I, biasoff + j * nc * 4), imul(I, tid_x(I), ci32(I, 4)))), 4);
 		if_end(I, &f);
 	}
@@ -382,7 +403,7 @@ void tmpl_proj_fwd(Tmpl *T)
 		for (int j = 0; j < na; j++)
 			for (int nt = 0; nt < nc / 8; nt++) {
 				LLVMValueRef col = out_col(I, &p, p.c0, nt);
-				LLVMValueRef v = proj_pack(T, j, acc[j][nt][2 * r], acc[j][nt][2 * r + 1]);
+				LLVMValueRef v = fwd_pack(T, j, acc[j][nt][2 * r], acc[j][nt][2 * r + 1]);
 				st(I, v, gep_bf16(I, out[j], iadd(I, imul(I, sext64(I, row), sext64(I, D)), sext64(I, col))), 4);
 			}
 		if_end(I, &f);
@@ -426,7 +447,7 @@ void tmpl_proj_dx(Tmpl *T)
 	LLVMValueRef BL = p.BL, D = p.D, lane = p.lane, w = p.w, hp = p.hp;
 	LLVMValueRef dp[MX_MAXPROJ];
 	for (int j = 0; j < na; j++) {
-		stage_weights(T, ksig_param(T, &l->sig, mx->proj[T->apj[j]].weight), hp, p.n0, boff + j * b_bytes(T), 1);
+		stage_weights(T, ksig_param(T, &l->sig, mx->proj[T->apj[j]].weight), hp, p.n0, boff + j * b_bytes(T), 1, 1.0f);
 		dp[j] = ksig_each_arg(T, &l->sig, "dproj_", j);
 	}
 	LLVMValueRef ntile = idiv(I, iadd(I, BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
