@@ -138,7 +138,7 @@ static LLVMValueRef emit_node(Irb *I, const ExGraph *g, int node, const EmitEnv 
 	case EX_SOFTPLUS: r = softplus(I, a); break;
 	case EX_SQRT:
 	case EX_SQRTB: r = f_sqrt(I, fmaxf_(I, a, cf32(I, 0.0))); break;
-	case EX_SQRTB_GRAD: r = f_rsqrt(I, fmaxf_(I, fmul(I, a, cf32(I, 4.0)), cf32(I, 1e-6))); break;
+	case EX_SQRTB_GRAD: r = f_rsqrt(I, fmaxf_(I, a, cf32(I, 2.5e-7))); break;
 	case EX_TANH: r = env->precise || token_level(g, n->a) ? tanh_precise(I, a) : f_tanh(I, a); break;
 	case EX_RECIP: r = f_rcp(I, a); break;
 	case EX_RSQRT: r = f_rsqrt(I, a); break;

@@ -171,7 +171,7 @@ static double ex_apply(ExOp op, double x, double y, double z)
 	case EX_SIGMOID: return ex_sigmoid(x);
 	case EX_SOFTPLUS: return log1p(exp(-fabs(x))) + fmax(x, 0.0);   /* no overflow for large x */
 	case EX_SQRT: case EX_SQRTB: return sqrt(x);
-	case EX_SQRTB_GRAD: return 1.0 / sqrt(fmax(4.0 * x, 1e-6));
+	case EX_SQRTB_GRAD: return 1.0 / sqrt(fmax(x, 2.5e-7));
 	case EX_TANH: return tanh(x);
 	case EX_RECIP: return 1.0 / x;
 	case EX_RSQRT: return 1.0 / sqrt(x);
@@ -271,6 +271,7 @@ int ex_bin(ExGraph *g, ExOp op, int a, int b)
 	case EX_ADD:
 		if (ex_isconst(g, a, 0)) return b;
 		if (ex_isconst(g, b, 0)) return a;
+		if (a == b) return ex_bin(g, EX_MUL, a, ex_const(g, 2));   /* a product rule's two equal terms */
 		if (nb.op == EX_NEG) return ex_bin(g, EX_SUB, a, nb.a);
 		if (na.op == EX_NEG) return ex_bin(g, EX_SUB, b, na.a);
 		break;
@@ -358,8 +359,9 @@ static void ex_backprop(ExGraph *g, int *adj, const char *need, int id, int d)
 	case EX_SQRT:      /* 0.5 / sqrt */
 		if (na) ex_acc(g, adj, a, ex_bin(g, EX_MUL, d, ex_bin(g, EX_DIV, ex_const(g, 0.5), v)));
 		break;
-	case EX_SQRTB:     /* the bounded derivative, a node the templates emit as written */
-		if (na) ex_acc(g, adj, a, ex_bin(g, EX_MUL, d, ex_un(g, EX_SQRTB_GRAD, a)));
+	case EX_SQRTB:     /* the bounded derivative, 0.5 sqrtb_grad: the 0.5 joins a product's
+	                    * constants (1 - a^2's 2 a cancels it), the node is one rsqrt */
+		if (na) ex_acc(g, adj, a, ex_bin(g, EX_MUL, d, ex_bin(g, EX_MUL, ex_const(g, 0.5), ex_un(g, EX_SQRTB_GRAD, a))));
 		break;
 	case EX_SQRTB_GRAD:
 		/* Treated as constant: it only appears inside first derivatives,
@@ -607,6 +609,7 @@ typedef struct {
 	int *uses, *memo;   /* of the nodes before the rewrite: only these are rewritten */
 	unsigned char *inv; /* invariance of every node, new ones included (grp_inv) */
 	int ninv;           /* entries of inv computed: ids below ninv */
+	int minus1;         /* the constant -1, a factor for each sign a product holds */
 	size_t invcap;
 	GrpInts kids;       /* the frames' children and results, a stack */
 	GrpFrame *fr;
@@ -647,7 +650,11 @@ static int grp_folds(const ExGroup *x, int id)
 }
 
 /* Appends the factors of product id, left to right, through the products
- * only it uses (recursively: factors(a) then factors(b)). */
+ * only it uses (recursively: factors(a) then factors(b)), and through the
+ * negations only it uses: -u is the factors -1, then u's. The signs then
+ * join the product's constants: the derivative of 1 - a*a carries
+ * -(d * sqrtb_grad * 0.5) into 2 * a * (...), whose 2, -1 and 0.5 are one
+ * -1, no instruction. */
 static void grp_factors(ExGroup *x, int id, GrpInts *out)
 {
 	GrpInts st = { 0 };
@@ -657,6 +664,9 @@ static void grp_factors(ExGroup *x, int id, GrpInts *out)
 		int o = st.v[--st.n];
 		if (grp_folds(x, o)) {
 			grp_push(&st, x->g->n[o].b);
+			grp_push(&st, x->g->n[o].a);
+		} else if (x->g->n[o].op == EX_NEG && x->uses[o] == 1) {
+			grp_push(out, x->minus1);
 			grp_push(&st, x->g->n[o].a);
 		} else {
 			grp_push(out, o);
@@ -791,6 +801,7 @@ static int grp_rewrite(ExGroup *x, int root)
 void ex_group_invariant(ExGraph *g, int *roots, int n)
 {
 	ExGroup x = { .g = g };
+	x.minus1 = ex_const(g, -1);   /* before the arrays are sized: a node they cover */
 	x.uses = calloc((size_t)g->len + 1, sizeof *x.uses);
 	x.memo = malloc(((size_t)g->len + 1) * sizeof *x.memo);
 	char *mark = calloc((size_t)g->len + 1, 1);

@@ -29,7 +29,7 @@ typedef enum {
 	/* unary */
 	EX_NEG, EX_EXP, EX_LOG, EX_SIGMOID, EX_SOFTPLUS, EX_SQRT,
 	EX_SQRTB,      /* sqrt whose derivative is bounded: d/dz = 1/sqrt(max(4z, 1e-6)) */
-	EX_SQRTB_GRAD, /* 1/sqrt(max(4z, 1e-6)): the derivative above, a node of its own */
+	EX_SQRTB_GRAD, /* 1/sqrt(max(z, 2.5e-7)): twice the derivative above, a node of its own */
 	EX_TANH, EX_RECIP, EX_RSQRT,
 	/* binary */
 	EX_ADD, EX_SUB, EX_MUL, EX_DIV, EX_MIN, EX_MAX,

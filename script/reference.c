@@ -77,7 +77,7 @@ static double rf_apply(ExOp op, double x, double y, double z)
 	case EX_SQRTB:
 		return sqrt(x);
 	case EX_SQRTB_GRAD:
-		return 1.0 / sqrt(fmax(4.0 * x, 1e-6));
+		return 1.0 / sqrt(fmax(x, 2.5e-7));
 	case EX_TANH:
 		return tanh(x);
 	case EX_RECIP:

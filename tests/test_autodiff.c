@@ -497,6 +497,50 @@ static void test_sigmoid_only(void)
 	ex_free(&g);
 }
 
+/* varying products by a constant, and sums of a node with itself (a product
+ * by 2), among the nodes reachable from node (mark: g->len flags): each one
+ * an instruction a kernel spends per element */
+static int count_const_products(const ExGraph *g, const unsigned char *inv, int node, char *mark)
+{
+	if (node < 0 || mark[node])
+		return 0;
+	mark[node] = 1;
+	const ExNode *n = &g->n[node];
+	int here = !inv[node] && ((n->op == EX_MUL && (g->n[n->a].op == EX_CONST || g->n[n->b].op == EX_CONST)) ||
+	                          (n->op == EX_ADD && n->a == n->b));
+	return here + count_const_products(g, inv, n->a, mark) + count_const_products(g, inv, n->b, mark) +
+	       count_const_products(g, inv, n->c, mark);
+}
+
+/* The adjoints as the kernels derive them (tmpl_derive: the forward grouped,
+ * differentiated, the adjoints grouped) hold no per-element product by a
+ * constant: the 2 of d(a^2) = 2 a da, the sign of 1 - a^2 and the 0.5 of
+ * sqrtb's derivative meet in one product and cancel */
+static void test_adjoint_constants(const char *name, void (*build)(ExGraph *, int *), const Leaf *leaves, int nleaf)
+{
+	ExGraph g;
+	ex_init(&g);
+	int out[3], seeds[3], ids[8], grads[8];
+	build(&g, out);
+	ex_group_invariant(&g, out, 3);
+	for (int j = 0; j < 3; j++)
+		seeds[j] = ex_leaf(&g, EX_SEED, j);
+	for (int k = 0; k < nleaf; k++)
+		ids[k] = ex_leaf(&g, leaves[k].op, leaves[k].idx);
+	ex_grad(&g, 3, out, seeds, nleaf, ids, grads);
+	ex_group_invariant(&g, grads, nleaf);
+	unsigned char *inv = ex_invariants(&g);
+	char *mark = calloc((size_t)g.len, 1);
+	if (!inv || !mark) { fprintf(stderr, "out of memory\n"); exit(1); }
+	int n = 0;
+	for (int k = 0; k < nleaf; k++)
+		n += count_const_products(&g, inv, grads[k], mark);
+	check(n == 0, "%s: the adjoints hold no per-element product by a constant, nor x + x (%d)", name, n);
+	free(mark);
+	free(inv);
+	ex_free(&g);
+}
+
 int main(void)
 {
 	test_unary();
@@ -515,6 +559,8 @@ int main(void)
 	test_exp_square();
 	test_group("rglru", build_rglru, rl, 6, fill_rglru);
 	test_group("samu", build_samu, sl, 8, fill_samu);
+	test_adjoint_constants("rglru", build_rglru, rl, 6);
+	test_adjoint_constants("samu", build_samu, sl, 8);
 	test_structure();
 	test_sqrtb();
 	test_sigmoid_only();
