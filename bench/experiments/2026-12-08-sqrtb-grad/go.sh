@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# sqrtb's derivative without constants (commit 8f1b71f) on the device: the
-# backward's new rounding against float64, and bwd_apply timed before and
-# after. Run from the repository root with the binary and its library
-# carried (.carry/, as bench/h200_suite.sh does) and .carry/sh.tar.xz
-# unpacked into sets/ (mkdir -p sets; tar xJf .carry/sh.tar.xz -C sets):
+# sqrtb's derivative without constants and the sigmoid's as one fma (8f1b71f,
+# bc29b60) on the device: the backward's new rounding against float64, and
+# bwd_apply timed before and after. Run from the repository root with the
+# binary and its library carried (.carry/, as bench/h200_suite.sh does) and
+# .carry/sh.tar.xz unpacked into sets/ (mkdir -p sets; tar xJf
+# .carry/sh.tar.xz -C sets):
 #   RECUR_BIN=.carry/recur bash bench/experiments/2026-12-08-sqrtb-grad/go.sh
 # sets/sh: new90a/head90a and new90/head90 (RecurrentGemma for sm_90a and
 # sm_90 before and after), k64old/k64head (winners.lua: the seed shapes'
