@@ -361,7 +361,10 @@ static void ex_backprop(ExGraph *g, int *adj, const char *need, int id, int d)
 		break;
 	case EX_SQRTB:     /* the bounded derivative, 0.5 sqrtb_grad: the 0.5 joins a product's
 	                    * constants (1 - a^2's 2 a cancels it), the node is one rsqrt */
-		if (na) ex_acc(g, adj, a, ex_bin(g, EX_MUL, d, ex_bin(g, EX_MUL, ex_const(g, 0.5), ex_un(g, EX_SQRTB_GRAD, a))));
+		if (na) {
+			t = ex_bin(g, EX_MUL, ex_const(g, 0.5), ex_un(g, EX_SQRTB_GRAD, a));
+			ex_acc(g, adj, a, ex_bin(g, EX_MUL, d, t));
+		}
 		break;
 	case EX_SQRTB_GRAD:
 		/* Treated as constant: it only appears inside first derivatives,

@@ -176,7 +176,8 @@ static void stage_rows(Tmpl *T, LLVMValueRef src, LLVMValueRef row0, LLVMValueRe
  * over the head's K inputs and columns n over the tile's NC outputs
  * (transpose = 0: W[hp][k][n0 + n], the forward's B), or rows over the K
  * outputs and columns over NC inputs (transpose = 1: W[hp][n0 + n][k], dx's) */
-static void stage_weights(Tmpl *T, LLVMValueRef W, LLVMValueRef hp, LLVMValueRef n0, int base, int transpose, float scale)
+static void stage_weights(Tmpl *T, LLVMValueRef W, LLVMValueRef hp, LLVMValueRef n0, int base, int transpose,
+                          float scale)
 {
 	Irb *I = &T->I;
 	CHECK(scale == 1.0f || !transpose);
@@ -193,8 +194,8 @@ static void stage_weights(Tmpl *T, LLVMValueRef W, LLVMValueRef hp, LLVMValueRef
 			LLVMValueRef g = iadd(I, hbase, iadd(I, imul(I, k, ci32(I, K)), iadd(I, n0, c4)));
 			LLVMValueRef v = ld(I, v4f, gep_f32(I, W, sext64(I, g)), 16);
 			if (scale != 1.0f) {
-				LLVMValueRef k[4] = { cf32(I, scale), cf32(I, scale), cf32(I, scale), cf32(I, scale) };
-				v = fmul(I, v, LLVMConstVector(k, 4));
+				LLVMValueRef sc[4] = { cf32(I, scale), cf32(I, scale), cf32(I, scale), cf32(I, scale) };
+				v = fmul(I, v, LLVMConstVector(sc, 4));
 			}
 			LLVMValueRef w = pack_bf16x4(I, v);
 			st(I, w, smem_ptr(I, iadd(I, ci32(I, base), iadd(I, imul(I, k, ci32(I, stride)), imul(I, c4, ci32(I, 2))))), 8);
@@ -363,7 +364,8 @@ void tmpl_proj_fwd(Tmpl *T)
 	LLVMValueRef out[MX_MAXPROJ];
 	for (int j = 0; j < na; j++) {
 		const MxProj *pj = &mx->proj[T->apj[j]];
-		stage_weights(T, ksig_param(T, &l->sig, pj->weight), hp, p.n0, boff + j * b_bytes(T), 0, fwd_scale(T, j));
+		LLVMValueRef W = ksig_param(T, &l->sig, pj->weight);
+		stage_weights(T, W, hp, p.n0, boff + j * b_bytes(T), 0, fwd_scale(T, j));
 		out[j] = ksig_each_arg(T, &l->sig, "proj_", j);
 		IfBlk f;   /* thread t < NC: column t's bias of projection j */
 		if_begin(I, &f, ilt(I, tid_x(I), ci32(I, nc)), "bias_in");
@@ -447,7 +449,8 @@ void tmpl_proj_dx(Tmpl *T)
 	LLVMValueRef BL = p.BL, D = p.D, lane = p.lane, w = p.w, hp = p.hp;
 	LLVMValueRef dp[MX_MAXPROJ];
 	for (int j = 0; j < na; j++) {
-		stage_weights(T, ksig_param(T, &l->sig, mx->proj[T->apj[j]].weight), hp, p.n0, boff + j * b_bytes(T), 1, 1.0f);
+		LLVMValueRef W = ksig_param(T, &l->sig, mx->proj[T->apj[j]].weight);
+		stage_weights(T, W, hp, p.n0, boff + j * b_bytes(T), 1, 1.0f);
 		dp[j] = ksig_each_arg(T, &l->sig, "dproj_", j);
 	}
 	LLVMValueRef ntile = idiv(I, iadd(I, BL, ci32(I, PROJ_ROWS - 1)), ci32(I, PROJ_ROWS));
