@@ -132,6 +132,8 @@ static LLVMValueRef emit_node(Irb *I, const ExGraph *g, int node, const EmitEnv 
 	case EX_SIGMOID:
 		if (env->proj_sig && g->n[n->a].op == EX_PROJ && env->proj_sig[g->n[n->a].idx])
 			r = a;   /* the value stored is the sigmoid's (Tmpl.pj_sig) */
+		else if (env->proj_half && g->n[n->a].op == EX_PROJ && env->proj_half[g->n[n->a].idx])
+			r = emit_sigmoid_half(I, a);   /* the value is z / 2 (Kern.gates_half) */
 		else
 			r = env->precise || token_level(g, n->a) ? sigmoid_precise(I, a) : sigmoid(I, a);
 		break;

@@ -11,6 +11,7 @@ typedef struct {
 	LLVMValueRef const *param;   /* indexed by parameter idx */
 	LLVMValueRef const *proj;    /* indexed by projection idx */
 	const unsigned char *proj_sig;   /* where nonzero, proj[idx] holds sigmoid(proj) (proj_pack), or NULL */
+	const unsigned char *proj_half;  /* where nonzero, proj[idx] holds proj / 2, read only through sigmoid */
 	LLVMValueRef const *seed;    /* indexed by seed idx */
 	LLVMValueRef const *tok;     /* indexed by per-token value idx */
 	int precise;           /* a per-token site: sigmoid and tanh without the one-op approximation */

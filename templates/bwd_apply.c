@@ -293,6 +293,9 @@ static void seg_h_store(Bwd *bw, int s0, Var h[TM_SLOTS])
 	ln->wmat_smem = was;
 }
 
+/* the reverse sweep holds the gates' fragments too (seg_reverse) */
+static int reverse_holds(const Tmpl *T) { return T->nbdproj > 0 && T->chunk <= 8; }
+
 /* The segment's steps from its end (bwd_step), the messages ue carried
  * through them. The weights' fragments are held in registers over every
  * gate sweep (gate_frags_hold): re-read by every warp at every step, they
@@ -307,7 +310,7 @@ static void seg_reverse(Bwd *bw, int s0, Var ue[TM_SLOTS])
 	Lanes *ln = bw->ln;
 	LLVMValueRef wdx[MX_MAXPROJ][4][2][2];
 	int wsave = ln->wmat_smem;
-	if (T->nbdproj > 0 && T->chunk <= 8) {
+	if (reverse_holds(T)) {
 		for (int j = 0; j < T->nbdproj; j++)
 			for (int ks = 0; ks < 4; ks++)
 				wmat_dx_frags(T, ln, j, ks, wdx[j][ks]);
@@ -656,6 +659,10 @@ void tmpl_bwd_apply(Tmpl *T)
 	T->k.slots_adjacent = T->nbdproj == 0 || T->quad_groups == 1;
 	Lanes ln;
 	T->k.gates_inline = 1;   /* it needs the projections' adjoints, so it recomputes them */
+	/* where every sweep holds the gates' fragments: with the reverse
+	 * sweep's read from shared memory (chunk 16 and more) both biases
+	 * live beside them, and ptxas spilled 16-120 bytes */
+	T->k.gates_half = T->bd_sig_all && reverse_holds(T);
 	lanes_init(T, &ln, &l->sig, 1);
 	seg_enable(T, &ln, bw.sm.xs, T->seg, bw.sm.segf);
 	bw.ln = &ln;

@@ -118,6 +118,10 @@ void lanes_init(Tmpl *T, Lanes *ln, const KSig *s, int load_weights)
 					LLVMValueRef i0 = iadd(I, wbase, iadd(I, imul(I, k0, ci32(I, 64)), n));
 					LLVMValueRef v0 = ld(I, I->f32, gep_f32(I, W, sext64(I, i0)), 4);
 					LLVMValueRef v1 = ld(I, I->f32, gep_f32(I, W, sext64(I, iadd(I, i0, ci32(I, 64)))), 4);
+					if (T->k.gates_half) {   /* exact: bf16 rounds the half to the rounding's half */
+						v0 = fmul(I, v0, cf32(I, 0.5));
+						v1 = fmul(I, v1, cf32(I, 0.5));
+					}
 					ln->wfrag[j][ks][nt][r] = pack_bf16x2(I, v0, v1);
 				}
 			}

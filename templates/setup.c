@@ -288,6 +288,11 @@ static void pj_sig_derive(Tmpl *T, const int fr[3], const int *grads, int ng)
 		roots[n++] = grads[k];
 	for (int j = 0; j < T->napj; j++)
 		T->pj_sig[T->apj[j]] = ex_sigmoid_only(&T->mx->g, roots, n, T->apj[j]);
+	T->bd_sig_all = T->nbdproj > 0;
+	for (int j = 0; j < T->nbdproj; j++) {
+		T->bd_sig[T->bdproj[j]] = ex_sigmoid_only(&T->mx->g, roots, n, T->bdproj[j]);
+		T->bd_sig_all &= T->bd_sig[T->bdproj[j]];
+	}
 }
 
 /* The adjoints the backward needs, derived once per variant from the

@@ -35,7 +35,8 @@ LLVMValueRef *param_vals(Tmpl *T, Lanes *ln, int s, LLVMValueRef *pv)
 EmitEnv slot_env(Tmpl *T, Lanes *ln, const Step *st, int s, LLVMValueRef *pv)
 {
 	EmitEnv e = { .x = st->x[s], .first = step_first(T, st, s), .param = param_vals(T, ln, s, pv),
-	              .proj = st->proj[s], .proj_sig = T->pj_sig, .tok = st->tok[slot_r(s)] };
+	              .proj = st->proj[s], .proj_sig = T->pj_sig, .proj_half = st->proj_half ? T->bd_sig : NULL,
+	              .tok = st->tok[slot_r(s)] };
 	if (ln->hoist) {
 		size_t n = (size_t)T->mx->g.len;
 		e.inv_node = T->inv_node;
@@ -161,6 +162,7 @@ void step_inputs(Tmpl *T, Lanes *ln, Step *st, LLVMValueRef gb, LLVMValueRef i)
 {
 	Irb *I = &T->I;
 	step_rows(T, ln, st, gb, i);
+	st->proj_half = 0;
 	st->seg = NULL;
 	st->xs = NULL;
 	if (ln->seg_off >= 0) {
@@ -259,6 +261,11 @@ void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMVal
 				ldsm_x4(I, A[k][ks], ln->seg_flags & SEG_SWZ ? iadd(I, st[k].xs, xs_ldsm_at(I, ln, 2 * ks))
 				                                             : iadd(I, ro, ci32(I, 32 * ks)), 0);
 		}
+		/* held fragments are halved where the kernel asks (gate_frags_hold,
+		 * lanes_init): the biases too, and the projections are z / 2 */
+		int half = T->k.gates_half && ln->wmat_smem < 0;
+		for (int k = 0; k < n; k++)
+			st[k].proj_half = half;
 		for (int j = 0; j < T->nbdproj; j++) {
 			LLVMValueRef wf[4][2][2];   /* [ks][nt][r] */
 			for (int ks = 0; ks < 4; ks++)
@@ -266,11 +273,12 @@ void step_gates_n(Tmpl *T, Lanes *ln, Step st[], int n, LLVMValueRef gb, LLVMVal
 					wmat_gate_frags(T, ln, j, ks, wf[ks]);
 				else
 					memcpy(wf[ks], ln->wfrag[j][ks], sizeof wf[ks]);
+			LLVMValueRef b[4];   /* the halves: loop-invariant, hoisted */
+			for (int c = 0; c < 4; c++)
+				b[c] = half ? fmul(I, ln->bias[j][c], cf32(I, 0.5)) : ln->bias[j][c];
 			for (int k = 0; k < n; k++)
 				for (int nt = 0; nt < 2; nt++) {
-					LLVMValueRef acc[4] = {
-						ln->bias[j][2 * nt], ln->bias[j][2 * nt + 1],
-						ln->bias[j][2 * nt], ln->bias[j][2 * nt + 1] };
+					LLVMValueRef acc[4] = { b[2 * nt], b[2 * nt + 1], b[2 * nt], b[2 * nt + 1] };
 					for (int ks = 0; ks < 4; ks++) {
 						LLVMValueRef d[4];
 						LLVMValueRef bfr[2] = { wf[ks][nt][0], wf[ks][nt][1] };

@@ -111,6 +111,9 @@ typedef struct {
 	                           * (emit_split_docs): no state is read or written */
 	int marks_quiet;          /* resets: the code being emitted covers tokens with no reset mark
 	                           * (emit_split_docs): none is read or staged */
+	int gates_half;           /* the gates' weight fragments held in registers are halved, and the
+	                           * biases that start their accumulators: the projections end at z / 2,
+	                           * the sigmoid's tanh argument (where bd_sig_all; fwd_scan, bwd_apply) */
 } Kern;
 
 /* One variant's templates: its configuration and geometry (tmpl_setup), the
@@ -169,6 +172,11 @@ typedef struct {
 	 * the scans, and 1.7-3.1x less rounding than bf16 P), the scans read it
 	 * as the sigmoid's value (indexed by projection idx; 0 for the others) */
 	unsigned char pj_sig[MX_MAXPROJ];
+	/* the same of a block-diagonal projection the scans run (bdproj), and
+	 * whether every one of them is so: their gates may then take z / 2
+	 * from halved weights (Kern.gates_half) */
+	unsigned char bd_sig[MX_MAXPROJ];
+	int bd_sig_all;
 	int g_param[MX_MAXPARAM];
 	int derived;              /* tmpl_derive has run */
 	unsigned char *inv_node;  /* lane-invariant nodes of the graph (ex_invariants), set by tmpl_derive */
@@ -230,6 +238,7 @@ typedef struct {
 	LLVMValueRef mark[2];           /* i1: the caller marks row r's token a reset (step_marks), or NULL */
 	int marked;                     /* the marks are loaded, or the variant takes none */
 	LLVMValueRef proj[TM_SLOTS][MX_MAXPROJ];
+	int proj_half;              /* proj holds z / 2 of every bd_sig projection (Kern.gates_half) */
 	LLVMValueRef log_a[TM_SLOTS], bb[TM_SLOTS], a[TM_SLOTS];
 	LLVMValueRef a_eff[TM_SLOTS], b_eff[TM_SLOTS];   /* identity when invalid, a=0 at a reset */
 	LLVMValueRef xs;            /* staged x tile of this step (shared byte offset), when staged */

@@ -82,14 +82,28 @@ void wmat_gate_frags(Tmpl *T, Lanes *ln, int j, int ks, LLVMValueRef b[2][2])
 		b[e >> 1][e & 1] = d[e];
 }
 
+/* a bf16 pair halved: exact (outside bf16's subnormals) */
+static LLVMValueRef bf16x2_half(Irb *I, LLVMValueRef v)
+{
+	LLVMTypeRef v2 = LLVMVectorType(LLVMBFloatTypeInContext(I->ctx), 2);
+	LLVMValueRef h = LLVMConstReal(LLVMBFloatTypeInContext(I->ctx), 0.5), hh[2] = { h, h };
+	LLVMValueRef p = LLVMBuildFMul(I->b, LLVMBuildBitCast(I->b, v, v2, ""), LLVMConstVector(hh, 2), "");
+	return LLVMBuildBitCast(I->b, p, I->i32, "");
+}
+
 int gate_frags_hold(Tmpl *T, Lanes *ln)
 {
+	Irb *I = &T->I;
 	int was = ln->wmat_smem;
 	if (T->nbdproj == 0 || was < 0)
 		return was;
 	for (int j = 0; j < T->nbdproj; j++)
-		for (int ks = 0; ks < 4; ks++)
+		for (int ks = 0; ks < 4; ks++) {
 			wmat_gate_frags(T, ln, j, ks, ln->wfrag[j][ks]);
+			for (int nt = 0; nt < 2 && T->k.gates_half; nt++)
+				for (int r = 0; r < 2; r++)
+					ln->wfrag[j][ks][nt][r] = bf16x2_half(I, ln->wfrag[j][ks][nt][r]);
+		}
 	ln->wmat_smem = -1;
 	return was;
 }

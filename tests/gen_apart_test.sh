@@ -224,21 +224,10 @@ got="$(pf 'tanh\.approx') $(pf 'mul(\.rn)?(\.ftz)?\.f32 .*0f3F000000') $(pf '^[[
 check $? "sm_90a at K = 256: proj_fwd's sigmoids from fma(acc, 0.5, bias / 2), the biases halved once (tanh/mul by 0.5/add.f32: 64 32 0; got: $got)"
 # and on mma.sync (sm_90's set) the halving is in the staged weights and the biases that
 # start the accumulators: no tanh's argument is made a value at a time by a multiply by 0.5
-"$py" - "$work/k256/rglru.apart_fused_grouped_prefix32_onepass_chunk8.ptx" "$f" <<'PY'
-import re, sys
-bad = []
-for path in sys.argv[1:]:
-    body = re.search(r"\.entry rglru_proj_fwd\((.*?)\n}", open(path).read(), re.S).group(1)
-    # each register's defining line, by its destination
-    defs = {m.group(1): m.group(0) for m in re.finditer(r"^\s*[a-z][\w.]*\s+(%\w+),.*$", body, re.M)}
-    args = re.findall(r"tanh\.approx\.f32\s+%\w+,\s*(%\w+);", body)
-    halved = [a for a in args if re.match(r"\s*mul\S*\.f32 .*0f3F000000", defs.get(a, ""))]
-    if len(args) != 64 or halved:
-        bad.append("%s: %d tanh, %d of them on a product by 0.5" % (path.split("/")[-1], len(args), len(halved)))
-print("\n".join("     " + b for b in bad))
-sys.exit(1 if bad else 0)
-PY
-check $? "proj_fwd on mma.sync (sm_90) and wgmma (sm_90a): 64 tanh a thread, none on a multiply by 0.5 of its own"
+got="$("$py" "$src/tests/ptx_tanh_args.py" "$work/k256/rglru.apart_fused_grouped_prefix32_onepass_chunk8.ptx" rglru_proj_fwd)"
+got="$got / $("$py" "$src/tests/ptx_tanh_args.py" "$f" rglru_proj_fwd)"
+[ "$got" = "64 0 / 64 0" ]
+check $? "proj_fwd on mma.sync (sm_90) and wgmma (sm_90a): 64 tanh a thread, none on a multiply by 0.5 of its own (got: $got)"
 # the copies by a warpgroup of their own: proj_fwd 256 threads, the registers moved to the
 # multiplying one (56 and 200 a thread), a full and an empty mbarrier wait a trip (4 trips of
 # a row tile), its own barrier twice around the epilogue, never the block's; proj_dxdw 384

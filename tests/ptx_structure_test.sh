@@ -96,6 +96,25 @@ done
 guard $? held-weight-fragments "re-read, a gate step takes 12 ldmatrix instead of 4 (28 instead of 12 in chunk 8's reverse step): shared-memory bandwidth bwd_apply does not have" \
 	"$wn RG-LRU bwd_apply kernels hold the weight fragments over their gate sweeps (and, at chunk 8, the reverse step)" \
 	"held weight fragments: $wbad wrong of $wn"
+# where the gates' fragments are held in registers they are halved, and
+# the biases with them: the accumulators end at z / 2, so no gate's sigmoid
+# multiplies by 0.5 (RG-LRU's chunk-8 backwards, every sweep held; the
+# look-back and one-pass forwards over their kept-map sweep)
+hn=0 hbad=0
+for f in "$ptxdir"/rglru.fused_*_chunk8.ptx; do
+	[ -f "$f" ] || continue
+	v=$(basename "$f" .ptx)
+	read -r nt nh <<< "$(python3 "$src/tests/ptx_tanh_args.py" "$(kfile "$f" rglru_bwd_apply)" rglru_bwd_apply)"
+	hn=$((hn+1))
+	[ "${nt:-0}" -gt 0 ] && [ "${nh:-1}" -eq 0 ] || { echo "FAIL $v: bwd_apply's $nt gate sigmoids, $nh on a multiply by 0.5"; hbad=$((hbad+1)); }
+	case $v in *lookback*|*onepass*) ;; *) continue ;; esac
+	read -r nt nh <<< "$(python3 "$src/tests/ptx_tanh_args.py" "$(kfile "$f" rglru_fwd_scan)" rglru_fwd_scan)"
+	[ "${nt:-0}" -gt 0 ] && [ "${nh:-0}" -lt "${nt:-0}" ] || { echo "FAIL $v: fwd_scan's $nt gate sigmoids, all $nh on a multiply by 0.5"; hbad=$((hbad+1)); }
+done
+[ "$hbad" -eq 0 ] && [ "$hn" -gt 0 ]
+guard $? gates-halved "a gate whose fragments are held pays a multiply an element for z / 2 that halved weights give for nothing (2 a slot in each gate sweep)" \
+	"$hn RG-LRU chunk-8 backwards (and their look-back and one-pass forwards' kept sweeps) take z / 2 from halved fragments" \
+	"halved gates: $hbad wrong of $hn"
 [ "$mbad" -eq 0 ] && [ "$mn" -gt 0 ]
 guard $? map16-range-vote "a range test per value costs 5 instructions per pair where the vote costs 2, in pass A's every step" \
 	"$mn RG-LRU bwd_apply kernels with 16-bit maps test their range once per step (one vote), not per value" \
