@@ -347,9 +347,9 @@ static void ex_backprop(ExGraph *g, int *adj, const char *need, int id, int d)
 	case EX_NEG: if (na) ex_acc(g, adj, a, ex_un(g, EX_NEG, d)); break;
 	case EX_EXP: if (na) ex_acc(g, adj, a, ex_bin(g, EX_MUL, d, v)); break;
 	case EX_LOG: if (na) ex_acc(g, adj, a, ex_bin(g, EX_DIV, d, a)); break;
-	case EX_SIGMOID:   /* s (1 - s), as s - s^2: one fma */
+	case EX_SIGMOID:   /* s (1 - s) (as s - s^2, one fma, HGRN's bwd_apply spilled 16-40 bytes) */
 		if (na) {
-			t = ex_bin(g, EX_SUB, v, ex_bin(g, EX_MUL, v, v));
+			t = ex_bin(g, EX_MUL, v, ex_bin(g, EX_SUB, one, v));
 			ex_acc(g, adj, a, ex_bin(g, EX_MUL, d, t));
 		}
 		break;

@@ -662,7 +662,7 @@ void tmpl_bwd_apply(Tmpl *T)
 	/* where every sweep holds the gates' fragments: with the reverse
 	 * sweep's read from shared memory (chunk 16 and more) both biases
 	 * live beside them, and ptxas spilled 16-120 bytes */
-	T->k.gates_half = T->bd_sig_all && reverse_holds(T);
+	T->k.gates_half = gates_half_ok(T) && reverse_holds(T);
 	lanes_init(T, &ln, &l->sig, 1);
 	seg_enable(T, &ln, bw.sm.xs, T->seg, bw.sm.segf);
 	bw.ln = &ln;

@@ -597,7 +597,7 @@ void tmpl_fwd_apply(Tmpl *T)
 	tmpl_open(T, l);
 	T->k.slots_adjacent = 1;
 	T->k.proj_inline = proj;
-	T->k.gates_half = T->bd_sig_all;   /* where it holds the gates' fragments */
+	T->k.gates_half = gates_half_ok(T);   /* where it holds the gates' fragments */
 	if (lb)
 		lb_ticket(T, ksig_arg(T, &l->sig, "ws:ticket"), lbo);
 	if (scan_proj_on(T)) {

@@ -581,6 +581,12 @@ static inline const char *scan_h(const Tmpl *T) { return T->napj ? "HS" : "H"; }
 /* the block-diagonal projections, in the scans or apart (one of the two
  * lists is empty): how many, and the projection index of the j-th */
 static inline int bd_count(const Tmpl *T) { return T->nbdproj + T->napj; }
+/* the gates may take z / 2 from halved held fragments (Kern.gates_half):
+ * every block-diagonal projection read only through sigmoid, and no reset
+ * marks, carried states or packed documents, whose values live beside the
+ * fragments (with them ptxas spilled 4-32 bytes in fwd_scan, 8 in the
+ * documents' bwd_apply) */
+static inline int gates_half_ok(const Tmpl *T) { return T->bd_sig_all && !T->v->resets && !T->v->states && !T->v->docs; }
 static inline int bd_proj(const Tmpl *T, int j) { return T->napj ? T->apj[j] : T->bdproj[j]; }
 /* the FLOP per element of the block-diagonal projections once: 2 K each */
 static inline int proj_flops(const Tmpl *T) { return 2 * T->mx->k * bd_count(T); }
